@@ -1,0 +1,400 @@
+//! `isolated`: the interference-free T1/T2/T3 policy of Pollard et al. (SC18), as the brief
+//! (§2.3–2.5, §7) specifies it.
+//!
+//! *What it does*: classifies a job by its node count N against the fabric's nominal leaf
+//! size K and pod size p: T1 (N <= K) stays on one leaf, T2 (N <= p) on one pod, T3 spans
+//! pods. A leaf holding any T2/T3 node is closed to other T2/T3 jobs; a pod holding any T3
+//! node is closed to other T3 jobs; T1 jobs go anywhere a leaf has room. So no two running
+//! jobs can share an inter-switch link (invariants I1 and I2, brief §2.10). Span never
+//! grows: a T1 job never spans leaves, a T2 job never spans pods.
+//! *Orders* (they are part of the specification):
+//! T1: least-available pod, then least-available leaf. T2: least-available pod, then
+//! most-available leaves. T3: most-available pods; leaves least-available first in the
+//! published code (`LeafOrder::FluxTopo`, default, for reproduction) or most-available first
+//! as the paper's text says (`LeafOrder::Paper`). Ties go by name (`TieBreak::Name`; a
+//! descending sort reverses name order too, as the code's strcmp keys do) or by index
+//! (`TieBreak::Index`, ascending in both sorts).
+//! *When to use*: to measure what isolating jobs costs in waiting and utilization.
+//! *Cost*: O(leaves + log) per selection; the feasibility test used for EASY reservations
+//! is O(leaves).
+//! *Reference*: Pollard, Jain, Herbein, Bhatele, SC18; sampollard/flux-sched@668c0dc
+//! `sched/sched_topo.c`.
+
+use super::{Allocator, Guard};
+use crate::state::ClusterState;
+use crate::topology::Topology;
+
+/// Leaf order of T3 jobs inside a pod.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LeafOrder {
+    /// Least-available leaf first, as the published plugin code does.
+    #[default]
+    FluxTopo,
+    /// Most-available leaf first, as the paper's Algorithm 1 and text say.
+    Paper,
+}
+
+/// How equal availabilities are ordered.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TieBreak {
+    /// By switch name (zero-padded preset names sort like indices); descending sorts reverse it.
+    #[default]
+    Name,
+    /// By index, ascending in every sort.
+    Index,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IsolatedOptions {
+    pub leaf_order: LeafOrder,
+    pub tie_break: TieBreak,
+}
+
+/// The interference-free allocator.
+#[derive(Clone, Debug, Default)]
+pub struct Isolated {
+    opts: IsolatedOptions,
+    // Scratch space reused across calls (the allocator runs millions of times per replay).
+    leaf_avail: Vec<u32>,
+    pod_avail: Vec<u32>,
+    order: Vec<u32>,
+    leaf_order: Vec<u32>,
+}
+
+/// T1, T2 or T3 for a job of `nodes` nodes on `topo` (brief §2.3: `<=` comparisons, K and
+/// p the largest leaf and pod).
+pub fn tier(topo: &Topology, nodes: u32) -> u8 {
+    if nodes <= topo.nodes_per_leaf() {
+        1
+    } else if nodes <= topo.max_pod_nodes() {
+        2
+    } else {
+        3
+    }
+}
+
+impl Isolated {
+    pub fn new(opts: IsolatedOptions) -> Isolated {
+        Isolated { opts, ..Default::default() }
+    }
+
+    /// Free nodes per leaf and per pod that the guard leaves available.
+    fn compute_avail(&mut self, topo: &Topology, state: &ClusterState, guard: &Guard) {
+        self.leaf_avail.clear();
+        match guard.excluded {
+            None => self.leaf_avail.extend((0..topo.n_leaves() as u32).map(|l| state.leaf_free(l))),
+            Some(ex) => self.leaf_avail.extend(
+                (0..topo.n_leaves() as u32)
+                    .map(|l| state.free_set().iter_range(topo.leaf_nodes(l)).filter(|&n| !ex.contains(n)).count() as u32),
+            ),
+        }
+        self.pod_avail.clear();
+        for p in 0..topo.n_pods() as u32 {
+            let sum = topo.pod_leaves(p).map(|l| self.leaf_avail[l as usize]).sum();
+            self.pod_avail.push(sum);
+        }
+    }
+
+    /// Sort `ids` by (availability, name rank): ascending, or descending with the tie
+    /// order the profile asks for.
+    fn sort(ids: &mut [u32], avail: &[u32], rank: impl Fn(u32) -> u32, descending: bool, tie: TieBreak) {
+        if !descending {
+            ids.sort_unstable_by_key(|&i| (avail[i as usize], rank(i)));
+        } else {
+            match tie {
+                TieBreak::Name => ids.sort_unstable_by_key(|&i| std::cmp::Reverse((avail[i as usize], rank(i)))),
+                TieBreak::Index => ids.sort_unstable_by_key(|&i| (std::cmp::Reverse(avail[i as usize]), i)),
+            }
+        }
+    }
+
+    fn sorted_pods(&mut self, topo: &Topology, min_avail: u32, descending: bool) {
+        self.order.clear();
+        self.order.extend((0..topo.n_pods() as u32).filter(|&p| self.pod_avail[p as usize] >= min_avail));
+        let tie = self.opts.tie_break;
+        let rank = |p: u32| if tie == TieBreak::Name { topo.pod_name_rank(p) } else { p };
+        Self::sort(&mut self.order, &self.pod_avail, rank, descending, tie);
+    }
+
+    fn sorted_leaves(&mut self, topo: &Topology, pod: u32, min_avail: u32, descending: bool) {
+        self.leaf_order.clear();
+        self.leaf_order.extend(topo.pod_leaves(pod).filter(|&l| self.leaf_avail[l as usize] >= min_avail));
+        let tie = self.opts.tie_break;
+        let rank = |l: u32| if tie == TieBreak::Name { topo.leaf_name_rank(l) } else { l };
+        Self::sort(&mut self.leaf_order, &self.leaf_avail, rank, descending, tie);
+    }
+
+    #[inline]
+    fn leaf_open(state: &ClusterState, guard: &Guard, leaf: u32) -> bool {
+        !state.leaf_has_spanning(leaf) && !guard.leaf_closed(leaf)
+    }
+    #[inline]
+    fn pod_open(state: &ClusterState, guard: &Guard, pod: u32) -> bool {
+        !state.pod_has_spanning(pod) && !guard.pod_closed(pod)
+    }
+
+    /// Take up to `m` available nodes of `leaf`, lowest ids first.
+    fn take(topo: &Topology, state: &ClusterState, guard: &Guard, leaf: u32, m: u32, out: &mut Vec<u32>) {
+        out.extend(state.free_set().iter_range(topo.leaf_nodes(leaf)).filter(|&n| !guard.excludes(n)).take(m as usize));
+    }
+}
+
+impl Allocator for Isolated {
+    fn name(&self) -> String {
+        "isolated".into()
+    }
+
+    fn fungible(&self) -> bool {
+        false
+    }
+
+    fn check_fits_ever(&self, topo: &Topology, empty: &ClusterState, nodes: u32) -> Result<(), String> {
+        if nodes == 0 {
+            return Err("job asks for 0 nodes".into());
+        }
+        match tier(topo, nodes) {
+            1 => {
+                let best = (0..topo.n_leaves() as u32).map(|l| empty.leaf_healthy(topo, l)).max().unwrap_or(0);
+                if best >= nodes {
+                    Ok(())
+                } else {
+                    Err(format!("T1 job of {nodes} nodes needs one leaf with {nodes} healthy nodes; the best leaf has {best}"))
+                }
+            }
+            2 => {
+                let best = (0..topo.n_pods() as u32)
+                    .map(|p| topo.pod_leaves(p).map(|l| empty.leaf_healthy(topo, l)).sum::<u32>())
+                    .max()
+                    .unwrap_or(0);
+                if best >= nodes {
+                    Ok(())
+                } else {
+                    Err(format!("T2 job of {nodes} nodes needs one pod with {nodes} healthy nodes; the best pod has {best}"))
+                }
+            }
+            _ => {
+                let healthy = empty.n_healthy();
+                if healthy >= nodes {
+                    Ok(())
+                } else {
+                    Err(format!("asks for {nodes} nodes; the machine has {healthy} healthy nodes"))
+                }
+            }
+        }
+    }
+
+    fn select(&mut self, topo: &Topology, state: &ClusterState, nodes: u32, guard: &Guard) -> Option<Vec<u32>> {
+        if nodes == 0 || nodes > state.n_free() {
+            return None;
+        }
+        self.compute_avail(topo, state, guard);
+        let mut chosen = Vec::with_capacity(nodes as usize);
+        match tier(topo, nodes) {
+            1 => {
+                self.sorted_pods(topo, nodes, false);
+                for i in 0..self.order.len() {
+                    let pod = self.order[i];
+                    self.sorted_leaves(topo, pod, nodes, false);
+                    // The plugin tries only the best-fit leaf of each pod; with exact
+                    // counts it always fills.
+                    if let Some(&leaf) = self.leaf_order.first() {
+                        Self::take(topo, state, guard, leaf, nodes, &mut chosen);
+                        debug_assert_eq!(chosen.len(), nodes as usize);
+                        return Some(chosen);
+                    }
+                }
+                None
+            }
+            2 => {
+                self.sorted_pods(topo, nodes, false);
+                for i in 0..self.order.len() {
+                    let pod = self.order[i];
+                    chosen.clear();
+                    self.sorted_leaves(topo, pod, 1, true);
+                    for j in 0..self.leaf_order.len() {
+                        let leaf = self.leaf_order[j];
+                        if !Self::leaf_open(state, guard, leaf) {
+                            continue;
+                        }
+                        let m = self.leaf_avail[leaf as usize].min(nodes - chosen.len() as u32);
+                        Self::take(topo, state, guard, leaf, m, &mut chosen);
+                        if chosen.len() == nodes as usize {
+                            return Some(chosen);
+                        }
+                    }
+                    // A T2 job never spans pods: drop this pod's nodes, try the next pod.
+                }
+                None
+            }
+            _ => {
+                self.sorted_pods(topo, 1, true);
+                let leaves_descending = self.opts.leaf_order == LeafOrder::Paper;
+                for i in 0..self.order.len() {
+                    let pod = self.order[i];
+                    if !Self::pod_open(state, guard, pod) {
+                        continue;
+                    }
+                    self.sorted_leaves(topo, pod, 1, leaves_descending);
+                    for j in 0..self.leaf_order.len() {
+                        let leaf = self.leaf_order[j];
+                        if !Self::leaf_open(state, guard, leaf) {
+                            continue;
+                        }
+                        let m = self.leaf_avail[leaf as usize].min(nodes - chosen.len() as u32);
+                        Self::take(topo, state, guard, leaf, m, &mut chosen);
+                        if chosen.len() == nodes as usize {
+                            return Some(chosen);
+                        }
+                    }
+                }
+                None
+            }
+        }
+    }
+
+    fn feasible(&mut self, topo: &Topology, state: &ClusterState, nodes: u32, guard: &Guard) -> bool {
+        if nodes == 0 || nodes > state.n_free() {
+            return false;
+        }
+        self.compute_avail(topo, state, guard);
+        let open_avail = |l: u32| if Self::leaf_open(state, guard, l) { self.leaf_avail[l as usize] } else { 0 };
+        match tier(topo, nodes) {
+            1 => self.leaf_avail.iter().any(|&a| a >= nodes),
+            2 => (0..topo.n_pods() as u32).any(|p| topo.pod_leaves(p).map(open_avail).sum::<u32>() >= nodes),
+            _ => {
+                (0..topo.n_pods() as u32)
+                    .filter(|&p| Self::pod_open(state, guard, p))
+                    .map(|p| topo.pod_leaves(p).map(open_avail).sum::<u32>())
+                    .sum::<u32>()
+                    >= nodes
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The brief's worked examples E1–E7 (§3), node ids 0-based on the toy tree.
+    use super::*;
+
+    fn toy() -> Topology {
+        Topology::preset("toy18").unwrap()
+    }
+
+    /// Place jobs one after another on an empty machine; None for a failure.
+    fn place(topo: &Topology, opts: IsolatedOptions, down: &[u32], sizes: &[u32]) -> Vec<Option<Vec<u32>>> {
+        let mut s = ClusterState::new(topo, down);
+        let mut a = Isolated::new(opts);
+        sizes
+            .iter()
+            .enumerate()
+            .map(|(j, &n)| {
+                let got = a.select(topo, &s, n, &Guard::NONE);
+                assert_eq!(got.is_some(), a.feasible(topo, &s, n, &Guard::NONE), "feasible disagrees for job {j}");
+                if let Some(nodes) = &got {
+                    let mut sorted = nodes.clone();
+                    sorted.sort_unstable();
+                    s.allocate(topo, j as u32, &sorted, topo.span_class(&sorted));
+                }
+                got.map(|mut v| {
+                    v.sort_unstable();
+                    v
+                })
+            })
+            .collect()
+    }
+
+    fn r(v: &[u32]) -> Option<Vec<u32>> {
+        Some(v.to_vec())
+    }
+
+    #[test]
+    fn e1_thresholds() {
+        let t = toy();
+        assert_eq!([3, 4, 9, 10, 18].map(|n| tier(&t, n)), [1, 2, 2, 3, 3]);
+        let empty = ClusterState::new(&t, &[]);
+        assert!(Isolated::default().check_fits_ever(&t, &empty, 18).is_ok());
+        assert!(Isolated::default().check_fits_ever(&t, &empty, 19).is_err());
+    }
+
+    #[test]
+    fn e2_arrivals_on_an_empty_machine() {
+        let got = place(&toy(), IsolatedOptions::default(), &[], &[2, 5, 3, 10, 1, 4]);
+        assert_eq!(
+            got,
+            vec![r(&[0, 1]), r(&[3, 4, 6, 7, 8]), r(&[9, 10, 11]), None, r(&[2]), r(&[12, 15, 16, 17])]
+        );
+    }
+
+    #[test]
+    fn e3_fig3_allocation_both_profiles() {
+        let got = place(&toy(), IsolatedOptions::default(), &[], &[10, 5, 2, 1]);
+        let blue: Vec<u32> = std::iter::once(0).chain(9..18).collect();
+        assert_eq!(got, vec![Some(blue), r(&[3, 4, 6, 7, 8]), r(&[1, 2]), r(&[5])]);
+        let paper = IsolatedOptions { leaf_order: LeafOrder::Paper, tie_break: TieBreak::Name };
+        let got = place(&toy(), paper, &[], &[10, 5, 2, 1]);
+        let blue: Vec<u32> = std::iter::once(6).chain(9..18).collect();
+        assert_eq!(got, vec![Some(blue), r(&[0, 1, 3, 4, 5]), r(&[7, 8]), r(&[2])]);
+    }
+
+    #[test]
+    fn e4_t3_blocks_a_t2_job() {
+        let got = place(&toy(), IsolatedOptions::default(), &[], &[10, 8, 2]);
+        let x: Vec<u32> = std::iter::once(0).chain(9..18).collect();
+        assert_eq!(got, vec![Some(x), None, r(&[1, 2])]);
+    }
+
+    #[test]
+    fn e5_t2_and_t3_share_a_pod() {
+        for opts in [IsolatedOptions::default(), IsolatedOptions { leaf_order: LeafOrder::Paper, tie_break: TieBreak::Name }] {
+            let got = place(&toy(), opts, &[], &[5, 12]);
+            let y: Vec<u32> = [0, 1, 2].into_iter().chain(9..18).collect();
+            assert_eq!(got, vec![r(&[3, 4, 6, 7, 8]), Some(y)]);
+        }
+    }
+
+    #[test]
+    fn e6_second_t3_refused() {
+        let got = place(&toy(), IsolatedOptions::default(), &[], &[10, 3, 10]);
+        assert_eq!(got[1], r(&[3, 4, 5]));
+        assert_eq!(got[2], None);
+    }
+
+    #[test]
+    fn e7_drained_node() {
+        let t = toy();
+        let got = place(&t, IsolatedOptions::default(), &[4], &[3, 3, 9, 3]);
+        let c: Vec<u32> = (9..18).collect();
+        assert_eq!(got, vec![r(&[0, 1, 2]), r(&[6, 7, 8]), Some(c), None]);
+    }
+
+    #[test]
+    fn guard_excludes_nodes_and_closes_leaves() {
+        let t = toy();
+        let s = ClusterState::new(&t, &[]);
+        let mut ex = crate::state::NodeSet::new(18);
+        for n in 0..9 {
+            ex.insert(n);
+        }
+        let g = Guard { excluded: Some(&ex), ..Guard::NONE };
+        let mut a = Isolated::default();
+        let got = a.select(&t, &s, 3, &g).unwrap();
+        assert!(got.iter().all(|&n| n >= 9));
+        let closed = [false, false, false, true, true, true];
+        let g = Guard { leaves_closed_to_spanning: Some(&closed), ..Guard::NONE };
+        let got = a.select(&t, &s, 5, &g).unwrap();
+        assert!(got.iter().all(|&n| n < 9));
+        // T1 jobs ignore closed leaves
+        let got = a.select(&t, &s, 9, &g);
+        assert!(got.is_some());
+        assert!(a.select(&t, &s, 12, &g).is_none());
+    }
+
+    #[test]
+    fn index_tie_break_prefers_low_indices_in_descending_sorts() {
+        let opts = IsolatedOptions { leaf_order: LeafOrder::FluxTopo, tie_break: TieBreak::Index };
+        let got = place(&toy(), opts, &[], &[10]);
+        let x: Vec<u32> = (0..9).chain(std::iter::once(9)).collect();
+        assert_eq!(got, vec![Some(x)]);
+    }
+}

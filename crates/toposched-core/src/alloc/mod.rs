@@ -1,0 +1,100 @@
+//! Allocation policies: which nodes a job gets. One file per policy, one trait for all.
+//!
+//! An allocation policy only *chooses*; the engine applies the choice to the
+//! [`ClusterState`]. A policy never sees the queue: who goes next and which reservation
+//! holds is the queue policy's business (`crate::queue`).
+
+mod isolated;
+mod linear;
+mod random;
+
+pub use isolated::{Isolated, IsolatedOptions, LeafOrder, TieBreak};
+pub use linear::Linear;
+pub use random::Random;
+
+use crate::state::{ClusterState, NodeSet};
+use crate::topology::Topology;
+
+/// What a reservation held by the queue policy forbids a job that would still be running
+/// when the reservation starts.
+#[derive(Clone, Debug, Default)]
+pub struct Guard<'a> {
+    /// Nodes the job may not take.
+    pub excluded: Option<&'a NodeSet>,
+    /// Leaves closed to jobs spanning several leaves (the reserved job spans leaves there).
+    pub leaves_closed_to_spanning: Option<&'a [bool]>,
+    /// Pods closed to jobs spanning several pods.
+    pub pods_closed_to_spanning: Option<&'a [bool]>,
+}
+
+impl Guard<'_> {
+    pub const NONE: Guard<'static> = Guard { excluded: None, leaves_closed_to_spanning: None, pods_closed_to_spanning: None };
+
+    #[inline]
+    pub fn excludes(&self, node: u32) -> bool {
+        self.excluded.is_some_and(|s| s.contains(node))
+    }
+    #[inline]
+    pub fn leaf_closed(&self, leaf: u32) -> bool {
+        self.leaves_closed_to_spanning.is_some_and(|l| l[leaf as usize])
+    }
+    #[inline]
+    pub fn pod_closed(&self, pod: u32) -> bool {
+        self.pods_closed_to_spanning.is_some_and(|p| p[pod as usize])
+    }
+}
+
+/// A node-allocation policy.
+pub trait Allocator {
+    /// Name as the CLI spells it.
+    fn name(&self) -> String;
+
+    /// True when any free nodes serve a job equally, so that reservations can be node
+    /// *counts* (classic EASY). False when the policy's constraints make a reservation a
+    /// specific node set (brief §2.6).
+    fn fungible(&self) -> bool;
+
+    /// `Ok` if a job of `nodes` nodes could be placed on this fabric with every healthy
+    /// node free; otherwise why not. Jobs that fail this are reported and skipped.
+    fn check_fits_ever(&self, topo: &Topology, empty: &ClusterState, nodes: u32) -> Result<(), String>;
+
+    /// Choose `nodes` free nodes (ascending ids are not required), honouring `guard`, or
+    /// None when the policy cannot place the job now.
+    fn select(&mut self, topo: &Topology, state: &ClusterState, nodes: u32, guard: &Guard) -> Option<Vec<u32>>;
+
+    /// Whether [`select`](Self::select) would succeed. Policies with a cheaper exact test
+    /// override it; it must agree with `select`.
+    fn feasible(&mut self, topo: &Topology, state: &ClusterState, nodes: u32, guard: &Guard) -> bool {
+        self.select(topo, state, nodes, guard).is_some()
+    }
+}
+
+/// Free nodes not excluded by the guard, ascending.
+pub(crate) fn free_unguarded<'a>(state: &'a ClusterState, topo: &Topology, guard: &'a Guard) -> impl Iterator<Item = u32> + 'a {
+    state.free_set().iter_range(0..topo.n_nodes() as u32).filter(move |&n| !guard.excludes(n))
+}
+
+/// Check shared by the topology-oblivious policies: enough healthy nodes in total.
+pub(crate) fn fits_in_machine(empty: &ClusterState, nodes: u32) -> Result<(), String> {
+    let healthy = empty.n_healthy();
+    if nodes == 0 {
+        Err("job asks for 0 nodes".into())
+    } else if nodes > healthy {
+        Err(format!("asks for {nodes} nodes; the machine has {healthy}"))
+    } else {
+        Ok(())
+    }
+}
+
+/// Build an allocation policy from its CLI name.
+pub fn by_name(name: &str, seed: u64, isolated: IsolatedOptions) -> Option<Box<dyn Allocator>> {
+    match name {
+        "linear" => Some(Box::new(Linear)),
+        "random" => Some(Box::new(Random::new(seed))),
+        "isolated" => Some(Box::new(Isolated::new(isolated))),
+        _ => None,
+    }
+}
+
+/// Names [`by_name`] accepts.
+pub const ALLOCATORS: &[&str] = &["linear", "random", "isolated"];

@@ -1,0 +1,353 @@
+//! The discrete-event engine.
+//!
+//! **Total order of events.** Time advances to the next instant `t` at which a job ends or
+//! is submitted. At `t`:
+//! 1. every job ending at `t` releases its nodes, in increasing job row (trace order);
+//! 2. every job submitted at `t` joins the queue, in trace order (a job that could never
+//!    be placed, even on an empty machine, is reported as skipped instead);
+//! 3. one scheduling pass runs (the queue policy, see `crate::queue`).
+//!
+//! A job started with run time 0 ends at `t` too: its end is handled in a new round at the
+//! same `t` (steps 1–3 again), so a zero-length job holds its nodes for no time but is
+//! still scheduled like any other. Ends before submits means a job may start on nodes
+//! freed at the very instant it arrives. Nothing depends on hash order or wall-clock time:
+//! the same inputs and seed give the same schedule, bit for bit.
+//!
+//! **Run time.** A job runs `min(runtime, walltime)` and is marked killed when its log run
+//! time exceeds its limit, unless `kill_at_walltime` is off (then it runs its full log run
+//! time, and reservations treat it as ending any moment once past its limit).
+
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap};
+
+use crate::alloc::Allocator;
+use crate::queue::ReservationRecord;
+use crate::queue::{PassCtx, QueuePolicy};
+use crate::state::ClusterState;
+use crate::topology::Topology;
+use crate::workload::{validate, Job};
+
+/// What became of a job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobStatus {
+    /// Not submitted yet, or waiting in the queue.
+    Pending,
+    Running,
+    Done,
+    /// Could never be placed on this fabric with this policy; see [`Engine::skipped`].
+    Skipped,
+}
+
+/// Per-job result, indexed by job row.
+#[derive(Clone, Copy, Debug)]
+pub struct Outcome {
+    pub status: JobStatus,
+    pub start_s: i64,
+    pub end_s: i64,
+    /// 1 = one leaf, 2 = one pod, 3 = several pods.
+    pub class: u8,
+    /// Log run time exceeded the limit and the job was killed at it.
+    pub killed: bool,
+    node_off: u32,
+    node_len: u32,
+}
+
+/// Engine settings that are not policies.
+#[derive(Clone, Copy, Debug)]
+pub struct EngineOptions {
+    /// Kill jobs at their requested time (default). Off: they run their log run time.
+    pub kill_at_walltime: bool,
+    /// Look at most this many queued jobs per pass (the flux plugin used 128).
+    pub queue_depth: usize,
+    /// Keep every reservation in [`Engine::reservations`] (tests, reports).
+    pub record_reservations: bool,
+    /// After every pass, check that no leaf hosts two jobs spanning leaves and no pod two
+    /// jobs spanning pods (brief §2.10). A violation stops the run with an error.
+    pub check_interference_free: bool,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions { kill_at_walltime: true, queue_depth: usize::MAX, record_reservations: false, check_interference_free: false }
+    }
+}
+
+/// The machine state a queue policy works on.
+pub struct Core {
+    pub now: i64,
+    pub state: ClusterState,
+    /// Waiting jobs (rows), in queue order.
+    pub queue: Vec<u32>,
+    /// Running jobs ordered by expected end `start + walltime`, then row.
+    pub running: BTreeSet<(i64, u32)>,
+    /// Bumped at every start and end: lets policies cache work while nothing changed.
+    pub version: u64,
+    ends: BinaryHeap<Reverse<(i64, u32)>>,
+    outcomes: Vec<Outcome>,
+    node_lists: Vec<u32>,
+    kill_at_walltime: bool,
+    record_reservations: bool,
+    reservations: Vec<ReservationRecord>,
+}
+
+impl Core {
+    /// Nodes held (or last held) by a started job.
+    pub fn nodes_of(&self, job: u32) -> &[u32] {
+        let o = &self.outcomes[job as usize];
+        &self.node_lists[o.node_off as usize..(o.node_off + o.node_len) as usize]
+    }
+    pub fn class_of(&self, job: u32) -> u8 {
+        self.outcomes[job as usize].class
+    }
+
+    /// Start `job` now on `nodes`. Called by [`PassCtx::try_start`].
+    pub(crate) fn start(&mut self, topo: &Topology, jobs: &[Job], job: u32, mut nodes: Vec<u32>) {
+        let spec = jobs[job as usize];
+        assert_eq!(nodes.len(), spec.nodes as usize, "allocator returned the wrong node count for job row {job}");
+        nodes.sort_unstable();
+        let class = topo.span_class(&nodes);
+        self.state.allocate(topo, job, &nodes, class);
+        let killed = self.kill_at_walltime && spec.runtime_s > spec.walltime_s;
+        let run = if killed { spec.walltime_s } else { spec.runtime_s };
+        let end = self.now + run;
+        let o = &mut self.outcomes[job as usize];
+        o.status = JobStatus::Running;
+        o.start_s = self.now;
+        o.end_s = end;
+        o.class = class;
+        o.killed = killed;
+        o.node_off = self.node_lists.len() as u32;
+        o.node_len = nodes.len() as u32;
+        self.node_lists.extend_from_slice(&nodes);
+        self.running.insert((self.now + spec.walltime_s, job));
+        self.ends.push(Reverse((end, job)));
+        self.version += 1;
+    }
+
+    pub(crate) fn log_reservation(&mut self, pass_s: i64, job: u32, start_s: i64) {
+        if self.record_reservations {
+            self.reservations.push(ReservationRecord { pass_s, job, start_s });
+        }
+    }
+}
+
+/// Why a run could not go on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SimError(pub String);
+
+impl std::fmt::Display for SimError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for SimError {}
+
+/// A replay of one workload on one fabric under one pair of policies.
+pub struct Engine {
+    topo: Topology,
+    jobs: Vec<Job>,
+    alloc: Box<dyn Allocator>,
+    queue_policy: Box<dyn QueuePolicy>,
+    opts: EngineOptions,
+    empty: ClusterState,
+    core: Core,
+    next_submit: usize,
+    skipped: Vec<(u32, String)>,
+    passes: u64,
+    finished: bool,
+}
+
+impl Engine {
+    /// `down` nodes are never available (drained); everything else starts free.
+    pub fn new(
+        topo: Topology,
+        jobs: Vec<Job>,
+        alloc: Box<dyn Allocator>,
+        queue_policy: Box<dyn QueuePolicy>,
+        opts: EngineOptions,
+        down: &[u32],
+    ) -> Result<Engine, SimError> {
+        validate(&jobs).map_err(SimError)?;
+        if let Some(&d) = down.iter().find(|&&d| d as usize >= topo.n_nodes()) {
+            return Err(SimError(format!("down node {d} is not on the fabric ({} nodes)", topo.n_nodes())));
+        }
+        let state = ClusterState::new(&topo, down);
+        let blank = Outcome { status: JobStatus::Pending, start_s: -1, end_s: -1, class: 0, killed: false, node_off: 0, node_len: 0 };
+        let core = Core {
+            now: i64::MIN,
+            state: state.clone(),
+            queue: Vec::new(),
+            running: BTreeSet::new(),
+            version: 0,
+            ends: BinaryHeap::new(),
+            outcomes: vec![blank; jobs.len()],
+            node_lists: Vec::new(),
+            kill_at_walltime: opts.kill_at_walltime,
+            record_reservations: opts.record_reservations,
+            reservations: Vec::new(),
+        };
+        Ok(Engine {
+            topo,
+            jobs,
+            alloc,
+            queue_policy,
+            opts,
+            empty: state,
+            core,
+            next_submit: 0,
+            skipped: Vec::new(),
+            passes: 0,
+            finished: false,
+        })
+    }
+
+    /// Run until the end, or until `max_instants` instants have been handled (so a caller
+    /// can show progress). Returns true once every job is done or skipped.
+    pub fn step(&mut self, max_instants: u64) -> Result<bool, SimError> {
+        let mut handled = 0;
+        while !self.finished && handled < max_instants {
+            let next_end = self.core.ends.peek().map(|r| r.0 .0);
+            let next_submit = self.jobs.get(self.next_submit).map(|j| j.submit_s);
+            let t = match (next_end, next_submit) {
+                (None, None) => {
+                    self.finished = true;
+                    break;
+                }
+                (Some(a), Some(b)) => a.min(b),
+                (Some(a), None) => a,
+                (None, Some(b)) => b,
+            };
+            self.core.now = t;
+            self.handle_instant(t)?;
+            handled += 1;
+        }
+        if self.finished && !self.core.queue.is_empty() {
+            return Err(SimError(format!(
+                "{} jobs were still queued when nothing was left running (first: row {}); this is a policy bug",
+                self.core.queue.len(),
+                self.core.queue[0]
+            )));
+        }
+        Ok(self.finished)
+    }
+
+    fn handle_instant(&mut self, t: i64) -> Result<(), SimError> {
+        // 1. ends
+        while let Some(&Reverse((end, job))) = self.core.ends.peek() {
+            if end != t {
+                break;
+            }
+            self.core.ends.pop();
+            let spec = self.jobs[job as usize];
+            let start = self.core.outcomes[job as usize].start_s;
+            self.core.running.remove(&(start + spec.walltime_s, job));
+            let class = self.core.outcomes[job as usize].class;
+            let o = self.core.outcomes[job as usize];
+            let nodes = &self.core.node_lists[o.node_off as usize..(o.node_off + o.node_len) as usize];
+            self.core.state.release(&self.topo, job, nodes, class);
+            self.core.outcomes[job as usize].status = JobStatus::Done;
+            self.core.version += 1;
+        }
+        // 2. submits
+        while let Some(spec) = self.jobs.get(self.next_submit) {
+            if spec.submit_s != t {
+                break;
+            }
+            let row = self.next_submit as u32;
+            self.next_submit += 1;
+            match self.alloc.check_fits_ever(&self.topo, &self.empty, spec.nodes) {
+                Ok(()) => self.core.queue.push(row),
+                Err(why) => {
+                    self.core.outcomes[row as usize].status = JobStatus::Skipped;
+                    self.skipped.push((row, why));
+                }
+            }
+        }
+        // 3. one pass
+        if !self.core.queue.is_empty() {
+            let mut ctx = PassCtx {
+                topo: &self.topo,
+                jobs: &self.jobs,
+                alloc: self.alloc.as_mut(),
+                core: &mut self.core,
+                queue_depth: self.opts.queue_depth,
+            };
+            self.queue_policy.pass(&mut ctx);
+            self.passes += 1;
+            if self.opts.check_interference_free {
+                self.check_interference_free()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// I1: every leaf hosts nodes of at most one running job spanning leaves.
+    /// I2: every pod hosts nodes of at most one running job spanning pods.
+    fn check_interference_free(&self) -> Result<(), SimError> {
+        let mut leaf_job = vec![u32::MAX; self.topo.n_leaves()];
+        let mut pod_job = vec![u32::MAX; self.topo.n_pods()];
+        for &(_, job) in &self.core.running {
+            let class = self.core.class_of(job);
+            for &n in self.core.nodes_of(job) {
+                let leaf = self.topo.leaf_of(n);
+                let pod = self.topo.pod_of_leaf(leaf);
+                let checks = [(class >= 2, &leaf_job[leaf as usize], "leaf", leaf), (class >= 3, &pod_job[pod as usize], "pod", pod)];
+                for (applies, holder, what, id) in checks {
+                    if applies && *holder != u32::MAX && *holder != job {
+                        return Err(SimError(format!(
+                            "interference-free invariant broken at t={}: {what} {id} hosts spanning jobs rows {} and {job}",
+                            self.core.now, *holder
+                        )));
+                    }
+                }
+                if class >= 2 {
+                    leaf_job[leaf as usize] = job;
+                }
+                if class >= 3 {
+                    pod_job[pod as usize] = job;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn topology(&self) -> &Topology {
+        &self.topo
+    }
+    pub fn jobs(&self) -> &[Job] {
+        &self.jobs
+    }
+    pub fn outcomes(&self) -> &[Outcome] {
+        &self.core.outcomes
+    }
+    /// Nodes a started job held.
+    pub fn nodes_of(&self, job: u32) -> &[u32] {
+        self.core.nodes_of(job)
+    }
+    /// Jobs that could never run, with the reason, in submit order.
+    pub fn skipped(&self) -> &[(u32, String)] {
+        &self.skipped
+    }
+    pub fn reservations(&self) -> &[ReservationRecord] {
+        &self.core.reservations
+    }
+    pub fn passes(&self) -> u64 {
+        self.passes
+    }
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+    /// Jobs submitted so far.
+    pub fn submitted(&self) -> usize {
+        self.next_submit
+    }
+    pub fn now(&self) -> i64 {
+        self.core.now
+    }
+    pub fn allocator_name(&self) -> String {
+        self.alloc.name()
+    }
+    pub fn queue_name(&self) -> String {
+        self.queue_policy.name()
+    }
+}

@@ -1,0 +1,22 @@
+//! toposched-core: a topology-aware HPC scheduling simulator, in pure Rust.
+//!
+//! Module map (ARCHITECTURE.md says more):
+//! - [`topology`]: fat-tree fabrics, presets, hops.
+//! - [`workload`]: the job table the engine replays.
+//! - [`state`]: who holds which node.
+//! - [`alloc`]: allocation policies (which nodes): `linear`, `random`, `isolated`.
+//! - [`queue`]: queue policies (who goes next): `fcfs`, `easy`.
+//! - [`engine`]: the discrete-event loop and its total event order.
+//! - [`metrics`]: APH, bounded slowdown, utilization sampling.
+
+pub mod alloc;
+pub mod engine;
+pub mod metrics;
+pub mod queue;
+pub mod state;
+pub mod topology;
+pub mod workload;
+
+pub use engine::{Engine, EngineOptions, JobStatus, Outcome, SimError};
+pub use topology::{Topology, TopologyError};
+pub use workload::Job;

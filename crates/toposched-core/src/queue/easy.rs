@@ -1,0 +1,236 @@
+//! `easy`: EASY backfilling (Mu'alem & Feitelson 2001; Lifka's EASY), with the
+//! topology-constrained reservation of the SC18 paper's plugin when the allocation policy
+//! is not fungible (brief §2.6).
+//!
+//! The rules, exactly (docs/semantics.md repeats them for users):
+//!
+//! 1. **Phase 1.** Walk the queue in order; start each job the allocation policy can place
+//!    now. The first job it cannot place is the *head*; the walk stops there.
+//! 2. **Reservation for the head**, from *requested* times only. Running jobs are taken in
+//!    order of expected end `start + walltime` (ties: lower job row first; a job past its
+//!    limit, possible only with run-on, counts as ending now).
+//!    * Fungible policies (`linear`, `random`): the *shadow time* is the expected end at
+//!      which free nodes first reach the head's size; *extra* nodes are the free nodes at
+//!      the shadow time beyond the head's size.
+//!    * Non-fungible policies (`isolated`): on a copy of the state, release the running
+//!      jobs one by one in that order and run the allocation policy after each release;
+//!      the first success gives the reservation: a node set, and a start time (the shadow
+//!      time) equal to the last released job's expected end. With the reservation, the
+//!      leaves it touches are closed to other jobs spanning leaves if the head spans
+//!      leaves, and its pods to other jobs spanning pods if it spans pods.
+//! 3. **Phase 2 (backfill).** Walk the rest of the queue in order (stopping early when no
+//!    node is free). A job that fits in the free nodes starts now if:
+//!    * fungible: it ends by the shadow time (`now + walltime <= shadow`), or else it needs
+//!      no more than the extra nodes (which it then uses up);
+//!    * non-fungible: the allocation policy places it, where a job ending after the shadow
+//!      time may not use reserved nodes nor closed leaves/pods. A job ending by the shadow
+//!      time is unconstrained.
+//! 4. The reservation is recomputed at every pass (it is not binding); the head starts
+//!    when phase 1 can place it. A job never delays the head beyond a shadow time computed
+//!    for it: shadow times only move earlier (tested as a property).
+//!
+//! Options reproduce the published plugin where it differs: `flux_window` records the
+//! reservation as starting 2 s after the expected end and counts a backfill job ending
+//! exactly then as overlapping (brief §2.6 note 4); `reserved_tiers_always` closes the
+//! reservation's leaves/pods to spanning jobs even when they end before it (note 3).
+//!
+//! *Cost*: phase 1 and 2 are O(queue depth) allocation calls; the reservation is
+//! O(running) for fungible policies and O(running x allocation) otherwise, cached while
+//! the machine state does not change.
+
+use super::{PassCtx, QueuePolicy};
+use crate::alloc::Guard;
+use crate::state::NodeSet;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EasyOptions {
+    /// Reservation window as the flux-sched plugin records it (start = end + 2, inclusive
+    /// overlap test).
+    pub flux_window: bool,
+    /// Reserved leaves/pods are closed to spanning backfill jobs whatever their end time.
+    pub reserved_tiers_always: bool,
+}
+
+/// One reservation, as the engine logs it for tests and reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReservationRecord {
+    /// When the pass ran.
+    pub pass_s: i64,
+    /// Job row of the head.
+    pub job: u32,
+    /// The shadow time: the latest the head may start.
+    pub start_s: i64,
+}
+
+#[derive(Clone, Debug, Default)]
+struct NodeReservation {
+    head: u32,
+    version: u64,
+    start_s: i64,
+    nodes: NodeSet,
+    leaves_closed: Vec<bool>,
+    pods_closed: Vec<bool>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Easy {
+    opts: EasyOptions,
+    cached: Option<NodeReservation>,
+}
+
+impl Easy {
+    pub fn new(opts: EasyOptions) -> Easy {
+        Easy { opts, cached: None }
+    }
+
+    /// Fungible reservation: (shadow time, extra nodes).
+    fn count_reservation(ctx: &PassCtx, head_nodes: u32) -> (i64, u32) {
+        let now = ctx.now();
+        let mut avail = ctx.n_free();
+        let mut shadow = now;
+        for &(expected_end, job) in ctx.core.running.iter() {
+            if avail >= head_nodes {
+                break;
+            }
+            avail += ctx.jobs[job as usize].nodes;
+            shadow = expected_end.max(now);
+        }
+        (shadow, avail.saturating_sub(head_nodes))
+    }
+
+    /// Node-set reservation, recomputed only when the machine state or the head changed.
+    fn node_reservation(&mut self, ctx: &mut PassCtx, head: u32) -> Option<&NodeReservation> {
+        let version = ctx.core.version;
+        if self.cached.as_ref().is_some_and(|r| r.head == head && r.version == version) {
+            return self.cached.as_ref();
+        }
+        let now = ctx.now();
+        let need = ctx.jobs[head as usize].nodes;
+        let mut projected = ctx.core.state.clone();
+        let mut found = None;
+        for &(expected_end, job) in ctx.core.running.iter() {
+            projected.release(ctx.topo, job, ctx.core.nodes_of(job), ctx.core.class_of(job));
+            if need <= projected.n_free() && ctx.alloc.feasible(ctx.topo, &projected, need, &Guard::NONE) {
+                let nodes = ctx.alloc.select(ctx.topo, &projected, need, &Guard::NONE);
+                found = nodes.map(|n| (expected_end.max(now), n));
+                break;
+            }
+        }
+        let (end, nodes) = found?;
+        let topo = ctx.topo;
+        let class = topo.span_class(&nodes);
+        let mut r = self.cached.take().unwrap_or_default();
+        r.head = head;
+        r.version = version;
+        r.start_s = if self.opts.flux_window { end + 2 } else { end };
+        r.nodes = NodeSet::new(topo.n_nodes());
+        r.leaves_closed.clear();
+        r.leaves_closed.resize(topo.n_leaves(), false);
+        r.pods_closed.clear();
+        r.pods_closed.resize(topo.n_pods(), false);
+        for &n in &nodes {
+            r.nodes.insert(n);
+            if class >= 2 {
+                r.leaves_closed[topo.leaf_of(n) as usize] = true;
+            }
+            if class >= 3 {
+                r.pods_closed[topo.pod_of(n) as usize] = true;
+            }
+        }
+        self.cached = Some(r);
+        self.cached.as_ref()
+    }
+}
+
+impl QueuePolicy for Easy {
+    fn name(&self) -> String {
+        "easy".into()
+    }
+
+    fn pass(&mut self, ctx: &mut PassCtx) {
+        let queue = std::mem::take(&mut ctx.core.queue);
+        let depth = queue.len().min(ctx.queue_depth);
+        let mut started = vec![false; depth];
+        // Phase 1
+        let mut head_pos = depth;
+        for (i, &job) in queue[..depth].iter().enumerate() {
+            if ctx.try_start(job, &Guard::NONE) {
+                started[i] = true;
+            } else {
+                head_pos = i;
+                break;
+            }
+        }
+        if head_pos < depth {
+            let head = queue[head_pos];
+            let now = ctx.now();
+            let head_nodes = ctx.jobs[head as usize].nodes;
+            if ctx.alloc.fungible() {
+                let (shadow, mut extra) = Self::count_reservation(ctx, head_nodes);
+                ctx.core.log_reservation(now, head, shadow);
+                for i in head_pos + 1..depth {
+                    let free = ctx.n_free();
+                    if free == 0 {
+                        break;
+                    }
+                    let job = queue[i];
+                    let spec = ctx.jobs[job as usize];
+                    if spec.nodes > free {
+                        continue;
+                    }
+                    if now + spec.walltime_s <= shadow {
+                        started[i] = ctx.try_start(job, &Guard::NONE);
+                    } else if spec.nodes <= extra && ctx.try_start(job, &Guard::NONE) {
+                        started[i] = true;
+                        extra -= spec.nodes;
+                    }
+                }
+            } else {
+                let flux_window = self.opts.flux_window;
+                let tiers_always = self.opts.reserved_tiers_always;
+                // Cloned out of the cache so that starting jobs may borrow ctx mutably.
+                let reservation = self.node_reservation(ctx, head).cloned();
+                if let Some(r) = reservation {
+                    ctx.core.log_reservation(now, head, r.start_s);
+                    let full = Guard {
+                        excluded: Some(&r.nodes),
+                        leaves_closed_to_spanning: Some(&r.leaves_closed),
+                        pods_closed_to_spanning: Some(&r.pods_closed),
+                    };
+                    let tiers_only = Guard { excluded: None, ..full.clone() };
+                    for i in head_pos + 1..depth {
+                        let free = ctx.n_free();
+                        if free == 0 {
+                            break;
+                        }
+                        let job = queue[i];
+                        let spec = ctx.jobs[job as usize];
+                        if spec.nodes > free {
+                            continue;
+                        }
+                        let end = now + spec.walltime_s;
+                        let overlaps = if flux_window { end >= r.start_s } else { end > r.start_s };
+                        let guard = if overlaps {
+                            &full
+                        } else if tiers_always {
+                            &tiers_only
+                        } else {
+                            &Guard::NONE
+                        };
+                        started[i] = ctx.try_start(job, guard);
+                    }
+                }
+                // No reservation: even an empty machine could not place the head now
+                // (it cannot happen for jobs that passed the submit check); the head
+                // simply waits and the others are not backfilled past it.
+            }
+        }
+        let mut rest = Vec::with_capacity(queue.len());
+        for (i, &job) in queue.iter().enumerate() {
+            if i >= depth || !started[i] {
+                rest.push(job);
+            }
+        }
+        ctx.core.queue = rest;
+    }
+}

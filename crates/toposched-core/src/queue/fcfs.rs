@@ -1,0 +1,29 @@
+//! `fcfs`: strict first come, first served.
+//!
+//! *What it does*: starts queued jobs in submit order while the allocation policy can
+//! place them; the first job it cannot place blocks every job behind it.
+//! *When to use*: the baseline without backfilling.
+//! *Cost*: O(started jobs) per pass.
+
+use super::{PassCtx, QueuePolicy};
+use crate::alloc::Guard;
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Fcfs;
+
+impl QueuePolicy for Fcfs {
+    fn name(&self) -> String {
+        "fcfs".into()
+    }
+    fn pass(&mut self, ctx: &mut PassCtx) {
+        let mut started = 0;
+        while started < ctx.core.queue.len() && started < ctx.queue_depth {
+            let job = ctx.core.queue[started];
+            if !ctx.try_start(job, &Guard::NONE) {
+                break;
+            }
+            started += 1;
+        }
+        ctx.core.queue.drain(..started);
+    }
+}

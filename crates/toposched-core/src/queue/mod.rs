@@ -1,0 +1,69 @@
+//! Queue policies: who goes next, and what a reservation protects. One file per policy.
+//!
+//! A queue policy runs once per scheduling pass (see `crate::engine` for when passes
+//! happen). It walks the queue (submit order, ties in trace order) and starts jobs through
+//! [`PassCtx::try_start`]; the allocation policy chooses the nodes.
+
+mod easy;
+mod fcfs;
+
+pub use easy::{Easy, EasyOptions, ReservationRecord};
+pub use fcfs::Fcfs;
+
+use crate::alloc::{Allocator, Guard};
+use crate::engine::Core;
+use crate::topology::Topology;
+use crate::workload::Job;
+
+/// Everything a queue policy may read or do during one pass.
+pub struct PassCtx<'a> {
+    pub topo: &'a Topology,
+    pub jobs: &'a [Job],
+    pub alloc: &'a mut dyn Allocator,
+    pub core: &'a mut Core,
+    /// Only the first `queue_depth` queued jobs are considered in a pass.
+    pub queue_depth: usize,
+}
+
+impl PassCtx<'_> {
+    pub fn now(&self) -> i64 {
+        self.core.now
+    }
+    pub fn n_free(&self) -> u32 {
+        self.core.state.n_free()
+    }
+    /// Ask the allocation policy for nodes and start the job on them if it finds some.
+    pub fn try_start(&mut self, job: u32, guard: &Guard) -> bool {
+        let nodes = self.jobs[job as usize].nodes;
+        if nodes > self.core.state.n_free() {
+            return false;
+        }
+        match self.alloc.select(self.topo, &self.core.state, nodes, guard) {
+            Some(chosen) => {
+                self.core.start(self.topo, self.jobs, job, chosen);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// A queue policy.
+pub trait QueuePolicy {
+    fn name(&self) -> String;
+    /// One scheduling pass at `ctx.now()`. Started jobs must be removed from
+    /// `ctx.core.queue`; the relative order of the others must not change.
+    fn pass(&mut self, ctx: &mut PassCtx);
+}
+
+/// Names the CLI accepts.
+pub const QUEUES: &[&str] = &["fcfs", "easy"];
+
+/// Build a queue policy from its CLI name.
+pub fn by_name(name: &str, easy: EasyOptions) -> Option<Box<dyn QueuePolicy>> {
+    match name {
+        "fcfs" => Some(Box::new(Fcfs)),
+        "easy" => Some(Box::new(Easy::new(easy))),
+        _ => None,
+    }
+}

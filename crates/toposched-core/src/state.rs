@@ -1,0 +1,238 @@
+//! Who holds which node right now, with the per-leaf and per-pod counters the allocation
+//! policies read.
+//!
+//! The counters are updated at every allocation and release (not lazily at the next
+//! scheduling pass, as the paper's plugin does), which the brief (§2.5) shows gives the
+//! same decisions.
+
+use crate::topology::Topology;
+
+/// Marker in [`ClusterState::owner`] for a free node.
+pub const FREE: u32 = u32::MAX;
+/// Marker for a node that is down or drained: never free, and it carries no tier mark.
+pub const DOWN: u32 = u32::MAX - 1;
+
+/// A fixed-size set of node ids.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeSet {
+    words: Vec<u64>,
+}
+
+impl NodeSet {
+    pub fn new(n: usize) -> NodeSet {
+        NodeSet { words: vec![0; n.div_ceil(64)] }
+    }
+    #[inline]
+    pub fn contains(&self, i: u32) -> bool {
+        self.words[(i >> 6) as usize] >> (i & 63) & 1 == 1
+    }
+    #[inline]
+    pub fn insert(&mut self, i: u32) {
+        self.words[(i >> 6) as usize] |= 1 << (i & 63);
+    }
+    #[inline]
+    pub fn remove(&mut self, i: u32) {
+        self.words[(i >> 6) as usize] &= !(1 << (i & 63));
+    }
+    pub fn clear(&mut self) {
+        self.words.iter_mut().for_each(|w| *w = 0);
+    }
+    /// Members in `range`, ascending.
+    pub fn iter_range(&self, range: std::ops::Range<u32>) -> impl Iterator<Item = u32> + '_ {
+        let (lo, hi) = (range.start, range.end);
+        let mut w = (lo >> 6) as usize;
+        let last = if hi == 0 { 0 } else { ((hi - 1) >> 6) as usize + 1 };
+        let mut cur = if lo < hi { self.words.get(w).copied().unwrap_or(0) & (!0u64 << (lo & 63)) } else { 0 };
+        std::iter::from_fn(move || loop {
+            if cur != 0 {
+                let bit = cur.trailing_zeros();
+                cur &= cur - 1;
+                let i = (w as u32) * 64 + bit;
+                return if i < hi { Some(i) } else { None };
+            }
+            w += 1;
+            if w >= last {
+                return None;
+            }
+            cur = self.words[w];
+        })
+    }
+    pub fn count(&self) -> u32 {
+        self.words.iter().map(|w| w.count_ones()).sum()
+    }
+}
+
+/// The allocation state of every node.
+#[derive(Clone, Debug)]
+pub struct ClusterState {
+    /// Job index holding each node, or [`FREE`] / [`DOWN`].
+    owner: Vec<u32>,
+    free: NodeSet,
+    n_free: u32,
+    leaf_free: Vec<u32>,
+    pod_free: Vec<u32>,
+    /// Nodes on each leaf held by jobs that span several leaves (class >= 2).
+    leaf_spanning: Vec<u32>,
+    /// Nodes in each pod held by jobs that span several pods (class 3).
+    pod_spanning: Vec<u32>,
+}
+
+impl ClusterState {
+    /// Every node free except `down` ones.
+    pub fn new(topo: &Topology, down: &[u32]) -> ClusterState {
+        let n = topo.n_nodes();
+        let mut s = ClusterState {
+            owner: vec![FREE; n],
+            free: NodeSet::new(n),
+            n_free: 0,
+            leaf_free: vec![0; topo.n_leaves()],
+            pod_free: vec![0; topo.n_pods()],
+            leaf_spanning: vec![0; topo.n_leaves()],
+            pod_spanning: vec![0; topo.n_pods()],
+        };
+        for &d in down {
+            if (d as usize) < n {
+                s.owner[d as usize] = DOWN;
+            }
+        }
+        for i in 0..n as u32 {
+            if s.owner[i as usize] == FREE {
+                s.free.insert(i);
+                s.n_free += 1;
+                let leaf = topo.leaf_of(i);
+                s.leaf_free[leaf as usize] += 1;
+                s.pod_free[topo.pod_of_leaf(leaf) as usize] += 1;
+            }
+        }
+        s
+    }
+
+    #[inline]
+    pub fn n_free(&self) -> u32 {
+        self.n_free
+    }
+    #[inline]
+    pub fn is_free(&self, node: u32) -> bool {
+        self.owner[node as usize] == FREE
+    }
+    #[inline]
+    pub fn owner(&self, node: u32) -> u32 {
+        self.owner[node as usize]
+    }
+    #[inline]
+    pub fn free_set(&self) -> &NodeSet {
+        &self.free
+    }
+    #[inline]
+    pub fn leaf_free(&self, leaf: u32) -> u32 {
+        self.leaf_free[leaf as usize]
+    }
+    #[inline]
+    pub fn pod_free(&self, pod: u32) -> u32 {
+        self.pod_free[pod as usize]
+    }
+    /// True when some node of the leaf belongs to a job spanning several leaves.
+    #[inline]
+    pub fn leaf_has_spanning(&self, leaf: u32) -> bool {
+        self.leaf_spanning[leaf as usize] > 0
+    }
+    /// True when some node of the pod belongs to a job spanning several pods.
+    #[inline]
+    pub fn pod_has_spanning(&self, pod: u32) -> bool {
+        self.pod_spanning[pod as usize] > 0
+    }
+    /// Healthy (not down) node count.
+    pub fn n_healthy(&self) -> u32 {
+        self.owner.iter().filter(|&&o| o != DOWN).count() as u32
+    }
+    /// Healthy nodes of a leaf.
+    pub fn leaf_healthy(&self, topo: &Topology, leaf: u32) -> u32 {
+        topo.leaf_nodes(leaf).filter(|&n| self.owner[n as usize] != DOWN).count() as u32
+    }
+
+    /// Give `nodes` to `job`; `class` is the job's span class (1, 2 or 3).
+    /// Panics if a node is not free: that would be an allocator bug, never a user error.
+    pub fn allocate(&mut self, topo: &Topology, job: u32, nodes: &[u32], class: u8) {
+        for &n in nodes {
+            assert_eq!(self.owner[n as usize], FREE, "node {n} given to job {job} is not free");
+            self.owner[n as usize] = job;
+            self.free.remove(n);
+            let leaf = topo.leaf_of(n);
+            let pod = topo.pod_of_leaf(leaf);
+            self.leaf_free[leaf as usize] -= 1;
+            self.pod_free[pod as usize] -= 1;
+            if class >= 2 {
+                self.leaf_spanning[leaf as usize] += 1;
+            }
+            if class >= 3 {
+                self.pod_spanning[pod as usize] += 1;
+            }
+        }
+        self.n_free -= nodes.len() as u32;
+    }
+
+    /// Take `nodes` back from `job`.
+    pub fn release(&mut self, topo: &Topology, job: u32, nodes: &[u32], class: u8) {
+        for &n in nodes {
+            assert_eq!(self.owner[n as usize], job, "node {n} released by job {job} is not held by it");
+            self.owner[n as usize] = FREE;
+            self.free.insert(n);
+            let leaf = topo.leaf_of(n);
+            let pod = topo.pod_of_leaf(leaf);
+            self.leaf_free[leaf as usize] += 1;
+            self.pod_free[pod as usize] += 1;
+            if class >= 2 {
+                self.leaf_spanning[leaf as usize] -= 1;
+            }
+            if class >= 3 {
+                self.pod_spanning[pod as usize] -= 1;
+            }
+        }
+        self.n_free += nodes.len() as u32;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nodeset_iterates_ranges() {
+        let mut s = NodeSet::new(200);
+        for i in [0u32, 5, 63, 64, 65, 130, 199] {
+            s.insert(i);
+        }
+        assert_eq!(s.iter_range(0..200).collect::<Vec<_>>(), vec![0, 5, 63, 64, 65, 130, 199]);
+        assert_eq!(s.iter_range(5..65).collect::<Vec<_>>(), vec![5, 63, 64]);
+        assert_eq!(s.iter_range(66..130).count(), 0);
+        assert_eq!(s.iter_range(130..131).collect::<Vec<_>>(), vec![130]);
+        assert_eq!(s.iter_range(7..7).count(), 0);
+        assert_eq!(s.count(), 7);
+        s.remove(64);
+        assert!(!s.contains(64));
+    }
+
+    #[test]
+    fn counters_follow_allocations() {
+        let t = Topology::preset("toy18").unwrap();
+        let mut s = ClusterState::new(&t, &[4]);
+        assert_eq!(s.n_free(), 17);
+        assert_eq!(s.leaf_free(1), 2);
+        s.allocate(&t, 7, &[0, 3], 2);
+        assert!(s.leaf_has_spanning(0) && s.leaf_has_spanning(1) && !s.pod_has_spanning(0));
+        assert_eq!(s.pod_free(0), 6);
+        s.release(&t, 7, &[0, 3], 2);
+        assert!(!s.leaf_has_spanning(0));
+        assert_eq!(s.n_free(), 17);
+        assert_eq!(s.n_healthy(), 17);
+    }
+
+    #[test]
+    #[should_panic]
+    fn double_allocation_panics() {
+        let t = Topology::preset("toy18").unwrap();
+        let mut s = ClusterState::new(&t, &[]);
+        s.allocate(&t, 1, &[0], 1);
+        s.allocate(&t, 2, &[0], 1);
+    }
+}

@@ -1,0 +1,13 @@
+"""toposched: topology-aware HPC scheduling simulator.
+
+The native core (``toposched._core``) is imported lazily so that the readers work (and
+their errors are readable) even while the extension is being rebuilt.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .errors import InputError, ToposchedError, TopologyError, TraceFormatError
+
+__all__ = ["InputError", "ToposchedError", "TopologyError", "TraceFormatError", "__version__"]

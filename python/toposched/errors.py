@@ -1,0 +1,48 @@
+"""Errors raised for bad input.
+
+Every input error names the file, the line (1-based, as an editor shows it) and the field,
+so a user can open the file and fix it. Nothing is repaired silently: repairs are counted
+(see :mod:`toposched.workload.model`) and malformed records either stop the run or, with
+``lenient=True``, are skipped and counted.
+"""
+
+from __future__ import annotations
+
+
+class ToposchedError(Exception):
+    """Base class of every error toposched raises on purpose."""
+
+
+class InputError(ToposchedError, ValueError):
+    """A problem in an input file, located as precisely as we can.
+
+    ``line`` is 1-based; ``field`` is the name of the field (column) at fault, as the
+    format's documentation names it. Either may be ``None`` when the problem is about the
+    whole file (an empty file, a missing header).
+    """
+
+    def __init__(
+        self,
+        path: str,
+        message: str,
+        *,
+        line: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.path = str(path)
+        self.line = line
+        self.field = field
+        self.message = message
+        where = self.path
+        if line is not None:
+            where += f":{line}"
+        what = f"field '{field}': " if field else ""
+        super().__init__(f"{where}: {what}{message}")
+
+
+class TraceFormatError(InputError):
+    """A job log (SWF, sacct, PBS) that cannot be read."""
+
+
+class TopologyError(InputError):
+    """A fabric description (topology.conf, preset or parameters) that cannot be built."""

@@ -1,0 +1,63 @@
+"""Job logs in, one normalized job table out.
+
+``read_trace(path)`` picks the reader from the file (or ``format=``), and every reader
+applies the rules of :mod:`toposched.workload.normalize`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..errors import TraceFormatError
+from .model import COLUMNS, Workload
+from .normalize import NormalizeSettings
+
+FORMATS = ("swf", "sacct")
+
+__all__ = ["COLUMNS", "FORMATS", "NormalizeSettings", "Workload", "detect_format", "read_trace"]
+
+
+def detect_format(path: str | Path) -> str:
+    """Guess a log's format from its name, then from its first non-blank line."""
+    p = Path(path)
+    name = p.name.lower()
+    if name.endswith((".swf", ".swf.gz")):
+        return "swf"
+    from ._io import open_text
+
+    with open_text(p) as fh:
+        for line in fh:
+            s = line.strip()
+            if not s:
+                continue
+            if s.startswith(";"):
+                return "swf"
+            if "|" in s:
+                return "sacct"
+            if s.split()[0].lstrip("-").isdigit():
+                return "swf"
+            break
+    raise TraceFormatError(str(p), "cannot tell the log's format; pass --format (one of: " + ", ".join(FORMATS) + ")")
+
+
+def read_trace(path: str | Path, format: str | None = None, **options: Any) -> Workload:
+    """Read and normalize a job log.
+
+    Args:
+        path: the log file; ``.gz`` files are decompressed on the fly.
+        format: one of :data:`FORMATS`; guessed from the file when None.
+        **options: reader options (``lenient``) and the fields of
+            :class:`NormalizeSettings` (``cores_per_node``, ``size_field``,
+            ``missing_walltime``, ``missing_runtime``).
+    """
+    fmt = format or detect_format(path)
+    if fmt == "swf":
+        from .swf import read_swf
+
+        return read_swf(path, **options)
+    if fmt == "sacct":
+        from .sacct import read_sacct
+
+        return read_sacct(path, **options)
+    raise TraceFormatError(str(path), f"unknown format {fmt!r}; expected one of: " + ", ".join(FORMATS))

@@ -1,0 +1,38 @@
+"""Opening logs: plain or gzip, always as UTF-8 text (undecodable bytes replaced)."""
+
+from __future__ import annotations
+
+import gzip
+import io
+from pathlib import Path
+from typing import IO
+
+from ..errors import TraceFormatError
+
+
+def open_text(path: str | Path) -> IO[str]:
+    """Open ``path`` for reading text, decompressing ``.gz`` files (detected by magic bytes)."""
+    p = Path(path)
+    if not p.exists():
+        raise TraceFormatError(str(p), "no such file")
+    if p.is_dir():
+        raise TraceFormatError(str(p), "is a directory, not a log file")
+    with open(p, "rb") as fh:
+        magic = fh.read(2)
+    if magic == b"\x1f\x8b":
+        return io.TextIOWrapper(gzip.open(p, "rb"), encoding="utf-8", errors="replace", newline=None)
+    return open(p, encoding="utf-8", errors="replace", newline=None)
+
+
+def read_bytes(path: str | Path) -> bytes:
+    """The whole file, decompressed if it is gzip."""
+    p = Path(path)
+    if not p.exists():
+        raise TraceFormatError(str(p), "no such file")
+    data = p.read_bytes()
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as exc:
+            raise TraceFormatError(str(p), f"corrupt gzip data: {exc}") from None
+    return data

@@ -1,0 +1,119 @@
+"""The columnar job table every reader produces and the engine consumes.
+
+One row per job that will be replayed, in replay order: sorted by ``submit_s``, ties kept
+in file order (a stable sort). Every column is a NumPy array of the same length; every
+time is an integer number of seconds.
+
+Columns (all ``int64``):
+
+=================  =========================================================================
+``job_id``         the job's id in the log (SWF field 1; sacct ``JobIDRaw``)
+``submit_s``       submit time, seconds since ``Workload.time_origin_epoch_s`` (SWF: the
+                   header's ``UnixStartTime``; sacct: the earliest submit in the file)
+``nodes``          nodes the job asks for, after normalization (always >= 1)
+``walltime_s``     requested time (the limit), after repair (always >= 1); drives every
+                   scheduling decision and reservation
+``runtime_s``      the run time the log recorded (>= 0), *not* clipped to ``walltime_s``:
+                   the engine clips it (kill at the limit) unless told to let jobs run on
+``procs``          processors (cores) the job used or asked for, as the log gives them
+``line``           1-based line in the source file where the job's record starts
+=================  =========================================================================
+
+``repairs`` counts every change made to the data, keyed by rule name (see
+``docs/workloads.md``); ``skipped`` counts the jobs left out, keyed by reason. Together
+with ``len(workload)`` they account for every job record in the file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+COLUMNS: tuple[str, ...] = (
+    "job_id",
+    "submit_s",
+    "nodes",
+    "walltime_s",
+    "runtime_s",
+    "procs",
+    "line",
+)
+
+
+@dataclass
+class Workload:
+    """A normalized job log ready to replay.
+
+    Attributes:
+        columns: the arrays named in :data:`COLUMNS`, all ``int64`` and of equal length.
+        source: path of the file read.
+        format: ``"swf"``, ``"sacct"``, ...
+        time_origin_epoch_s: Unix time of ``submit_s == 0`` when the log gives it, else None.
+        header: header fields of the log (SWF ``; Key: value`` lines), as read.
+        repairs: count of each repair applied, by rule name.
+        skipped: count of job records left out, by reason.
+        records: job records found in the file (kept + skipped).
+        settings: the normalization settings used (cores per node, size field, ...), so
+            that a run's summary says how the table was made.
+        extra: optional per-job columns a format can provide (e.g. ``logged_start_s``,
+            ``logged_nodes``), same length as the columns.
+    """
+
+    columns: dict[str, np.ndarray]
+    source: str
+    format: str
+    time_origin_epoch_s: int | None = None
+    header: dict[str, str] = field(default_factory=dict)
+    repairs: dict[str, int] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)
+    records: int = 0
+    settings: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        missing = [c for c in COLUMNS if c not in self.columns]
+        if missing:
+            raise ValueError(f"workload is missing columns {missing}")
+        lengths = {c: len(self.columns[c]) for c in COLUMNS}
+        if len(set(lengths.values())) > 1:
+            raise ValueError(f"workload columns differ in length: {lengths}")
+        for c in COLUMNS:
+            self.columns[c] = np.ascontiguousarray(self.columns[c], dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self.columns["job_id"])
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.columns[name]
+
+    def take(self, index: np.ndarray) -> "Workload":
+        """A new workload with the rows ``index`` (an integer or boolean array)."""
+        cols = {c: self.columns[c][index] for c in COLUMNS}
+        extra = {k: (v[index] if isinstance(v, np.ndarray) else v) for k, v in self.extra.items()}
+        return Workload(
+            columns=cols,
+            source=self.source,
+            format=self.format,
+            time_origin_epoch_s=self.time_origin_epoch_s,
+            header=dict(self.header),
+            repairs=dict(self.repairs),
+            skipped=dict(self.skipped),
+            records=self.records,
+            settings=dict(self.settings),
+            extra=extra,
+        )
+
+    def describe(self) -> dict[str, Any]:
+        """What the summary JSON records about the input."""
+        return {
+            "source": self.source,
+            "format": self.format,
+            "records": self.records,
+            "jobs": len(self),
+            "time_origin_epoch_s": self.time_origin_epoch_s,
+            "repairs": dict(sorted(self.repairs.items())),
+            "skipped": dict(sorted(self.skipped.items())),
+            "settings": self.settings,
+        }

@@ -1,0 +1,177 @@
+"""Turn the raw fields a log gives into the job table the engine replays.
+
+Every format reader collects the same raw columns (unknown values are -1, as in SWF) and
+calls :func:`normalize`, so the rules below hold for every format. Each rule that changes
+a job counts itself in ``repairs``; each rule that leaves a job out counts itself in
+``skipped``. The rules, in the order they apply:
+
+1. **Job size.** ``nodes_alloc`` (a node count the log records, e.g. sacct ``NNodes``) wins
+   when it is positive. Otherwise processors are converted to nodes with
+   ``cores_per_node``: ``nodes = ceil(procs / cores_per_node)`` (a non-multiple counts
+   ``nodes_rounded_up``). Which processor field: ``size_field="allocated"`` (SWF field 5),
+   ``"requested"`` (field 8), or ``"auto"`` (allocated, falling back to requested when
+   allocated is unknown: counts ``size_from_requested``). No positive size: the job is
+   skipped as ``unknown_size``.
+2. **Run time unknown** (negative): ``missing_runtime="skip"`` (default) leaves the job
+   out as ``unknown_runtime``; ``"zero"`` keeps it with run time 0 (``runtime_set_zero``).
+3. **Requested time unknown** (zero or negative): ``missing_walltime="runtime"`` (default)
+   sets it to the run time (at least 1 s) - a perfect estimate - counting
+   ``walltime_from_runtime``; an integer sets it to that many seconds, counting
+   ``walltime_set_default``.
+4. **Run time above requested time** is left in the table; the engine kills such jobs at
+   their limit (or lets them run on when asked) and counts them in the run summary.
+5. **Unsorted submits**: rows are stably sorted by submit time (ties keep file order);
+   ``submit_unsorted`` counts records whose submit is earlier than the one before them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from .model import Workload
+
+RAW_COLUMNS = (
+    "job_id",
+    "submit_s",
+    "runtime_s",
+    "walltime_s",
+    "procs_alloc",
+    "procs_req",
+    "nodes_alloc",
+    "line",
+)
+
+
+@dataclass(frozen=True)
+class NormalizeSettings:
+    """How raw log fields become job sizes and times (recorded in the run summary)."""
+
+    cores_per_node: int = 1
+    size_field: Literal["auto", "allocated", "requested"] = "auto"
+    missing_walltime: Literal["runtime"] | int = "runtime"
+    missing_runtime: Literal["skip", "zero"] = "skip"
+
+    def __post_init__(self) -> None:
+        if int(self.cores_per_node) < 1:
+            raise ValueError(f"cores_per_node must be >= 1, got {self.cores_per_node}")
+        if self.size_field not in ("auto", "allocated", "requested"):
+            raise ValueError(f"size_field must be auto, allocated or requested, got {self.size_field!r}")
+        if self.missing_runtime not in ("skip", "zero"):
+            raise ValueError(f"missing_runtime must be skip or zero, got {self.missing_runtime!r}")
+        if self.missing_walltime != "runtime":
+            if isinstance(self.missing_walltime, bool) or not isinstance(self.missing_walltime, int) or self.missing_walltime < 1:
+                raise ValueError(
+                    f"missing_walltime must be 'runtime' or a positive number of seconds, got {self.missing_walltime!r}"
+                )
+
+
+def _count(d: dict[str, int], key: str, n: int) -> None:
+    if n:
+        d[key] = d.get(key, 0) + int(n)
+
+
+def normalize(
+    raw: dict[str, np.ndarray],
+    *,
+    source: str,
+    fmt: str,
+    settings: NormalizeSettings,
+    records: int,
+    repairs: dict[str, int] | None = None,
+    skipped: dict[str, int] | None = None,
+    header: dict[str, str] | None = None,
+    time_origin_epoch_s: int | None = None,
+    extra: dict[str, Any] | None = None,
+    settings_note: dict[str, Any] | None = None,
+) -> Workload:
+    """Apply the rules of this module to ``raw`` (arrays named in :data:`RAW_COLUMNS`).
+
+    ``repairs`` and ``skipped`` may already hold counts from the reader (e.g. malformed
+    lines skipped with ``lenient``); this adds to them. ``extra`` holds optional per-job
+    arrays (same length as ``raw``) that follow the rows through filtering and sorting.
+    """
+    repairs = dict(repairs or {})
+    skipped = dict(skipped or {})
+    cols = {c: np.asarray(raw[c], dtype=np.int64) for c in RAW_COLUMNS}
+    n = len(cols["job_id"])
+    cpn = int(settings.cores_per_node)
+
+    # 1. size
+    if settings.size_field == "allocated":
+        procs = cols["procs_alloc"].copy()
+    elif settings.size_field == "requested":
+        procs = cols["procs_req"].copy()
+    else:
+        procs = cols["procs_alloc"].copy()
+        fallback = (procs <= 0) & (cols["procs_req"] > 0) & (cols["nodes_alloc"] <= 0)
+        _count(repairs, "size_from_requested", int(fallback.sum()))
+        procs[fallback] = cols["procs_req"][fallback]
+    from_nodes = cols["nodes_alloc"] > 0
+    nodes = np.where(from_nodes, cols["nodes_alloc"], -(-np.maximum(procs, 0) // cpn))
+    if cpn > 1:
+        _count(repairs, "nodes_rounded_up", int(((~from_nodes) & (procs > 0) & (procs % cpn != 0)).sum()))
+    keep = nodes > 0
+    _count(skipped, "unknown_size", int((~keep).sum()))
+
+    # 2. run time unknown
+    runtime = cols["runtime_s"].copy()
+    unknown_rt = keep & (runtime < 0)
+    if settings.missing_runtime == "skip":
+        _count(skipped, "unknown_runtime", int(unknown_rt.sum()))
+        keep &= ~unknown_rt
+    else:
+        _count(repairs, "runtime_set_zero", int(unknown_rt.sum()))
+        runtime[unknown_rt] = 0
+
+    # 3. requested time unknown
+    walltime = cols["walltime_s"].copy()
+    missing_wt = keep & (walltime <= 0)
+    if settings.missing_walltime == "runtime":
+        _count(repairs, "walltime_from_runtime", int(missing_wt.sum()))
+        walltime[missing_wt] = np.maximum(runtime[missing_wt], 1)
+    else:
+        _count(repairs, "walltime_set_default", int(missing_wt.sum()))
+        walltime[missing_wt] = int(settings.missing_walltime)
+
+    idx = np.flatnonzero(keep)
+    submit = cols["submit_s"][idx]
+    # 5. stable sort by submit
+    if len(submit) > 1:
+        _count(repairs, "submit_unsorted", int((submit[1:] < submit[:-1]).sum()))
+    order = idx[np.argsort(submit, kind="stable")]
+
+    out = {
+        "job_id": cols["job_id"][order],
+        "submit_s": cols["submit_s"][order],
+        "nodes": nodes[order],
+        "walltime_s": walltime[order],
+        "runtime_s": runtime[order],
+        "procs": np.maximum(procs, 0)[order],
+        "line": cols["line"][order],
+    }
+    extra_out = {}
+    for k, v in (extra or {}).items():
+        if isinstance(v, np.ndarray) and len(v) == n:
+            extra_out[k] = v[order]
+        elif isinstance(v, list) and len(v) == n:
+            extra_out[k] = [v[i] for i in order]
+        else:
+            extra_out[k] = v
+    used = asdict(settings)
+    if settings_note:
+        used.update(settings_note)
+    return Workload(
+        columns=out,
+        source=str(source),
+        format=fmt,
+        time_origin_epoch_s=time_origin_epoch_s,
+        header=dict(header or {}),
+        repairs=repairs,
+        skipped=skipped,
+        records=int(records),
+        settings=used,
+        extra=extra_out,
+    )
