@@ -1,1 +1,386 @@
-// placeholder
+//! `toposched._core`: the Python face of toposched-core. Thin wrappers only: every rule
+//! lives in the core crate; this file converts arguments and arrays.
+
+use numpy::{PyArray1, PyReadonlyArray1};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use toposched_core::alloc::{self, IsolatedOptions, LeafOrder, TieBreak};
+use toposched_core::metrics;
+use toposched_core::queue::{self, EasyOptions};
+use toposched_core::{Engine, EngineOptions, Job, JobStatus};
+
+/// A 2- or 3-level fat-tree (see toposched-core `topology`).
+#[pyclass(module = "toposched._core", frozen)]
+#[derive(Clone)]
+struct Topology {
+    inner: toposched_core::Topology,
+}
+
+#[pymethods]
+impl Topology {
+    /// A built-in fabric by name.
+    #[staticmethod]
+    fn preset(name: &str) -> PyResult<Topology> {
+        toposched_core::Topology::preset(name).map(|inner| Topology { inner }).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "unknown system preset {name:?}; presets are: {}",
+                toposched_core::topology::PRESETS.join(", ")
+            ))
+        })
+    }
+
+    /// A regular fat-tree.
+    #[staticmethod]
+    #[pyo3(signature = (name, nodes_per_leaf, leaves_per_pod, pods, uplinks_per_leaf=None, uplinks_per_l2=None))]
+    fn fat_tree(
+        name: &str,
+        nodes_per_leaf: u32,
+        leaves_per_pod: u32,
+        pods: u32,
+        uplinks_per_leaf: Option<u32>,
+        uplinks_per_l2: Option<u32>,
+    ) -> PyResult<Topology> {
+        toposched_core::Topology::fat_tree(name, nodes_per_leaf, leaves_per_pod, pods, uplinks_per_leaf, uplinks_per_l2)
+            .map(|inner| Topology { inner })
+            .map_err(|e| PyValueError::new_err(e.0))
+    }
+
+    /// A fabric from the node count of every leaf, pod by pod.
+    #[staticmethod]
+    #[pyo3(signature = (name, levels, pods, uplinks_per_leaf=None, uplinks_per_l2=None, leaf_names=None, pod_names=None))]
+    fn from_leaf_sizes(
+        name: &str,
+        levels: u8,
+        pods: Vec<Vec<u32>>,
+        uplinks_per_leaf: Option<u32>,
+        uplinks_per_l2: Option<u32>,
+        leaf_names: Option<Vec<String>>,
+        pod_names: Option<Vec<String>>,
+    ) -> PyResult<Topology> {
+        toposched_core::Topology::from_leaf_sizes(
+            name,
+            levels,
+            &pods,
+            uplinks_per_leaf,
+            uplinks_per_l2,
+            leaf_names.as_deref(),
+            pod_names.as_deref(),
+        )
+        .map(|inner| Topology { inner })
+        .map_err(|e| PyValueError::new_err(e.0))
+    }
+
+    #[getter]
+    fn name(&self) -> String {
+        self.inner.name().to_string()
+    }
+    #[getter]
+    fn levels(&self) -> u8 {
+        self.inner.levels()
+    }
+    #[getter]
+    fn n_nodes(&self) -> usize {
+        self.inner.n_nodes()
+    }
+    #[getter]
+    fn n_leaves(&self) -> usize {
+        self.inner.n_leaves()
+    }
+    #[getter]
+    fn n_pods(&self) -> usize {
+        self.inner.n_pods()
+    }
+    #[getter]
+    fn nodes_per_leaf(&self) -> u32 {
+        self.inner.nodes_per_leaf()
+    }
+    #[getter]
+    fn leaves_per_pod(&self) -> u32 {
+        self.inner.leaves_per_pod()
+    }
+    #[getter]
+    fn max_pod_nodes(&self) -> u32 {
+        self.inner.max_pod_nodes()
+    }
+    #[getter]
+    fn uplinks_per_leaf(&self) -> u32 {
+        self.inner.uplinks_per_leaf()
+    }
+    #[getter]
+    fn uplinks_per_l2(&self) -> u32 {
+        self.inner.uplinks_per_l2()
+    }
+    /// Leaf of every node, as an int32 array.
+    fn leaf_of_nodes<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i32>> {
+        let t = &self.inner;
+        PyArray1::from_vec(py, (0..t.n_nodes() as u32).map(|n| t.leaf_of(n) as i32).collect())
+    }
+    /// Pod of every leaf, as an int32 array.
+    fn pod_of_leaves<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i32>> {
+        let t = &self.inner;
+        PyArray1::from_vec(py, (0..t.n_leaves() as u32).map(|l| t.pod_of_leaf(l) as i32).collect())
+    }
+    /// Padded routing id of every node (brief §6.3), as an int64 array.
+    fn padded_ids<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
+        let t = &self.inner;
+        PyArray1::from_vec(py, (0..t.n_nodes() as u32).map(|n| t.padded_id(n) as i64).collect())
+    }
+    /// Inter-switch links between two nodes: 0, 2 or 4.
+    fn hops(&self, a: u32, b: u32) -> PyResult<u32> {
+        let n = self.inner.n_nodes() as u32;
+        if a >= n || b >= n {
+            return Err(PyValueError::new_err(format!("node ids must be below {n}")));
+        }
+        Ok(self.inner.hops(a, b))
+    }
+    fn __repr__(&self) -> String {
+        let t = &self.inner;
+        format!(
+            "Topology(name={:?}, levels={}, nodes={}, leaves={}, pods={}, nodes_per_leaf={}, uplinks_per_leaf={}, uplinks_per_l2={})",
+            t.name(),
+            t.levels(),
+            t.n_nodes(),
+            t.n_leaves(),
+            t.n_pods(),
+            t.nodes_per_leaf(),
+            t.uplinks_per_leaf(),
+            t.uplinks_per_l2()
+        )
+    }
+}
+
+/// One replay. Build it, call `step` until it returns True, then read `results()`.
+#[pyclass(module = "toposched._core")]
+struct Simulation {
+    engine: Engine,
+}
+
+fn slice<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<T>, name: &str) -> PyResult<&'a [T]> {
+    a.as_slice().map_err(|_| PyValueError::new_err(format!("column {name} must be a contiguous array")))
+}
+
+#[pymethods]
+impl Simulation {
+    #[new]
+    #[pyo3(signature = (
+        topology, job_id, submit_s, nodes, walltime_s, runtime_s, *,
+        queue="easy", alloc="linear", seed=0, kill_at_walltime=true, queue_depth=None,
+        leaf_order="flux-topo", tie_break="name", flux_window=false, reserved_tiers_always=false,
+        record_reservations=false, check_interference_free=false, down=None
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        topology: &Topology,
+        job_id: PyReadonlyArray1<i64>,
+        submit_s: PyReadonlyArray1<i64>,
+        nodes: PyReadonlyArray1<i64>,
+        walltime_s: PyReadonlyArray1<i64>,
+        runtime_s: PyReadonlyArray1<i64>,
+        queue: &str,
+        alloc: &str,
+        seed: u64,
+        kill_at_walltime: bool,
+        queue_depth: Option<usize>,
+        leaf_order: &str,
+        tie_break: &str,
+        flux_window: bool,
+        reserved_tiers_always: bool,
+        record_reservations: bool,
+        check_interference_free: bool,
+        down: Option<Vec<u32>>,
+    ) -> PyResult<Simulation> {
+        let (id, sub, n, wt, rt) = (
+            slice(&job_id, "job_id")?,
+            slice(&submit_s, "submit_s")?,
+            slice(&nodes, "nodes")?,
+            slice(&walltime_s, "walltime_s")?,
+            slice(&runtime_s, "runtime_s")?,
+        );
+        let len = id.len();
+        if [sub.len(), n.len(), wt.len(), rt.len()].iter().any(|&l| l != len) {
+            return Err(PyValueError::new_err("job columns differ in length"));
+        }
+        let mut jobs = Vec::with_capacity(len);
+        for i in 0..len {
+            let nodes = u32::try_from(n[i])
+                .map_err(|_| PyValueError::new_err(format!("job row {i} (id {}): field 'nodes' out of range: {}", id[i], n[i])))?;
+            jobs.push(Job { id: id[i], submit_s: sub[i], nodes, walltime_s: wt[i], runtime_s: rt[i] });
+        }
+        let leaf_order = match leaf_order {
+            "flux-topo" => LeafOrder::FluxTopo,
+            "paper" => LeafOrder::Paper,
+            other => return Err(PyValueError::new_err(format!("leaf_order must be 'flux-topo' or 'paper', not {other:?}"))),
+        };
+        let tie_break = match tie_break {
+            "name" => TieBreak::Name,
+            "index" => TieBreak::Index,
+            other => return Err(PyValueError::new_err(format!("tie_break must be 'name' or 'index', not {other:?}"))),
+        };
+        let allocator = alloc::by_name(alloc, seed, IsolatedOptions { leaf_order, tie_break }).ok_or_else(|| {
+            PyValueError::new_err(format!("unknown allocation policy {alloc:?}; built-ins are: {}", alloc::ALLOCATORS.join(", ")))
+        })?;
+        let queue_policy = queue::by_name(queue, EasyOptions { flux_window, reserved_tiers_always }).ok_or_else(|| {
+            PyValueError::new_err(format!("unknown queue policy {queue:?}; built-ins are: {}", queue::QUEUES.join(", ")))
+        })?;
+        let opts = EngineOptions {
+            kill_at_walltime,
+            queue_depth: queue_depth.unwrap_or(usize::MAX).max(1),
+            record_reservations,
+            check_interference_free,
+        };
+        let engine = Engine::new(topology.inner.clone(), jobs, allocator, queue_policy, opts, &down.unwrap_or_default())
+            .map_err(|e| PyValueError::new_err(e.0))?;
+        Ok(Simulation { engine })
+    }
+
+    /// Handle at most `max_instants` event instants (all of them by default); True when
+    /// the replay is complete. The GIL is released meanwhile.
+    #[pyo3(signature = (max_instants=None))]
+    fn step(&mut self, py: Python<'_>, max_instants: Option<u64>) -> PyResult<bool> {
+        let engine = &mut self.engine;
+        py.allow_threads(|| engine.step(max_instants.unwrap_or(u64::MAX))).map_err(|e| PyRuntimeError::new_err(e.0))
+    }
+
+    #[getter]
+    fn n_jobs(&self) -> usize {
+        self.engine.jobs().len()
+    }
+    /// Jobs submitted so far.
+    #[getter]
+    fn submitted(&self) -> usize {
+        self.engine.submitted()
+    }
+    #[getter]
+    fn now(&self) -> i64 {
+        self.engine.now()
+    }
+    #[getter]
+    fn passes(&self) -> u64 {
+        self.engine.passes()
+    }
+    #[getter]
+    fn finished(&self) -> bool {
+        self.engine.is_finished()
+    }
+
+    /// Per-job results in job-row order, as NumPy arrays: `status` (0 pending, 1 running,
+    /// 2 done, 3 skipped), `start_s`, `end_s` (-1 if never started), `alloc_class` (1 one
+    /// leaf, 2 one pod, 3 several pods; 0 if never started), `killed`, `aph` (NaN below two
+    /// nodes or never started), `node_offsets` (length rows + 1) and `node_ids` (the
+    /// nodes of row i are `node_ids[node_offsets[i]:node_offsets[i+1]]`, ascending).
+    fn results<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let e = &self.engine;
+        let topo = e.topology();
+        let out = e.outcomes();
+        let n = out.len();
+        let mut status = Vec::with_capacity(n);
+        let mut start = Vec::with_capacity(n);
+        let mut end = Vec::with_capacity(n);
+        let mut class = Vec::with_capacity(n);
+        let mut killed = Vec::with_capacity(n);
+        let mut aph = Vec::with_capacity(n);
+        let mut offsets = Vec::with_capacity(n + 1);
+        let mut ids: Vec<i32> = Vec::new();
+        offsets.push(0i64);
+        for (i, o) in out.iter().enumerate() {
+            status.push(match o.status {
+                JobStatus::Pending => 0i8,
+                JobStatus::Running => 1,
+                JobStatus::Done => 2,
+                JobStatus::Skipped => 3,
+            });
+            start.push(o.start_s);
+            end.push(o.end_s);
+            class.push(o.class as i8);
+            killed.push(o.killed);
+            let nodes: &[u32] = if o.start_s >= 0 && matches!(o.status, JobStatus::Running | JobStatus::Done) {
+                e.nodes_of(i as u32)
+            } else {
+                &[]
+            };
+            aph.push(metrics::aph(topo, nodes).unwrap_or(f64::NAN));
+            ids.extend(nodes.iter().map(|&x| x as i32));
+            offsets.push(ids.len() as i64);
+        }
+        let d = PyDict::new(py);
+        d.set_item("status", PyArray1::from_vec(py, status))?;
+        d.set_item("start_s", PyArray1::from_vec(py, start))?;
+        d.set_item("end_s", PyArray1::from_vec(py, end))?;
+        d.set_item("alloc_class", PyArray1::from_vec(py, class))?;
+        d.set_item("killed", PyArray1::from_vec(py, killed))?;
+        d.set_item("aph", PyArray1::from_vec(py, aph))?;
+        d.set_item("node_offsets", PyArray1::from_vec(py, offsets))?;
+        d.set_item("node_ids", PyArray1::from_vec(py, ids))?;
+        Ok(d)
+    }
+
+    /// Jobs that could never run: list of (job row, reason).
+    fn skipped(&self) -> Vec<(u32, String)> {
+        self.engine.skipped().to_vec()
+    }
+
+    /// Reservations made (only with record_reservations=True): arrays pass_s, job_row, start_s.
+    fn reservations<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let r = self.engine.reservations();
+        let d = PyDict::new(py);
+        d.set_item("pass_s", PyArray1::from_vec(py, r.iter().map(|x| x.pass_s).collect()))?;
+        d.set_item("job_row", PyArray1::from_vec(py, r.iter().map(|x| x.job as i64).collect()))?;
+        d.set_item("start_s", PyArray1::from_vec(py, r.iter().map(|x| x.start_s).collect()))?;
+        Ok(d)
+    }
+}
+
+/// Average pairwise hops of a node set; None below two nodes.
+#[pyfunction]
+fn aph(topology: &Topology, nodes: Vec<u32>) -> PyResult<Option<f64>> {
+    let n = topology.inner.n_nodes() as u32;
+    if let Some(bad) = nodes.iter().find(|&&x| x >= n) {
+        return Err(PyValueError::new_err(format!("node {bad} is not on the fabric ({n} nodes)")));
+    }
+    Ok(metrics::aph(&topology.inner, &nodes))
+}
+
+/// The smallest APH any placement of `n` nodes can have on the empty fabric.
+#[pyfunction]
+fn ideal_aph(topology: &Topology, n: u32) -> Option<f64> {
+    metrics::ideal_aph(&topology.inner, n)
+}
+
+/// Busy nodes sampled at t0, t0+step, ..., t1 (a job counts while start <= t < end).
+#[pyfunction]
+fn busy_nodes_sampled<'py>(
+    py: Python<'py>,
+    start_s: PyReadonlyArray1<i64>,
+    end_s: PyReadonlyArray1<i64>,
+    nodes: PyReadonlyArray1<i64>,
+    t0: i64,
+    t1: i64,
+    step_s: i64,
+) -> PyResult<Bound<'py, PyArray1<i64>>> {
+    if step_s <= 0 {
+        return Err(PyValueError::new_err("step_s must be positive"));
+    }
+    let (s, e, n) = (slice(&start_s, "start_s")?, slice(&end_s, "end_s")?, slice(&nodes, "nodes")?);
+    if s.len() != e.len() || s.len() != n.len() {
+        return Err(PyValueError::new_err("start_s, end_s and nodes differ in length"));
+    }
+    let n32: Vec<u32> = n.iter().map(|&x| x.max(0) as u32).collect();
+    let busy = metrics::busy_nodes_sampled(s, e, &n32, t0, t1, step_s);
+    Ok(PyArray1::from_vec(py, busy.into_iter().map(i64::from).collect()))
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Topology>()?;
+    m.add_class::<Simulation>()?;
+    m.add_function(wrap_pyfunction!(aph, m)?)?;
+    m.add_function(wrap_pyfunction!(ideal_aph, m)?)?;
+    m.add_function(wrap_pyfunction!(busy_nodes_sampled, m)?)?;
+    m.add("PRESETS", toposched_core::topology::PRESETS.to_vec())?;
+    m.add("ALLOCATORS", alloc::ALLOCATORS.to_vec())?;
+    m.add("QUEUES", queue::QUEUES.to_vec())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

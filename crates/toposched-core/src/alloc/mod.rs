@@ -45,7 +45,7 @@ impl Guard<'_> {
 }
 
 /// A node-allocation policy.
-pub trait Allocator {
+pub trait Allocator: Send + Sync {
     /// Name as the CLI spells it.
     fn name(&self) -> String;
 

@@ -49,7 +49,7 @@ impl PassCtx<'_> {
 }
 
 /// A queue policy.
-pub trait QueuePolicy {
+pub trait QueuePolicy: Send + Sync {
     fn name(&self) -> String;
     /// One scheduling pass at `ctx.now()`. Started jobs must be removed from
     /// `ctx.core.queue`; the relative order of the others must not change.

@@ -1,0 +1,231 @@
+//! Engine-level tests: the plugin's own regression test (brief E9/E10) and property tests
+//! of the invariants every schedule must keep.
+
+use proptest::prelude::*;
+use toposched_core::alloc::{self, IsolatedOptions, LeafOrder, TieBreak};
+use toposched_core::queue::{self, EasyOptions};
+use toposched_core::{Engine, EngineOptions, Job, JobStatus, Topology};
+
+fn job(id: i64, submit_s: i64, nodes: u32, walltime_s: i64, runtime_s: i64) -> Job {
+    Job { id, submit_s, nodes, walltime_s, runtime_s }
+}
+
+fn run(topo: Topology, jobs: Vec<Job>, queue: &str, alloc_name: &str, iso: IsolatedOptions, easy: EasyOptions, opts: EngineOptions) -> Engine {
+    let a = alloc::by_name(alloc_name, 42, iso).unwrap();
+    let q = queue::by_name(queue, easy).unwrap();
+    let mut e = Engine::new(topo, jobs, a, q, opts, &[]).unwrap();
+    assert!(e.step(u64::MAX).unwrap());
+    e
+}
+
+/// hype: 3 pods x 4 switches x 8 nodes, named hype1..hype96 (1-based).
+fn hype_names(nodes: &[u32]) -> Vec<u32> {
+    nodes.iter().map(|n| n + 1).collect()
+}
+
+fn e9_jobs() -> Vec<Job> {
+    vec![job(1, 1, 33, 600, 360), job(2, 1, 33, 57_600, 57_609), job(3, 1, 30, 57_600, 38_109), job(4, 1, 1, 60, 60)]
+}
+
+#[test]
+fn e9_plugin_regression_test() {
+    for (flux_window, tiers_always) in [(true, true), (false, false)] {
+        let easy = EasyOptions { flux_window, reserved_tiers_always: tiers_always };
+        let opts = EngineOptions { record_reservations: true, check_interference_free: true, ..Default::default() };
+        let e = run(Topology::preset("hype").unwrap(), e9_jobs(), "easy", "isolated", IsolatedOptions::default(), easy, opts);
+        let o = e.outcomes();
+        let starts: Vec<i64> = o.iter().map(|o| o.start_s).collect();
+        assert_eq!(starts, vec![1, 361, 1, 1], "start order 1, 3, 4, 2");
+        let ends: Vec<i64> = o.iter().map(|o| o.end_s).collect();
+        assert_eq!(ends, vec![361, 57_961, 38_110, 61]);
+        assert!(o[1].killed && !o[2].killed);
+        let mut expected_12: Vec<u32> = vec![33];
+        expected_12.extend(65..=96);
+        assert_eq!(hype_names(e.nodes_of(0)), expected_12);
+        assert_eq!(hype_names(e.nodes_of(1)), expected_12);
+        let mut expected_3: Vec<u32> = (1..=6).collect();
+        expected_3.extend(9..=32);
+        assert_eq!(hype_names(e.nodes_of(2)), expected_3);
+        assert_eq!(hype_names(e.nodes_of(3)), vec![7]);
+        // The reservation for job 2 at t=1 starts at job 1's expected end, 601 (+2 in the plugin's window).
+        let first = e.reservations()[0];
+        assert_eq!((first.pass_s, first.job, first.start_s), (1, 1, if flux_window { 603 } else { 601 }));
+    }
+}
+
+#[test]
+fn e10_paper_leaf_order() {
+    let iso = IsolatedOptions { leaf_order: LeafOrder::Paper, tie_break: TieBreak::Name };
+    let e = run(Topology::preset("hype").unwrap(), e9_jobs(), "easy", "isolated", iso, EasyOptions::default(), EngineOptions::default());
+    let mut expected: Vec<u32> = vec![57];
+    expected.extend(65..=96);
+    assert_eq!(hype_names(e.nodes_of(0)), expected);
+    assert_eq!(hype_names(e.nodes_of(1)), expected);
+    let starts: Vec<i64> = e.outcomes().iter().map(|o| o.start_s).collect();
+    assert_eq!(starts, vec![1, 361, 1, 1]);
+}
+
+#[test]
+fn classic_easy_backfills_around_the_head() {
+    // 10 nodes. A(6 nodes, 100 s) runs; B(8) must wait for A; C(4, 50 s) ends before the
+    // shadow time (100) so it backfills; D(4, 500 s) does not end in time and needs 4 > 2
+    // extra nodes, so it waits; E(2, 500 s) fits in the 2 extra nodes.
+    let topo = Topology::fat_tree("t", 10, 1, 1, None, None).unwrap();
+    let jobs = vec![job(1, 0, 6, 100, 100), job(2, 0, 8, 100, 100), job(3, 0, 4, 50, 50), job(4, 0, 4, 500, 500), job(5, 0, 2, 500, 500)];
+    let opts = EngineOptions { record_reservations: true, ..Default::default() };
+    let e = run(topo, jobs, "easy", "linear", IsolatedOptions::default(), EasyOptions::default(), opts);
+    let starts: Vec<i64> = e.outcomes().iter().map(|o| o.start_s).collect();
+    // C (4 nodes) takes the last 4 free nodes at t=0, so E cannot fit at t=0; at t=50 C
+    // ends, 4 free, shadow 100 with 2 extra → E (2 nodes, long) backfills, D (4, long) not.
+    assert_eq!(starts, vec![0, 100, 0, 200, 50]);
+}
+
+#[test]
+fn fcfs_blocks_behind_the_head() {
+    let topo = Topology::fat_tree("t", 10, 1, 1, None, None).unwrap();
+    let jobs = vec![job(1, 0, 6, 100, 100), job(2, 0, 8, 100, 100), job(3, 0, 1, 10, 10)];
+    let e = run(topo, jobs, "fcfs", "linear", IsolatedOptions::default(), EasyOptions::default(), EngineOptions::default());
+    let starts: Vec<i64> = e.outcomes().iter().map(|o| o.start_s).collect();
+    assert_eq!(starts, vec![0, 100, 100]);
+}
+
+#[test]
+fn zero_length_jobs_and_too_large_jobs() {
+    let topo = Topology::fat_tree("t", 4, 1, 1, None, None).unwrap();
+    let jobs = vec![job(1, 0, 4, 10, 0), job(2, 0, 5, 10, 5), job(3, 0, 4, 10, 10)];
+    let e = run(topo, jobs, "easy", "linear", IsolatedOptions::default(), EasyOptions::default(), EngineOptions::default());
+    let o = e.outcomes();
+    assert_eq!((o[0].start_s, o[0].end_s), (0, 0));
+    assert_eq!(o[1].status, JobStatus::Skipped);
+    assert_eq!(e.skipped()[0].0, 1);
+    assert!(e.skipped()[0].1.contains("5 nodes"));
+    assert_eq!(o[2].start_s, 0, "the zero-length job frees its nodes in a new round at t=0");
+}
+
+#[test]
+fn run_on_lets_jobs_exceed_their_limit() {
+    let topo = Topology::fat_tree("t", 4, 1, 1, None, None).unwrap();
+    let jobs = vec![job(1, 0, 4, 10, 30), job(2, 5, 4, 10, 10)];
+    let killed = run(topo.clone(), jobs.clone(), "easy", "linear", IsolatedOptions::default(), EasyOptions::default(), EngineOptions::default());
+    assert_eq!(killed.outcomes()[0].end_s, 10);
+    assert!(killed.outcomes()[0].killed);
+    let opts = EngineOptions { kill_at_walltime: false, ..Default::default() };
+    let ran_on = run(topo, jobs, "easy", "linear", IsolatedOptions::default(), EasyOptions::default(), opts);
+    assert_eq!(ran_on.outcomes()[0].end_s, 30);
+    assert_eq!(ran_on.outcomes()[1].start_s, 30);
+}
+
+#[test]
+fn unsorted_input_is_refused_with_the_row() {
+    let topo = Topology::preset("toy18").unwrap();
+    let jobs = vec![job(1, 10, 1, 10, 10), job(2, 5, 1, 10, 10)];
+    let a = alloc::by_name("linear", 0, IsolatedOptions::default()).unwrap();
+    let q = queue::by_name("fcfs", EasyOptions::default()).unwrap();
+    let err = Engine::new(topo, jobs, a, q, EngineOptions::default(), &[]).err().unwrap();
+    assert!(err.0.contains("row 1") && err.0.contains("submit_s"), "{err}");
+}
+
+// ---------- properties ----------
+
+fn fabric() -> impl Strategy<Value = Topology> {
+    prop_oneof![
+        Just(Topology::preset("toy18").unwrap()),
+        (1u32..6, 1u32..4, 1u32..4).prop_map(|(k, s, p)| Topology::fat_tree("r", k, s, p, None, None).unwrap()),
+        prop::collection::vec(prop::collection::vec(1u32..5, 1..4), 2..4)
+            .prop_map(|pods| Topology::from_leaf_sizes("u", 3, &pods, None, None, None, None).unwrap()),
+    ]
+}
+
+fn workload(max_nodes: u32) -> impl Strategy<Value = Vec<Job>> {
+    prop::collection::vec((0i64..50, 1u32..=max_nodes + 2, 1i64..40, 0i64..50), 1..40).prop_map(|mut v| {
+        v.sort_by_key(|x| x.0);
+        v.into_iter().enumerate().map(|(i, (s, n, w, r))| job(i as i64, s, n, w, r)).collect()
+    })
+}
+
+fn case() -> impl Strategy<Value = (Topology, Vec<Job>)> {
+    fabric().prop_flat_map(|t| {
+        let n = t.n_nodes() as u32;
+        (Just(t), workload(n))
+    })
+}
+
+/// Check every invariant of a finished run.
+fn check_schedule(e: &Engine, queue: &str, kill: bool) -> Result<(), TestCaseError> {
+    let jobs = e.jobs();
+    let o = e.outcomes();
+    let topo = e.topology();
+    // every job done or skipped; start >= submit; run time honoured
+    for (i, (j, o)) in jobs.iter().zip(o).enumerate() {
+        prop_assert!(o.status == JobStatus::Done || o.status == JobStatus::Skipped, "row {i} is {:?}", o.status);
+        if o.status == JobStatus::Done {
+            prop_assert!(o.start_s >= j.submit_s, "row {i} starts before submit");
+            let run = if kill { j.runtime_s.min(j.walltime_s) } else { j.runtime_s };
+            prop_assert_eq!(o.end_s - o.start_s, run);
+            prop_assert_eq!(e.nodes_of(i as u32).len(), j.nodes as usize);
+        } else {
+            prop_assert!(j.nodes as usize > topo.n_nodes() || e.allocator_name() == "isolated");
+        }
+    }
+    // no node held by two jobs at once
+    let mut intervals: Vec<Vec<(i64, i64, usize)>> = vec![Vec::new(); topo.n_nodes()];
+    for (i, o) in o.iter().enumerate() {
+        if o.status == JobStatus::Done && o.end_s > o.start_s {
+            for &n in e.nodes_of(i as u32) {
+                intervals[n as usize].push((o.start_s, o.end_s, i));
+            }
+        }
+    }
+    for iv in &mut intervals {
+        iv.sort();
+        for w in iv.windows(2) {
+            prop_assert!(w[0].1 <= w[1].0, "node shared by rows {} and {}", w[0].2, w[1].2);
+        }
+    }
+    // FCFS keeps order
+    if queue == "fcfs" {
+        let mut last = i64::MIN;
+        for o in o.iter().filter(|o| o.status == JobStatus::Done) {
+            prop_assert!(o.start_s >= last, "FCFS started a job before an earlier one");
+            last = o.start_s;
+        }
+    }
+    // EASY: the head never starts after a shadow time computed for it
+    if kill {
+        for r in e.reservations() {
+            let start = o[r.job as usize].start_s;
+            prop_assert!(start <= r.start_s, "row {} reserved for {} at pass {} but started {}", r.job, r.start_s, r.pass_s, start);
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    #[test]
+    fn schedules_keep_their_invariants((topo, jobs) in case(), qi in 0usize..2, ai in 0usize..3, kill in any::<bool>(), flux in any::<bool>()) {
+        let queue = ["fcfs", "easy"][qi];
+        let alloc_name = ["linear", "random", "isolated"][ai];
+        let opts = EngineOptions { kill_at_walltime: kill, record_reservations: true, check_interference_free: alloc_name == "isolated", ..Default::default() };
+        let easy = EasyOptions { flux_window: flux, reserved_tiers_always: flux };
+        let a = alloc::by_name(alloc_name, 7, IsolatedOptions::default()).unwrap();
+        let q = queue::by_name(queue, easy).unwrap();
+        let mut e = Engine::new(topo, jobs, a, q, opts, &[]).unwrap();
+        let done = e.step(u64::MAX);
+        prop_assert!(done.is_ok(), "{:?}", done);
+        check_schedule(&e, queue, kill)?;
+    }
+
+    #[test]
+    fn same_inputs_same_schedule((topo, jobs) in case(), ai in 0usize..3) {
+        let alloc_name = ["linear", "random", "isolated"][ai];
+        let mut runs = Vec::new();
+        for _ in 0..2 {
+            let e = run(topo.clone(), jobs.clone(), "easy", alloc_name, IsolatedOptions::default(), EasyOptions::default(), EngineOptions::default());
+            let s: Vec<(i64, Vec<u32>)> = (0..jobs.len()).map(|i| (e.outcomes()[i].start_s, e.nodes_of(i as u32).to_vec())).collect();
+            runs.push(s);
+        }
+        prop_assert_eq!(&runs[0], &runs[1]);
+    }
+}

@@ -1,0 +1,73 @@
+"""Re-check a schedule from its per-job output alone (jobs.parquet + fabric.json).
+
+Independent of the engine: it reads only the start/end times and node lists the run
+wrote, so it can audit any run, including ones made by older versions.
+
+Checks:
+* every job starts at or after its submit time;
+* no node is held by two jobs at the same instant (intervals are ``[start, end)``);
+* with ``interference_free=True``, invariants I1 and I2 of the SC18 policy (brief §2.10):
+  every leaf hosts at most one running job that spans several leaves, every pod at most
+  one running job that spans several pods.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+
+def _overlaps(key: np.ndarray, start: np.ndarray, end: np.ndarray, job: np.ndarray, what: str, limit: int) -> list[str]:
+    """Pairs of intervals with the same key that overlap. Sorted by (key, start), an overlap
+    exists iff two neighbours overlap, so one pass over neighbours suffices."""
+    keep = end > start  # zero-length intervals hold nothing
+    key, start, end, job = key[keep], start[keep], end[keep], job[keep]
+    order = np.lexsort((start, key))
+    key, start, end, job = key[order], start[order], end[order], job[order]
+    bad = np.flatnonzero((key[1:] == key[:-1]) & (start[1:] < end[:-1]))
+    return [
+        f"{what} {int(key[i])} held by jobs {int(job[i])} [{int(start[i])}, {int(end[i])}) and {int(job[i + 1])} [{int(start[i + 1])}, {int(end[i + 1])})"
+        for i in bad[:limit]
+    ]
+
+
+def check_schedule(jobs: pa.Table, fabric: dict, *, interference_free: bool = False, limit: int = 10) -> list[str]:
+    """Problems found in a schedule (empty when it is sound)."""
+    problems: list[str] = []
+    job_id = jobs.column("job_id").to_numpy()
+    submit = jobs.column("submit_s").to_numpy()
+    start = jobs.column("start_s").to_numpy()
+    end = jobs.column("end_s").to_numpy()
+    early = np.flatnonzero(start < submit)
+    problems += [f"job {int(job_id[i])} starts at {int(start[i])}, before its submit {int(submit[i])}" for i in early[:limit]]
+    lists = jobs.column("node_ids").combine_chunks()
+    offsets = lists.offsets.to_numpy()
+    nodes = lists.values.to_numpy()
+    per_job = offsets[1:] - offsets[:-1]
+    jrow = np.repeat(np.arange(len(job_id)), per_job)
+    problems += _overlaps(nodes, start[jrow], end[jrow], job_id[jrow], "node", limit)
+    if interference_free:
+        leaf_of = np.asarray(fabric["node_leaf"])
+        pod_of_leaf = np.asarray(fabric["leaf_pod"])
+        leaf = leaf_of[nodes]
+        pod = pod_of_leaf[leaf]
+        for level, key in (("leaf", leaf), ("pod", pod)):
+            # distinct (job, key) pairs and how many keys each job spans
+            pairs = np.unique(np.stack([jrow, key]), axis=1)
+            spans = np.bincount(pairs[0], minlength=len(job_id))
+            spanning = spans[pairs[0]] > 1
+            j, k = pairs[0][spanning], pairs[1][spanning]
+            problems += _overlaps(k, start[j], end[j], job_id[j], f"{level} (two spanning jobs on)", limit)
+    return problems
+
+
+def check_run_dir(out_dir: str | Path, *, interference_free: bool = False) -> list[str]:
+    """:func:`check_schedule` on the files a run wrote."""
+    out = Path(out_dir)
+    jobs = pq.read_table(out / "jobs.parquet")
+    fabric = json.loads((out / "fabric.json").read_text())
+    return check_schedule(jobs, fabric, interference_free=interference_free)

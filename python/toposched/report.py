@@ -1,0 +1,55 @@
+"""What a finished replay prints on the terminal."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from .simulate import SimResult
+
+
+def _fmt(x: float | None, digits: int = 1) -> str:
+    return "-" if x is None else f"{x:,.{digits}f}"
+
+
+def _hours(x: float | None) -> str:
+    return "-" if x is None else f"{x / 3600:,.2f} h"
+
+
+def terminal_summary(result: "SimResult", *, read_s: float | None = None, sim_s: float | None = None) -> Table:
+    """A short table: input, repairs, policies, and the headline metrics."""
+    s = result.summary
+    inp = s["input"]
+    t = Table(title=f"toposched: {inp['source']} on {s['fabric']['name']} ({s['fabric']['nodes']} nodes)", show_header=False, title_justify="left")
+    t.add_column(style="bold")
+    t.add_column()
+    t.add_row("policies", f"queue={s['policy']['queue']}  alloc={s['policy']['alloc']}")
+    jobs = s["jobs"]
+    t.add_row(
+        "jobs",
+        f"{inp['records']:,} records, {jobs['in_workload']:,} in workload, {jobs['replayed']:,} replayed, "
+        f"{jobs['skipped_never_fit']:,} could never fit, {jobs['killed_at_walltime']:,} killed at their limit",
+    )
+    if inp["skipped"]:
+        t.add_row("left out", ", ".join(f"{k}={v:,}" for k, v in inp["skipped"].items()))
+    if inp["repairs"]:
+        t.add_row("repairs", ", ".join(f"{k}={v:,}" for k, v in inp["repairs"].items()))
+    if s["skipped_reasons"]:
+        t.add_row("never fit", "; ".join(f"{v:,} x {k}" for k, v in list(s["skipped_reasons"].items())[:3]))
+    t.add_row("makespan", _hours(s["makespan_s"]))
+    u = s["utilization"]["mean"]
+    t.add_row("utilization", "-" if u is None else f"{100 * u:.1f}% mean (sampled every {s['utilization']['step_s']} s)")
+    w = s["wait_s"]
+    t.add_row("wait", f"mean {_hours(w['mean'])}, median {_hours(w['median'])}, p95 {_hours(w['p95'])}")
+    b = s["bounded_slowdown"]
+    t.add_row("bounded slowdown", f"mean {_fmt(b['mean'], 2)}, median {_fmt(b['median'], 2)}, p95 {_fmt(b['p95'], 2)}")
+    a = s["aph"]
+    t.add_row("APH (jobs >= 2 nodes)", f"mean {_fmt(a['mean'], 3)}, median {_fmt(a['median'], 3)}, max {_fmt(a['max'], 3)}")
+    if not s["complete"]:
+        t.add_row("status", "[red]interrupted: partial results[/red]")
+    if read_s is not None and sim_s is not None:
+        rate = jobs["in_workload"] / sim_s if sim_s > 0 else float("inf")
+        t.add_row("time", f"read {read_s:.2f} s, replay {sim_s:.2f} s ({rate:,.0f} jobs/s)")
+    return t

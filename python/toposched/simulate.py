@@ -1,0 +1,336 @@
+"""Run one replay and turn the engine's arrays into tables, a summary and files.
+
+>>> from toposched.simulate import RunConfig, simulate
+>>> from toposched.topology import load_fabric
+>>> from toposched.workload.model import Workload
+>>> import numpy as np
+>>> w = Workload(columns={"job_id": np.array([1, 2]), "submit_s": np.array([0, 0]),
+...     "nodes": np.array([4, 3]), "walltime_s": np.array([100, 100]),
+...     "runtime_s": np.array([50, 80]), "procs": np.array([4, 3]), "line": np.array([1, 2])},
+...     source="inline", format="test")
+>>> r = simulate(w, load_fabric("toy18"), RunConfig(queue="easy", alloc="isolated"))
+>>> r.jobs.column("start_s").to_pylist(), r.jobs.column("alloc_class").to_pylist()
+([0, 0], [2, 1])
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from . import __version__
+from .topology import Fabric
+from .workload.model import Workload
+
+#: Bounded-slowdown threshold (seconds), as in Feitelson's definition.
+BSLD_TAU_S = 10
+
+#: Job-size bins of the summary: (label, smallest, largest nodes).
+SIZE_BINS: tuple[tuple[str, int, int], ...] = (
+    ("1", 1, 1),
+    ("2-4", 2, 4),
+    ("5-16", 5, 16),
+    ("17-64", 17, 64),
+    ("65-128", 65, 128),
+    ("129-256", 129, 256),
+    ("257-512", 257, 512),
+    ("513-1024", 513, 1024),
+    (">1024", 1025, 2**62),
+)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Policies and engine settings of one replay (all recorded in the summary)."""
+
+    queue: str = "easy"
+    alloc: str = "linear"
+    seed: int = 0
+    kill_at_walltime: bool = True
+    queue_depth: int | None = None
+    leaf_order: str = "flux-topo"
+    tie_break: str = "name"
+    flux_window: bool = False
+    reserved_tiers_always: bool = False
+    check_interference_free: bool = False
+    record_reservations: bool = False
+    utilization_step_s: int = 60
+
+
+@dataclass
+class SimResult:
+    """A finished (or interrupted) replay."""
+
+    workload: Workload
+    fabric: Fabric
+    config: RunConfig
+    jobs: pa.Table
+    utilization: pa.Table
+    skipped: pa.Table
+    summary: dict[str, Any]
+    reservations: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def write(self, out_dir: str | Path) -> dict[str, Path]:
+        """Write jobs.parquet, utilization.parquet, skipped.parquet, summary.json and
+        fabric.json into ``out_dir``. Each file appears whole or not at all (written under
+        a temporary name, then renamed)."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        paths = {
+            "jobs": out / "jobs.parquet",
+            "utilization": out / "utilization.parquet",
+            "skipped": out / "skipped.parquet",
+            "summary": out / "summary.json",
+            "fabric": out / "fabric.json",
+        }
+        _atomic(paths["jobs"], lambda p: pq.write_table(self.jobs, p))
+        _atomic(paths["utilization"], lambda p: pq.write_table(self.utilization, p))
+        _atomic(paths["skipped"], lambda p: pq.write_table(self.skipped, p))
+        _atomic(paths["fabric"], lambda p: Path(p).write_text(json.dumps(self.fabric.describe(), indent=1) + "\n"))
+        _atomic(paths["summary"], lambda p: Path(p).write_text(json.dumps(self.summary, indent=2, sort_keys=True) + "\n"))
+        return paths
+
+
+def _atomic(path: Path, write: Callable[[str], None]) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _stats(x: np.ndarray) -> dict[str, float | None]:
+    if len(x) == 0:
+        return {"mean": None, "median": None, "p95": None, "max": None}
+    return {
+        "mean": float(np.mean(x)),
+        "median": float(np.median(x)),
+        "p95": float(np.percentile(x, 95)),
+        "max": float(np.max(x)),
+    }
+
+
+def simulate(
+    workload: Workload,
+    fabric: Fabric,
+    config: RunConfig = RunConfig(),
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    down_nodes: list[int] | None = None,
+) -> SimResult:
+    """Replay ``workload`` on ``fabric``.
+
+    ``progress(submitted, total)`` is called between chunks of work. A KeyboardInterrupt
+    stops the replay where it is: the result then holds the jobs finished so far and its
+    summary says ``"complete": false``.
+    """
+    from . import _core
+
+    cols = workload.columns
+    sim = _core.Simulation(
+        fabric.core,
+        cols["job_id"],
+        cols["submit_s"],
+        cols["nodes"],
+        cols["walltime_s"],
+        cols["runtime_s"],
+        queue=config.queue,
+        alloc=config.alloc,
+        seed=config.seed,
+        kill_at_walltime=config.kill_at_walltime,
+        queue_depth=config.queue_depth,
+        leaf_order=config.leaf_order,
+        tie_break=config.tie_break,
+        flux_window=config.flux_window,
+        reserved_tiers_always=config.reserved_tiers_always,
+        record_reservations=config.record_reservations,
+        check_interference_free=config.check_interference_free,
+        down=down_nodes,
+    )
+    total = len(workload)
+    complete = True
+    try:
+        chunk = 20_000
+        while not sim.step(chunk):
+            if progress is not None:
+                progress(sim.submitted, total)
+        if progress is not None:
+            progress(total, total)
+    except KeyboardInterrupt:
+        complete = False
+    return _collect(sim, workload, fabric, config, complete)
+
+
+def _collect(sim: Any, workload: Workload, fabric: Fabric, config: RunConfig, complete: bool) -> SimResult:
+    r = sim.results()
+    cols = workload.columns
+    done = r["status"] == 2
+    idx = np.flatnonzero(done)
+    start = r["start_s"][idx]
+    end = r["end_s"][idx]
+    submit = cols["submit_s"][idx]
+    nodes = cols["nodes"][idx]
+    wait = start - submit
+    run = end - start
+    bsld = np.maximum((wait + run) / np.maximum(run, BSLD_TAU_S), 1.0)
+    offsets = r["node_offsets"]
+    node_ids = r["node_ids"]
+    # Node lists of the finished jobs only: gather their slices.
+    lens = (offsets[1:] - offsets[:-1])[idx]
+    new_offsets = np.zeros(len(idx) + 1, dtype=np.int32)
+    np.cumsum(lens, out=new_offsets[1:])
+    all_lens = offsets[1:] - offsets[:-1]
+    flat = node_ids[np.repeat(done, all_lens)]
+    node_list = pa.ListArray.from_arrays(pa.array(new_offsets, pa.int32()), pa.array(flat, pa.int32()))
+    leaf_of = fabric.core.leaf_of_nodes()
+    pod_of_leaf = fabric.core.pod_of_leaves()
+    leaves_used, pods_used = _span_counts(new_offsets, flat, leaf_of, pod_of_leaf)
+    jobs = pa.table(
+        {
+            "job_id": pa.array(cols["job_id"][idx]),
+            "submit_s": pa.array(submit),
+            "start_s": pa.array(start),
+            "end_s": pa.array(end),
+            "wait_s": pa.array(wait),
+            "nodes": pa.array(nodes),
+            "walltime_s": pa.array(cols["walltime_s"][idx]),
+            "runtime_s": pa.array(run),
+            "log_runtime_s": pa.array(cols["runtime_s"][idx]),
+            "killed": pa.array(r["killed"][idx]),
+            "bounded_slowdown": pa.array(bsld),
+            "aph": pa.array(r["aph"][idx], mask=np.isnan(r["aph"][idx])),
+            "alloc_class": pa.array(r["alloc_class"][idx]),
+            "leaves": pa.array(leaves_used),
+            "pods": pa.array(pods_used),
+            "node_ids": node_list,
+        }
+    )
+    skipped_rows = [row for row, _ in sim.skipped()]
+    skipped_reasons = [why for _, why in sim.skipped()]
+    skipped = pa.table(
+        {
+            "job_id": pa.array(cols["job_id"][skipped_rows] if skipped_rows else np.zeros(0, np.int64)),
+            "submit_s": pa.array(cols["submit_s"][skipped_rows] if skipped_rows else np.zeros(0, np.int64)),
+            "nodes": pa.array(cols["nodes"][skipped_rows] if skipped_rows else np.zeros(0, np.int64)),
+            "reason": pa.array(skipped_reasons, pa.string()),
+        }
+    )
+    step = config.utilization_step_s
+    if len(idx):
+        t0 = int(cols["submit_s"][0])
+        t1 = int(end.max())
+        busy = _core_busy(start, end, nodes, t0, t1, step)
+    else:
+        t0, t1, busy = 0, -1, np.zeros(0, np.int64)
+    times = t0 + step * np.arange(len(busy), dtype=np.int64)
+    util = busy / max(fabric.n_nodes, 1)
+    utilization = pa.table({"time_s": pa.array(times), "busy_nodes": pa.array(busy), "utilization": pa.array(util)})
+    summary = _summary(workload, fabric, config, jobs, skipped, util, t0, t1, complete, sim)
+    reservations = sim.reservations() if config.record_reservations else {}
+    return SimResult(workload, fabric, config, jobs, utilization, skipped, summary, reservations)
+
+
+def _core_busy(start: np.ndarray, end: np.ndarray, nodes: np.ndarray, t0: int, t1: int, step: int) -> np.ndarray:
+    from . import _core
+
+    return _core.busy_nodes_sampled(
+        np.ascontiguousarray(start, np.int64), np.ascontiguousarray(end, np.int64), np.ascontiguousarray(nodes, np.int64), t0, t1, step
+    )
+
+
+def _span_counts(offsets: np.ndarray, flat: np.ndarray, leaf_of: np.ndarray, pod_of_leaf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct leaves and pods per job. Node lists are ascending and ids leaf-major, so a
+    new leaf (pod) starts wherever the leaf (pod) changes along the list."""
+    n_jobs = len(offsets) - 1
+    if len(flat) == 0:
+        return np.zeros(n_jobs, np.int32), np.zeros(n_jobs, np.int32)
+    leaf = leaf_of[flat]
+    pod = pod_of_leaf[leaf]
+    first = np.zeros(len(flat), dtype=bool)
+    first[offsets[:-1][offsets[:-1] < len(flat)]] = True
+    new_leaf = first.copy()
+    new_leaf[1:] |= leaf[1:] != leaf[:-1]
+    new_pod = first.copy()
+    new_pod[1:] |= pod[1:] != pod[:-1]
+    job_of = np.repeat(np.arange(n_jobs), offsets[1:] - offsets[:-1])
+    leaves = np.bincount(job_of, weights=new_leaf, minlength=n_jobs).astype(np.int32)
+    pods = np.bincount(job_of, weights=new_pod, minlength=n_jobs).astype(np.int32)
+    return leaves, pods
+
+
+def _summary(
+    workload: Workload,
+    fabric: Fabric,
+    config: RunConfig,
+    jobs: pa.Table,
+    skipped: pa.Table,
+    util: np.ndarray,
+    t0: int,
+    t1: int,
+    complete: bool,
+    sim: Any,
+) -> dict[str, Any]:
+    wait = jobs.column("wait_s").to_numpy()
+    bsld = jobs.column("bounded_slowdown").to_numpy()
+    nodes = jobs.column("nodes").to_numpy()
+    aph = jobs.column("aph").to_numpy(zero_copy_only=False)
+    aph = np.asarray(aph, dtype=float)
+    by_size = []
+    for label, lo, hi in SIZE_BINS:
+        m = (nodes >= lo) & (nodes <= hi)
+        if not m.any():
+            continue
+        a = aph[m]
+        by_size.append(
+            {
+                "bin": label,
+                "min_nodes": lo,
+                "max_nodes": min(hi, int(nodes[m].max())),
+                "jobs": int(m.sum()),
+                "wait_s": _stats(wait[m]),
+                "bounded_slowdown": _stats(bsld[m]),
+                "aph": _stats(a[~np.isnan(a)]),
+            }
+        )
+    reasons: dict[str, int] = {}
+    for why in skipped.column("reason").to_pylist():
+        key = why.split(";")[0]
+        reasons[key] = reasons.get(key, 0) + 1
+    killed = int(np.sum(jobs.column("killed").to_numpy())) if len(jobs) else 0
+    over = int(np.sum(workload["runtime_s"] > workload["walltime_s"]))
+    fab = fabric.describe()
+    return {
+        "toposched_version": __version__,
+        "complete": complete,
+        "input": workload.describe(),
+        "fabric": {k: fab[k] for k in ("name", "source", "levels", "nodes", "leaves", "pods", "nodes_per_leaf", "max_pod_nodes", "uplinks_per_leaf", "uplinks_per_l2", "notes")},
+        "policy": asdict(config),
+        "jobs": {
+            "in_workload": len(workload),
+            "replayed": len(jobs),
+            "skipped_never_fit": len(skipped),
+            "runtime_over_walltime": over,
+            "killed_at_walltime": killed,
+        },
+        "skipped_reasons": dict(sorted(reasons.items())),
+        "first_submit_s": int(t0) if len(jobs) else None,
+        "last_end_s": int(t1) if len(jobs) else None,
+        "makespan_s": int(t1 - t0) if len(jobs) else None,
+        "utilization": {"mean": float(np.mean(util)) if len(util) else None, "step_s": config.utilization_step_s, "samples": int(len(util))},
+        "wait_s": _stats(wait),
+        "bounded_slowdown": _stats(bsld),
+        "aph": _stats(aph[~np.isnan(aph)]),
+        "by_size": by_size,
+        "scheduling_passes": int(sim.passes),
+    }

@@ -1,0 +1,233 @@
+"""Fabrics: presets, fat-trees from parameters, Slurm ``topology.conf`` files.
+
+``load_fabric(text)`` accepts what ``--system`` does:
+
+* a preset name: ``toy18``, ``hype``, ``cab``, ``pinot``, ``sim10k``, ``quartz``
+  (``toposched systems`` lists them with their shapes);
+* parameters: ``fattree:K=18,S=18,P=4`` with optional ``W1=`` (uplinks per leaf, i.e. taper),
+  ``W2=`` (uplinks per L2 switch) and ``nodes=`` (populate only the first N nodes, leaf by
+  leaf: partly populated fabrics). Long names work too: ``nodes_per_leaf``,
+  ``leaves_per_pod``, ``pods``, ``uplinks_per_leaf``, ``uplinks_per_l2``. One pod gives a
+  2-level tree, e.g. ``fattree:K=20,S=5,P=1`` for KTH's 100-node SP2;
+* a path to a Slurm ``topology.conf``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import TopologyError
+from .fabric_spec import FabricSpec, LeafSpec, PodSpec
+
+# Shapes of the presets, (K, S, P, W1, W2) or an explicit pod list; the Rust core holds
+# the same table (crates/toposched-core/src/topology.rs) and a test checks they agree.
+_PRESET_NOTES = {
+    "toy18": "SC18 paper Fig. 2 tree: 2 pods x 3 leaves x 3 nodes (radix-6 switches)",
+    "hype": "flux-sched plugin test machine: 3 pods x 4 leaves x 8 nodes, nodes hype1..hype96",
+    "cab": "LLNL Cab as modelled in SC18: 4 pods x 18 leaves x 18 nodes = 1,296",
+    "pinot": "SC18's hypothetical Pinot: 8 pods x 18 x 18 = 2,592",
+    "sim10k": "CODES study fabric: 22 pods x 22 leaves x 22 nodes = 10,648",
+    "quartz": "LLNL Quartz: 84 leaves x 32 nodes = 2,688, 2:1 taper (W1=16); pods: 4 x 9 leaves + 6 x 8 leaves (assumed)",
+}
+PRESETS = tuple(_PRESET_NOTES)
+
+_PARAM_NAMES = {
+    "k": "nodes_per_leaf",
+    "nodes_per_leaf": "nodes_per_leaf",
+    "s": "leaves_per_pod",
+    "leaves_per_pod": "leaves_per_pod",
+    "p": "pods",
+    "pods": "pods",
+    "w1": "uplinks_per_leaf",
+    "uplinks_per_leaf": "uplinks_per_leaf",
+    "w2": "uplinks_per_l2",
+    "uplinks_per_l2": "uplinks_per_l2",
+    "nodes": "nodes",
+}
+
+
+def _names(prefix: str, count: int) -> list[str]:
+    """prefix0..prefix{count-1}, zero-padded so that name order is index order."""
+    width = len(str(count - 1))
+    return [f"{prefix}{i:0{width}d}" for i in range(count)]
+
+
+def regular_spec(
+    name: str,
+    nodes_per_leaf: int,
+    leaves_per_pod: int,
+    pods: int,
+    uplinks_per_leaf: int | None = None,
+    uplinks_per_l2: int | None = None,
+    nodes: int | None = None,
+    node_prefix: str | None = None,
+) -> FabricSpec:
+    """A regular fat-tree, optionally populated only up to ``nodes`` nodes."""
+    for label, v in (("nodes per leaf (K)", nodes_per_leaf), ("leaves per pod (S)", leaves_per_pod), ("pods (P)", pods)):
+        if v < 1:
+            raise TopologyError(name, f"{label} must be at least 1, got {v}")
+    total = nodes_per_leaf * leaves_per_pod * pods
+    if nodes is not None and not 1 <= nodes <= total:
+        raise TopologyError(name, f"nodes={nodes} must be between 1 and K*S*P = {total}")
+    want = total if nodes is None else nodes
+    # A name ending in a digit gets a separator so that node numbers stay readable.
+    prefix = node_prefix or (name + "n" if name[-1:].isdigit() else name)
+    node_names = _names(prefix, want)
+    pod_names = _names("pod", pods)
+    leaf_names = _names("leaf", leaves_per_pod * pods)
+    spec_pods: list[PodSpec] = []
+    i = 0
+    for p in range(pods):
+        leaves = []
+        for s in range(leaves_per_pod):
+            take = min(nodes_per_leaf, want - i)
+            if take <= 0:
+                break
+            leaves.append(LeafSpec(leaf_names[p * leaves_per_pod + s], node_names[i : i + take]))
+            i += take
+        if leaves:
+            spec_pods.append(PodSpec(pod_names[p], leaves))
+    notes = []
+    if nodes is not None and nodes < total:
+        notes.append(f"partly populated: {nodes} of {total} node ports used")
+    return FabricSpec(
+        name=name,
+        pods=spec_pods,
+        levels=2 if len(spec_pods) == 1 and pods == 1 else 3,
+        uplinks_per_leaf=uplinks_per_leaf,
+        uplinks_per_l2=uplinks_per_l2,
+        notes=notes,
+    )
+
+
+def preset_spec(name: str) -> FabricSpec:
+    """The :class:`FabricSpec` of a preset."""
+    if name == "toy18":
+        spec = regular_spec("toy18", 3, 3, 2)
+    elif name == "hype":
+        spec = regular_spec("hype", 8, 4, 3)
+        # The plugin's node names, hype1..hype96, unpadded: node names never enter
+        # tie-breaks (leaf and pod names do, and those stay padded).
+        for k, leaf in enumerate(leaf for pod in spec.pods for leaf in pod.leaves):
+            leaf.nodes = [f"hype{k * 8 + j + 1}" for j in range(8)]
+    elif name == "cab":
+        spec = regular_spec("cab", 18, 18, 4)
+    elif name == "pinot":
+        spec = regular_spec("pinot", 18, 18, 8)
+    elif name == "sim10k":
+        spec = regular_spec("sim10k", 22, 22, 22)
+    elif name == "quartz":
+        node_names = _names("quartz", 2688)
+        leaf_names = _names("leaf", 84)
+        pod_names = _names("pod", 10)
+        pods = []
+        leaf = 0
+        for p, n_leaves in enumerate([9] * 4 + [8] * 6):
+            leaves = [LeafSpec(leaf_names[i], node_names[i * 32 : (i + 1) * 32]) for i in range(leaf, leaf + n_leaves)]
+            leaf += n_leaves
+            pods.append(PodSpec(pod_names[p], leaves))
+        spec = FabricSpec("quartz", pods, levels=3, uplinks_per_leaf=16, uplinks_per_l2=9)
+    else:
+        raise TopologyError(name, f"unknown system preset; presets are: {', '.join(PRESETS)}")
+    spec.notes.insert(0, _PRESET_NOTES[name])
+    return spec
+
+
+def parse_fattree_params(text: str) -> FabricSpec:
+    """``fattree:K=18,S=18,P=4[,W1=9][,W2=18][,nodes=1000]`` into a spec."""
+    body = text.split(":", 1)[1] if ":" in text else ""
+    params: dict[str, int] = {}
+    for item in filter(None, (x.strip() for x in body.split(","))):
+        key, sep, value = item.partition("=")
+        canon = _PARAM_NAMES.get(key.strip().lower())
+        if not sep or canon is None:
+            raise TopologyError(
+                text, f"cannot read {item!r}: expected KEY=VALUE with KEY one of K, S, P, W1, W2, nodes", field=key.strip() or None
+            )
+        try:
+            params[canon] = int(value)
+        except ValueError:
+            raise TopologyError(text, f"expected a whole number, got {value!r}", field=key.strip()) from None
+    missing = [k for k in ("nodes_per_leaf", "leaves_per_pod", "pods") if k not in params]
+    if missing:
+        raise TopologyError(text, "missing " + ", ".join(missing) + " (write e.g. fattree:K=18,S=18,P=4)")
+    name = f"fattree-{params['nodes_per_leaf']}x{params['leaves_per_pod']}x{params['pods']}"
+    return regular_spec(name, **params)
+
+
+def load_spec(system: str) -> FabricSpec:
+    """What ``--system`` names, as a :class:`FabricSpec`."""
+    if system in _PRESET_NOTES:
+        return preset_spec(system)
+    if system.lower().startswith("fattree"):
+        return parse_fattree_params(system)
+    path = Path(system)
+    if path.is_file():
+        from .topology_conf import read_topology_conf
+
+        return read_topology_conf(path)
+    raise TopologyError(
+        system,
+        "not a preset, fattree:K=..,S=..,P=.. parameters, or an existing topology.conf file; presets are: " + ", ".join(PRESETS),
+    )
+
+
+@dataclass
+class Fabric:
+    """A fabric: its spec (names) and the core's topology (numbers)."""
+
+    spec: FabricSpec
+    core: Any  # toposched._core.Topology
+
+    @classmethod
+    def from_spec(cls, spec: FabricSpec) -> "Fabric":
+        from . import _core
+
+        sizes = [[len(leaf.nodes) for leaf in pod.leaves] for pod in spec.pods]
+        leaf_names = [leaf.name for pod in spec.pods for leaf in pod.leaves]
+        pod_names = [pod.name for pod in spec.pods]
+        try:
+            core = _core.Topology.from_leaf_sizes(
+                spec.name, spec.levels, sizes, spec.uplinks_per_leaf, spec.uplinks_per_l2, leaf_names, pod_names
+            )
+        except ValueError as exc:
+            raise TopologyError(spec.source or spec.name, str(exc)) from None
+        return cls(spec, core)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def n_nodes(self) -> int:
+        return int(self.core.n_nodes)
+
+    def describe(self) -> dict[str, Any]:
+        """Everything needed to interpret node ids in the outputs (written as fabric.json)."""
+        c = self.core
+        return {
+            "name": self.spec.name,
+            "source": self.spec.source,
+            "levels": c.levels,
+            "nodes": c.n_nodes,
+            "leaves": c.n_leaves,
+            "pods": c.n_pods,
+            "nodes_per_leaf": c.nodes_per_leaf,
+            "leaves_per_pod": c.leaves_per_pod,
+            "max_pod_nodes": c.max_pod_nodes,
+            "uplinks_per_leaf": c.uplinks_per_leaf,
+            "uplinks_per_l2": c.uplinks_per_l2,
+            "notes": list(self.spec.notes),
+            "pod_names": [p.name for p in self.spec.pods],
+            "leaf_names": [leaf.name for p in self.spec.pods for leaf in p.leaves],
+            "leaf_pod": [int(x) for x in c.pod_of_leaves()],
+            "node_names": self.spec.node_names,
+            "node_leaf": [int(x) for x in c.leaf_of_nodes()],
+        }
+
+
+def load_fabric(system: str) -> Fabric:
+    """Build the fabric ``--system`` names (see the module docstring)."""
+    return Fabric.from_spec(load_spec(system))
