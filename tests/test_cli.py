@@ -1,0 +1,122 @@
+"""The command line as a user meets it: the happy path, help, and bad inputs."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import subprocess
+import sys
+
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import EXAMPLE_TRACE, SLURM, TRACES, shared
+from toposched.cli import main
+
+HEADER = "; MaxNodes: 16\n; MaxProcs: 16\n"
+GOOD = "1 0 -1 100 4 -1 -1 4 200 -1 1 1 1 -1 1 1 -1 -1\n2 10 -1 50 2 -1 -1 2 60 -1 1 1 1 -1 1 1 -1 -1\n"
+
+
+def run(argv, capsys):
+    code = main(argv)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_simulate_writes_results_and_check_passes(tmp_path, capsys):
+    trace = shared(TRACES / "alea_hpc2n-subset.swf")
+    out = tmp_path / "run"
+    code, stdout, _ = run(["simulate", "--trace", str(trace), "--system", "fattree:K=12,S=5,P=2", "--queue", "easy", "--alloc", "isolated", "--out", str(out)], capsys)
+    assert code == 0
+    assert "replayed" in stdout and "results in" in stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["complete"] is True
+    assert summary["policy"]["alloc"] == "isolated"
+    assert summary["input"]["records"] == 3170
+    jobs = pq.read_table(out / "jobs.parquet")
+    assert len(jobs) == summary["jobs"]["replayed"]
+    assert {"job_id", "submit_s", "start_s", "end_s", "wait_s", "nodes", "walltime_s", "runtime_s", "bounded_slowdown", "aph", "alloc_class", "node_ids"} <= set(jobs.column_names)
+    code, stdout, _ = run(["check", str(out), "--interference-free"], capsys)
+    assert code == 0 and "schedule OK" in stdout
+
+
+def test_every_policy_pair_runs_on_the_bundled_trace(tmp_path, capsys):
+    for queue in ("fcfs", "easy"):
+        for alloc in ("linear", "random", "isolated"):
+            code, _, err = run(["simulate", "--trace", str(EXAMPLE_TRACE), "--system", "cab", "--queue", queue, "--alloc", alloc, "--out", str(tmp_path / f"{queue}-{alloc}"), "--quiet"], capsys)
+            assert code == 0, err
+
+
+def test_installed_entry_point_and_help():
+    exe = shutil.which("toposched")
+    cmd = [exe] if exe else [sys.executable, "-m", "toposched.cli"]
+    r = subprocess.run(cmd + ["simulate", "--help"], capture_output=True, text=True)
+    assert r.returncode == 0
+    for word in ("--trace", "--system", "--queue", "--alloc", "--out", "fattree:K=", "examples:"):
+        assert word in r.stdout
+    r = subprocess.run(cmd + ["systems"], capture_output=True, text=True)
+    assert r.returncode == 0 and "cab" in r.stdout and "1296 nodes" in r.stdout
+
+
+@pytest.mark.parametrize(
+    "body,expect",
+    [
+        (GOOD + "3 20 -1 50 2 -1 -1 2\n", [":5:", "requested_time", "18 fields"]),
+        (GOOD + "3 20 -1 fifty 2 -1 -1 2 60 -1 1 1 1 -1 1 1 -1 -1\n", [":5:", "run_time", "fifty"]),
+        ("", ["no job records"]),
+    ],
+    ids=["truncated-line", "text-in-numeric-field", "empty-file"],
+)
+def test_bad_trace_stops_with_file_line_and_field(tmp_path, capsys, body, expect):
+    bad = tmp_path / "bad.swf"
+    bad.write_text(HEADER + body if body else "")
+    code, _, err = run(["simulate", "--trace", str(bad), "--system", "toy18", "--out", str(tmp_path / "o")], capsys)
+    assert code == 2
+    assert err.startswith("error: ") and str(bad) in err
+    for e in expect:
+        assert e in err, err
+    assert not (tmp_path / "o" / "jobs.parquet").exists()
+
+
+def test_lenient_skips_and_counts_malformed_lines(tmp_path, capsys):
+    bad = tmp_path / "bad.swf.gz"
+    bad.write_bytes(gzip.compress((HEADER + GOOD + "3 20 -1 fifty 2 -1 -1 2 60 -1 1 1 1 -1 1 1 -1 -1\n").encode()))
+    code, stdout, _ = run(["simulate", "--trace", str(bad), "--system", "toy18", "--lenient", "--out", str(tmp_path / "o")], capsys)
+    assert code == 0
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["input"]["skipped"] == {"malformed_line": 1}
+    assert summary["jobs"]["replayed"] == 2
+
+
+def test_job_larger_than_the_machine_is_reported_and_skipped(tmp_path, capsys):
+    trace = tmp_path / "big.swf"
+    trace.write_text(HEADER + GOOD + "3 20 -1 50 40 -1 -1 40 60 -1 1 1 1 -1 1 1 -1 -1\n")
+    code, stdout, _ = run(["simulate", "--trace", str(trace), "--system", "toy18", "--out", str(tmp_path / "o")], capsys)
+    assert code == 0
+    skipped = pq.read_table(tmp_path / "o" / "skipped.parquet")
+    assert skipped.column("job_id").to_pylist() == [3]
+    assert "40 nodes" in skipped.column("reason")[0].as_py()
+    assert "never fit" in stdout and "40 nodes" in stdout
+
+
+def test_topology_conf_with_a_loop_is_refused(tmp_path, capsys):
+    conf = tmp_path / "topology.conf"
+    conf.write_text("SwitchName=a Switches=b\nSwitchName=b Switches=a\nSwitchName=c Nodes=n[1-4]\n")
+    code, _, err = run(["simulate", "--trace", str(EXAMPLE_TRACE), "--system", str(conf), "--out", str(tmp_path / "o")], capsys)
+    assert code == 2
+    assert str(conf) in err and "loop" in err
+
+
+def test_real_topology_conf_runs(tmp_path, capsys):
+    conf = shared(SLURM / "ubccr_medium-cluster_topology.conf")
+    code, _, err = run(["simulate", "--trace", str(shared(TRACES / "alea_hpc2n-subset.swf")), "--system", str(conf), "--out", str(tmp_path / "o"), "--quiet"], capsys)
+    assert code == 0, err
+    fabric = json.loads((tmp_path / "o" / "fabric.json").read_text())
+    assert fabric["nodes"] == 234 and fabric["levels"] == 2
+
+
+@pytest.mark.parametrize("system,expect", [("nosuch", "presets are"), ("fattree:K=18,S=x,P=4", "field 'S'"), ("fattree:K=18", "missing")])
+def test_bad_system_is_explained(tmp_path, capsys, system, expect):
+    code, _, err = run(["simulate", "--trace", str(EXAMPLE_TRACE), "--system", system, "--out", str(tmp_path / "o")], capsys)
+    assert code == 2 and expect in err, err

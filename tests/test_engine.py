@@ -1,0 +1,155 @@
+"""The engine through the Python API: job-by-job agreement with an independent classic
+EASY, the plugin's regression test, invariants as properties, determinism."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import TRACES, shared
+from reference_easy import reference_schedule
+from toposched.check import check_schedule
+from toposched.simulate import RunConfig, simulate
+from toposched.topology import load_fabric
+from toposched.workload import read_trace
+from toposched.workload.model import Workload
+
+
+def make_workload(submit, nodes, walltime, runtime) -> Workload:
+    n = len(submit)
+    return Workload(
+        columns={
+            "job_id": np.arange(1, n + 1),
+            "submit_s": np.asarray(submit),
+            "nodes": np.asarray(nodes),
+            "walltime_s": np.asarray(walltime),
+            "runtime_s": np.asarray(runtime),
+            "procs": np.asarray(nodes),
+            "line": np.arange(1, n + 1),
+        },
+        source="generated",
+        format="test",
+    )
+
+
+REAL_CASES = [
+    # (trace, system, first N jobs)
+    ("KTH-SP2-1996-2.1-cln.swf.gz", "fattree:K=20,S=5,P=1", 6000),
+    ("SDSC-SP2-1998-4.2-cln.swf.gz", "fattree:K=16,S=8,P=1", 6000),
+    ("LLNL-Thunder-2007-1.1-cln.swf.gz", "cab", 6000),
+]
+
+
+@pytest.mark.parametrize("trace,system,first", REAL_CASES)
+@pytest.mark.parametrize("queue", ["fcfs", "easy"])
+def test_start_times_match_an_independent_classic_easy(trace, system, first, queue):
+    w = read_trace(shared(TRACES / trace))
+    w = w.take(np.arange(min(first, len(w))))
+    fabric = load_fabric(system)
+    r = simulate(w, fabric, RunConfig(queue=queue, alloc="linear"))
+    expected = reference_schedule(
+        w["submit_s"].tolist(), w["nodes"].tolist(), w["walltime_s"].tolist(), w["runtime_s"].tolist(), fabric.n_nodes, backfill=queue == "easy"
+    )
+    got = dict(zip(r.jobs.column("job_id").to_pylist(), r.jobs.column("start_s").to_pylist()))
+    mismatches = [(int(j), s, got.get(int(j), -1)) for j, s in zip(w["job_id"], expected) if got.get(int(j), -1) != s]
+    assert not mismatches, f"{len(mismatches)} jobs differ, first: (job, reference, engine) {mismatches[:5]}"
+    assert len(r.jobs) > 0.9 * len(w)
+
+
+def test_random_and_linear_start_jobs_at_the_same_times_under_classic_easy():
+    # With interchangeable nodes EASY decides on counts only: placement must not matter.
+    w = read_trace(shared(TRACES / "KTH-SP2-1996-2.1-cln.swf.gz"))
+    w = w.take(np.arange(3000))
+    fabric = load_fabric("fattree:K=20,S=5,P=1")
+    a = simulate(w, fabric, RunConfig(alloc="linear"))
+    b = simulate(w, fabric, RunConfig(alloc="random", seed=3))
+    assert a.jobs.column("start_s").to_pylist() == b.jobs.column("start_s").to_pylist()
+    assert a.jobs.column("node_ids").to_pylist() != b.jobs.column("node_ids").to_pylist()
+
+
+def test_plugin_regression_test_e9_through_the_api():
+    w = make_workload([1, 1, 1, 1], [33, 33, 30, 1], [600, 57600, 57600, 60], [360, 57609, 38109, 60])
+    r = simulate(w, load_fabric("hype"), RunConfig(queue="easy", alloc="isolated", check_interference_free=True))
+    assert r.jobs.column("start_s").to_pylist() == [1, 361, 1, 1]
+    names = r.fabric.describe()["node_names"]
+    job2 = [names[i] for i in r.jobs.column("node_ids").to_pylist()[1]]
+    assert job2 == ["hype33"] + [f"hype{i}" for i in range(65, 97)]
+    assert r.jobs.column("killed").to_pylist() == [False, True, False, False]
+    assert r.jobs.column("alloc_class").to_pylist() == [3, 3, 2, 1]
+
+
+def test_jobs_that_can_never_fit_are_reported_not_queued():
+    w = make_workload([0, 0, 5], [3, 19, 4], [10, 10, 10], [10, 10, 10])
+    r = simulate(w, load_fabric("toy18"), RunConfig(alloc="isolated"))
+    assert r.jobs.column("job_id").to_pylist() == [1, 3]
+    assert r.skipped.column("job_id").to_pylist() == [2]
+    assert "19 nodes" in r.skipped.column("reason")[0].as_py()
+    assert r.summary["jobs"]["skipped_never_fit"] == 1
+
+
+@st.composite
+def scenario(draw):
+    system = draw(st.sampled_from(["toy18", "hype", "fattree:K=4,S=3,P=3", "fattree:K=5,S=2,P=2,nodes=17"]))
+    n_nodes = load_fabric(system).n_nodes
+    n = draw(st.integers(1, 60))
+    submit = sorted(draw(st.lists(st.integers(0, 300), min_size=n, max_size=n)))
+    nodes = draw(st.lists(st.integers(1, n_nodes), min_size=n, max_size=n))
+    walltime = draw(st.lists(st.integers(1, 200), min_size=n, max_size=n))
+    runtime = draw(st.lists(st.integers(0, 250), min_size=n, max_size=n))
+    return system, make_workload(submit, nodes, walltime, runtime)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenario(), st.sampled_from(["fcfs", "easy"]), st.sampled_from(["linear", "random", "isolated"]), st.booleans())
+def test_schedules_keep_their_invariants(case, queue, alloc, flux):
+    system, w = case
+    fabric = load_fabric(system)
+    cfg = RunConfig(queue=queue, alloc=alloc, flux_window=flux, reserved_tiers_always=flux, record_reservations=True)
+    r = simulate(w, fabric, cfg)
+    # independent re-check from the output table
+    assert check_schedule(r.jobs, fabric.describe(), interference_free=alloc == "isolated") == []
+    assert len(r.jobs) + len(r.skipped) == len(w)
+    start = r.jobs.column("start_s").to_numpy()
+    if queue == "fcfs":
+        assert (np.diff(start) >= 0).all(), "FCFS started a later job first"
+    # an EASY reservation is never delayed by a backfilled job
+    started = dict(zip(r.jobs.column("job_id").to_pylist(), start.tolist()))
+    res = r.reservations
+    for row, shadow in zip(res.get("job_row", []), res.get("start_s", [])):
+        assert started[int(w["job_id"][row])] <= shadow
+    # killed jobs run exactly their limit, others their log run time
+    run = r.jobs.column("runtime_s").to_numpy()
+    expected = np.minimum(r.jobs.column("log_runtime_s").to_numpy(), r.jobs.column("walltime_s").to_numpy())
+    assert (run == expected).all()
+
+
+def test_check_schedule_catches_a_shared_node_and_a_broken_invariant():
+    w = make_workload([0, 0], [5, 5], [10, 10], [10, 10])
+    fabric = load_fabric("toy18")
+    r = simulate(w, fabric, RunConfig(alloc="linear"))
+    import pyarrow as pa
+
+    jobs = r.jobs.set_column(r.jobs.schema.get_field_index("node_ids"), "node_ids", pa.array([[0, 1, 2, 3, 4], [4, 5, 6, 7, 8]], pa.list_(pa.int32())))
+    problems = check_schedule(jobs, fabric.describe(), interference_free=True)
+    assert any(p.startswith("node 4 held by jobs 1") for p in problems)
+    assert any("leaf (two spanning jobs on) 1" in p for p in problems)
+
+
+def _digest(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("alloc", ["random", "isolated"])
+def test_same_inputs_and_seed_give_byte_identical_outputs(tmp_path, alloc):
+    w = read_trace(shared(TRACES / "alea_hpc2n-subset.swf"))
+    fabric = load_fabric("fattree:K=12,S=5,P=2")
+    digests = []
+    for k in range(2):
+        simulate(w, fabric, RunConfig(alloc=alloc, seed=11)).write(tmp_path / str(k))
+        digests.append({p.name: _digest(p) for p in sorted((tmp_path / str(k)).iterdir())})
+    assert digests[0] == digests[1]
+    assert set(digests[0]) == {"jobs.parquet", "utilization.parquet", "skipped.parquet", "summary.json", "fabric.json"}
