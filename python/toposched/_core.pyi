@@ -1,0 +1,114 @@
+"""Type stub of the native module ``toposched._core`` (crates/toposched-py/src/lib.rs).
+
+tests/test_stub.py checks that this stub and the compiled module name the same things.
+"""
+
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+PRESETS: Final[list[str]]
+ALLOCATORS: Final[list[str]]
+QUEUES: Final[list[str]]
+__version__: Final[str]
+
+class Topology:
+    """A 2- or 3-level fat-tree; node ids are dense and leaf-major."""
+
+    @staticmethod
+    def preset(name: str) -> Topology: ...
+    @staticmethod
+    def fat_tree(
+        name: str,
+        nodes_per_leaf: int,
+        leaves_per_pod: int,
+        pods: int,
+        uplinks_per_leaf: int | None = None,
+        uplinks_per_l2: int | None = None,
+    ) -> Topology: ...
+    @staticmethod
+    def from_leaf_sizes(
+        name: str,
+        levels: int,
+        pods: list[list[int]],
+        uplinks_per_leaf: int | None = None,
+        uplinks_per_l2: int | None = None,
+        leaf_names: list[str] | None = None,
+        pod_names: list[str] | None = None,
+    ) -> Topology: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def levels(self) -> int: ...
+    @property
+    def n_nodes(self) -> int: ...
+    @property
+    def n_leaves(self) -> int: ...
+    @property
+    def n_pods(self) -> int: ...
+    @property
+    def nodes_per_leaf(self) -> int: ...
+    @property
+    def leaves_per_pod(self) -> int: ...
+    @property
+    def max_pod_nodes(self) -> int: ...
+    @property
+    def uplinks_per_leaf(self) -> int: ...
+    @property
+    def uplinks_per_l2(self) -> int: ...
+    def leaf_of_nodes(self) -> npt.NDArray[np.int32]: ...
+    def pod_of_leaves(self) -> npt.NDArray[np.int32]: ...
+    def padded_ids(self) -> npt.NDArray[np.int64]: ...
+    def hops(self, a: int, b: int) -> int: ...
+
+class Simulation:
+    """One replay: construct, call ``step`` until it returns True, read ``results``."""
+
+    def __init__(
+        self,
+        topology: Topology,
+        job_id: npt.NDArray[np.int64],
+        submit_s: npt.NDArray[np.int64],
+        nodes: npt.NDArray[np.int64],
+        walltime_s: npt.NDArray[np.int64],
+        runtime_s: npt.NDArray[np.int64],
+        *,
+        queue: str = "easy",
+        alloc: str = "linear",
+        seed: int = 0,
+        kill_at_walltime: bool = True,
+        queue_depth: int | None = None,
+        leaf_order: str = "flux-topo",
+        tie_break: str = "name",
+        flux_window: bool = False,
+        reserved_tiers_always: bool = False,
+        record_reservations: bool = False,
+        check_interference_free: bool = False,
+        down: list[int] | None = None,
+    ) -> None: ...
+    def step(self, max_instants: int | None = None) -> bool: ...
+    @property
+    def n_jobs(self) -> int: ...
+    @property
+    def submitted(self) -> int: ...
+    @property
+    def now(self) -> int: ...
+    @property
+    def passes(self) -> int: ...
+    @property
+    def finished(self) -> bool: ...
+    def results(self) -> dict[str, npt.NDArray[np.generic]]: ...
+    def skipped(self) -> list[tuple[int, str]]: ...
+    def reservations(self) -> dict[str, npt.NDArray[np.int64]]: ...
+
+def aph(topology: Topology, nodes: list[int]) -> float | None: ...
+def ideal_aph(topology: Topology, n: int) -> float | None: ...
+def busy_nodes_sampled(
+    start_s: npt.NDArray[np.int64],
+    end_s: npt.NDArray[np.int64],
+    nodes: npt.NDArray[np.int64],
+    t0: int,
+    t1: int,
+    step_s: int,
+) -> npt.NDArray[np.int64]: ...
