@@ -84,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--size-field", default="auto", choices=("auto", "allocated", "requested"), help="SWF processor field giving the job size (default: auto = allocated, else requested)")
     g.add_argument("--missing-walltime", default="runtime", type=_walltime_default, help="requested time for jobs without one: 'runtime' (default) or seconds")
     g.add_argument("--missing-runtime", default="skip", choices=("skip", "zero"), help="jobs without a run time: skip (default) or run 0 s")
-    g.add_argument("--lenient", action="store_true", help="skip and count malformed records instead of stopping")
+    g.add_argument("--lenient", action="store_true", help="skip and count malformed log records instead of stopping; let a topology.conf listing a node twice load (first leaf wins)")
     g = s.add_argument_group("output")
     g.add_argument("--out", required=True, metavar="DIR", help="directory for the results")
     g.add_argument("--check-invariants", action="store_true", help="check the interference-free invariant after every pass (isolated)")
@@ -123,7 +123,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     if args.cores_per_node is not None:
         options["cores_per_node"] = args.cores_per_node
     workload = read_trace(args.trace, format=args.format, **options)
-    fabric = load_fabric(args.system)
+    fabric = load_fabric(args.system, lenient=args.lenient)
     t_read = time.perf_counter() - t0
     config = RunConfig(
         queue=args.queue,

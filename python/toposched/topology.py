@@ -157,8 +157,9 @@ def parse_fattree_params(text: str) -> FabricSpec:
     return regular_spec(name, **params)
 
 
-def load_spec(system: str) -> FabricSpec:
-    """What ``--system`` names, as a :class:`FabricSpec`."""
+def load_spec(system: str, *, lenient: bool = False) -> FabricSpec:
+    """What ``--system`` names, as a :class:`FabricSpec`. ``lenient`` lets a topology.conf
+    that lists a node on two leaves load (first leaf wins, noted in the spec)."""
     if system in _PRESET_NOTES:
         return preset_spec(system)
     if system.lower().startswith("fattree"):
@@ -167,7 +168,7 @@ def load_spec(system: str) -> FabricSpec:
     if path.is_file():
         from .topology_conf import read_topology_conf
 
-        return read_topology_conf(path)
+        return read_topology_conf(path, lenient=lenient)
     raise TopologyError(
         system,
         "not a preset, fattree:K=..,S=..,P=.. parameters, or an existing topology.conf file; presets are: " + ", ".join(PRESETS),
@@ -228,6 +229,6 @@ class Fabric:
         }
 
 
-def load_fabric(system: str) -> Fabric:
+def load_fabric(system: str, *, lenient: bool = False) -> Fabric:
     """Build the fabric ``--system`` names (see the module docstring)."""
-    return Fabric.from_spec(load_spec(system))
+    return Fabric.from_spec(load_spec(system, lenient=lenient))

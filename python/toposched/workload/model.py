@@ -91,7 +91,15 @@ class Workload:
     def take(self, index: np.ndarray) -> "Workload":
         """A new workload with the rows ``index`` (an integer or boolean array)."""
         cols = {c: self.columns[c][index] for c in COLUMNS}
-        extra = {k: (v[index] if isinstance(v, np.ndarray) else v) for k, v in self.extra.items()}
+        rows = np.arange(len(self))[index]
+        extra = {}
+        for k, v in self.extra.items():
+            if isinstance(v, np.ndarray) and len(v) == len(self):
+                extra[k] = v[index]
+            elif isinstance(v, list) and len(v) == len(self):
+                extra[k] = [v[i] for i in rows]
+            else:
+                extra[k] = v
         return Workload(
             columns=cols,
             source=self.source,

@@ -20,7 +20,8 @@ a job counts itself in ``repairs``; each rule that leaves a job out counts itsel
    ``walltime_set_default``.
 4. **Run time above requested time** is left in the table; the engine kills such jobs at
    their limit (or lets them run on when asked) and counts them in the run summary.
-5. **Unsorted submits**: rows are stably sorted by submit time (ties keep file order);
+5. **Submit time unknown** (negative): the job is left out as ``unknown_submit``.
+6. **Unsorted submits**: rows are stably sorted by submit time (ties keep file order);
    ``submit_unsorted`` counts records whose submit is earlier than the one before them.
 """
 
@@ -136,9 +137,14 @@ def normalize(
         _count(repairs, "walltime_set_default", int(missing_wt.sum()))
         walltime[missing_wt] = int(settings.missing_walltime)
 
+    # 5. submit unknown
+    unknown_submit = keep & (cols["submit_s"] < 0)
+    _count(skipped, "unknown_submit", int(unknown_submit.sum()))
+    keep &= ~unknown_submit
+
     idx = np.flatnonzero(keep)
     submit = cols["submit_s"][idx]
-    # 5. stable sort by submit
+    # 6. stable sort by submit
     if len(submit) > 1:
         _count(repairs, "submit_unsorted", int((submit[1:] < submit[:-1]).sum()))
     order = idx[np.argsort(submit, kind="stable")]

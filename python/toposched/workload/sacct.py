@@ -1,0 +1,824 @@
+"""Slurm accounting logs: ``sacct -P`` output, and Open XDMoD's header-less layout.
+
+Two layouts are read:
+
+* **sacct with a header** (``sacct -P`` / ``--parsable2``, or ``-p`` / ``--parsable``,
+  which adds a trailing ``|``): the first line names the columns, as ``--format`` (or
+  ``--format=ALL``) prints them. Columns are found by name, case-insensitively, so any
+  column order and any extra columns work.
+* **Open XDMoD's shredder layout**: no header, 26 fields in the fixed order of
+  :data:`XDMOD_FIELDS`. It is recognised when the first line has at least 26 fields and
+  its second field (``jobidraw``) is an integer.
+
+Free text is not escaped by sacct, which makes the format ambiguous in two ways, both
+seen in real logs:
+
+* a field may contain a line break (``SubmitLine`` of a job submitted with a script on
+  the command line, ``Comment``): a record continues on the next physical line while it
+  has fewer fields than the header, unless that line is a complete record by itself
+  (then the record was cut off, and is malformed);
+* a field may contain ``|`` (``JobName``, a ``Constraints`` OR such as ``cpu-a|cpu-b``, a
+  ``--wrap`` shell pipeline in ``SubmitLine``): a record then has *more* fields than the
+  header. The extra ``|`` can only belong to one of the free-text columns of
+  :data:`FREE_TEXT`; every other column has a known shape (a number, a duration, a
+  time, ...). The reader finds every way of giving the extra pieces to free-text columns
+  such that each typed column gets a value of its shape. If the fields this reader uses
+  land on the same pieces in every such way, the record is read; if not (or if there is
+  no such way), the record is malformed: an error, or skipped and counted with
+  ``lenient=True``. Nothing is guessed.
+
+Both at once (a text field with ``|`` before a line break) can end a record too early;
+such a record cannot be split, and is extended line by line until it can (see
+:class:`_Splitter`). When only text columns follow the field, the early end cannot be
+detected and the rest of the text is reported as a cut-off record: the reader needs none
+of those columns, so leave them out of ``--format``.
+
+Which records become jobs, and how fields map onto the raw columns of
+:func:`toposched.workload.normalize.normalize`, is described in ``docs/sacct.md`` and in
+:func:`read_sacct`.
+"""
+
+from __future__ import annotations
+
+import calendar
+import datetime as _dt
+import functools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import hostlist
+import numpy as np
+
+from ..errors import TraceFormatError
+from ._io import read_bytes
+from .normalize import NormalizeSettings, normalize
+
+__all__ = ["FREE_TEXT", "XDMOD_FIELDS", "parse_duration", "parse_time", "read_sacct"]
+
+#: Open XDMoD's shredder field order (``docs/resource-manager-slurm.md`` of xdmod), with the
+#: names sacct's header would use for them.
+XDMOD_FIELDS: tuple[str, ...] = (
+    "JobID", "JobIDRaw", "Cluster", "Partition", "QOS", "Account", "Group", "GID", "User",
+    "UID", "Submit", "Eligible", "Start", "End", "Elapsed", "ExitCode", "State", "NNodes",
+    "NCPUS", "ReqCPUS", "ReqMem", "ReqTRES", "AllocTRES", "Timelimit", "NodeList", "JobName",
+)  # fmt: skip
+
+#: Columns whose text the user controls (lower case): the only places a ``|`` or a line
+#: break inside a field can be.
+FREE_TEXT: frozenset[str] = frozenset(
+    {
+        "admincomment", "comment", "constraints", "container", "extra", "jobname",
+        "licenses", "stderr", "stdin", "stdout", "submitline", "systemcomment", "workdir",
+    }
+)  # fmt: skip
+
+# Shapes of the typed columns, used only to decide where the extra '|' of a record go
+# (see the module docstring). They are deliberately a little looser than what sacct
+# prints, so that a correct record is never refused; columns not listed accept any text
+# without '|' or a line break.
+_INT = r"\d*"
+_INT1 = r"\d+"
+_NUM = r"(?:\d+(?:\.\d+)?[KMGTPE]?)?"
+_DUR = r"(?:(?:\d+-)?\d+:\d\d:\d\d|\d+:\d\d(?:\.\d+)?|\d+|(?i:unlimited|partition_limit|invalid|unknown)|)"
+_DATE = r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d|Unknown|None|)"
+_EXIT = r"(?:\d+:\d+)?"
+_STATE = r"(?:[A-Za-z_]+(?: by \d+)?)?"
+_JOBID = r"\d+(?:_(?:\d+|\[[^\]\n]*\]))?(?:\+\d+)?(?:\.[\w-]+)?"
+_JOBIDRAW = r"\d+(?:\+\d+)?(?:\.[\w-]+)?"
+_TRES = r"(?:[^=,\s]+=[^,\s]*(?:,[^=,\s]+=[^,\s]*)*)?"
+_MEM = r"(?:\d+(?:\.\d+)?[KMGTPE?]?[cn]?)?"
+
+_SHAPES: dict[str, str] = {
+    **dict.fromkeys(
+        ("alloccpus", "allocnodes", "associd", "consumedenergyraw", "cputimeraw", "dbindex",
+         "elapsedraw", "gid", "ntasks", "priority", "qosraw", "reqcpus", "reqnodes",
+         "reservationid", "resvcpuraw", "uid", "wckeyid"),
+        _INT,
+    ),
+    **dict.fromkeys(("nnodes", "ncpus"), _INT1),
+    **dict.fromkeys(
+        ("consumedenergy", "avecpufreq", "avediskread", "avediskwrite", "avepages", "averss",
+         "avevmsize", "maxdiskread", "maxdiskwrite", "maxpages", "maxrss", "maxvmsize"),
+        _NUM,
+    ),
+    **dict.fromkeys(
+        ("avecpu", "cputime", "elapsed", "mincpu", "planned", "plannedcpu", "reserved",
+         "resvcpu", "suspended", "systemcpu", "timelimit", "totalcpu", "usercpu"),
+        _DUR,
+    ),
+    **dict.fromkeys(("submit", "start", "end", "eligible"), _DATE),
+    **dict.fromkeys(("exitcode", "derivedexitcode"), _EXIT),
+    **dict.fromkeys(
+        ("alloctres", "reqtres", "tresusageinave", "tresusageinmax", "tresusageinmaxnode",
+         "tresusageinmaxtask", "tresusageinmin", "tresusageinminnode", "tresusageinmintask",
+         "tresusageintot", "tresusageoutave", "tresusageoutmax", "tresusageoutmaxnode",
+         "tresusageoutmaxtask", "tresusageoutmin", "tresusageoutminnode",
+         "tresusageoutmintask", "tresusageouttot"),
+        _TRES,
+    ),
+    "state": _STATE,
+    "jobid": _JOBID,
+    "jobidraw": _JOBIDRAW,
+    "reqmem": _MEM,
+    "timelimitraw": r"(?:\d+|(?i:partition_limit|unlimited|invalid)|)",
+    # `sacct -p` ends every line with '|': the header then has an unnamed last column,
+    # which must stay empty.
+    "": r"",
+}  # fmt: skip
+_COMPILED = {k: re.compile(v) for k, v in _SHAPES.items()}
+_FREE = "free"
+
+# The values sacct prints for "no limit" or "not known".
+_UNKNOWN_DURATIONS = frozenset({"", "unlimited", "partition_limit", "invalid", "unknown", "none"})
+_UNKNOWN_TIMES = frozenset({"", "unknown", "none"})
+_NOT_ALLOCATED = "None assigned"
+
+_RE_DHMS = re.compile(r"(?:(\d+)-)?(\d+):(\d\d):(\d\d)")
+_RE_MS = re.compile(r"(\d+):(\d\d)(?:\.\d+)?")
+_RE_MIN = re.compile(r"\d+")
+_RE_TIME = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)")
+_RE_UINT = re.compile(r"\d+")
+
+_DURATION_HINT = "expected a duration like 1-00:00:00, got {!r}"
+_TIME_HINT = "expected a time like 2021-01-06T14:09:15, got {!r}"
+_INT_HINT = "expected a whole number, got {!r}"
+
+_MAX_EXAMPLES = 5
+
+
+class _FieldError(ValueError):
+    """A bad value in one field; becomes a TraceFormatError with the record's line."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+# --------------------------------------------------------------------------- values
+
+
+def parse_duration(text: str) -> int:
+    """Seconds in a duration as sacct prints it, or -1 when it means "no limit/unknown".
+
+    Accepted: ``D-HH:MM:SS``, ``HH:MM:SS``, ``MM:SS`` and ``MM:SS.mmm`` (sacct's short
+    form below one hour; the fraction is dropped), a bare number of minutes (Slurm's
+    input form, and ``TimelimitRaw``), and ``UNLIMITED``, ``Partition_Limit``, ``INVALID``,
+    ``Unknown`` or an empty field for "not known" (-1).
+
+    Raises:
+        ValueError: for anything else, with the message the error report shows.
+    """
+    s = text.strip()
+    if s.lower() in _UNKNOWN_DURATIONS:
+        return -1
+    m = _RE_DHMS.fullmatch(s)
+    if m:
+        days, hours, minutes, seconds = (int(g) if g else 0 for g in m.groups())
+        if minutes < 60 and seconds < 60:
+            return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+    m = _RE_MS.fullmatch(s)
+    if m:
+        minutes, seconds = int(m.group(1)), int(m.group(2))
+        if seconds < 60:
+            return minutes * 60 + seconds
+    if _RE_MIN.fullmatch(s):
+        return int(s) * 60
+    raise ValueError(_DURATION_HINT.format(text))
+
+
+def parse_time(text: str) -> int | None:
+    """Unix seconds of a sacct time ``YYYY-MM-DDTHH:MM:SS``, read as UTC.
+
+    sacct prints the local time of the host it ran on and no zone, so differences between
+    two times are right unless a daylight-saving change falls between them. Returns None
+    for ``Unknown``, ``None`` or an empty field.
+
+    Raises:
+        ValueError: for anything else (including ``SLURM_TIME_FORMAT`` formats).
+    """
+    s = text.strip()
+    m = _RE_TIME.fullmatch(s)
+    if m is None:
+        if s.lower() in _UNKNOWN_TIMES:
+            return None
+        raise ValueError(_TIME_HINT.format(text))
+    day = _day_epoch(s[:10])
+    hours, minutes, seconds = int(m.group(4)), int(m.group(5)), int(m.group(6))
+    if day is None or hours > 23 or minutes > 59 or seconds > 60:
+        raise ValueError(_TIME_HINT.format(text))
+    return day + hours * 3600 + minutes * 60 + seconds
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _day_epoch(date: str) -> int | None:
+    """Unix seconds of midnight UTC of ``YYYY-MM-DD``, None for an impossible date.
+
+    Cached: a log has few distinct days and many records per day.
+    """
+    try:
+        d = _dt.date(int(date[:4]), int(date[5:7]), int(date[8:10]))
+    except ValueError:
+        return None
+    return calendar.timegm(d.timetuple())
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _expand_cached(nodelist: str) -> tuple[str, ...]:
+    # Node lists repeat (the same nodes run many jobs); expanding is the costliest step.
+    return tuple(hostlist.expand_hostlist(nodelist))
+
+
+def _int_or(text: str, field: str, default: int = -1) -> int:
+    s = text.strip()
+    if s == "":
+        return default
+    if not _RE_UINT.fullmatch(s):
+        raise _FieldError(field, _INT_HINT.format(text))
+    return int(s)
+
+
+def _duration(text: str, field: str) -> int:
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise _FieldError(field, str(exc)) from None
+
+
+def _time(text: str, field: str) -> int | None:
+    try:
+        return parse_time(text)
+    except ValueError as exc:
+        raise _FieldError(field, str(exc)) from None
+
+
+# --------------------------------------------------------------------------- layout
+
+
+@dataclass
+class _Layout:
+    """Column names and what the reader needs to know about them."""
+
+    kind: Literal["header", "xdmod"]
+    names: list[str]  # as printed (header) or XDMOD_FIELDS
+    kinds: list[Any]  # per column: _FREE, a compiled shape, or None (any one piece)
+    index: dict[str, int]  # lower-case name -> column
+    header_line: int | None  # 1-based line of the header, None for xdmod
+
+    def col(self, *names: str) -> int | None:
+        """Index of the first of ``names`` present."""
+        for n in names:
+            i = self.index.get(n.lower())
+            if i is not None:
+                return i
+        return None
+
+
+def _make_layout(path: str, names: list[str], kind: Literal["header", "xdmod"], header_line: int | None) -> _Layout:
+    index: dict[str, int] = {}
+    kinds: list[Any] = []
+    for i, name in enumerate(names):
+        low = name.strip().lower()
+        index.setdefault(low, i)
+        if low in FREE_TEXT:
+            kinds.append(_FREE)
+        else:
+            kinds.append(_COMPILED.get(low))
+    layout = _Layout(kind, [n.strip() for n in names], kinds, index, header_line)
+    need = [
+        (("JobIDRaw", "JobID"), "JobIDRaw (or JobID)"),
+        (("Submit",), "Submit"),
+        (("Start",), "Start"),
+        (("ElapsedRaw", "Elapsed"), "Elapsed (or ElapsedRaw)"),
+        (("Timelimit", "TimelimitRaw"), "Timelimit"),
+        (("NNodes", "AllocCPUS", "NCPUS"), "NNodes (or AllocCPUS/NCPUS)"),
+    ]
+    for alternatives, label in need:
+        if layout.col(*alternatives) is None:
+            raise TraceFormatError(
+                path,
+                f"the header has no {label} column; run sacct with "
+                "--format=JobIDRaw,JobID,Submit,Start,End,Elapsed,Timelimit,NNodes,AllocCPUS,"
+                "ReqCPUS,NodeList,State,Partition,User (or --format=ALL)",
+                line=header_line,
+                field=alternatives[0],
+            )
+    return layout
+
+
+def _detect_layout(path: str, first: str, line_no: int) -> _Layout:
+    fields = first.split("|")
+    if len(fields) >= len(XDMOD_FIELDS) and _RE_UINT.fullmatch(fields[1].strip()):
+        return _make_layout(path, list(XDMOD_FIELDS), "xdmod", None)
+    known = {n.lower() for n in XDMOD_FIELDS} | set(_SHAPES) | FREE_TEXT
+    if not any(f.strip().lower() in known and f.strip() for f in fields):
+        raise TraceFormatError(
+            path,
+            "the first line is neither a sacct header (column names, as sacct -P prints "
+            f"them without --noheader) nor Open XDMoD's {len(XDMOD_FIELDS)}-field layout: {first[:80]!r}",
+            line=line_no,
+        )
+    return _make_layout(path, fields, "header", line_no)
+
+
+# --------------------------------------------------------------------------- records
+
+
+def _positions(tokens: list[str], kinds: list[Any], need: list[int]) -> dict[int, list[int]] | None:
+    """Where each column of ``need`` can sit, over every valid split of ``tokens``.
+
+    ``tokens`` are the record split at every '|'. Each free-text column takes one or more
+    consecutive pieces (joined back with '|'); every other column takes exactly one piece,
+    which must fit its shape (``None``: anything without a line break). Returns, for each
+    column in ``need``, the piece indices it takes in at least one valid split, or None
+    when there is no valid split. Dynamic programming over (column, piece): O(columns x
+    pieces), run only for records whose piece count differs from the header's.
+    """
+    n_tok, n_col = len(tokens), len(kinds)
+
+    def fits(c: int, i: int) -> bool:
+        k = kinds[c]
+        if k is None:
+            return "\n" not in tokens[i]
+        return k.fullmatch(tokens[i]) is not None
+
+    # fwd[c][i]: columns [0, c) can take pieces [0, i)
+    fwd = [[False] * (n_tok + 1) for _ in range(n_col + 1)]
+    fwd[0][0] = True
+    for c in range(n_col):
+        cur, nxt = fwd[c], fwd[c + 1]
+        if kinds[c] is _FREE:
+            first = next((i for i in range(n_tok + 1) if cur[i]), None)
+            if first is None:
+                return None
+            for j in range(first + 1, n_tok + 1):
+                nxt[j] = True
+        else:
+            for i in range(n_tok):
+                if cur[i] and fits(c, i):
+                    nxt[i + 1] = True
+    if not fwd[n_col][n_tok]:
+        return None
+    # bwd[c][i]: columns [c, n_col) can take pieces [i, n_tok)
+    bwd = [[False] * (n_tok + 1) for _ in range(n_col + 1)]
+    bwd[n_col][n_tok] = True
+    for c in range(n_col - 1, -1, -1):
+        after, cur = bwd[c + 1], bwd[c]
+        if kinds[c] is _FREE:
+            last = max((j for j in range(n_tok + 1) if after[j]), default=None)
+            if last is None:
+                return None
+            for i in range(last):
+                cur[i] = True
+        else:
+            for i in range(n_tok):
+                if after[i + 1] and fits(c, i):
+                    cur[i] = True
+    out: dict[int, list[int]] = {}
+    for c in need:
+        if kinds[c] is _FREE:
+            raise AssertionError("free-text columns are never needed")
+        out[c] = [i for i in range(n_tok) if fwd[c][i] and bwd[c + 1][i + 1] and fits(c, i)]
+    return out
+
+
+class _Splitter:
+    """Cuts the physical lines of a log into records and finds the fields we use.
+
+    Rules (see ``docs/sacct.md``):
+
+    1. A record goes on to the next physical line while it has fewer fields than the
+       header (a line break inside a text field), unless that next line is itself a
+       complete record (then this one was cut off, and is malformed).
+    2. A record with more fields than the header has '|' inside text fields: every way of
+       giving the extra pieces to the free-text columns is tried (:func:`_positions`).
+    3. A '|' inside a text field that also holds a line break can make rule 1 stop too
+       early; the record then cannot be split. It is extended line by line, while the
+       next line is not itself a complete record, until it can.
+    """
+
+    #: how far rule 3 looks ahead, in physical lines
+    MAX_EXTEND = 1000
+
+    def __init__(self, layout: _Layout, need: list[int], lines: list[str]) -> None:
+        self.layout = layout
+        self.need = need
+        self.lines = lines
+        self.n_col = len(layout.names)
+        self.relaxed_kinds = list(layout.kinds)
+        for c in need:
+            self.relaxed_kinds[c] = None
+        self._is_record: dict[int, bool] = {}
+
+    def locate(self, pieces: list[str], multi: bool) -> tuple[str, Any, bool]:
+        """Find the ``need`` columns in a record's pieces.
+
+        Returns ``(status, detail, strict)``: ``("ok", (values, relaxed), ...)``,
+        ``("ambiguous", column, ...)`` or ``("nosplit", None, ...)``. ``relaxed`` means the
+        values were only found by ignoring the shapes of the columns we use, so one of
+        them is bad and its parser will say which; ``strict`` tells whether the record
+        splits with every shape honoured.
+        """
+        if not multi and len(pieces) == self.n_col:
+            return "ok", ({c: pieces[c] for c in self.need}, False), True
+        status, detail = self._locate_dp(pieces, self.layout.kinds)
+        if status == "ok":
+            return status, (detail, False), True
+        if status == "nosplit":
+            # A bad value in a field we use also leaves no valid split: find the split
+            # without those fields' shapes, so that the bad value itself is reported.
+            st2, det2 = self._locate_dp(pieces, self.relaxed_kinds)
+            if st2 == "ok":
+                return st2, (det2, True), False
+        return status, detail, False
+
+    def _locate_dp(self, pieces: list[str], kinds: list[Any]) -> tuple[str, Any]:
+        pos = _positions(pieces, kinds, self.need)
+        if pos is None:
+            return "nosplit", None
+        for c, p in pos.items():
+            if len(p) != 1:
+                return "ambiguous", c
+        return "ok", {c: pieces[p[0]] for c, p in pos.items()}
+
+    def is_record(self, j: int) -> bool:
+        """Whether physical line ``j`` (0-based) is, on its own, a complete record.
+
+        It is if it splits with every shape honoured, or if it has exactly as many
+        fields as the header and splits once the shapes of our fields are ignored (a
+        record with a bad value, which must be reported, not swallowed).
+        """
+        hit = self._is_record.get(j)
+        if hit is None:
+            pieces = self.lines[j].split("|")
+            hit = False
+            if len(pieces) >= self.n_col:
+                hit = self._locate_dp(pieces, self.layout.kinds)[0] == "ok" or (
+                    len(pieces) == self.n_col and self._locate_dp(pieces, self.relaxed_kinds)[0] == "ok"
+                )
+            self._is_record[j] = hit
+        return hit
+
+    @staticmethod
+    def join(pieces: list[str], line: str) -> list[str]:
+        more = line.split("|")
+        return pieces[:-1] + [pieces[-1] + "\n" + more[0]] + more[1:]
+
+    def records(self, start: int):
+        """Yield (first, last, pieces, status, detail) per record; lines 0-based."""
+        lines, n, n_col = self.lines, len(self.lines), self.n_col
+        i = start
+        while i < n:
+            if lines[i].strip() == "":
+                i += 1  # blank lines between records
+                continue
+            first = i
+            pieces = lines[i].split("|")
+            while len(pieces) < n_col and i + 1 < n and not self.is_record(i + 1):
+                i += 1
+                pieces = self.join(pieces, lines[i])
+            last = i
+            i = last + 1
+            if len(pieces) < n_col:
+                yield first, last, pieces, "short", (last + 1 if last + 1 < n else None)
+                continue
+            status, detail, strict = self.locate(pieces, last > first)
+            if not strict and status != "ambiguous":
+                ext, j = pieces, last
+                while j + 1 < n and j - last < self.MAX_EXTEND and not self.is_record(j + 1):
+                    j += 1
+                    ext = self.join(ext, lines[j])
+                    st2, det2, strict2 = self.locate(ext, True)
+                    if strict2:
+                        pieces, last, status, detail = ext, j, st2, det2
+                        i = j + 1
+                        break
+            yield first, last, pieces, status, detail
+
+
+def _split_message(layout: _Layout, n_pieces: int, first: int, last: int, status: str, detail: Any) -> tuple[str | None, str]:
+    """(field, message) for a record that could not be read; lines are 1-based."""
+    n_col = len(layout.names)
+    free = [layout.names[c] for c, k in enumerate(layout.kinds) if k is _FREE]
+    span = f" (lines {first}-{last})" if last > first else ""
+    if status == "short":
+        if detail is None:
+            return None, f"the file ends inside this record: it has {n_pieces} of the {n_col} fields{span}"
+        return None, (
+            f"the record has only {n_pieces} of the {n_col} fields{span}, and line {detail + 1} starts the "
+            "next record: a cut-off line, or the end of the record above if one of its text fields "
+            "holds both '|' and a line break"
+        )
+    what = f"the record has {n_pieces} fields where the header has {n_col}{span}"
+    if status == "ambiguous":
+        return layout.names[detail], (
+            f"{what}, and the extra '|' could belong to more than one text field "
+            f"({', '.join(free)}), so this field cannot be located"
+        )
+    if not free:
+        return None, what
+    return None, (
+        f"{what}, and no way of reading the extra '|' or line breaks as part of a text field "
+        f"({', '.join(free)}) gives every other field a valid value"
+    )
+
+
+# --------------------------------------------------------------------------- reader
+
+
+def read_sacct(
+    path: str | Path,
+    *,
+    lenient: bool = False,
+    cores_per_node: int | None = 1,
+    size_field: Literal["auto", "allocated", "requested"] = "auto",
+    missing_walltime: Literal["runtime"] | int = "runtime",
+    missing_runtime: Literal["skip", "zero"] = "skip",
+):
+    """Read a Slurm accounting log into a normalized :class:`~toposched.workload.model.Workload`.
+
+    Records:
+        Only job allocations become jobs. Step records (a JobID with a ``.``: ``123.batch``,
+        ``123.extern``, ``123.0``) are counted in ``skipped["job_step"]``. Job-array tasks
+        (``4103947_100``) and heterogeneous-job components are jobs; ``job_id`` is the
+        integer ``JobIDRaw``. ``records`` counts every record, steps included, so
+        ``len(workload) + sum(workload.skipped.values()) == workload.records``.
+
+    Fields (raw columns handed to :func:`~toposched.workload.normalize.normalize`):
+        * ``submit_s``: ``Submit`` minus the earliest ``Submit`` in the file
+          (``time_origin_epoch_s``); times are read as UTC (see :func:`parse_time`).
+        * ``runtime_s``: ``ElapsedRaw`` (or ``Elapsed``) for jobs that ran; -1 (unknown,
+          skipped by default as ``unknown_runtime``) for jobs that never started
+          (``Start`` unknown, or ``NodeList`` = ``None assigned``) and for jobs still
+          running when the log was taken (``End`` unknown, or ``State`` RUNNING), whose
+          elapsed time is only a lower bound.
+        * ``walltime_s``: ``Timelimit`` (or ``TimelimitRaw``, minutes); -1 for
+          ``UNLIMITED``, ``Partition_Limit``, ``INVALID``.
+        * ``nodes_alloc``: ``NNodes`` when the job started and it is positive, else -1.
+        * ``procs_alloc``: ``AllocCPUS`` (or ``NCPUS``); ``procs_req``: ``ReqCPUS`` or -1.
+        * ``line``: the physical line where the record starts.
+
+    Extra per-job columns: ``logged_start_s`` (int64 array, ``Start`` relative to the
+    origin, -1 if the job never started), ``logged_nodelist`` (NodeList as printed, ""
+    if none), ``logged_hosts`` (NodeList expanded to host names), ``state``,
+    ``partition`` and ``user`` (as printed, "" when the column is absent).
+
+    Args:
+        path: the log (``.gz`` is decompressed).
+        lenient: skip malformed records (counted in ``skipped["malformed_line"]``, the
+            first five messages kept in ``settings["lenient_examples"]``) instead of
+            raising.
+        cores_per_node, size_field, missing_walltime, missing_runtime: see
+            :class:`~toposched.workload.normalize.NormalizeSettings` (``cores_per_node``
+            None means 1).
+
+    Raises:
+        TraceFormatError: naming the file, the line where the bad record starts and the
+            field, for a bad value in a field this reader uses, a record whose fields
+            cannot be told apart, a file ending inside a record, a header missing a
+            required column, or a file with no job records.
+    """
+    settings = NormalizeSettings(
+        # sacct records no cores per node (the SWF reader can derive one from its header)
+        cores_per_node=1 if cores_per_node is None else cores_per_node,
+        size_field=size_field,
+        missing_walltime=missing_walltime,
+        missing_runtime=missing_runtime,
+    )
+    src = str(path)
+    # Bytes, split on '\n' only: universal newlines would also split at a bare '\r',
+    # which can occur inside a SubmitLine.
+    text = read_bytes(path).decode("utf-8", errors="replace")
+    lines = [ln[:-1] if ln.endswith("\r") else ln for ln in text.split("\n")]
+    if lines and lines[-1] == "":
+        lines.pop()  # the newline ending the last line does not start another
+
+    first_idx = next((i for i, ln in enumerate(lines) if ln.strip()), None)
+    if first_idx is None:
+        raise TraceFormatError(src, "no job records found (the file is empty)")
+    layout = _detect_layout(src, lines[first_idx], first_idx + 1)
+    data_start = first_idx + 1 if layout.kind == "header" else first_idx
+
+    c_id = layout.col("JobIDRaw", "JobID")
+    c_jobid = layout.col("JobID")
+    c_submit = layout.col("Submit")
+    c_start = layout.col("Start")
+    c_end = layout.col("End")
+    c_elapsed_raw = layout.col("ElapsedRaw")
+    c_elapsed = layout.col("Elapsed")
+    c_limit = layout.col("Timelimit")
+    c_limit_raw = layout.col("TimelimitRaw") if c_limit is None else None
+    c_nnodes = layout.col("NNodes")
+    c_procs = layout.col("AllocCPUS", "NCPUS")
+    c_req = layout.col("ReqCPUS")
+    c_nodelist = layout.col("NodeList")
+    c_state = layout.col("State")
+    c_partition = layout.col("Partition")
+    c_user = layout.col("User")
+    used = [
+        c
+        for c in (c_id, c_jobid, c_submit, c_start, c_end, c_elapsed_raw, c_elapsed, c_limit, c_limit_raw,
+                  c_nnodes, c_procs, c_req, c_nodelist, c_state, c_partition, c_user)
+        if c is not None
+    ]  # fmt: skip
+    used = list(dict.fromkeys(used))
+    # A column we use cannot be a free-text one (none of them is), but a header could
+    # repeat a name; treat such a column as untyped rather than free.
+    for c in used:
+        if layout.kinds[c] is _FREE:
+            layout.kinds[c] = None
+    name = layout.names
+
+    job_id: list[int] = []
+    submit_ep: list[int] = []
+    start_ep: list[int] = []
+    runtime: list[int] = []
+    walltime: list[int] = []
+    nodes_alloc: list[int] = []
+    procs_alloc: list[int] = []
+    procs_req: list[int] = []
+    line_no: list[int] = []
+    nodelists: list[str] = []
+    hosts: list[list[str]] = []
+    states: list[str] = []
+    partitions: list[str] = []
+    users: list[str] = []
+
+    records = 0
+    skipped: dict[str, int] = {}
+    examples: list[str] = []
+
+    def fail(err: TraceFormatError) -> None:
+        if not lenient:
+            raise err
+        skipped["malformed_line"] = skipped.get("malformed_line", 0) + 1
+        if len(examples) < _MAX_EXAMPLES:
+            # same form as the SWF reader's examples: the summary already names the file
+            where = f"line {err.line}: field {err.field}: " if err.field else f"line {err.line}: "
+            examples.append(where + err.message)
+
+    splitter = _Splitter(layout, used, lines)
+    for first0, last0, pieces, status, detail in splitter.records(data_start):
+        records += 1
+        first, last = first0 + 1, last0 + 1
+        if status != "ok":
+            field, message = _split_message(layout, len(pieces), first, last, status, detail)
+            fail(TraceFormatError(src, message, line=first, field=field))
+            continue
+        vals, relaxed = detail
+        raw_id = vals[c_id].strip()
+        if "." in raw_id or (c_jobid is not None and "." in vals[c_jobid]):
+            skipped["job_step"] = skipped.get("job_step", 0) + 1
+            continue
+        try:
+            row = _parse_job(vals, name, raw_id, c_id, c_submit, c_start, c_end, c_elapsed_raw, c_elapsed,
+                             c_limit, c_limit_raw, c_nnodes, c_procs, c_req, c_nodelist, c_state)  # fmt: skip
+        except _FieldError as exc:
+            fail(TraceFormatError(src, exc.message, line=first, field=exc.field))
+            continue
+        if relaxed:
+            # Found only by ignoring the shapes of our fields, yet every value parsed:
+            # the shapes and the parsers disagree. Refuse rather than guess.
+            fail(TraceFormatError(src, _split_message(layout, len(pieces), first, last, "nosplit", None)[1], line=first))
+            continue
+
+        jid, sub, start, rt, wt, nn, pa, pr, nl, hl = row
+        job_id.append(jid)
+        submit_ep.append(sub)
+        start_ep.append(-1 if start is None else start)
+        runtime.append(rt)
+        walltime.append(wt)
+        nodes_alloc.append(nn)
+        procs_alloc.append(pa)
+        procs_req.append(pr)
+        line_no.append(first)
+        nodelists.append(nl)
+        hosts.append(hl)
+        states.append(vals[c_state].strip() if c_state is not None else "")
+        partitions.append(vals[c_partition].strip() if c_partition is not None else "")
+        users.append(vals[c_user].strip() if c_user is not None else "")
+
+    if records == 0:
+        raise TraceFormatError(src, "no job records found (only a header)")
+    if not job_id:
+        malformed = skipped.get("malformed_line", 0)
+        if malformed:
+            raise TraceFormatError(src, f"no valid job records found ({malformed} malformed; first: {examples[0]})")
+        raise TraceFormatError(src, f"no job records found: all {records} records are job steps (a JobID with '.')")
+
+    origin = min(submit_ep) if submit_ep else None
+    sub_arr = np.asarray(submit_ep, dtype=np.int64)
+    start_arr = np.asarray(start_ep, dtype=np.int64)
+    if origin is not None:
+        sub_arr = sub_arr - origin
+        start_arr = np.where(start_arr >= 0, start_arr - origin, -1)
+    raw = {
+        "job_id": np.asarray(job_id, dtype=np.int64),
+        "submit_s": sub_arr,
+        "runtime_s": np.asarray(runtime, dtype=np.int64),
+        "walltime_s": np.asarray(walltime, dtype=np.int64),
+        "procs_alloc": np.asarray(procs_alloc, dtype=np.int64),
+        "procs_req": np.asarray(procs_req, dtype=np.int64),
+        "nodes_alloc": np.asarray(nodes_alloc, dtype=np.int64),
+        "line": np.asarray(line_no, dtype=np.int64),
+    }
+    extra = {
+        "logged_start_s": start_arr.astype(np.int64),
+        "logged_nodelist": nodelists,
+        "logged_hosts": hosts,
+        "state": states,
+        "partition": partitions,
+        "user": users,
+    }
+    note: dict[str, Any] = {"layout": layout.kind}
+    if lenient:
+        note["lenient_examples"] = examples
+    return normalize(
+        raw,
+        source=src,
+        fmt="sacct",
+        settings=settings,
+        records=records,
+        skipped=skipped,
+        header={},
+        time_origin_epoch_s=origin,
+        extra=extra,
+        settings_note=note,
+    )
+
+
+def _parse_job(
+    vals: dict[int, str],
+    name: list[str],
+    raw_id: str,
+    c_id: int,
+    c_submit: int,
+    c_start: int,
+    c_end: int | None,
+    c_elapsed_raw: int | None,
+    c_elapsed: int | None,
+    c_limit: int | None,
+    c_limit_raw: int | None,
+    c_nnodes: int | None,
+    c_procs: int | None,
+    c_req: int | None,
+    c_nodelist: int | None,
+    c_state: int | None,
+) -> tuple[int, int, int | None, int, int, int, int, int, str, list[str]]:
+    """The raw values of one job record (raises _FieldError for a bad value)."""
+    if not _RE_UINT.fullmatch(raw_id):
+        if name[c_id].lower() == "jobid" and re.fullmatch(r"\d+[_+].*", raw_id):
+            raise _FieldError(
+                name[c_id],
+                f"job id {raw_id!r} is an array task or a heterogeneous-job component and has "
+                "no integer id; add JobIDRaw to sacct --format",
+            )
+        raise _FieldError(name[c_id], f"expected an integer job id, got {raw_id!r}")
+    jid = int(raw_id)
+
+    submit = _time(vals[c_submit], name[c_submit])
+    if submit is None:
+        raise _FieldError(name[c_submit], _TIME_HINT.format(vals[c_submit]))
+    start = _time(vals[c_start], name[c_start])
+    nodelist = vals[c_nodelist].strip() if c_nodelist is not None else ""
+    # sacct prints "None assigned" for a job that never got nodes (and then a Start equal
+    # to its End, e.g. when it was cancelled while pending).
+    started = start is not None and nodelist != _NOT_ALLOCATED
+    if not started:
+        nodelist = ""
+    # A job still running when the log was taken has no End yet; its Elapsed is only a
+    # lower bound of its run time, so the run time is unknown.
+    state = vals[c_state].strip().upper() if c_state is not None else ""
+    running = state.startswith("RUNNING")
+    if c_end is not None and _time(vals[c_end], name[c_end]) is None:
+        running = True
+
+    if c_elapsed_raw is not None and vals[c_elapsed_raw].strip() != "":
+        elapsed = _int_or(vals[c_elapsed_raw], name[c_elapsed_raw])
+    elif c_elapsed is not None:
+        elapsed = _duration(vals[c_elapsed], name[c_elapsed])
+    else:
+        elapsed = -1
+    rt = elapsed if started and not running else -1
+
+    if c_limit is not None:
+        wt = _duration(vals[c_limit], name[c_limit])
+    else:
+        s = vals[c_limit_raw].strip()  # type: ignore[index]
+        wt = -1 if s.lower() in _UNKNOWN_DURATIONS else _int_or(s, name[c_limit_raw]) * 60  # type: ignore[index]
+        wt = max(wt, -1)
+
+    nn = _int_or(vals[c_nnodes], name[c_nnodes]) if c_nnodes is not None else -1
+    nn = nn if started and nn > 0 else -1
+    pa = _int_or(vals[c_procs], name[c_procs]) if c_procs is not None else -1
+    pr = _int_or(vals[c_req], name[c_req]) if c_req is not None else -1
+
+    hl: list[str] = []
+    if started and nodelist:
+        try:
+            hl = list(_expand_cached(nodelist))
+        except hostlist.BadHostlist as exc:
+            raise _FieldError(name[c_nodelist], f"bad host list {nodelist!r}: {exc}") from None  # type: ignore[index]
+    return jid, submit, (start if started else None), rt, wt, nn, pa, pr, nodelist, hl

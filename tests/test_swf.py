@@ -1,0 +1,531 @@
+"""Tests of the SWF reader (toposched.workload.swf) on the 13 real traces and on small
+hand-written files, including a Hypothesis round trip and fast-path/slow-path agreement."""
+
+from __future__ import annotations
+
+import gzip
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from toposched.errors import TraceFormatError
+from toposched.workload import read_trace, swf
+from toposched.workload.swf import FIELD_NAMES, parse_header_line, read_swf
+
+from conftest import TRACES  # ../shared/data/traces beside the repository
+
+# records: job records in the file (SOURCES.md, section 1).
+# overrun: jobs with run time > requested time (SOURCES.md), checked on the output.
+# cpn: cores per node derived from the header (1 when there is none).
+TRACE_FACTS = {
+    "KTH-SP2-1996-2.1-cln.swf.gz": dict(records=28_476, overrun=475, cpn=1),
+    "LLNL-Atlas-2006-2.1-cln.swf.gz": dict(records=43_778, overrun=3_351, cpn=8),
+    "LLNL-Thunder-2007-1.1-cln.swf.gz": dict(records=121_039, overrun=1_101, cpn=4),
+    "CEA-Curie-2011-2.1-cln.swf.gz": dict(records=312_826, overrun=5_416, cpn=16),
+    "alea_hpc2n-subset.swf": dict(records=3_170, overrun=320, cpn=1),
+    "alea_wagap-2013.swf": dict(records=17_900, overrun=702, cpn=1),
+    "NASA-iPSC-1993-3.1-cln.swf": dict(records=18_239, overrun=0, cpn=1),
+    "SDSC-SP2-1998-4.2-cln.swf.gz": dict(records=59_715, overrun=4_134, cpn=1),
+    "CTC-SP2-1996-3.1-cln.swf.gz": dict(records=77_222, overrun=7_174, cpn=1),
+    "LANL-CM5-1994-4.1-cln.swf.gz": dict(records=122_060, overrun=40_180, cpn=1),
+    "HPC2N-2002-2.2-cln.swf.gz": dict(records=202_871, overrun=14_817, cpn=1),
+    "SDSC-BLUE-2000-4.2-cln.swf.gz": dict(records=243_306, overrun=23_434, cpn=8),
+    "RICC-2010-2.swf.gz": dict(records=447_794, overrun=7_092, cpn=1),
+}
+
+needs_traces = pytest.mark.skipif(not TRACES.is_dir(), reason="shared traces not available")
+
+
+@lru_cache(maxsize=None)
+def load(name: str):
+    """Each trace is read once per test session (the big ones take ~0.5 s)."""
+    return read_swf(TRACES / name)
+
+
+@lru_cache(maxsize=2)
+def file_lines(name: str) -> list[bytes]:
+    data = (TRACES / name).read_bytes()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    return data.split(b"\n")
+
+
+# --------------------------------------------------------------------------- real traces
+
+
+@needs_traces
+@pytest.mark.parametrize("name", sorted(TRACE_FACTS))
+def test_trace_loads_and_accounts_for_every_record(name: str) -> None:
+    facts = TRACE_FACTS[name]
+    w = load(name)
+    assert w.format == "swf"
+    assert w.records == facts["records"]
+    assert len(w) + sum(w.skipped.values()) == w.records
+    assert "malformed_line" not in w.skipped
+    assert w.settings["cores_per_node"] == facts["cpn"]
+    # Replay order: sorted by submit, ties in file order.
+    submit = w["submit_s"]
+    assert np.all(np.diff(submit) >= 0)
+    ties = np.diff(submit) == 0
+    assert np.all(np.diff(w["line"])[ties] > 0)
+    assert np.all(w["nodes"] >= 1) and np.all(w["walltime_s"] >= 1) and np.all(w["runtime_s"] >= 0)
+    # Run time is not clipped to the limit: the overrun count SOURCES.md gives survives.
+    assert int((w["runtime_s"] > w["walltime_s"]).sum()) == facts["overrun"]
+    for key in ("logged_start_s", "status", "partition", "queue", "user"):
+        assert len(w.extra[key]) == len(w)
+
+
+@needs_traces
+@pytest.mark.parametrize("name", sorted(TRACE_FACTS))
+def test_trace_line_numbers_point_at_the_record(name: str) -> None:
+    w = load(name)
+    lines = file_lines(name)
+    rng = np.random.default_rng(0)
+    for i in rng.choice(len(w), size=50, replace=False).tolist() + [0, len(w) - 1]:
+        toks = lines[int(w["line"][i]) - 1].split()
+        assert int(toks[0]) == w["job_id"][i]
+        assert int(toks[1]) == w["submit_s"][i]
+        assert int(toks[3]) == w["runtime_s"][i] or int(toks[3]) < 0
+
+
+@needs_traces
+def test_kth_header() -> None:
+    w = load("KTH-SP2-1996-2.1-cln.swf.gz")
+    assert w.header["MaxNodes"] == "100"
+    assert w.header["UnixStartTime"] == "843480031"
+    assert w.time_origin_epoch_s == 843480031
+    assert w.settings["cores_per_node_from"] == "header MaxProcs/MaxNodes"
+
+
+@needs_traces
+def test_cores_per_node_from_header() -> None:
+    assert load("LLNL-Atlas-2006-2.1-cln.swf.gz").settings["cores_per_node"] == 8  # 9216/1152
+    assert load("LLNL-Thunder-2007-1.1-cln.swf.gz").settings["cores_per_node"] == 4  # 4008/1002
+    curie = load("CEA-Curie-2011-2.1-cln.swf.gz")
+    assert curie.settings["cores_per_node"] == 16  # floor(93312/5544)
+    assert curie.repairs["nodes_rounded_up"] > 0
+    # CTC's MaxNodes is annotated text; its leading integer (338) still counts: 338/338.
+    ctc = load("CTC-SP2-1996-3.1-cln.swf.gz")
+    assert ctc.header["MaxNodes"] == "338 (batch partition; 512 total)"
+    assert ctc.settings["cores_per_node"] == 1
+    ricc = load("RICC-2010-2.swf.gz")  # no header at all
+    assert ricc.header == {}
+    assert ricc.settings["cores_per_node"] == 1
+    assert ricc.settings["cores_per_node_from"] == "default"
+    assert ricc.time_origin_epoch_s is None
+
+
+@needs_traces
+def test_curie_unusual_header() -> None:
+    h = load("CEA-Curie-2011-2.1-cln.swf.gz").header
+    assert h["MaxNodes"] == "5544" and h["MaxProcs"] == "93312"
+    assert h["UnixStartTime"] == "1296571124"
+    # Repeated keys keep every value; indented lines continue the previous one.
+    assert h["Partition"].splitlines()[:2] == ["1  test", "2  parallel"]
+    assert len(h["Partition"].splitlines()) == 33
+    assert "see: http://www-hpc.cea.fr/en/complexe/tgcc-curie.htm" in h["Note"]
+    assert "see" not in h
+
+
+@needs_traces
+def test_documented_repairs_and_skips() -> None:
+    atlas = load("LLNL-Atlas-2006-2.1-cln.swf.gz")
+    assert atlas.repairs["walltime_from_runtime"] > 0  # 8,233 requested times are -1
+    assert np.all(atlas.extra["logged_start_s"] == -1)  # wait is -1 for every job
+    # Thunder's 808 submit inversions all involve its 1,190 all-unknown records (submit,
+    # run time and size -1), which are skipped for their size before sorting.
+    thunder = load("LLNL-Thunder-2007-1.1-cln.swf.gz")
+    assert thunder.skipped["unknown_size"] >= 1_190
+    assert thunder.repairs["walltime_from_runtime"] > 0
+    assert load("SDSC-BLUE-2000-4.2-cln.swf.gz").skipped["unknown_runtime"] == 10_744
+    assert load("SDSC-SP2-1998-4.2-cln.swf.gz").skipped["unknown_runtime"] == 5_671
+    assert load("NASA-iPSC-1993-3.1-cln.swf").repairs["walltime_from_runtime"] == 18_239
+    assert load("alea_hpc2n-subset.swf").skipped["unknown_runtime"] == 25
+    # CTC: requested processors are -1 everywhere, allocated ones are always there.
+    assert "size_from_requested" not in load("CTC-SP2-1996-3.1-cln.swf.gz").repairs
+
+
+@needs_traces
+def test_extended_swf_wagap() -> None:
+    w = load("alea_wagap-2013.swf")
+    assert w.header == {}
+    assert w.settings["extended_fields_ignored"] == 17_900
+    assert int(w["submit_s"].min()) == 1_356_996_147  # absolute epoch, no header
+    assert set(np.unique(w.extra["partition"]).tolist()) == {1}
+
+
+@needs_traces
+@pytest.mark.parametrize(
+    "name", ["KTH-SP2-1996-2.1-cln.swf.gz", "alea_hpc2n-subset.swf", "alea_wagap-2013.swf"]
+)
+def test_slow_path_agrees_with_fast_path(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    fast = load(name)
+    monkeypatch.setattr(swf, "_fast_chunk", lambda *a: None)
+    slow = read_swf(TRACES / name)
+    assert_same_workload(fast, slow)
+
+
+def assert_same_workload(a, b) -> None:
+    for c in a.columns:
+        np.testing.assert_array_equal(a[c], b[c], err_msg=c)
+    for k, v in a.extra.items():
+        np.testing.assert_array_equal(v, b.extra[k], err_msg=k)
+    assert (a.records, a.repairs, a.skipped, a.header, a.settings, a.time_origin_epoch_s) == (
+        b.records,
+        b.repairs,
+        b.skipped,
+        b.header,
+        b.settings,
+        b.time_origin_epoch_s,
+    )
+
+
+# ----------------------------------------------------------------------- small files
+
+
+def rec(job: int = 1, submit: int = 0, wait: int = 5, run: int = 100, procs: int = 4, req_time: int = 200, **kw) -> str:
+    """One 18-field SWF line; keyword overrides by field name (e.g. status="1")."""
+    f = [job, submit, wait, run, procs, -1, -1, procs, req_time, -1, 1, 7, 3, -1, 2, 1, -1, -1]
+    for name, value in kw.items():
+        f[FIELD_NAMES.index(name)] = value
+    return " ".join(str(x) for x in f)
+
+
+def write(tmp_path: Path, text: str, name: str = "t.swf") -> Path:
+    p = tmp_path / name
+    p.write_bytes(text.encode())
+    return p
+
+
+HEADER = "; Version: 2.2\n; MaxNodes: 4\n; MaxProcs: 16\n; UnixStartTime: 1000\n;\n"
+
+
+def test_small_file_values(tmp_path: Path) -> None:
+    p = write(tmp_path, HEADER + rec(1, 10, wait=5) + "\n" + rec(2, 3, wait=-1, status="0", user_id="9") + "\n")
+    w = read_swf(p)
+    assert w.records == 2 and len(w) == 2
+    assert w.time_origin_epoch_s == 1000
+    assert w.settings["cores_per_node"] == 4
+    assert w["job_id"].tolist() == [2, 1]  # sorted by submit
+    assert w["line"].tolist() == [7, 6]
+    assert w["nodes"].tolist() == [1, 1]
+    assert w["procs"].tolist() == [4, 4]
+    assert w.extra["logged_start_s"].tolist() == [-1, 15]
+    assert w.extra["status"].tolist() == [0, 1]
+    assert w.extra["user"].tolist() == [9, 7]
+    assert w.extra["queue"].tolist() == [2, 2]
+    assert w.extra["partition"].tolist() == [1, 1]
+    assert w.repairs == {"submit_unsorted": 1}
+
+
+def test_options_pass_through(tmp_path: Path) -> None:
+    p = write(tmp_path, HEADER + rec(1, run=-1, req_time=-1) + "\n" + rec(2, procs=6) + "\n")
+    w = read_swf(p, cores_per_node=2, missing_runtime="zero", missing_walltime=60, size_field="requested")
+    assert w.settings["cores_per_node_from"] == "option"
+    assert w.settings["cores_per_node"] == 2
+    assert w.repairs["runtime_set_zero"] == 1 and w.repairs["walltime_set_default"] == 1
+    assert w["nodes"].tolist() == [2, 3]
+    assert w["walltime_s"].tolist() == [60, 200]
+    assert read_trace(p).settings["cores_per_node"] == 4  # the dispatcher reaches us
+
+
+def test_header_only_cpn_edge_cases(tmp_path: Path) -> None:
+    p = write(tmp_path, "; MaxNodes: 0\n; MaxProcs: 16\n" + rec() + "\n")
+    assert read_swf(p).settings["cores_per_node_from"] == "default"
+    p = write(tmp_path, "; MaxNodes: 32\n; MaxProcs: 16\n; UnixStartTime: soon\n" + rec() + "\n")
+    w = read_swf(p)
+    assert w.settings["cores_per_node"] == 1  # max(1, 16 // 32)
+    assert w.settings["cores_per_node_from"] == "header MaxProcs/MaxNodes"
+    assert w.time_origin_epoch_s is None
+
+
+def test_gzip_file_reads_like_plain(tmp_path: Path) -> None:
+    text = HEADER + "\n".join(rec(i, i * 10) for i in range(1, 50)) + "\n"
+    plain = write(tmp_path, text)
+    gz = tmp_path / "t.swf.gz"
+    gz.write_bytes(gzip.compress(text.encode()))
+    assert_same_workload(read_swf(plain), read_swf(gz))
+
+
+def test_truncated_line_strict_and_lenient(tmp_path: Path) -> None:
+    short = " ".join(rec(2).split()[:9])  # cut after requested_time
+    p = write(tmp_path, HEADER + rec(1) + "\n\n" + short + "\n" + rec(3) + "\n")
+    with pytest.raises(TraceFormatError) as ei:
+        read_swf(p)
+    e = ei.value
+    assert (e.line, e.field) == (8, "requested_memory")
+    assert e.message == "expected 18 fields, found 9 (truncated line?)"
+    assert str(e) == f"{p}:8: field 'requested_memory': expected 18 fields, found 9 (truncated line?)"
+    w = read_swf(p, lenient=True)
+    assert w.records == 3 and len(w) == 2
+    assert w.skipped == {"malformed_line": 1}
+    assert w.settings["lenient_examples"] == [
+        "line 8: field requested_memory: expected 18 fields, found 9 (truncated line?)"
+    ]
+
+
+def test_text_in_numeric_field(tmp_path: Path) -> None:
+    p = write(tmp_path, HEADER + rec(1) + "\n" + rec(2, run="abc") + "\n")
+    with pytest.raises(TraceFormatError) as ei:
+        read_swf(p)
+    assert (ei.value.line, ei.value.field) == (7, "run_time")
+    assert ei.value.message == "expected a number, got 'abc'"
+    w = read_swf(p, lenient=True)
+    assert len(w) == 1 and w.skipped == {"malformed_line": 1}
+    assert w.settings["lenient_examples"] == ["line 7: field run_time: expected a number, got 'abc'"]
+
+
+@pytest.mark.parametrize("token", ["nan", "inf", "1_000", "0x10", "--1", "1-2", "1.2.3", "-", "."])
+def test_not_a_number(tmp_path: Path, token: str) -> None:
+    p = write(tmp_path, rec(1) + "\n" + rec(2, used_memory=token) + "\n")
+    with pytest.raises(TraceFormatError, match="expected a number") as ei:
+        read_swf(p)
+    assert (ei.value.line, ei.value.field) == (2, "used_memory")
+
+
+def test_decimal_values(tmp_path: Path) -> None:
+    # Integral decimals and decimal ignored fields are fine ...
+    ok = rec(1, requested_time="3600.0", average_cpu_time="12.75", requested_memory="0.5") + "\n"
+    ok += rec(2, submit="1e1", run_time="-1.000", used_memory="-.5") + "\n"
+    w = read_swf(write(tmp_path, ok), missing_runtime="zero")
+    assert w["walltime_s"].tolist() == [3600, 200]
+    assert w["submit_s"].tolist() == [0, 10]
+    assert w.repairs["runtime_set_zero"] == 1
+    # ... a fraction in a field we use is not rounded silently.
+    p = write(tmp_path, ok + rec(3, requested_time="3600.5") + "\n")
+    with pytest.raises(TraceFormatError) as ei:
+        read_swf(p)
+    assert (ei.value.line, ei.value.field) == (3, "requested_time")
+    assert ei.value.message == "expected an integer, got '3600.5'"
+    assert read_swf(p, lenient=True, missing_runtime="zero").skipped == {"malformed_line": 1}
+
+
+def test_huge_integers(tmp_path: Path) -> None:
+    big = 2**62 + 1  # 19 digits: exact through the slow path, not rounded via float
+    p = write(tmp_path, rec(1, job_number=big) + "\n")
+    assert read_swf(p)["job_id"].tolist() == [big]
+    p = write(tmp_path, rec(1, job_number=2**63) + "\n")
+    with pytest.raises(TraceFormatError, match="out of range") as ei:
+        read_swf(p)
+    assert ei.value.field == "job_number"
+
+
+@pytest.mark.parametrize("text", ["", "\n\n  \n", HEADER, HEADER + "\n; Note: nothing\n"])
+def test_no_records(tmp_path: Path, text: str) -> None:
+    p = write(tmp_path, text)
+    for lenient in (False, True):
+        with pytest.raises(TraceFormatError) as ei:
+            read_swf(p, lenient=lenient)
+        assert ei.value.message == "no job records found"
+        assert ei.value.line is None
+
+
+def test_only_malformed_records(tmp_path: Path) -> None:
+    p = write(tmp_path, "1 2 3\n")
+    with pytest.raises(TraceFormatError, match="no valid job records"):
+        read_swf(p, lenient=True)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(TraceFormatError, match="no such file"):
+        read_swf(tmp_path / "nope.swf")
+
+
+def test_extended_fields_comments_blanks_crlf(tmp_path: Path) -> None:
+    lines = [
+        "; Version: 2.2",
+        rec(1) + " {1,2,3} q_1d 1:ppn=4",
+        "",
+        "; Note: a comment between records",
+        "   " + rec(2, 5),
+        "\t" + rec(3, 7).replace(" ", "\t  "),
+        rec(4, 9),
+    ]
+    for sep, name in (("\n", "lf.swf"), ("\r\n", "crlf.swf"), ("\r", "cr.swf")):
+        w = read_swf(write(tmp_path, sep.join(lines), name))  # no final newline
+        assert w["job_id"].tolist() == [1, 2, 3, 4]
+        assert w["line"].tolist() == [2, 5, 6, 7]
+        assert w.header == {"Version": "2.2", "Note": "a comment between records"}
+        assert w.settings["extended_fields_ignored"] == 1
+
+
+def test_errors_deep_in_a_multi_chunk_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(swf, "_CHUNK_BYTES", 256)  # many chunks
+    body = [rec(i, i) for i in range(1, 400)]
+    body[300] = rec(301, 301, queue_number="q")
+    p = write(tmp_path, HEADER + "\n".join(body) + "\n")
+    with pytest.raises(TraceFormatError) as ei:
+        read_swf(p)
+    assert (ei.value.line, ei.value.field) == (5 + 301, "queue_number")
+    w = read_swf(p, lenient=True)
+    assert w.records == 399 and len(w) == 398
+    assert w["line"].tolist() == [5 + i for i in range(1, 400) if i != 301]
+
+
+def test_lenient_examples_capped(tmp_path: Path) -> None:
+    p = write(tmp_path, "\n".join([rec(1)] + ["x"] * 8) + "\n")
+    w = read_swf(p, lenient=True)
+    assert w.skipped == {"malformed_line": 8}
+    assert len(w.settings["lenient_examples"]) == 5
+    assert w.settings["lenient_examples"][0] == "line 2: field submit_time: expected 18 fields, found 1 (truncated line?)"
+
+
+def test_strict_reports_the_first_error(tmp_path: Path) -> None:
+    p = write(tmp_path, rec(1) + "\n" + rec(2, wait_time="w") + "\n" + "1 2\n")
+    with pytest.raises(TraceFormatError) as ei:
+        read_swf(p)
+    assert (ei.value.line, ei.value.field) == (2, "wait_time")
+
+
+def test_parse_header_line() -> None:
+    assert parse_header_line("; MaxNodes: 338 (batch partition; 512 total)") == (
+        "MaxNodes",
+        "338 (batch partition; 512 total)",
+    )
+    assert parse_header_line("; StartTime: Tue Feb 01 15:38:44 CET 2011") == (
+        "StartTime",
+        "Tue Feb 01 15:38:44 CET 2011",
+    )
+    assert parse_header_line("; Queue:  1  ") == ("Queue", "1")
+    assert parse_header_line("; Key:") == ("Key", "")
+    assert parse_header_line(";              http://www.cs.huji.ac.il/") is None
+    assert parse_header_line(";\tsee: http://x") is None  # indented: a continuation
+    assert parse_header_line(";         submit<=2012-02-03 00:00:00 (272392 jobs removed)") is None
+    assert parse_header_line(";") is None
+
+
+# ------------------------------------------------------------------------- properties
+
+VALUE = st.integers(min_value=-1, max_value=10**12)
+RECORD = st.fixed_dictionaries(
+    {
+        "job": st.integers(min_value=0, max_value=10**9),
+        "submit": st.integers(min_value=0, max_value=10**10),
+        "wait": VALUE,
+        "run": st.integers(min_value=0, max_value=10**9),
+        "procs": st.integers(min_value=1, max_value=10**6),
+        "req_procs": VALUE,
+        "req_time": st.integers(min_value=1, max_value=10**9),
+        "status": st.integers(min_value=-1, max_value=5),
+        "user": VALUE,
+        "queue": VALUE,
+        "partition": VALUE,
+        "cpu": st.one_of(VALUE, st.floats(min_value=0, max_value=1e6).map(lambda x: f"{x:.2f}")),
+        "spaces": st.sampled_from([" ", "  ", "\t", " \t "]),
+        "indent": st.sampled_from(["", " ", "    "]),
+        "blank_before": st.booleans(),
+    }
+)
+
+
+def render(r: dict) -> str:
+    f = [r["job"], r["submit"], r["wait"], r["run"], r["procs"], r["cpu"], -1, r["req_procs"], r["req_time"],
+         -1, r["status"], r["user"], 5, -1, r["queue"], r["partition"], -1, -1]
+    return ("\n" if r["blank_before"] else "") + r["indent"] + r["spaces"].join(str(x) for x in f)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    records=st.lists(RECORD, min_size=1, max_size=40),
+    header=st.booleans(),
+    chunk=st.sampled_from([64, 300, 1 << 20]),
+    final_newline=st.booleans(),
+)
+def test_round_trip(tmp_path: Path, records: list[dict], header: bool, chunk: int, final_newline: bool) -> None:
+    text = (HEADER if header else "") + "\n".join(render(r) for r in records) + ("\n" if final_newline else "")
+    p = write(tmp_path, text, "prop.swf")
+    lines_before = HEADER.count("\n") if header else 0
+    line_of = []
+    line = lines_before
+    for r in records:
+        line += 2 if r["blank_before"] else 1
+        line_of.append(line)
+    order = sorted(range(len(records)), key=lambda i: records[i]["submit"])  # stable
+
+    old = swf._CHUNK_BYTES
+    swf._CHUNK_BYTES = chunk
+    try:
+        w = read_swf(p, cores_per_node=1)
+        real_fast = swf._fast_chunk
+        swf._fast_chunk = lambda *a: None
+        try:
+            slow = read_swf(p, cores_per_node=1)
+        finally:
+            swf._fast_chunk = real_fast
+    finally:
+        swf._CHUNK_BYTES = old
+
+    assert w.records == len(records) and len(w) == len(records)
+    assert w.skipped == {}
+    expect = {
+        "job_id": [records[i]["job"] for i in order],
+        "submit_s": [records[i]["submit"] for i in order],
+        "runtime_s": [records[i]["run"] for i in order],
+        "walltime_s": [records[i]["req_time"] for i in order],
+        "procs": [records[i]["procs"] for i in order],
+        "nodes": [records[i]["procs"] for i in order],
+        "line": [line_of[i] for i in order],
+    }
+    for c, v in expect.items():
+        assert w[c].tolist() == v, c
+    assert w.extra["status"].tolist() == [records[i]["status"] for i in order]
+    assert w.extra["user"].tolist() == [records[i]["user"] for i in order]
+    assert w.extra["queue"].tolist() == [records[i]["queue"] for i in order]
+    assert w.extra["partition"].tolist() == [records[i]["partition"] for i in order]
+    assert w.extra["logged_start_s"].tolist() == [
+        records[i]["submit"] + records[i]["wait"] if records[i]["wait"] >= 0 else -1 for i in order
+    ]
+    assert_same_workload(w, slow)
+
+
+TRICKY = st.sampled_from(
+    ["0", "-1", "-0", "007", "12", "1.", "1.0", "-1.000", "2.50", ".5", "-.5", "1e3", "+1", "abc", "1-2",
+     "1.2.3", "-", ".", "--1", "1234567890123456789", "99999999999999999999", ";x", "{1,2}"]
+)
+LINE = st.one_of(
+    st.lists(TRICKY, min_size=18, max_size=18),
+    st.lists(TRICKY, min_size=0, max_size=21),
+    st.lists(st.sampled_from(["1", "-1", "3.0", "8"]), min_size=18, max_size=19),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(LINE, min_size=1, max_size=12), chunk=st.sampled_from([40, 1 << 20]))
+def test_fast_and_slow_paths_agree_on_anything(tmp_path: Path, lines: list[list[str]], chunk: int) -> None:
+    """Whatever the input, the fast path must decide exactly like the reference path."""
+    p = write(tmp_path, "\n".join(" ".join(t) for t in lines) + "\n", "fuzz.swf")
+
+    def outcome(lenient: bool):
+        try:
+            return read_swf(p, lenient=lenient, cores_per_node=1, missing_runtime="zero")
+        except TraceFormatError as e:
+            return (e.line, e.field, e.message)
+
+    old, real_fast = swf._CHUNK_BYTES, swf._fast_chunk
+    swf._CHUNK_BYTES = chunk
+    try:
+        fast = [outcome(False), outcome(True)]
+        swf._fast_chunk = lambda *a: None
+        slow = [outcome(False), outcome(True)]
+    finally:
+        swf._CHUNK_BYTES, swf._fast_chunk = old, real_fast
+    for f, s in zip(fast, slow):
+        if isinstance(f, tuple) or isinstance(s, tuple):
+            assert f == s
+        else:
+            assert_same_workload(f, s)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"cores_per_node": 0}, {"cores_per_node": 2.5}, {"size_field": "both"}, {"missing_runtime": "drop"},
+     {"missing_walltime": 0}],
+)
+def test_bad_options_fail_before_reading(tmp_path: Path, options: dict) -> None:
+    with pytest.raises(ValueError) as ei:
+        read_swf(tmp_path / "not-even-there.swf", **options)
+    assert not isinstance(ei.value, TraceFormatError)  # (which is a ValueError too)

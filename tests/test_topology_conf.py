@@ -1,0 +1,345 @@
+"""Slurm topology.conf reader: the real files in shared/data/slurm, the mapping onto 2- and
+3-level fat-trees, and every refusal with its file, line and key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import SLURM, shared
+
+from toposched.errors import TopologyError
+from toposched.topology_conf import VIRTUAL_ROOT, read_topology_conf, read_topology_conf_text
+
+
+
+def data(name: str) -> Path:
+    """A file of shared/data/slurm (the test is skipped, loudly, without shared data)."""
+    return shared(SLURM / name)
+
+
+def leaf_sizes(spec):
+    return [(leaf.name, len(leaf.nodes)) for pod in spec.pods for leaf in pod.leaves]
+
+
+def refuse(text: str, *, lenient: bool = False) -> TopologyError:
+    with pytest.raises(TopologyError) as info:
+        read_topology_conf_text(text, "t.conf", lenient=lenient)
+    return info.value
+
+
+# ----------------------------------------------------------------------------- real files
+
+
+def test_ubccr_medium_cluster():
+    spec = read_topology_conf(data("ubccr_medium-cluster_topology.conf"))
+    assert spec.levels == 2
+    assert spec.name == "ubccr_medium-cluster_topology"
+    assert spec.source == str(data("ubccr_medium-cluster_topology.conf"))
+    assert [p.name for p in spec.pods] == ["TOP"]
+    assert leaf_sizes(spec) == [("IBN", 102), ("IBM", 100), ("IBG", 32)]
+    ibn = spec.pods[0].leaves[0]
+    assert ibn.nodes[:2] == ["n001", "n002"] and ibn.nodes[99] == "n100"
+    assert ibn.nodes[-2:] == ["gn001", "gn002"]
+    assert spec.pods[0].leaves[2].nodes[:9] == ["g001", "g002", "g003", "g004", "g005", "g006", "g007", "g008", "b001"]
+    assert spec.n_nodes == 234
+    assert spec.uplinks_per_leaf is None and spec.uplinks_per_l2 is None
+    assert spec.notes == ["leaf switches have unequal numbers of nodes: 32 to 102 (IBN: 102, IBM: 100, IBG: 32)"]
+
+
+def test_ucr_biocluster():
+    spec = read_topology_conf(data("ucr-hpcc_biocluster_topology.conf"), name="biocluster")
+    assert spec.name == "biocluster"
+    assert spec.levels == 2
+    assert [p.name for p in spec.pods] == ["ibswitch"]
+    assert leaf_sizes(spec) == [("ibswitch0", 66), ("ibswitch1", 32), ("ibswitch2", 20)]
+    sw0, sw1, _ = spec.pods[0].leaves
+    assert sw0.nodes[:4] == ["m02", "m04", "m05", "c01"]
+    assert sw0.nodes[-6:] == ["globus", "owl", "pelican", "penguin", "pigeon", "charmander"]
+    assert sw1.nodes[-2:] == ["gpu03", "gpu04"]
+    assert spec.n_nodes == 118
+    assert len(spec.notes) == 1 and "unequal" in spec.notes[0]
+
+
+def test_bnl_flat_leaves_joined_under_virtual_root():
+    spec = read_topology_conf(data("bnl-sdcc_nsls2_topology.conf"))
+    assert spec.levels == 2
+    assert [p.name for p in spec.pods] == [VIRTUAL_ROOT]
+    assert leaf_sizes(spec) == [("s0", 36), ("s1", 1), ("s2", 1), ("s3", 1)]
+    assert spec.pods[0].leaves[1].nodes == ["xf11id-srv2"]
+    assert spec.notes[0] == (
+        "no common top switch: 4 leaves joined under a virtual root; Slurm itself would not let a "
+        "job span them unless TopologyParam=TopoOptional"
+    )
+    assert spec.notes[1] == "leaf switches have unequal numbers of nodes: 1 to 36 (s0: 36, s1: 1, s2: 1, s3: 1)"
+
+
+def test_circe_node_on_two_leaves_is_refused():
+    with pytest.raises(TopologyError) as info:
+        read_topology_conf(data("nvidia-circe_ngc_topology.conf"))
+    err = info.value
+    assert err.path == str(data("nvidia-circe_ngc_topology.conf"))
+    assert err.line == 5 and err.field == "Nodes"
+    assert "node 'circe-n051' is already on leaf switch 's2' (line 3)" in err.message
+
+
+def test_circe_lenient_keeps_first_leaf_and_odd_names():
+    spec = read_topology_conf(data("nvidia-circe_ngc_topology.conf"), lenient=True)
+    assert spec.levels == 2
+    assert [p.name for p in spec.pods] == [VIRTUAL_ROOT]
+    assert leaf_sizes(spec) == [("s0", 18), ("s1", 18), ("s2", 18), ("s3", 18), ("s4", 7)]
+    s0 = spec.pods[0].leaves[0]
+    # the odd names (probably a typo in the site's file) are kept as written
+    assert s0.nodes[-3:] == ["circe-n016", "n019", "n020"]
+    assert "circe-n051" in spec.pods[0].leaves[2].nodes
+    assert "circe-n051" not in spec.pods[0].leaves[4].nodes
+    assert spec.n_nodes == 79 == len(set(spec.node_names))
+    assert spec.notes[0] == (
+        "circe-n051 listed on leaf s2 (line 3) and again on leaf s4 (line 5): kept on s2 only (lenient)"
+    )
+    assert spec.notes[1].startswith("no common top switch: 5 leaves joined under a virtual root")
+
+
+# ----------------------------------------------------------------------------- mapping
+
+
+def test_two_level_leaf_order_follows_parent_list():
+    text = """
+    # leaves defined in another order than the top switch lists them
+    SwitchName=s0 Nodes=a[1-2]
+    SwitchName=s1 Nodes=b[1-2]
+    SwitchName=s2 Nodes=c[1-2]
+    SwitchName=top Switches=s[2,0-1]
+    """
+    spec = read_topology_conf_text(text, "x/my.conf")
+    assert spec.name == "my" and spec.source == "x/my.conf"
+    assert spec.levels == 2
+    assert [p.name for p in spec.pods] == ["top"]
+    assert [leaf.name for leaf in spec.pods[0].leaves] == ["s2", "s0", "s1"]
+    assert spec.node_names == ["c1", "c2", "a1", "a2", "b1", "b2"]
+    assert spec.notes == []
+
+
+def test_three_level_tree():
+    text = """
+    SwitchName=root Switches=pod1,pod0
+    SwitchName=pod0 Switches=l[0-1]
+    SwitchName=pod1 Switches=l[2-3]
+    SwitchName=l0 Nodes=n[00-03]
+    SwitchName=l1 Nodes=n[04-07]
+    SwitchName=l2 Nodes=n[08-11]
+    SwitchName=l3 Nodes=n[12-15]
+    """
+    spec = read_topology_conf_text(text)
+    assert spec.levels == 3
+    assert [p.name for p in spec.pods] == ["pod1", "pod0"]
+    assert [[leaf.name for leaf in p.leaves] for p in spec.pods] == [["l2", "l3"], ["l0", "l1"]]
+    assert spec.node_names[0] == "n08"
+    assert spec.notes == []
+
+
+def test_three_level_leaf_directly_under_root_becomes_one_leaf_pod():
+    text = """
+    SwitchName=root Switches=p0,lx
+    SwitchName=p0 Switches=l0,l1
+    SwitchName=l0 Nodes=a[1-2]
+    SwitchName=l1 Nodes=b[1-2]
+    SwitchName=lx Nodes=x[1-2]
+    """
+    spec = read_topology_conf_text(text)
+    assert spec.levels == 3
+    assert [(p.name, [leaf.name for leaf in p.leaves]) for p in spec.pods] == [("p0", ["l0", "l1"]), ("lx", ["lx"])]
+    assert spec.notes == [
+        "leaf switches with no pod switch above them, each modelled as a pod of one leaf: lx (under root)",
+        "pods have unequal numbers of leaves: 1 to 2 (p0: 2, lx: 1)",
+    ]
+
+
+def test_several_three_level_roots_joined_under_virtual_root():
+    text = """
+    SwitchName=r1 Switches=p1
+    SwitchName=r2 Switches=p2
+    SwitchName=p1 Switches=l1
+    SwitchName=p2 Switches=l2
+    SwitchName=l1 Nodes=a[1-2]
+    SwitchName=l2 Nodes=b[1-2]
+    """
+    spec = read_topology_conf_text(text)
+    assert spec.levels == 3
+    assert [p.name for p in spec.pods] == ["p1", "p2"]
+    assert spec.notes == [
+        "no common top switch: 2 top switches (r1, r2) joined under a virtual root; Slurm itself would "
+        "not let a job span them unless TopologyParam=TopoOptional"
+    ]
+
+
+def test_several_two_level_roots_become_pods():
+    text = """
+    SwitchName=t1 Switches=l1,l2
+    SwitchName=t2 Switches=l3,l4
+    SwitchName=l1 Nodes=a[1-2]
+    SwitchName=l2 Nodes=b[1-2]
+    SwitchName=l3 Nodes=c[1-2]
+    SwitchName=l4 Nodes=d[1-2]
+    """
+    spec = read_topology_conf_text(text)
+    assert spec.levels == 3
+    assert [(p.name, [leaf.name for leaf in p.leaves]) for p in spec.pods] == [("t1", ["l1", "l2"]), ("t2", ["l3", "l4"])]
+    assert spec.notes[0].startswith("no common top switch: 2 top switches (t1, t2) joined under a virtual root")
+
+
+def test_single_leaf_switch():
+    spec = read_topology_conf_text("SwitchName=only Nodes=n[1-4]\n")
+    assert spec.levels == 2
+    assert [(p.name, [leaf.name for leaf in p.leaves]) for p in spec.pods] == [("only", ["only"])]
+    assert spec.n_nodes == 4
+
+
+def test_keys_case_insensitive_comments_continuations_and_other_keys():
+    text = (
+        "switchname=s0 NODES=n[1-2] LinkSpeed=100  # trailing comment\n"
+        "SWITCHNAME=s1 nodes=n[3-4]\n"
+        "SwitchName=top \\\n"
+        "   switches=s[0-1] linkspeed=200\n"
+    )
+    spec = read_topology_conf_text(text)
+    assert spec.levels == 2 and spec.pods[0].name == "top"
+    assert spec.node_names == ["n1", "n2", "n3", "n4"]
+
+
+# ----------------------------------------------------------------------------- refusals
+
+
+def test_refuse_two_parents():
+    err = refuse("SwitchName=l Nodes=n1\nSwitchName=a Switches=l\nSwitchName=b Switches=l\n")
+    assert (err.path, err.line, err.field) == ("t.conf", 3, "Switches")
+    assert err.message == "switch 'l' is already under 'a' (line 2); a switch has one parent in Slurm's tree"
+    assert str(err).startswith("t.conf:3: field 'Switches': switch 'l'")
+
+
+def test_refuse_loop():
+    err = refuse("SwitchName=A Switches=B\nSwitchName=B Switches=A\n")
+    assert (err.line, err.field) == (1, "Switches")
+    assert err.message.startswith("loop: A -> B -> A")
+
+
+def test_refuse_longer_loop_names_it_from_first_switch_in_file():
+    err = refuse("SwitchName=l Nodes=n1\nSwitchName=C Switches=A\nSwitchName=A Switches=B\nSwitchName=B Switches=C\n")
+    assert err.line == 2
+    assert err.message.startswith("loop: C -> A -> B -> C")
+
+
+def test_refuse_self_reference():
+    err = refuse("SwitchName=A Switches=A\n")
+    assert (err.line, err.field) == (1, "Switches")
+    assert err.message.startswith("loop: A -> A")
+
+
+def test_refuse_nodes_and_switches():
+    err = refuse("SwitchName=l Nodes=n1\nSwitchName=top Nodes=n2 Switches=l\n")
+    assert (err.line, err.field) == (2, "Switches")
+    assert "both Nodes= and Switches=" in err.message
+
+
+def test_refuse_undefined_child():
+    err = refuse("SwitchName=l0 Nodes=n1\nSwitchName=top switches=l[0-1]\n")
+    assert (err.line, err.field) == (2, "switches")
+    assert err.message == "switch 'l1' is not defined (no SwitchName=l1 line)"
+
+
+def test_refuse_node_on_two_leaves():
+    err = refuse("SwitchName=l0 Nodes=n[1-3]\n\nSwitchName=l1 Nodes=n[3-4]\n")
+    assert (err.line, err.field) == (3, "Nodes")
+    assert err.message.startswith("node 'n3' is already on leaf switch 'l0' (line 1)")
+
+
+def test_lenient_node_on_two_leaves():
+    spec = read_topology_conf_text("SwitchName=l0 Nodes=n[1-3]\nSwitchName=l1 Nodes=n[2-5]\n", lenient=True)
+    assert leaf_sizes(spec) == [("l0", 3), ("l1", 2)]
+    assert spec.notes[0] == "n[2-3] listed on leaf l0 (line 1) and again on leaf l1 (line 2): kept on l0 only (lenient)"
+
+
+def test_refuse_switch_twice_in_one_list():
+    err = refuse("SwitchName=l0 Nodes=n1\nSwitchName=t Switches=l0,l0\n")
+    assert (err.line, err.field) == (2, "Switches")
+    assert err.message == "switch 'l0' is listed twice"
+
+
+def test_refuse_node_twice_on_one_leaf():
+    err = refuse("SwitchName=l0 Nodes=n[1-3],n2\n")
+    assert (err.line, err.field) == (1, "Nodes")
+    assert err.message == "node 'n2' is listed twice"
+
+
+def test_refuse_duplicate_switch_name():
+    err = refuse("SwitchName=l0 Nodes=n1\nSwitchName=l0 Nodes=n2\n")
+    assert (err.line, err.field) == (2, "SwitchName")
+    assert err.message == "switch 'l0' is already defined on line 1"
+
+
+def test_refuse_switch_without_children():
+    err = refuse("SwitchName=l0 Nodes=n1\nSwitchName=lonely LinkSpeed=10\n")
+    assert (err.line, err.field) == (2, "SwitchName")
+    assert err.message == "switch 'lonely' has neither Nodes= nor Switches="
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "# only a comment\n   # and another\n"])
+def test_refuse_empty(text):
+    err = refuse(text)
+    assert err.line is None and err.field is None
+    assert err.message.startswith("no switches found")
+
+
+def test_refuse_line_without_switchname():
+    err = refuse("SwitchName=l0 Nodes=n1\nNodes=n2\n")
+    assert (err.line, err.field) == (2, None)
+    assert err.message == "a line must start a switch with SwitchName=, got 'Nodes=n2'"
+
+
+def test_refuse_block_topology_with_hint():
+    err = refuse("BlockName=b1 Nodes=n[1-4]\n")
+    assert err.line == 1 and "topology/block" in err.message
+
+
+def test_refuse_token_without_equals():
+    err = refuse("SwitchName=l0 Nodes=n1 oops\n")
+    assert (err.line, err.field) == (1, None)
+    assert err.message == "expected Key=value, got 'oops'"
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "message"),
+    [
+        ("SwitchName=l0 Nodes=n[1-\n", "Nodes", "bad host list 'n[1-': unbalanced brackets"),
+        ("SwitchName=l0 Nodes=n[3-1]\n", "Nodes", "bad host list 'n[3-1]': start > stop"),
+        ("SwitchName=l0 Nodes=\n", "Nodes", "Nodes= lists no nodes"),
+        ("SwitchName=l0 Nodes=n1\nSwitchName=t Switches=l[0-\n", "Switches", "bad host list 'l[0-': unbalanced brackets"),
+    ],
+)
+def test_refuse_bad_hostlist(text, field, message):
+    err = refuse(text)
+    assert err.field == field
+    assert err.line == text.count("\n")
+    assert err.message == message
+
+
+def test_refuse_deeper_than_three_levels():
+    text = """
+    SwitchName=core Switches=agg
+    SwitchName=agg Switches=pod,leafx
+    SwitchName=pod Switches=leaf
+    SwitchName=leaf Nodes=n[1-2]
+    SwitchName=leafx Nodes=m[1-2]
+    """
+    err = refuse(text)
+    assert (err.line, err.field) == (2, "Switches")
+    assert err.message == (
+        "only 2- and 3-level fat-trees are modelled (leaf, pod and top switches); this tree has 4 switch "
+        "levels: core -> agg -> pod -> leaf"
+    )
+
+
+def test_missing_file():
+    with pytest.raises(TopologyError) as info:
+        read_topology_conf("/nonexistent/topology.conf")
+    assert info.value.message == "no such file"
