@@ -1,0 +1,122 @@
+"""`toposched simulate`: replay a job log on a fabric under a queue and an allocation policy."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+NAME = "simulate"
+HELP = "replay a job log on a fabric under a queue and an allocation policy"
+DESCRIPTION = "Replay a job log on a fabric under a queue policy and an allocation policy."
+
+EPILOG = """\
+examples:
+  toposched simulate --trace examples/data/LLNL-Atlas-2006-2.1-cln.swf.gz --system cab \\
+      --queue easy --alloc isolated --out out/atlas-isolated
+  toposched simulate --trace KTH-SP2-1996-2.1-cln.swf.gz --system fattree:K=20,S=5,P=1 --out out/kth
+  toposched simulate --trace sacct.log --system topology.conf --alloc linear --out out/site
+
+--system takes a preset (toposched systems lists them), fattree:K=..,S=..,P=..[,W1=..][,W2=..][,nodes=..]
+(K nodes per leaf, S leaves per pod, P pods, W1 uplinks per leaf, W2 uplinks per L2 switch), or a Slurm
+topology.conf file. Outputs: jobs.parquet (one row per job), utilization.parquet (every simulated
+minute), skipped.parquet (jobs that could never run, with the reason), summary.json, fabric.json.
+See docs/semantics.md for the exact scheduling rules and docs/workloads.md for how logs are normalized.
+"""
+
+
+def _positive_int(text: str) -> int:
+    v = int(text)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
+    return v
+
+
+def _walltime_default(text: str) -> str | int:
+    if text == "runtime":
+        return text
+    try:
+        return _positive_int(text)
+    except (ValueError, argparse.ArgumentTypeError):
+        raise argparse.ArgumentTypeError("expected 'runtime' or a number of seconds") from None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("what to replay")
+    g.add_argument("--trace", required=True, metavar="LOG", help="job log: SWF (.swf, .swf.gz) or Slurm sacct -P dump")
+    g.add_argument("--format", choices=("swf", "sacct"), help="log format (default: guessed from the file)")
+    g.add_argument("--system", required=True, metavar="FABRIC", help="preset, fattree:K=..,S=..,P=.. or topology.conf")
+    g = parser.add_argument_group("policies")
+    g.add_argument("--queue", default="easy", choices=("fcfs", "easy"), help="queue policy (default: easy)")
+    g.add_argument("--alloc", default="linear", choices=("linear", "random", "isolated"), help="allocation policy (default: linear)")
+    g.add_argument("--seed", type=int, default=0, help="seed of the random policy (default: 0)")
+    g.add_argument("--leaf-order", default="flux-topo", choices=("flux-topo", "paper"), help="isolated: T3 leaf order (default: flux-topo, the published code)")
+    g.add_argument("--tie-break", default="name", choices=("name", "index"), help="isolated: how equal availabilities are ordered (default: name)")
+    g.add_argument("--flux-window", action="store_true", help="easy+isolated: reservation window as the flux plugin records it (+2 s, inclusive)")
+    g.add_argument("--reserved-tiers-always", action="store_true", help="easy+isolated: reserved leaves/pods closed to spanning jobs even if they end before the reservation")
+    g.add_argument("--queue-depth", type=_positive_int, help="consider at most this many queued jobs per pass (default: all; the flux plugin used 128)")
+    g.add_argument("--run-on", action="store_true", help="let jobs run past their requested time (default: killed at it)")
+    g = parser.add_argument_group("reading the log (see docs/workloads.md)")
+    g.add_argument("--cores-per-node", type=_positive_int, help="processors per node to turn processor counts into nodes (default: from the SWF header MaxProcs/MaxNodes, else 1)")
+    g.add_argument("--size-field", default="auto", choices=("auto", "allocated", "requested"), help="SWF processor field giving the job size (default: auto = allocated, else requested)")
+    g.add_argument("--missing-walltime", default="runtime", type=_walltime_default, help="requested time for jobs without one: 'runtime' (default) or seconds")
+    g.add_argument("--missing-runtime", default="skip", choices=("skip", "zero"), help="jobs without a run time: skip (default) or run 0 s")
+    g.add_argument("--lenient", action="store_true", help="skip and count malformed log records instead of stopping; let a topology.conf listing a node twice load (first leaf wins)")
+    g = parser.add_argument_group("output")
+    g.add_argument("--out", required=True, metavar="DIR", help="directory for the results")
+    g.add_argument("--check-invariants", action="store_true", help="check the interference-free invariant after every pass (isolated)")
+    g.add_argument("--quiet", action="store_true", help="print nothing but errors")
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from ..report import terminal_summary
+    from ..simulate import RunConfig, simulate
+    from ..topology import load_fabric
+    from ..workload import read_trace
+
+    console = Console(stderr=False, quiet=args.quiet)
+    t0 = time.perf_counter()
+    options: dict = {
+        "lenient": args.lenient,
+        "size_field": args.size_field,
+        "missing_walltime": args.missing_walltime,
+        "missing_runtime": args.missing_runtime,
+    }
+    if args.cores_per_node is not None:
+        options["cores_per_node"] = args.cores_per_node
+    workload = read_trace(args.trace, format=args.format, **options)
+    fabric = load_fabric(args.system, lenient=args.lenient)
+    t_read = time.perf_counter() - t0
+    config = RunConfig(
+        queue=args.queue,
+        alloc=args.alloc,
+        seed=args.seed,
+        kill_at_walltime=not args.run_on,
+        queue_depth=args.queue_depth,
+        leaf_order=args.leaf_order,
+        tie_break=args.tie_break,
+        flux_window=args.flux_window,
+        reserved_tiers_always=args.reserved_tiers_always,
+        check_interference_free=args.check_invariants,
+    )
+    t1 = time.perf_counter()
+    show_progress = console.is_terminal and not args.quiet and len(workload) > 50_000
+    if show_progress:
+        with Progress(TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), TextColumn("jobs submitted"), TimeRemainingColumn(), console=console, transient=True) as bar:
+            task = bar.add_task("replay", total=len(workload))
+            result = simulate(workload, fabric, config, progress=lambda done, total: bar.update(task, completed=done))
+    else:
+        result = simulate(workload, fabric, config)
+    t_sim = time.perf_counter() - t1
+    paths = result.write(args.out)
+    if not args.quiet:
+        console.print(terminal_summary(result, read_s=t_read, sim_s=t_sim))
+        console.print(f"results in {Path(args.out)}/ ({', '.join(p.name for p in paths.values())})")
+    if not result.summary["complete"]:
+        print("interrupted: the results hold the jobs finished so far (summary.json says complete: false)", file=sys.stderr)
+        return 130
+    return 0
