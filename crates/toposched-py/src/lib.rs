@@ -1,6 +1,9 @@
 //! `toposched._core`: the Python face of toposched-core. Thin wrappers only: every rule
 //! lives in the core crate; this file converts arguments and arrays.
 
+mod network;
+mod policies;
+
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -382,5 +385,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ALLOCATORS", alloc::ALLOCATORS.to_vec())?;
     m.add("QUEUES", queue::QUEUES.to_vec())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    network::register(m)?;
+    policies::register(m)?;
     Ok(())
 }
