@@ -69,3 +69,70 @@ def reference_schedule(submit, nodes, walltime, runtime, total_nodes, *, backfil
                     extra -= nodes[r]
         queue = [r for r in queue if r not in started]
     return start
+
+
+def reference_conservative(submit, nodes, walltime, runtime, total_nodes):
+    """Plain conservative backfilling with interchangeable nodes (docs/semantics.md):
+    every queued job holds a reservation made at its submit pass (earliest start where it
+    fits for its whole requested time beside the running jobs and earlier reservations);
+    after any end, reservations are re-made in order of start, each only moving earlier;
+    jobs start at their reservation."""
+    n = len(submit)
+    start = [-1] * n
+    ends = []  # (actual end, row)
+    running = {}  # row -> expected end
+    res = {}  # row -> reserved start
+    queue = []
+    free = total_nodes
+    nxt = 0
+
+    def fits_at(row, s, t):
+        # free nodes at every instant of [s, s + walltime) beside running jobs and other reservations
+        points = {s} | {e for e in running.values() if s < e < s + walltime[row]}
+        points |= {r for q, r in res.items() if q != row and s < r < s + walltime[row]}
+        points |= {r + walltime[q] for q, r in res.items() if q != row and s < r + walltime[q] < s + walltime[row]}
+        for p in points:
+            busy = sum(nodes[r] for r, e in running.items() if max(e, t + 1) > p)
+            busy += sum(nodes[q] for q, r in res.items() if q != row and r <= p < r + walltime[q])
+            if total_nodes - busy < nodes[row]:
+                return False
+        return True
+
+    def earliest(row, t, limit):
+        cands = {t} | {max(e, t + 1) for e in running.values()} | {r + walltime[q] for q, r in res.items() if q != row}
+        for s in sorted(c for c in cands if t <= c <= limit):
+            if fits_at(row, s, t):
+                return s
+        return None
+
+    while nxt < n or ends:
+        inf = float("inf")
+        # next end, next submit, or next reservation start (the engine wakes up for those)
+        t = min(ends[0][0] if ends else inf, submit[nxt] if nxt < n else inf, min(res.values(), default=inf))
+        ended = False
+        while ends and ends[0][0] == t:
+            _, r = heapq.heappop(ends)
+            free += nodes[r]
+            del running[r]
+            ended = True
+        while nxt < n and submit[nxt] == t:
+            if nodes[nxt] <= total_nodes:
+                queue.append(nxt)
+            nxt += 1
+        if ended:
+            for q in sorted(res, key=lambda q: (res[q], queue.index(q))):
+                if res[q] > t:
+                    better = earliest(q, t, res[q] - 1)
+                    if better is not None:
+                        res[q] = better
+        for q in queue:
+            if q not in res:
+                res[q] = earliest(q, t, float("inf"))
+        for q in sorted([q for q in queue if res[q] <= t], key=lambda q: (res[q], queue.index(q))):
+            start[q] = t
+            free -= nodes[q]
+            running[q] = t + walltime[q]
+            heapq.heappush(ends, (t + min(runtime[q], walltime[q]), q))
+            del res[q]
+        queue = [q for q in queue if start[q] < 0]
+    return start

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 
 import numpy as np
+import pyarrow.compute as pc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -104,7 +105,7 @@ def scenario(draw):
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(scenario(), st.sampled_from(["fcfs", "easy"]), st.sampled_from(["linear", "random", "isolated"]), st.booleans())
+@given(scenario(), st.sampled_from(["fcfs", "easy", "conservative"]), st.sampled_from(["linear", "random", "isolated"]), st.booleans())
 def test_schedules_keep_their_invariants(case, queue, alloc, flux):
     system, w = case
     fabric = load_fabric(system)
@@ -153,3 +154,44 @@ def test_same_inputs_and_seed_give_byte_identical_outputs(tmp_path, alloc):
         digests.append({p.name: _digest(p) for p in sorted((tmp_path / str(k)).iterdir())})
     assert digests[0] == digests[1]
     assert set(digests[0]) == {"jobs.parquet", "utilization.parquet", "skipped.parquet", "summary.json", "fabric.json"}
+
+
+CONSERVATIVE_CASES = [
+    ("KTH-SP2-1996-2.1-cln.swf.gz", "fattree:K=20,S=5,P=1", 1500),
+    ("SDSC-SP2-1998-4.2-cln.swf.gz", "fattree:K=16,S=8,P=1", 1500),
+]
+
+
+@pytest.mark.parametrize("trace,system,first", CONSERVATIVE_CASES)
+def test_conservative_start_times_match_an_independent_implementation(trace, system, first):
+    from reference_easy import reference_conservative
+
+    w = read_trace(shared(TRACES / trace))
+    w = w.take(np.arange(min(first, len(w))))
+    fabric = load_fabric(system)
+    r = simulate(w, fabric, RunConfig(queue="conservative", alloc="linear"))
+    expected = reference_conservative(w["submit_s"].tolist(), w["nodes"].tolist(), w["walltime_s"].tolist(), w["runtime_s"].tolist(), fabric.n_nodes)
+    got = dict(zip(r.jobs.column("job_id").to_pylist(), r.jobs.column("start_s").to_pylist()))
+    mismatches = [(int(j), s, got.get(int(j), -1)) for j, s in zip(w["job_id"], expected) if got.get(int(j), -1) != s]
+    assert not mismatches, f"{len(mismatches)} jobs differ, first: (job, reference, engine) {mismatches[:5]}"
+
+
+def test_slurm_tree_profiles_and_switches_run_on_a_real_trace(tmp_path):
+    w = read_trace(shared(TRACES / "LLNL-Thunder-2007-1.1-cln.swf.gz")).take(np.arange(3000))
+    fabric = load_fabric("cab")
+    runs = {}
+    for profile in ("current", "classic"):
+        r = simulate(w, fabric, RunConfig(queue="easy", alloc="slurm-tree", slurm_profile=profile))
+        assert check_schedule(r.jobs, fabric.describe()) == []
+        runs[profile] = r
+    lin = simulate(w, fabric, RunConfig(queue="easy", alloc="linear"))
+    # Same counts-based EASY decisions: only the placement differs.
+    assert runs["current"].jobs.column("start_s").to_pylist() == lin.jobs.column("start_s").to_pylist()
+    # Tree best fit packs jobs onto fewer leaves than first fit.
+    assert np.mean(runs["current"].jobs.column("leaves").to_numpy()) <= np.mean(lin.jobs.column("leaves").to_numpy())
+    # --switches=1@3600 keeps more small jobs on one leaf, at some cost in waiting.
+    sw = simulate(w, fabric, RunConfig(queue="easy", alloc="linear", switches="1@3600"))
+    small = sw.jobs.filter(pc.less_equal(sw.jobs.column("nodes"), 18))
+    small_lin = lin.jobs.filter(pc.less_equal(lin.jobs.column("nodes"), 18))
+    assert np.mean(small.column("leaves").to_numpy() == 1) > np.mean(small_lin.column("leaves").to_numpy() == 1)
+    assert sw.summary["wait_s"]["mean"] >= lin.summary["wait_s"]["mean"]

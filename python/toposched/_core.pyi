@@ -81,11 +81,14 @@ class Simulation:
         queue_depth: int | None = None,
         leaf_order: str = "flux-topo",
         tie_break: str = "name",
+        slurm_profile: str = "current",
         flux_window: bool = False,
         reserved_tiers_always: bool = False,
         record_reservations: bool = False,
         check_interference_free: bool = False,
         down: list[int] | None = None,
+        max_leaves: npt.NDArray[np.int64] | None = None,
+        switch_wait_s: npt.NDArray[np.int64] | None = None,
     ) -> None: ...
     def step(self, max_instants: int | None = None) -> bool: ...
     @property

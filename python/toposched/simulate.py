@@ -58,6 +58,10 @@ class RunConfig:
     queue_depth: int | None = None
     leaf_order: str = "flux-topo"
     tie_break: str = "name"
+    slurm_profile: str = "current"
+    #: Slurm ``--switches=N@WAIT`` for every job ("N" or "N@SECONDS"); per-job values in
+    #: the workload's ``max_leaves``/``switch_wait_s`` extra columns take precedence.
+    switches: str | None = None
     flux_window: bool = False
     reserved_tiers_always: bool = False
     check_interference_free: bool = False
@@ -135,6 +139,10 @@ def simulate(
     stops the replay where it is: the result then holds the jobs finished so far and its
     summary says ``"complete": false``.
     """
+    if config.alloc == "as-logged":
+        from . import aslogged
+
+        return aslogged.replay_as_logged(workload, fabric, config)
     from . import _core
 
     cols = workload.columns
@@ -152,11 +160,13 @@ def simulate(
         queue_depth=config.queue_depth,
         leaf_order=config.leaf_order,
         tie_break=config.tie_break,
+        slurm_profile=config.slurm_profile,
         flux_window=config.flux_window,
         reserved_tiers_always=config.reserved_tiers_always,
         record_reservations=config.record_reservations,
         check_interference_free=config.check_interference_free,
         down=down_nodes,
+        **_switch_columns(workload, config),
     )
     total = len(workload)
     complete = True
@@ -170,6 +180,41 @@ def simulate(
     except KeyboardInterrupt:
         complete = False
     return _collect(sim, workload, fabric, config, complete)
+
+
+#: Slurm's default cap on the switch wait (SchedulerParameters=max_switch_wait).
+MAX_SWITCH_WAIT_S = 300
+
+
+def parse_switches(text: str) -> tuple[int, int]:
+    """``N`` or ``N@SECONDS`` (Slurm also accepts ``N@MM:SS`` etc.; give seconds here)."""
+    count, _, wait = text.partition("@")
+    try:
+        n = int(count)
+        w = int(wait) if wait else MAX_SWITCH_WAIT_S
+    except ValueError:
+        raise ValueError(f"switches must look like N or N@SECONDS, got {text!r}") from None
+    if n < 1 or w < 0:
+        raise ValueError(f"switches must have N >= 1 and a wait >= 0, got {text!r}")
+    return n, w
+
+
+def _switch_columns(workload: Workload, config: RunConfig) -> dict[str, np.ndarray]:
+    """Per-job (max leaves, wait) arrays for the engine, or nothing when unused."""
+    n = len(workload)
+    leaves = np.zeros(n, np.int64)
+    wait = np.zeros(n, np.int64)
+    if config.switches:
+        leaves[:], wait[:] = parse_switches(config.switches)
+    per_job = workload.extra.get("max_leaves")
+    if isinstance(per_job, np.ndarray) and len(per_job) == n:
+        given = per_job > 0
+        leaves[given] = per_job[given]
+        w = workload.extra.get("switch_wait_s")
+        wait[given] = w[given] if isinstance(w, np.ndarray) else MAX_SWITCH_WAIT_S
+    if not leaves.any():
+        return {}
+    return {"max_leaves": leaves, "switch_wait_s": wait}
 
 
 def _collect(sim: Any, workload: Workload, fabric: Fabric, config: RunConfig, complete: bool) -> SimResult:

@@ -7,6 +7,9 @@
 //!    be placed, even on an empty machine, is reported as skipped instead);
 //! 3. one scheduling pass runs (the queue policy, see `crate::queue`).
 //!
+//! An instant may also be one at which the queue policy asked to be woken (conservative
+//! backfilling does, when a reservation starts); then steps 1 and 2 have nothing to do.
+//!
 //! A job started with run time 0 ends at `t` too: its end is handled in a new round at the
 //! same `t` (steps 1–3 again), so a zero-length job holds its nodes for no time but is
 //! still scheduled like any other. Ends before submits means a job may start on nodes
@@ -83,11 +86,19 @@ pub struct Core {
     /// Bumped at every start and end: lets policies cache work while nothing changed.
     pub version: u64,
     ends: BinaryHeap<Reverse<(i64, u32)>>,
+    /// Instants at which the queue policy asked for a pass (e.g. a reservation starts).
+    wakeups: BinaryHeap<Reverse<i64>>,
+    /// Jobs that have ended so far (lets policies notice early ends).
+    pub ended: u64,
     outcomes: Vec<Outcome>,
     node_lists: Vec<u32>,
     kill_at_walltime: bool,
     record_reservations: bool,
     reservations: Vec<ReservationRecord>,
+    /// Slurm `--switches=N@wait` per job row: (max leaves, max wait s); empty = none.
+    switches: Vec<(u32, i64)>,
+    /// When each job was first tried (for the switch wait), -1 before.
+    first_tried: Vec<i64>,
 }
 
 impl Core {
@@ -122,6 +133,39 @@ impl Core {
         self.running.insert((self.now + spec.walltime_s, job));
         self.ends.push(Reverse((end, job)));
         self.version += 1;
+    }
+
+    /// Ask for a scheduling pass at `t` (ignored if `t` is not in the future).
+    pub fn wake_at(&mut self, t: i64) {
+        if t > self.now {
+            self.wakeups.push(Reverse(t));
+        }
+    }
+
+    /// Slurm's `--switches=N@wait` rule: a selection spanning more than N leaves is
+    /// refused until the job has waited `wait` seconds since it was first tried.
+    pub(crate) fn switches_allow(&mut self, topo: &Topology, job: u32, nodes: &[u32]) -> bool {
+        let Some(&(max_leaves, wait_s)) = self.switches.get(job as usize) else { return true };
+        if max_leaves == 0 {
+            return true;
+        }
+        let first = &mut self.first_tried[job as usize];
+        if *first < 0 {
+            *first = self.now;
+        }
+        if self.now - *first >= wait_s {
+            return true;
+        }
+        let first = *first;
+        let mut leaves: Vec<u32> = nodes.iter().map(|&n| topo.leaf_of(n)).collect();
+        leaves.sort_unstable();
+        leaves.dedup();
+        let ok = leaves.len() as u32 <= max_leaves;
+        if !ok {
+            // Try again when the wait runs out, even if nothing else happens by then.
+            self.wake_at(first + wait_s);
+        }
+        ok
     }
 
     pub(crate) fn log_reservation(&mut self, pass_s: i64, job: u32, start_s: i64) {
@@ -180,11 +224,15 @@ impl Engine {
             running: BTreeSet::new(),
             version: 0,
             ends: BinaryHeap::new(),
+            wakeups: BinaryHeap::new(),
+            ended: 0,
             outcomes: vec![blank; jobs.len()],
             node_lists: Vec::new(),
             kill_at_walltime: opts.kill_at_walltime,
             record_reservations: opts.record_reservations,
             reservations: Vec::new(),
+            switches: Vec::new(),
+            first_tried: Vec::new(),
         };
         Ok(Engine {
             topo,
@@ -201,6 +249,17 @@ impl Engine {
         })
     }
 
+    /// Slurm `--switches=N@wait` for every job row: (max leaves, max wait in seconds); 0
+    /// leaves means no limit. Call before the first [`step`](Self::step).
+    pub fn set_switches(&mut self, switches: Vec<(u32, i64)>) -> Result<(), SimError> {
+        if switches.len() != self.jobs.len() {
+            return Err(SimError(format!("switches given for {} jobs, the workload has {}", switches.len(), self.jobs.len())));
+        }
+        self.core.first_tried = vec![-1; switches.len()];
+        self.core.switches = switches;
+        Ok(())
+    }
+
     /// Run until the end, or until `max_instants` instants have been handled (so a caller
     /// can show progress). Returns true once every job is done or skipped.
     pub fn step(&mut self, max_instants: u64) -> Result<bool, SimError> {
@@ -208,14 +267,16 @@ impl Engine {
         while !self.finished && handled < max_instants {
             let next_end = self.core.ends.peek().map(|r| r.0 .0);
             let next_submit = self.jobs.get(self.next_submit).map(|j| j.submit_s);
-            let t = match (next_end, next_submit) {
-                (None, None) => {
-                    self.finished = true;
-                    break;
-                }
-                (Some(a), Some(b)) => a.min(b),
-                (Some(a), None) => a,
-                (None, Some(b)) => b,
+            // A wake-up alone never keeps the run going: with nothing running and nothing
+            // to submit, the queue is empty or a policy is stuck (reported below).
+            let next_wakeup = if next_end.is_some() || next_submit.is_some() || !self.core.queue.is_empty() {
+                self.core.wakeups.peek().map(|r| r.0)
+            } else {
+                None
+            };
+            let Some(t) = [next_end, next_submit, next_wakeup].into_iter().flatten().min() else {
+                self.finished = true;
+                break;
             };
             self.core.now = t;
             self.handle_instant(t)?;
@@ -247,6 +308,10 @@ impl Engine {
             self.core.state.release(&self.topo, job, nodes, class);
             self.core.outcomes[job as usize].status = JobStatus::Done;
             self.core.version += 1;
+            self.core.ended += 1;
+        }
+        while self.core.wakeups.peek().is_some_and(|r| r.0 <= t) {
+            self.core.wakeups.pop();
         }
         // 2. submits
         while let Some(spec) = self.jobs.get(self.next_submit) {

@@ -2,7 +2,7 @@
 //! of the invariants every schedule must keep.
 
 use proptest::prelude::*;
-use toposched_core::alloc::{self, IsolatedOptions, LeafOrder, TieBreak};
+use toposched_core::alloc::{self, AllocOptions, IsolatedOptions, LeafOrder, TieBreak};
 use toposched_core::queue::{self, EasyOptions};
 use toposched_core::{Engine, EngineOptions, Job, JobStatus, Topology};
 
@@ -11,7 +11,7 @@ fn job(id: i64, submit_s: i64, nodes: u32, walltime_s: i64, runtime_s: i64) -> J
 }
 
 fn run(topo: Topology, jobs: Vec<Job>, queue: &str, alloc_name: &str, iso: IsolatedOptions, easy: EasyOptions, opts: EngineOptions) -> Engine {
-    let a = alloc::by_name(alloc_name, 42, iso).unwrap();
+    let a = alloc::by_name(alloc_name, &AllocOptions { seed: 42, isolated: iso, ..Default::default() }).unwrap();
     let q = queue::by_name(queue, easy).unwrap();
     let mut e = Engine::new(topo, jobs, a, q, opts, &[]).unwrap();
     assert!(e.step(u64::MAX).unwrap());
@@ -119,7 +119,7 @@ fn run_on_lets_jobs_exceed_their_limit() {
 fn unsorted_input_is_refused_with_the_row() {
     let topo = Topology::preset("toy18").unwrap();
     let jobs = vec![job(1, 10, 1, 10, 10), job(2, 5, 1, 10, 10)];
-    let a = alloc::by_name("linear", 0, IsolatedOptions::default()).unwrap();
+    let a = alloc::by_name("linear", &AllocOptions::default()).unwrap();
     let q = queue::by_name("fcfs", EasyOptions::default()).unwrap();
     let err = Engine::new(topo, jobs, a, q, EngineOptions::default(), &[]).err().unwrap();
     assert!(err.0.contains("row 1") && err.0.contains("submit_s"), "{err}");
@@ -190,7 +190,8 @@ fn check_schedule(e: &Engine, queue: &str, kill: bool) -> Result<(), TestCaseErr
             last = o.start_s;
         }
     }
-    // EASY: the head never starts after a shadow time computed for it
+    // EASY: the head never starts after a shadow time computed for it; conservative: no
+    // job starts after the reservation it got at submission (nor any later one)
     if kill {
         for r in e.reservations() {
             let start = o[r.job as usize].start_s;
@@ -204,12 +205,12 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
 
     #[test]
-    fn schedules_keep_their_invariants((topo, jobs) in case(), qi in 0usize..2, ai in 0usize..3, kill in any::<bool>(), flux in any::<bool>()) {
-        let queue = ["fcfs", "easy"][qi];
-        let alloc_name = ["linear", "random", "isolated"][ai];
+    fn schedules_keep_their_invariants((topo, jobs) in case(), qi in 0usize..3, ai in 0usize..4, kill in any::<bool>(), flux in any::<bool>()) {
+        let queue = ["fcfs", "easy", "conservative"][qi];
+        let alloc_name = ["linear", "random", "isolated", "slurm-tree"][ai];
         let opts = EngineOptions { kill_at_walltime: kill, record_reservations: true, check_interference_free: alloc_name == "isolated", ..Default::default() };
         let easy = EasyOptions { flux_window: flux, reserved_tiers_always: flux };
-        let a = alloc::by_name(alloc_name, 7, IsolatedOptions::default()).unwrap();
+        let a = alloc::by_name(alloc_name, &AllocOptions { seed: 7, ..Default::default() }).unwrap();
         let q = queue::by_name(queue, easy).unwrap();
         let mut e = Engine::new(topo, jobs, a, q, opts, &[]).unwrap();
         let done = e.step(u64::MAX);
@@ -227,5 +228,57 @@ proptest! {
             runs.push(s);
         }
         prop_assert_eq!(&runs[0], &runs[1]);
+    }
+}
+
+#[test]
+fn conservative_does_not_let_a_backfill_delay_a_later_job() {
+    // 10 nodes. A(6, 100 s) runs. B(8) is reserved at 100, C(2, 1000 s) at 0 would end
+    // after B starts: EASY lets C use the 2 extra nodes (B still fits), but D(4, 100 s),
+    // queued after C, is then delayed by C under EASY; conservative reserves D at 200 first
+    // and C (arriving later) must fit around both.
+    let topo = Topology::fat_tree("t", 10, 1, 1, None, None).unwrap();
+    let jobs = vec![job(1, 0, 6, 100, 100), job(2, 0, 8, 100, 100), job(3, 0, 2, 100, 100), job(4, 1, 4, 1000, 1000)];
+    let cons = run(topo.clone(), jobs.clone(), "conservative", "linear", IsolatedOptions::default(), EasyOptions::default(), EngineOptions { record_reservations: true, ..Default::default() });
+    let starts: Vec<i64> = cons.outcomes().iter().map(|o| o.start_s).collect();
+    // A 0; B 100; C (2 nodes, ends 100) fits now; D (4 nodes, 1000 s): free 2 now, and
+    // from 100 only 2 are left beside B, so D waits for B: 200.
+    assert_eq!(starts, vec![0, 100, 0, 200]);
+    let easy = run(topo, jobs, "easy", "linear", IsolatedOptions::default(), EasyOptions::default(), EngineOptions::default());
+    let starts: Vec<i64> = easy.outcomes().iter().map(|o| o.start_s).collect();
+    assert_eq!(starts, vec![0, 100, 0, 200]);
+}
+
+#[test]
+fn conservative_wakes_up_for_a_reservation_between_events() {
+    // A(4, limit 100, runs 10) and B(4, limit 50) on 4 nodes; C(4, limit 10) arrives at 1.
+    // B is reserved at 100 (A's limit). A ends at 10: compression moves B to 10. C gets
+    // [60, 70) after B... it must start at exactly its reservation although nothing ends
+    // or arrives then except B's end at 60.
+    let topo = Topology::fat_tree("t", 4, 1, 1, None, None).unwrap();
+    let jobs = vec![job(1, 0, 4, 100, 10), job(2, 0, 4, 50, 5), job(3, 1, 4, 10, 10)];
+    let e = run(topo, jobs, "conservative", "linear", IsolatedOptions::default(), EasyOptions::default(), EngineOptions { record_reservations: true, ..Default::default() });
+    let starts: Vec<i64> = e.outcomes().iter().map(|o| o.start_s).collect();
+    // B moves to 10 and ends at 15; C was reserved at 150 then moved to 60 at t=10, then
+    // at t=15 (B ended early) to 15.
+    assert_eq!(starts, vec![0, 10, 15]);
+}
+
+#[test]
+fn switches_limit_waits_then_gives_up() {
+    // toy18 with nodes 3, 6, 9, 12, 15 down: leaves 1-5 have 2 healthy nodes. A (1 node,
+    // 100 s) takes node 0, so no leaf has 3 free nodes until t=100. J (3 nodes, submitted
+    // at 1) with --switches=1@50 waits until t=51, then takes two leaves; with 1@500 it
+    // waits for A to end and gets leaf 0 whole.
+    let topo = Topology::preset("toy18").unwrap();
+    let jobs = vec![job(1, 0, 1, 100, 100), job(2, 1, 3, 10, 10)];
+    for (wait, start, leaves) in [(50i64, 51i64, vec![1u32, 2, 4]), (500, 100, vec![0, 1, 2])] {
+        let a = alloc::by_name("linear", &AllocOptions::default()).unwrap();
+        let q = queue::by_name("easy", EasyOptions::default()).unwrap();
+        let mut e = Engine::new(topo.clone(), jobs.clone(), a, q, EngineOptions::default(), &[3, 6, 9, 12, 15]).unwrap();
+        e.set_switches(vec![(0, 0), (1, wait)]).unwrap();
+        assert!(e.step(u64::MAX).unwrap());
+        assert_eq!(e.outcomes()[1].start_s, start, "wait {wait}");
+        assert_eq!(e.nodes_of(1), &leaves[..]);
     }
 }

@@ -9,7 +9,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use toposched_core::alloc::{self, IsolatedOptions, LeafOrder, TieBreak};
+use toposched_core::alloc::{self, AllocOptions, IsolatedOptions, LeafOrder, SlurmProfile, TieBreak};
 use toposched_core::metrics;
 use toposched_core::queue::{self, EasyOptions};
 use toposched_core::{Engine, EngineOptions, Job, JobStatus};
@@ -170,8 +170,9 @@ impl Simulation {
     #[pyo3(signature = (
         topology, job_id, submit_s, nodes, walltime_s, runtime_s, *,
         queue="easy", alloc="linear", seed=0, kill_at_walltime=true, queue_depth=None,
-        leaf_order="flux-topo", tie_break="name", flux_window=false, reserved_tiers_always=false,
-        record_reservations=false, check_interference_free=false, down=None
+        leaf_order="flux-topo", tie_break="name", slurm_profile="current", flux_window=false, reserved_tiers_always=false,
+        record_reservations=false, check_interference_free=false, down=None,
+        max_leaves=None, switch_wait_s=None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -188,11 +189,14 @@ impl Simulation {
         queue_depth: Option<usize>,
         leaf_order: &str,
         tie_break: &str,
+        slurm_profile: &str,
         flux_window: bool,
         reserved_tiers_always: bool,
         record_reservations: bool,
         check_interference_free: bool,
         down: Option<Vec<u32>>,
+        max_leaves: Option<PyReadonlyArray1<i64>>,
+        switch_wait_s: Option<PyReadonlyArray1<i64>>,
     ) -> PyResult<Simulation> {
         let (id, sub, n, wt, rt) = (
             slice(&job_id, "job_id")?,
@@ -221,7 +225,13 @@ impl Simulation {
             "index" => TieBreak::Index,
             other => return Err(PyValueError::new_err(format!("tie_break must be 'name' or 'index', not {other:?}"))),
         };
-        let allocator = alloc::by_name(alloc, seed, IsolatedOptions { leaf_order, tie_break }).ok_or_else(|| {
+        let slurm = match slurm_profile {
+            "current" => SlurmProfile::Current,
+            "classic" => SlurmProfile::Classic,
+            other => return Err(PyValueError::new_err(format!("slurm_profile must be 'current' or 'classic', not {other:?}"))),
+        };
+        let alloc_opts = AllocOptions { seed, isolated: IsolatedOptions { leaf_order, tie_break }, slurm };
+        let allocator = alloc::by_name(alloc, &alloc_opts).ok_or_else(|| {
             PyValueError::new_err(format!("unknown allocation policy {alloc:?}; built-ins are: {}", alloc::ALLOCATORS.join(", ")))
         })?;
         let queue_policy = queue::by_name(queue, EasyOptions { flux_window, reserved_tiers_always }).ok_or_else(|| {
@@ -233,8 +243,20 @@ impl Simulation {
             record_reservations,
             check_interference_free,
         };
-        let engine = Engine::new(topology.inner.clone(), jobs, allocator, queue_policy, opts, &down.unwrap_or_default())
+        let mut engine = Engine::new(topology.inner.clone(), jobs, allocator, queue_policy, opts, &down.unwrap_or_default())
             .map_err(|e| PyValueError::new_err(e.0))?;
+        match (max_leaves, switch_wait_s) {
+            (None, None) => {}
+            (Some(l), Some(w)) => {
+                let (l, w) = (slice(&l, "max_leaves")?, slice(&w, "switch_wait_s")?);
+                if l.len() != len || w.len() != len {
+                    return Err(PyValueError::new_err("max_leaves and switch_wait_s must have one entry per job"));
+                }
+                let sw = l.iter().zip(w).map(|(&l, &w)| (l.max(0) as u32, w.max(0))).collect();
+                engine.set_switches(sw).map_err(|e| PyValueError::new_err(e.0))?;
+            }
+            _ => return Err(PyValueError::new_err("give both max_leaves and switch_wait_s, or neither")),
+        }
         Ok(Simulation { engine })
     }
 

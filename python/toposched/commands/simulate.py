@@ -48,11 +48,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--format", choices=("swf", "sacct"), help="log format (default: guessed from the file)")
     g.add_argument("--system", required=True, metavar="FABRIC", help="preset, fattree:K=..,S=..,P=.. or topology.conf")
     g = parser.add_argument_group("policies")
-    g.add_argument("--queue", default="easy", choices=("fcfs", "easy"), help="queue policy (default: easy)")
-    g.add_argument("--alloc", default="linear", choices=("linear", "random", "isolated"), help="allocation policy (default: linear)")
+    g.add_argument("--queue", default="easy", choices=("fcfs", "easy", "conservative"), help="queue policy (default: easy)")
+    g.add_argument("--alloc", default="linear", choices=("linear", "random", "isolated", "slurm-tree", "as-logged"), help="allocation policy (default: linear); as-logged: start times and nodes from the log, no scheduling (docs/as-logged.md)")
     g.add_argument("--seed", type=int, default=0, help="seed of the random policy (default: 0)")
     g.add_argument("--leaf-order", default="flux-topo", choices=("flux-topo", "paper"), help="isolated: T3 leaf order (default: flux-topo, the published code)")
     g.add_argument("--tie-break", default="name", choices=("name", "index"), help="isolated: how equal availabilities are ordered (default: name)")
+    g.add_argument("--slurm-profile", default="current", choices=("current", "classic"), help="slurm-tree: leaf choice of Slurm 21.08+ (current) or 17.02 (classic)")
+    g.add_argument("--switches", metavar="N[@SECONDS]", help="Slurm --switches for every job: wait up to SECONDS (default 300) for an allocation on at most N leaves")
     g.add_argument("--flux-window", action="store_true", help="easy+isolated: reservation window as the flux plugin records it (+2 s, inclusive)")
     g.add_argument("--reserved-tiers-always", action="store_true", help="easy+isolated: reserved leaves/pods closed to spanning jobs even if they end before the reservation")
     g.add_argument("--queue-depth", type=_positive_int, help="consider at most this many queued jobs per pass (default: all; the flux plugin used 128)")
@@ -99,6 +101,8 @@ def run(args: argparse.Namespace) -> int:
         queue_depth=args.queue_depth,
         leaf_order=args.leaf_order,
         tie_break=args.tie_break,
+        slurm_profile=args.slurm_profile,
+        switches=args.switches,
         flux_window=args.flux_window,
         reserved_tiers_always=args.reserved_tiers_always,
         check_interference_free=args.check_invariants,

@@ -7,10 +7,12 @@
 mod isolated;
 mod linear;
 mod random;
+mod slurm_tree;
 
 pub use isolated::{Isolated, IsolatedOptions, LeafOrder, TieBreak};
 pub use linear::Linear;
 pub use random::Random;
+pub use slurm_tree::{SlurmProfile, SlurmTree};
 
 use crate::state::{ClusterState, NodeSet};
 use crate::topology::Topology;
@@ -86,15 +88,25 @@ pub(crate) fn fits_in_machine(empty: &ClusterState, nodes: u32) -> Result<(), St
     }
 }
 
+/// Settings of the built-in allocation policies.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AllocOptions {
+    /// Seed of `random`.
+    pub seed: u64,
+    pub isolated: IsolatedOptions,
+    pub slurm: SlurmProfile,
+}
+
 /// Build an allocation policy from its CLI name.
-pub fn by_name(name: &str, seed: u64, isolated: IsolatedOptions) -> Option<Box<dyn Allocator>> {
+pub fn by_name(name: &str, opts: &AllocOptions) -> Option<Box<dyn Allocator>> {
     match name {
         "linear" => Some(Box::new(Linear)),
-        "random" => Some(Box::new(Random::new(seed))),
-        "isolated" => Some(Box::new(Isolated::new(isolated))),
+        "random" => Some(Box::new(Random::new(opts.seed))),
+        "isolated" => Some(Box::new(Isolated::new(opts.isolated))),
+        "slurm-tree" => Some(Box::new(SlurmTree::new(opts.slurm))),
         _ => None,
     }
 }
 
 /// Names [`by_name`] accepts.
-pub const ALLOCATORS: &[&str] = &["linear", "random", "isolated"];
+pub const ALLOCATORS: &[&str] = &["linear", "random", "isolated", "slurm-tree"];

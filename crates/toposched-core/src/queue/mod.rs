@@ -4,9 +4,11 @@
 //! happen). It walks the queue (submit order, ties in trace order) and starts jobs through
 //! [`PassCtx::try_start`]; the allocation policy chooses the nodes.
 
+mod conservative;
 mod easy;
 mod fcfs;
 
+pub use conservative::Conservative;
 pub use easy::{Easy, EasyOptions, ReservationRecord};
 pub use fcfs::Fcfs;
 
@@ -39,11 +41,11 @@ impl PassCtx<'_> {
             return false;
         }
         match self.alloc.select(self.topo, &self.core.state, nodes, guard) {
-            Some(chosen) => {
+            Some(chosen) if self.core.switches_allow(self.topo, job, &chosen) => {
                 self.core.start(self.topo, self.jobs, job, chosen);
                 true
             }
-            None => false,
+            _ => false,
         }
     }
 }
@@ -57,13 +59,14 @@ pub trait QueuePolicy: Send + Sync {
 }
 
 /// Names the CLI accepts.
-pub const QUEUES: &[&str] = &["fcfs", "easy"];
+pub const QUEUES: &[&str] = &["fcfs", "easy", "conservative"];
 
 /// Build a queue policy from its CLI name.
 pub fn by_name(name: &str, easy: EasyOptions) -> Option<Box<dyn QueuePolicy>> {
     match name {
         "fcfs" => Some(Box::new(Fcfs)),
         "easy" => Some(Box::new(Easy::new(easy))),
+        "conservative" => Some(Box::new(Conservative::new())),
         _ => None,
     }
 }

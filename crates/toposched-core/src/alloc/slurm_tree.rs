@@ -1,0 +1,259 @@
+//! `slurm-tree`: Slurm's `topology/tree` node selection, as the brief (§4.2–4.3) reads it
+//! from the Slurm sources, with the fabric's leaves, pods and (with several pods) a root
+//! as Slurm's switch tree.
+//!
+//! *What it does*, profile `current` (Slurm 21.08 and later, `eval_nodes_tree.c`): start
+//! from the highest switch with enough usable nodes; then repeatedly pick a leaf: one that
+//! alone holds the remainder, the tightest such (fewest usable nodes); otherwise the leaf
+//! inside the smallest ancestor subtree that holds the remainder, most usable first; a leaf
+//! closer (in switch hops) to the leaves already chosen wins when it holds the remainder.
+//! All usable nodes of the chosen leaf are taken (lowest ids first) until the job is
+//! satisfied. Profile `classic` (17.02 `_eval_nodes_topo`): the lowest-level switch with
+//! enough usable nodes, fewest usable on ties (first index); inside it, repeatedly the
+//! leaf with the fewest usable nodes that holds the remainder, else the leaf with the most.
+//! *When to use*: to replay what a Slurm site with a tree `topology.conf` would do.
+//! *Cost*: O(leaves² · levels) per selection in the current profile, O(leaves) classic.
+//! *Reference*: SchedMD/slurm `src/plugins/topology/tree/eval_nodes_tree.c` (25.11,
+//! fdcff640a9b2) and `select/cons_res/job_test.c` (slurm-17-02-0-1).
+//!
+//! Nodes are fungible for this policy (any N free nodes can be placed), so queue policies
+//! reserve counts. Node weights are not modelled (all equal).
+
+use super::{fits_in_machine, Allocator, Guard};
+use crate::state::ClusterState;
+use crate::topology::Topology;
+
+/// Which Slurm generation's leaf choice to follow.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SlurmProfile {
+    /// 21.08 and later (`_eval_nodes_topo` with `_topo_compare`-style climbing).
+    #[default]
+    Current,
+    /// 17.02 (the "smallest sub-tree, then best fit" that the SC18 paper cites).
+    Classic,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct SlurmTree {
+    profile: SlurmProfile,
+    leaf_usable: Vec<u32>,
+    pod_usable: Vec<u32>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pick {
+    First,
+    Second,
+    Undecided,
+}
+
+impl SlurmTree {
+    pub fn new(profile: SlurmProfile) -> SlurmTree {
+        SlurmTree { profile, ..Default::default() }
+    }
+
+    fn usable(&mut self, topo: &Topology, state: &ClusterState, guard: &Guard) {
+        self.leaf_usable.clear();
+        match guard.excluded {
+            None => self.leaf_usable.extend((0..topo.n_leaves() as u32).map(|l| state.leaf_free(l))),
+            Some(ex) => self.leaf_usable.extend(
+                (0..topo.n_leaves() as u32)
+                    .map(|l| state.free_set().iter_range(topo.leaf_nodes(l)).filter(|&n| !ex.contains(n)).count() as u32),
+            ),
+        }
+        self.pod_usable.clear();
+        for p in 0..topo.n_pods() as u32 {
+            let sum = topo.pod_leaves(p).map(|l| self.leaf_usable[l as usize]).sum();
+            self.pod_usable.push(sum);
+        }
+    }
+
+    fn take(topo: &Topology, state: &ClusterState, guard: &Guard, leaf: u32, m: u32, out: &mut Vec<u32>) {
+        out.extend(state.free_set().iter_range(topo.leaf_nodes(leaf)).filter(|&n| !guard.excludes(n)).take(m as usize));
+    }
+
+    /// Slurm's leaf comparison, climbing from two leaves towards the root. Returns the
+    /// preference and whether the first leaf's subtree "fits" at the level the comparison
+    /// was decided (Slurm uses that flag for the hop-distance rule).
+    fn compare(&self, topo: &Topology, a: u32, b: u32, rem: u32) -> (Pick, bool) {
+        // Level 0: the leaves themselves; level 1: their pods.
+        let (mut ua, mut ub) = (self.leaf_usable[a as usize], self.leaf_usable[b as usize]);
+        let (pa, pb) = (topo.pod_of_leaf(a), topo.pod_of_leaf(b));
+        let mut level = 0;
+        loop {
+            let (fa, fb) = (ua >= rem, ub >= rem);
+            if fa && fb {
+                return match ua.cmp(&ub) {
+                    std::cmp::Ordering::Less => (Pick::First, true),
+                    std::cmp::Ordering::Greater => (Pick::Second, true),
+                    std::cmp::Ordering::Equal => (Pick::Undecided, true),
+                };
+            }
+            if fa != fb {
+                return (if fa { Pick::First } else { Pick::Second }, fa);
+            }
+            if level == 0 && pa != pb {
+                ua = self.pod_usable[pa as usize];
+                ub = self.pod_usable[pb as usize];
+                level = 1;
+                continue;
+            }
+            // Neither subtree fits at this level: more usable nodes wins.
+            return match ua.cmp(&ub) {
+                std::cmp::Ordering::Greater => (Pick::First, false),
+                std::cmp::Ordering::Less => (Pick::Second, false),
+                std::cmp::Ordering::Equal => (Pick::Undecided, false),
+            };
+        }
+    }
+
+    fn select_current(&mut self, topo: &Topology, state: &ClusterState, nodes: u32, guard: &Guard) -> Option<Vec<u32>> {
+        // The highest switch with enough usable nodes: the root when there are several pods
+        // (it holds every leaf), else the last pod that has enough.
+        let total: u32 = self.pod_usable.iter().sum();
+        let leaves: Vec<u32> = if topo.n_pods() > 1 && total >= nodes {
+            (0..topo.n_leaves() as u32).collect()
+        } else {
+            let pod = (0..topo.n_pods() as u32).rev().find(|&p| self.pod_usable[p as usize] >= nodes)?;
+            topo.pod_leaves(pod).collect()
+        };
+        let mut dist = vec![0u32; topo.n_leaves()];
+        let mut chosen = Vec::with_capacity(nodes as usize);
+        while (chosen.len() as u32) < nodes {
+            let rem = nodes - chosen.len() as u32;
+            let mut best: Option<u32> = None;
+            for &i in &leaves {
+                if self.leaf_usable[i as usize] == 0 {
+                    continue;
+                }
+                let Some(b) = best else {
+                    best = Some(i);
+                    continue;
+                };
+                let (pick, fits) = self.compare(topo, i, b, rem);
+                let (di, db) = (dist[i as usize], dist[b as usize]);
+                if (di < db && fits) || (di == db && pick == Pick::First) {
+                    best = Some(i);
+                }
+            }
+            let leaf = best?;
+            let take = self.leaf_usable[leaf as usize].min(rem);
+            Self::take(topo, state, guard, leaf, take, &mut chosen);
+            self.leaf_usable[leaf as usize] -= take;
+            self.pod_usable[topo.pod_of_leaf(leaf) as usize] -= take;
+            let pod = topo.pod_of_leaf(leaf);
+            for &l in &leaves {
+                dist[l as usize] += if l == leaf {
+                    0
+                } else if topo.pod_of_leaf(l) == pod {
+                    2
+                } else {
+                    4
+                };
+            }
+        }
+        Some(chosen)
+    }
+
+    fn select_classic(&mut self, topo: &Topology, state: &ClusterState, nodes: u32, guard: &Guard) -> Option<Vec<u32>> {
+        // Lowest-level switch with enough usable nodes; fewest usable, then first index.
+        let fewest = |it: &mut dyn Iterator<Item = (u32, u32)>| it.filter(|&(_, u)| u >= nodes).min_by_key(|&(i, u)| (u, i)).map(|(i, _)| i);
+        let leaves: Vec<u32> = if let Some(l) = fewest(&mut (0..topo.n_leaves() as u32).map(|l| (l, self.leaf_usable[l as usize]))) {
+            vec![l]
+        } else if let Some(p) = fewest(&mut (0..topo.n_pods() as u32).map(|p| (p, self.pod_usable[p as usize]))) {
+            topo.pod_leaves(p).collect()
+        } else if self.pod_usable.iter().sum::<u32>() >= nodes {
+            (0..topo.n_leaves() as u32).collect()
+        } else {
+            return None;
+        };
+        let mut chosen = Vec::with_capacity(nodes as usize);
+        while (chosen.len() as u32) < nodes {
+            let rem = nodes - chosen.len() as u32;
+            let usable = |l: &u32| self.leaf_usable[*l as usize];
+            let leaf = leaves
+                .iter()
+                .copied()
+                .filter(|l| usable(l) >= rem)
+                .min_by_key(|l| (usable(l), *l))
+                .or_else(|| leaves.iter().copied().filter(|l| usable(l) > 0).min_by_key(|l| (std::cmp::Reverse(usable(l)), *l)))?;
+            let take = self.leaf_usable[leaf as usize].min(rem);
+            Self::take(topo, state, guard, leaf, take, &mut chosen);
+            self.leaf_usable[leaf as usize] -= take;
+        }
+        Some(chosen)
+    }
+}
+
+impl Allocator for SlurmTree {
+    fn name(&self) -> String {
+        "slurm-tree".into()
+    }
+    fn fungible(&self) -> bool {
+        true
+    }
+    fn check_fits_ever(&self, _topo: &Topology, empty: &ClusterState, nodes: u32) -> Result<(), String> {
+        fits_in_machine(empty, nodes)
+    }
+    fn select(&mut self, topo: &Topology, state: &ClusterState, nodes: u32, guard: &Guard) -> Option<Vec<u32>> {
+        if nodes == 0 || nodes > state.n_free() {
+            return None;
+        }
+        self.usable(topo, state, guard);
+        match self.profile {
+            SlurmProfile::Current => self.select_current(topo, state, nodes, guard),
+            SlurmProfile::Classic => self.select_classic(topo, state, nodes, guard),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The brief's §4.3 worked example: toy tree, busy nodes 0, 6, 7, 9, 10, 11, 17.
+    fn example() -> (Topology, ClusterState) {
+        let t = Topology::preset("toy18").unwrap();
+        let mut s = ClusterState::new(&t, &[]);
+        for (j, n) in [0u32, 6, 7, 9, 10, 11, 17].into_iter().enumerate() {
+            s.allocate(&t, j as u32, &[n], 1);
+        }
+        (t, s)
+    }
+
+    fn sorted(mut v: Vec<u32>) -> Vec<u32> {
+        v.sort_unstable();
+        v
+    }
+
+    #[test]
+    fn brief_example_both_profiles() {
+        let (t, s) = example();
+        for profile in [SlurmProfile::Current, SlurmProfile::Classic] {
+            let mut a = SlurmTree::new(profile);
+            assert_eq!(sorted(a.select(&t, &s, 4, &Guard::NONE).unwrap()), vec![12, 13, 14, 15], "{profile:?} N=4");
+            assert_eq!(sorted(a.select(&t, &s, 2, &Guard::NONE).unwrap()), vec![1, 2], "{profile:?} N=2");
+            assert!(a.select(&t, &s, 12, &Guard::NONE).is_none());
+            assert_eq!(a.select(&t, &s, 11, &Guard::NONE).unwrap().len(), 11);
+        }
+    }
+
+    #[test]
+    fn classic_and_current_differ_on_the_first_leaf() {
+        // pod0 free: 3+3+3 = 9; pod1 free: 3+1+0 = 4. N=5 needs two leaves.
+        // classic: lowest-level switch that fits is a pod; fewest usable is pod1 (4)? no,
+        // 4 < 5 does not fit, so pod0 (9): most usable leaf first (L0), then the tightest
+        // leaf holding the remaining 2 (L1, first index) -> {0,1,2,3,4}.
+        // current: the root; the leaf in the smallest subtree holding the remainder...
+        let t = Topology::preset("toy18").unwrap();
+        let mut s = ClusterState::new(&t, &[]);
+        for (j, n) in [13u32, 14, 15, 16, 17].into_iter().enumerate() {
+            s.allocate(&t, j as u32, &[n], 1);
+        }
+        let classic = sorted(SlurmTree::new(SlurmProfile::Classic).select(&t, &s, 5, &Guard::NONE).unwrap());
+        assert_eq!(classic, vec![0, 1, 2, 3, 4]);
+        let current = sorted(SlurmTree::new(SlurmProfile::Current).select(&t, &s, 5, &Guard::NONE).unwrap());
+        assert_eq!(current.len(), 5);
+        assert!(current.iter().all(|&n| t.pod_of(n) == 0), "current keeps the job in one pod: {current:?}");
+    }
+}
