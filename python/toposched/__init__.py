@@ -8,6 +8,6 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .errors import InputError, ToposchedError, TopologyError, TraceFormatError
+from .errors import InputError, SimulationError, ToposchedError, TopologyError, TraceFormatError
 
-__all__ = ["InputError", "ToposchedError", "TopologyError", "TraceFormatError", "__version__"]
+__all__ = ["InputError", "SimulationError", "ToposchedError", "TopologyError", "TraceFormatError", "__version__"]

@@ -75,7 +75,7 @@ class Simulation:
         runtime_s: npt.NDArray[np.int64],
         *,
         queue: str = "easy",
-        alloc: str = "linear",
+        alloc: str | object | None = None,
         seed: int = 0,
         kill_at_walltime: bool = True,
         queue_depth: int | None = None,
@@ -89,6 +89,7 @@ class Simulation:
         down: list[int] | None = None,
         max_leaves: npt.NDArray[np.int64] | None = None,
         switch_wait_s: npt.NDArray[np.int64] | None = None,
+        queue_order: object | None = None,
     ) -> None: ...
     def step(self, max_instants: int | None = None) -> bool: ...
     @property

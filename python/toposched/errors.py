@@ -46,3 +46,8 @@ class TraceFormatError(InputError):
 
 class TopologyError(InputError):
     """A fabric description (topology.conf, preset or parameters) that cannot be built."""
+
+
+class SimulationError(ToposchedError):
+    """A replay that cannot go on: a policy written in Python failed or answered wrongly,
+    or an invariant check found a violation. The message says which and why."""

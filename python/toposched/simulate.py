@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable
 
@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import __version__
+from .errors import SimulationError
 from .topology import Fabric
 from .workload.model import Workload
 
@@ -52,7 +53,10 @@ class RunConfig:
     """Policies and engine settings of one replay (all recorded in the summary)."""
 
     queue: str = "easy"
-    alloc: str = "linear"
+    #: A built-in name, ``"module:Class"``, or an AllocationPolicy instance.
+    alloc: Any = "linear"
+    #: None (submit order), ``"module:Class"`` or a QueueOrder instance.
+    queue_order: Any = None
     seed: int = 0
     kill_at_walltime: bool = True
     queue_depth: int | None = None
@@ -145,6 +149,10 @@ def simulate(
         return aslogged.replay_as_logged(workload, fabric, config)
     from . import _core
 
+    from . import policies
+
+    alloc = policies.resolve(config.alloc, fabric)
+    order = policies.resolve(config.queue_order, fabric) if config.queue_order is not None else None
     cols = workload.columns
     sim = _core.Simulation(
         fabric.core,
@@ -154,7 +162,8 @@ def simulate(
         cols["walltime_s"],
         cols["runtime_s"],
         queue=config.queue,
-        alloc=config.alloc,
+        alloc=alloc,
+        queue_order=order,
         seed=config.seed,
         kill_at_walltime=config.kill_at_walltime,
         queue_depth=config.queue_depth,
@@ -179,6 +188,8 @@ def simulate(
             progress(total, total)
     except KeyboardInterrupt:
         complete = False
+    except RuntimeError as exc:
+        raise SimulationError(str(exc)) from None
     return _collect(sim, workload, fabric, config, complete)
 
 
@@ -314,6 +325,16 @@ def _span_counts(offsets: np.ndarray, flat: np.ndarray, leaf_of: np.ndarray, pod
     return leaves, pods
 
 
+def _policy_block(config: RunConfig) -> dict[str, Any]:
+    """The run's settings as JSON: policy objects written as their names."""
+    from .policies import describe
+
+    block = {f.name: getattr(config, f.name) for f in fields(config)}
+    block["alloc"] = describe(config.alloc)
+    block["queue_order"] = describe(config.queue_order)
+    return block
+
+
 def _summary(
     workload: Workload,
     fabric: Fabric,
@@ -360,7 +381,7 @@ def _summary(
         "complete": complete,
         "input": workload.describe(),
         "fabric": {k: fab[k] for k in ("name", "source", "levels", "nodes", "leaves", "pods", "nodes_per_leaf", "max_pod_nodes", "uplinks_per_leaf", "uplinks_per_l2", "notes")},
-        "policy": asdict(config),
+        "policy": _policy_block(config),
         "jobs": {
             "in_workload": len(workload),
             "replayed": len(jobs),

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .errors import TopologyError
 from .fabric_spec import FabricSpec, LeafSpec, PodSpec
 
@@ -200,6 +202,16 @@ class Fabric:
     @property
     def name(self) -> str:
         return self.spec.name
+
+    @property
+    def leaf_of_node(self) -> "np.ndarray":
+        """Leaf index of every node id (int32 array)."""
+        return self.core.leaf_of_nodes()
+
+    @property
+    def pod_of_leaf(self) -> "np.ndarray":
+        """Pod index of every leaf (int32 array)."""
+        return self.core.pod_of_leaves()
 
     @property
     def n_nodes(self) -> int:

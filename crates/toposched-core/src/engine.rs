@@ -323,6 +323,9 @@ impl Engine {
             match self.alloc.check_fits_ever(&self.topo, &self.empty, spec.nodes) {
                 Ok(()) => self.core.queue.push(row),
                 Err(why) => {
+                    if let Some(e) = self.alloc.take_error() {
+                        return Err(SimError(e));
+                    }
                     self.core.outcomes[row as usize].status = JobStatus::Skipped;
                     self.skipped.push((row, why));
                 }
@@ -339,6 +342,9 @@ impl Engine {
             };
             self.queue_policy.pass(&mut ctx);
             self.passes += 1;
+            if let Some(e) = self.alloc.take_error().or_else(|| self.queue_policy.take_error()) {
+                return Err(SimError(e));
+            }
             if self.opts.check_interference_free {
                 self.check_interference_free()?;
             }

@@ -12,6 +12,7 @@
 pub mod alloc;
 pub mod engine;
 pub mod metrics;
+pub mod network;
 pub mod queue;
 pub mod state;
 pub mod topology;

@@ -169,10 +169,10 @@ impl Simulation {
     #[new]
     #[pyo3(signature = (
         topology, job_id, submit_s, nodes, walltime_s, runtime_s, *,
-        queue="easy", alloc="linear", seed=0, kill_at_walltime=true, queue_depth=None,
+        queue="easy", alloc=None, seed=0, kill_at_walltime=true, queue_depth=None,
         leaf_order="flux-topo", tie_break="name", slurm_profile="current", flux_window=false, reserved_tiers_always=false,
         record_reservations=false, check_interference_free=false, down=None,
-        max_leaves=None, switch_wait_s=None
+        max_leaves=None, switch_wait_s=None, queue_order=None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -183,7 +183,7 @@ impl Simulation {
         walltime_s: PyReadonlyArray1<i64>,
         runtime_s: PyReadonlyArray1<i64>,
         queue: &str,
-        alloc: &str,
+        alloc: Option<&Bound<'_, PyAny>>,
         seed: u64,
         kill_at_walltime: bool,
         queue_depth: Option<usize>,
@@ -197,6 +197,7 @@ impl Simulation {
         down: Option<Vec<u32>>,
         max_leaves: Option<PyReadonlyArray1<i64>>,
         switch_wait_s: Option<PyReadonlyArray1<i64>>,
+        queue_order: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Simulation> {
         let (id, sub, n, wt, rt) = (
             slice(&job_id, "job_id")?,
@@ -231,12 +232,22 @@ impl Simulation {
             other => return Err(PyValueError::new_err(format!("slurm_profile must be 'current' or 'classic', not {other:?}"))),
         };
         let alloc_opts = AllocOptions { seed, isolated: IsolatedOptions { leaf_order, tie_break }, slurm };
-        let allocator = alloc::by_name(alloc, &alloc_opts).ok_or_else(|| {
-            PyValueError::new_err(format!("unknown allocation policy {alloc:?}; built-ins are: {}", alloc::ALLOCATORS.join(", ")))
-        })?;
-        let queue_policy = queue::by_name(queue, EasyOptions { flux_window, reserved_tiers_always }).ok_or_else(|| {
+        let allocator: Box<dyn alloc::Allocator> = match alloc {
+            None => Box::new(alloc::Linear),
+            Some(a) if a.is_instance_of::<pyo3::types::PyString>() => {
+                let name: String = a.extract()?;
+                alloc::by_name(&name, &alloc_opts).ok_or_else(|| {
+                    PyValueError::new_err(format!("unknown allocation policy {name:?}; built-ins are: {}", alloc::ALLOCATORS.join(", ")))
+                })?
+            }
+            Some(obj) => Box::new(policies::PyAllocator::new(obj.py(), obj.clone().unbind())?),
+        };
+        let mut queue_policy = queue::by_name(queue, EasyOptions { flux_window, reserved_tiers_always }).ok_or_else(|| {
             PyValueError::new_err(format!("unknown queue policy {queue:?}; built-ins are: {}", queue::QUEUES.join(", ")))
         })?;
+        if let Some(order) = queue_order {
+            queue_policy = Box::new(policies::PyQueueOrder::new(order.py(), order.clone().unbind(), queue_policy)?);
+        }
         let opts = EngineOptions {
             kill_at_walltime,
             queue_depth: queue_depth.unwrap_or(usize::MAX).max(1),

@@ -1,8 +1,227 @@
-//! Python bindings of the core's `policies` functionality (registered into toposched._core).
+//! Policies written in Python, run inside the Rust engine.
+//!
+//! `PyAllocator` wraps an object with `select(nodes, free) -> list[int] | None` (see
+//! python/toposched/policies.py for the documented base class); `PyQueueOrder` wraps an
+//! object with `key(job_id, submit_s, nodes, walltime_s, now_s)` and reorders the queue
+//! before the built-in queue policy runs. Everything a Python policy returns is checked
+//! here; a bad answer or a Python exception is kept and stops the run with a message
+//! naming the policy, the job and what was wrong.
 
+use numpy::PyArray1;
 use pyo3::prelude::*;
 
-/// Add this file's classes and functions to the module.
+use toposched_core::alloc::{Allocator, Guard};
+use toposched_core::queue::{PassCtx, QueuePolicy};
+use toposched_core::state::ClusterState;
+use toposched_core::Topology;
+
+fn describe(py: Python<'_>, err: &PyErr) -> String {
+    let tb = err
+        .traceback(py)
+        .and_then(|tb| tb.format().ok())
+        .map(|t| format!("\n{}", t.trim_end()))
+        .unwrap_or_default();
+    format!("{err}{tb}")
+}
+
+/// An allocation policy implemented by a Python object.
+pub struct PyAllocator {
+    obj: Py<PyAny>,
+    name: String,
+    fungible: bool,
+    error: Option<String>,
+}
+
+impl PyAllocator {
+    pub fn new(py: Python<'_>, obj: Py<PyAny>) -> PyResult<PyAllocator> {
+        let b = obj.bind(py);
+        let name = match b.getattr("name") {
+            Ok(n) if !n.is_none() => n.extract::<String>()?,
+            _ => b.get_type().qualname()?.to_string(),
+        };
+        let fungible = match b.getattr("fungible") {
+            Ok(f) => f.extract::<bool>()?,
+            Err(_) => false,
+        };
+        if !b.hasattr("select")? {
+            return Err(pyo3::exceptions::PyTypeError::new_err(format!("allocation policy {name} has no select(nodes, free) method")));
+        }
+        Ok(PyAllocator { obj, name, fungible, error: None })
+    }
+
+    fn fail(&mut self, msg: String) {
+        if self.error.is_none() {
+            self.error = Some(format!("allocation policy {}: {msg}", self.name));
+        }
+    }
+}
+
+impl Allocator for PyAllocator {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn fungible(&self) -> bool {
+        self.fungible
+    }
+
+    fn check_fits_ever(&self, _topo: &Topology, empty: &ClusterState, nodes: u32) -> Result<(), String> {
+        let healthy = empty.n_healthy();
+        Python::with_gil(|py| {
+            let b = self.obj.bind(py);
+            if !b.hasattr("fits_ever").unwrap_or(false) {
+                return if nodes <= healthy { Ok(()) } else { Err(format!("asks for {nodes} nodes; the machine has {healthy}")) };
+            }
+            match b.call_method1("fits_ever", (nodes,)) {
+                Ok(v) if v.is_truthy().unwrap_or(false) && !v.is_instance_of::<pyo3::types::PyString>() => Ok(()),
+                Ok(v) if v.is_instance_of::<pyo3::types::PyString>() => Err(v.extract::<String>().unwrap_or_default()),
+                Ok(_) => Err(format!("policy {} says a job of {nodes} nodes can never fit", self.name)),
+                Err(e) => Err(format!("policy {}: fits_ever raised {}", self.name, describe(py, &e))),
+            }
+        })
+    }
+
+    fn select(&mut self, topo: &Topology, state: &ClusterState, nodes: u32, guard: &Guard) -> Option<Vec<u32>> {
+        if self.error.is_some() || nodes > state.n_free() {
+            return None;
+        }
+        let free: Vec<i32> = state.free_set().iter_range(0..topo.n_nodes() as u32).filter(|&n| !guard.excludes(n)).map(|n| n as i32).collect();
+        let answer: Result<Option<Vec<i64>>, String> = Python::with_gil(|py| {
+            let arr = PyArray1::from_vec(py, free);
+            match self.obj.bind(py).call_method1("select", (nodes, arr)) {
+                Ok(v) if v.is_none() => Ok(None),
+                Ok(v) => v.extract::<Vec<i64>>().map(Some).map_err(|_| {
+                    format!("select({nodes}, free) must return a list of node ids or None, not {}", v.get_type().name().map(|n| n.to_string()).unwrap_or_default())
+                }),
+                Err(e) => Err(format!("select({nodes}, free) raised {}", describe(py, &e))),
+            }
+        });
+        let chosen = match answer {
+            Ok(Some(v)) => v,
+            Ok(None) => return None,
+            Err(msg) => {
+                self.fail(msg);
+                return None;
+            }
+        };
+        if chosen.len() != nodes as usize {
+            self.fail(format!("select({nodes}, free) returned {} nodes instead of {nodes}", chosen.len()));
+            return None;
+        }
+        let mut out = Vec::with_capacity(chosen.len());
+        for &n in &chosen {
+            if n < 0 || n >= topo.n_nodes() as i64 {
+                self.fail(format!("select({nodes}, free) returned node {n}, which is not on the fabric (0..{})", topo.n_nodes()));
+                return None;
+            }
+            let n = n as u32;
+            if !state.is_free(n) {
+                self.fail(format!("select({nodes}, free) returned node {n}, which is busy"));
+                return None;
+            }
+            if guard.excludes(n) {
+                self.fail(format!("select({nodes}, free) returned node {n}, which is reserved for another job (not in `free`)"));
+                return None;
+            }
+            out.push(n);
+        }
+        let mut sorted = out.clone();
+        sorted.sort_unstable();
+        if sorted.windows(2).any(|w| w[0] == w[1]) {
+            self.fail(format!("select({nodes}, free) returned a node twice: {chosen:?}"));
+            return None;
+        }
+        Some(out)
+    }
+
+    fn take_error(&mut self) -> Option<String> {
+        self.error.take()
+    }
+}
+
+/// A queue order implemented by a Python object, in front of a built-in queue policy.
+pub struct PyQueueOrder {
+    obj: Py<PyAny>,
+    name: String,
+    inner: Box<dyn QueuePolicy>,
+    error: Option<String>,
+}
+
+impl PyQueueOrder {
+    pub fn new(py: Python<'_>, obj: Py<PyAny>, inner: Box<dyn QueuePolicy>) -> PyResult<PyQueueOrder> {
+        let b = obj.bind(py);
+        if !b.hasattr("key")? {
+            return Err(pyo3::exceptions::PyTypeError::new_err("a queue order needs a key(job_id, submit_s, nodes, walltime_s, now_s) method"));
+        }
+        let name = b.get_type().qualname()?.to_string();
+        Ok(PyQueueOrder { obj, name, inner, error: None })
+    }
+}
+
+impl QueuePolicy for PyQueueOrder {
+    fn name(&self) -> String {
+        format!("{}+{}", self.inner.name(), self.name)
+    }
+
+    fn pass(&mut self, ctx: &mut PassCtx) {
+        if self.error.is_some() {
+            return;
+        }
+        let now = ctx.now();
+        let keyed: Result<Vec<(Py<PyAny>, usize, u32)>, String> = Python::with_gil(|py| {
+            let b = self.obj.bind(py);
+            ctx.core
+                .queue
+                .iter()
+                .enumerate()
+                .map(|(i, &row)| {
+                    let j = ctx.jobs[row as usize];
+                    b.call_method1("key", (j.id, j.submit_s, j.nodes, j.walltime_s, now))
+                        .map(|k| (k.unbind(), i, row))
+                        .map_err(|e| format!("queue order {}: key() raised {}", self.name, describe(py, &e)))
+                })
+                .collect()
+        });
+        let mut keyed = match keyed {
+            Ok(k) => k,
+            Err(e) => {
+                self.error = Some(e);
+                return;
+            }
+        };
+        let mut failure = None;
+        Python::with_gil(|py| {
+            // Stable: equal keys keep queue (submit) order.
+            keyed.sort_by(|a, b| match a.0.bind(py).lt(b.0.bind(py)) {
+                Ok(true) => std::cmp::Ordering::Less,
+                Ok(false) => match b.0.bind(py).lt(a.0.bind(py)) {
+                    Ok(true) => std::cmp::Ordering::Greater,
+                    Ok(false) => a.1.cmp(&b.1),
+                    Err(e) => {
+                        failure.get_or_insert_with(|| describe(py, &e));
+                        a.1.cmp(&b.1)
+                    }
+                },
+                Err(e) => {
+                    failure.get_or_insert_with(|| describe(py, &e));
+                    a.1.cmp(&b.1)
+                }
+            });
+        });
+        if let Some(e) = failure {
+            self.error = Some(format!("queue order {}: keys cannot be compared: {e}", self.name));
+            return;
+        }
+        ctx.core.queue = keyed.into_iter().map(|k| k.2).collect();
+        self.inner.pass(ctx);
+    }
+
+    fn take_error(&mut self) -> Option<String> {
+        self.error.take().or_else(|| self.inner.take_error())
+    }
+}
+
+/// Nothing to register: the classes above are used through `Simulation(alloc=obj, queue_order=obj)`.
 pub fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }

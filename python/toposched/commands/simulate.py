@@ -33,6 +33,15 @@ def _positive_int(text: str) -> int:
     return v
 
 
+BUILTIN_ALLOCS = ("linear", "random", "isolated", "slurm-tree", "as-logged")
+
+
+def _alloc_name(text: str) -> str:
+    if text in BUILTIN_ALLOCS or ":" in text:
+        return text
+    raise argparse.ArgumentTypeError(f"expected one of {', '.join(BUILTIN_ALLOCS)} or module:Class, got {text!r}")
+
+
 def _walltime_default(text: str) -> str | int:
     if text == "runtime":
         return text
@@ -49,7 +58,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--system", required=True, metavar="FABRIC", help="preset, fattree:K=..,S=..,P=.. or topology.conf")
     g = parser.add_argument_group("policies")
     g.add_argument("--queue", default="easy", choices=("fcfs", "easy", "conservative"), help="queue policy (default: easy)")
-    g.add_argument("--alloc", default="linear", choices=("linear", "random", "isolated", "slurm-tree", "as-logged"), help="allocation policy (default: linear); as-logged: start times and nodes from the log, no scheduling (docs/as-logged.md)")
+    g.add_argument("--alloc", default="linear", type=_alloc_name, metavar="POLICY", help="allocation policy: linear (default), random, isolated, slurm-tree, as-logged (start times and nodes from the log, docs/as-logged.md), or module:Class for a policy written in Python (docs/python-policies.md)")
+    g.add_argument("--queue-order", metavar="MODULE:CLASS", help="reorder the queue at every pass with a QueueOrder written in Python (docs/python-policies.md)")
     g.add_argument("--seed", type=int, default=0, help="seed of the random policy (default: 0)")
     g.add_argument("--leaf-order", default="flux-topo", choices=("flux-topo", "paper"), help="isolated: T3 leaf order (default: flux-topo, the published code)")
     g.add_argument("--tie-break", default="name", choices=("name", "index"), help="isolated: how equal availabilities are ordered (default: name)")
@@ -96,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
     config = RunConfig(
         queue=args.queue,
         alloc=args.alloc,
+        queue_order=args.queue_order,
         seed=args.seed,
         kill_at_walltime=not args.run_on,
         queue_depth=args.queue_depth,

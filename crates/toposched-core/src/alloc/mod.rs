@@ -69,6 +69,12 @@ pub trait Allocator: Send + Sync {
     fn feasible(&mut self, topo: &Topology, state: &ClusterState, nodes: u32, guard: &Guard) -> bool {
         self.select(topo, state, nodes, guard).is_some()
     }
+
+    /// An error that must stop the run (a policy written in Python that raised or returned
+    /// an invalid allocation). The engine asks after every pass and every submit check.
+    fn take_error(&mut self) -> Option<String> {
+        None
+    }
 }
 
 /// Free nodes not excluded by the guard, ascending.

@@ -56,6 +56,11 @@ pub trait QueuePolicy: Send + Sync {
     /// One scheduling pass at `ctx.now()`. Started jobs must be removed from
     /// `ctx.core.queue`; the relative order of the others must not change.
     fn pass(&mut self, ctx: &mut PassCtx);
+
+    /// An error that must stop the run (see [`Allocator::take_error`]).
+    fn take_error(&mut self) -> Option<String> {
+        None
+    }
 }
 
 /// Names the CLI accepts.

@@ -1,0 +1,241 @@
+//! A fabric's network model and the one-shot evaluation of a set of co-running jobs
+//! (`toposched interfere`).
+
+use super::demand::{Demand, DemandBuilder, Traffic};
+use super::links::{Bandwidth, Links};
+use super::routing::{Route, Router};
+use super::share::{dilation, Active, Fairness, Shared};
+use crate::topology::Topology;
+
+/// Settings of the network model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NetConfig {
+    pub bandwidth: Bandwidth,
+    pub fairness: Fairness,
+    /// Weight of each service level (index = level). Default: one level of weight 1.
+    pub sl_weights: Vec<f64>,
+}
+
+impl Default for NetConfig {
+    fn default() -> Self {
+        NetConfig { bandwidth: Bandwidth::default(), fairness: Fairness::Flows, sl_weights: vec![1.0] }
+    }
+}
+
+/// Service-level weights of seed 003's Catalyst: SL 0:1 and 2:3 are 9:1 pairs, the high
+/// pair gets 254 times the low pair: effective 2286:254:9:1.
+pub const CATALYST_SL_WEIGHTS: [f64; 4] = [2286.0, 254.0, 9.0, 1.0];
+
+impl NetConfig {
+    pub fn check(&self) -> Result<(), String> {
+        let b = self.bandwidth;
+        for (name, v) in [("host", b.host), ("leaf", b.leaf), ("core", b.core)] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(format!("{name} link bandwidth must be a positive number, got {v}"));
+            }
+        }
+        if self.sl_weights.is_empty() {
+            return Err("at least one service level weight is needed".into());
+        }
+        if let Some(w) = self.sl_weights.iter().find(|w| !(w.is_finite() && **w > 0.0)) {
+            return Err(format!("service level weights must be positive numbers, got {w}"));
+        }
+        Ok(())
+    }
+    pub fn sl_weight(&self, level: u32) -> Result<f64, String> {
+        self.sl_weights.get(level as usize).copied().ok_or_else(|| {
+            format!("service level {level} is not defined ({} level(s): 0..{})", self.sl_weights.len(), self.sl_weights.len() - 1)
+        })
+    }
+}
+
+/// One fabric's links, routes and sharing rules.
+#[derive(Clone, Debug)]
+pub struct Network {
+    topo: Topology,
+    router: Router,
+    config: NetConfig,
+}
+
+/// A job of a one-shot evaluation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobSpec {
+    pub nodes: Vec<u32>,
+    pub traffic: Traffic,
+    pub service_level: u32,
+    /// Fraction of the job's time alone spent communicating, in [0, 1].
+    pub phi: f64,
+}
+
+/// What the model predicts for one job.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobResult {
+    pub flows: u64,
+    pub bytes: f64,
+    pub t_ideal: f64,
+    pub t_alone: f64,
+    /// Communication time per iteration with the other jobs (`t_alone / x`).
+    pub t_shared: f64,
+    /// `t_alone / t_ideal`: what the placement itself costs.
+    pub placement_penalty: f64,
+    /// Relative communication speed (1 = as alone).
+    pub x: f64,
+    /// `1 / x`.
+    pub comm_slowdown: f64,
+    pub phibar: f64,
+    /// Whole-job slowdown relative to alone on the same placement (duty-cycle corrected).
+    pub slowdown: f64,
+    /// Whole-job time relative to the ideal placement, alone and with the others.
+    pub slowdown_vs_ideal: f64,
+    pub links_used: usize,
+    pub inter_switch_links: usize,
+    pub links_shared: usize,
+    pub hot_links: usize,
+    /// Indices of the other jobs it shares at least one link with, ascending.
+    pub shared_with: Vec<usize>,
+}
+
+/// Result of [`Network::evaluate`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Evaluation {
+    pub jobs: Vec<JobResult>,
+    /// Links whose offered load exceeds capacity: (link, offered load, capacity).
+    pub hot_links: Vec<(u32, f64, f64)>,
+    /// Links used by two jobs or more.
+    pub shared_links: usize,
+    /// Solver rounds.
+    pub rounds: u64,
+}
+
+impl Network {
+    pub fn new(topo: &Topology, config: NetConfig) -> Result<Network, String> {
+        config.check()?;
+        let links = Links::new(topo, config.bandwidth);
+        Ok(Network { topo: topo.clone(), router: Router::new(topo, links), config })
+    }
+    pub fn topology(&self) -> &Topology {
+        &self.topo
+    }
+    pub fn links(&self) -> &Links {
+        self.router.links()
+    }
+    pub fn router(&self) -> &Router {
+        &self.router
+    }
+    pub fn config(&self) -> &NetConfig {
+        &self.config
+    }
+    /// The D-mod-k route between two nodes.
+    pub fn route(&self, s: u32, d: u32) -> Route {
+        self.router.route(s, d)
+    }
+    pub fn link_name(&self, link: u32) -> String {
+        self.links().name(link, &self.topo)
+    }
+    pub fn builder(&self) -> DemandBuilder {
+        DemandBuilder::new(self.links().len())
+    }
+    /// A job's per-link demand.
+    pub fn demand(&self, builder: &mut DemandBuilder, nodes: &[u32], traffic: &Traffic) -> Result<Demand, String> {
+        builder.build(&self.router, nodes, traffic, self.config.fairness == Fairness::Ports)
+    }
+    /// An empty sharing state with this fabric's capacities.
+    pub fn shared(&self) -> Shared {
+        let l = self.links();
+        Shared::new((0..l.len() as u32).map(|x| l.capacity(x)).collect())
+    }
+    /// The job's claim/demand record on the network.
+    pub fn active(&self, dem: &Demand, service_level: u32, phi: f64) -> Result<Active, String> {
+        let omega = self.config.sl_weight(service_level)?;
+        let l = self.links();
+        Ok(Active::from_demand(dem, |x| l.is_inter_switch(x), self.config.fairness, omega, phi))
+    }
+
+    /// Evaluate jobs running together in steady state. Node lists must not overlap.
+    pub fn evaluate(&self, jobs: &[JobSpec]) -> Result<Evaluation, String> {
+        let n = self.topo.n_nodes();
+        let mut owner = vec![usize::MAX; n];
+        for (i, j) in jobs.iter().enumerate() {
+            if !(j.phi.is_finite() && (0.0..=1.0).contains(&j.phi)) {
+                return Err(format!("job {i}: phi must be in [0, 1], got {}", j.phi));
+            }
+            for &x in &j.nodes {
+                if x as usize >= n {
+                    return Err(format!("job {i}: node {x} is not on the fabric ({n} nodes)"));
+                }
+                if owner[x as usize] != usize::MAX {
+                    let o = owner[x as usize];
+                    return Err(if o == i {
+                        format!("job {i}: node {x} is listed twice")
+                    } else {
+                        format!("job {i}: node {x} is already used by job {o}")
+                    });
+                }
+                owner[x as usize] = i;
+            }
+        }
+        let mut builder = self.builder();
+        let mut shared = self.shared();
+        let mut demands = Vec::with_capacity(jobs.len());
+        let mut slots = Vec::with_capacity(jobs.len());
+        for (i, j) in jobs.iter().enumerate() {
+            let dem = self.demand(&mut builder, &j.nodes, &j.traffic).map_err(|e| format!("job {i}: {e}"))?;
+            let act = self.active(&dem, j.service_level, j.phi).map_err(|e| format!("job {i}: {e}"))?;
+            slots.push(shared.insert(act));
+            demands.push(dem);
+        }
+        let comp = shared.component(&slots);
+        if !comp.is_empty() {
+            shared.solve(&comp);
+        }
+        let slot_to_job: std::collections::BTreeMap<u32, usize> = slots.iter().enumerate().map(|(i, &s)| (s, i)).collect();
+        let mut out = Vec::with_capacity(jobs.len());
+        for (i, j) in jobs.iter().enumerate() {
+            let dem = &demands[i];
+            let a = shared.get(slots[i]);
+            let x = a.x;
+            let phibar = a.phibar;
+            let mut with: Vec<usize> = Vec::new();
+            for &l in &a.links {
+                for &o in shared.jobs_on(l) {
+                    if o != slots[i] {
+                        with.push(slot_to_job[&o]);
+                    }
+                }
+            }
+            with.sort_unstable();
+            with.dedup();
+            let p = dem.placement_penalty();
+            let slow = dilation(j.phi, x, phibar);
+            out.push(JobResult {
+                flows: dem.n_flows,
+                bytes: dem.total_bytes,
+                t_ideal: dem.t_ideal,
+                t_alone: dem.t_alone,
+                t_shared: dem.t_alone / x,
+                placement_penalty: p,
+                x,
+                comm_slowdown: 1.0 / x,
+                phibar,
+                slowdown: slow,
+                slowdown_vs_ideal: (1.0 - j.phi) + j.phi * p * (1.0 + (1.0 / x - 1.0) * phibar),
+                links_used: dem.links.len(),
+                inter_switch_links: a.links.len(),
+                links_shared: a.shared_now as usize,
+                hot_links: shared.hot_links_of(slots[i]),
+                shared_with: with,
+            });
+        }
+        let mut hot = Vec::new();
+        let mut n_shared = 0;
+        for l in 0..shared.n_links() as u32 {
+            if shared.jobs_on(l).len() >= 2 {
+                n_shared += 1;
+            }
+            if shared.is_hot(l) {
+                hot.push((l, shared.load(l), shared.capacity(l)));
+            }
+        }
+        Ok(Evaluation { jobs: out, hot_links: hot, shared_links: n_shared, rounds: shared.rounds })
+    }
+}

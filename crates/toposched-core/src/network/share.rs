@@ -1,0 +1,317 @@
+//! The set of jobs on the network and how they share it: per-link offered load, the jobs
+//! on each link, hot-link components, and the solve (fair bottleneck + duty cycle).
+//!
+//! Both the one-shot evaluation (`model::Network::evaluate`) and the replay
+//! (`replay::NetReplay`) use this, so a scenario evaluated alone and the same jobs met in a
+//! replay get the same numbers.
+//!
+//! Only links between switches are tracked: a node link carries one job's traffic and, by
+//! the normalisation of demands, never more than its capacity.
+
+use super::demand::Demand;
+use super::solver::{Problem, Solver, EPS};
+
+/// Fairness unit on a shared link (the `kappa` of the research note §3.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fairness {
+    /// A job's claim on a link is its number of flows there (default; closest to a
+    /// per-flow max-min flow-level simulator such as SimGrid's).
+    Flows,
+    /// Its number of distinct input ports there (a guess at per-input-port arbitration of
+    /// InfiniBand switches).
+    Ports,
+    /// One claim per job (SimGrid's ptask_L07 / Batsim parallel tasks).
+    Jobs,
+}
+
+impl Fairness {
+    pub fn parse(text: &str) -> Result<Fairness, String> {
+        match text {
+            "flows" | "flow" => Ok(Fairness::Flows),
+            "ports" | "port" => Ok(Fairness::Ports),
+            "jobs" | "job" => Ok(Fairness::Jobs),
+            other => Err(format!("fairness must be 'flows', 'ports' or 'jobs', not {other:?}")),
+        }
+    }
+    pub fn name(&self) -> &'static str {
+        match self {
+            Fairness::Flows => "flows",
+            Fairness::Ports => "ports",
+            Fairness::Jobs => "jobs",
+        }
+    }
+}
+
+/// A job on the network: its inter-switch links with demand at full speed and claim.
+#[derive(Clone, Debug, Default)]
+pub struct Active {
+    /// Inter-switch links, ascending.
+    pub links: Vec<u32>,
+    /// Demand on each link at x = 1 (bytes per iteration / time alone).
+    pub d: Vec<f64>,
+    /// Claim `omega · kappa` on each link.
+    pub claim: Vec<f64>,
+    /// Communication fraction (duty cycle) of the job.
+    pub phi: f64,
+    /// Relative communication speed from the last solve (1 = as alone).
+    pub x: f64,
+    /// Demand-weighted duty cycle of the competitors on its hot links (1 if none).
+    pub phibar: f64,
+    /// Links currently shared with at least one other job, and the most ever.
+    pub shared_now: u32,
+    pub shared_max: u32,
+}
+
+impl Active {
+    /// Build from a demand: keep links between switches, normalise by the time alone.
+    pub fn from_demand(dem: &Demand, is_inter_switch: impl Fn(u32) -> bool, fairness: Fairness, omega: f64, phi: f64) -> Active {
+        let mut a = Active { phi, x: 1.0, phibar: 1.0, ..Active::default() };
+        if dem.t_alone <= 0.0 {
+            return a;
+        }
+        for k in 0..dem.links.len() {
+            let l = dem.links[k];
+            if !is_inter_switch(l) {
+                continue;
+            }
+            let kappa = match fairness {
+                Fairness::Flows => dem.flows[k] as f64,
+                Fairness::Ports => dem.ports[k].max(1) as f64,
+                Fairness::Jobs => 1.0,
+            };
+            a.links.push(l);
+            a.d.push(dem.bytes[k] / dem.t_alone);
+            a.claim.push(omega * kappa);
+        }
+        a
+    }
+
+    /// Slowdown of the whole job relative to running alone on its placement, with the
+    /// duty-cycle correction: `(1 - phi) + phi · (1 + (1/x - 1) · phibar)`.
+    pub fn dilation(&self) -> f64 {
+        dilation(self.phi, self.x, self.phibar)
+    }
+}
+
+/// `(1 - phi) + phi · (1 + (1/x - 1) · phibar)` (research note §2.3 / §3.1).
+pub fn dilation(phi: f64, x: f64, phibar: f64) -> f64 {
+    (1.0 - phi) + phi * (1.0 + (1.0 / x - 1.0) * phibar)
+}
+
+/// The jobs on the network, by slot.
+#[derive(Clone, Debug)]
+pub struct Shared {
+    cap: Vec<f64>,
+    load: Vec<f64>,
+    on_link: Vec<Vec<u32>>,
+    jobs: Vec<Option<Active>>,
+    free: Vec<u32>,
+    // scratch
+    mark: Vec<u32>,
+    mark_gen: u32,
+    local: Vec<u32>,
+    local_gen: Vec<u32>,
+    problem: Problem,
+    solver: Solver,
+    x: Vec<f64>,
+    sum_d: Vec<f64>,
+    sum_dphi: Vec<f64>,
+    /// Statistics: solves, jobs solved, rounds.
+    pub solves: u64,
+    pub solved_jobs: u64,
+    pub rounds: u64,
+}
+
+impl Shared {
+    /// `cap[l]` is the capacity of link l.
+    pub fn new(cap: Vec<f64>) -> Shared {
+        let n = cap.len();
+        Shared {
+            cap,
+            load: vec![0.0; n],
+            on_link: vec![Vec::new(); n],
+            jobs: Vec::new(),
+            free: Vec::new(),
+            mark: Vec::new(),
+            mark_gen: 0,
+            local: vec![0; n],
+            local_gen: vec![0; n],
+            problem: Problem::default(),
+            solver: Solver::default(),
+            x: Vec::new(),
+            sum_d: Vec::new(),
+            sum_dphi: Vec::new(),
+            solves: 0,
+            solved_jobs: 0,
+            rounds: 0,
+        }
+    }
+
+    #[inline]
+    pub fn is_hot(&self, l: u32) -> bool {
+        self.load[l as usize] > self.cap[l as usize] * (1.0 + EPS)
+    }
+    pub fn load(&self, l: u32) -> f64 {
+        self.load[l as usize]
+    }
+    pub fn capacity(&self, l: u32) -> f64 {
+        self.cap[l as usize]
+    }
+    pub fn jobs_on(&self, l: u32) -> &[u32] {
+        &self.on_link[l as usize]
+    }
+    pub fn get(&self, slot: u32) -> &Active {
+        self.jobs[slot as usize].as_ref().expect("live slot")
+    }
+    pub fn n_links(&self) -> usize {
+        self.cap.len()
+    }
+
+    /// Put a job on the network; returns its slot. Loads and shared-link counts follow.
+    pub fn insert(&mut self, a: Active) -> u32 {
+        let slot = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                self.jobs.push(None);
+                self.mark.push(0);
+                (self.jobs.len() - 1) as u32
+            }
+        };
+        let mut a = a;
+        a.shared_now = 0;
+        for k in 0..a.links.len() {
+            let l = a.links[k] as usize;
+            self.load[l] += a.d[k];
+            let on = &mut self.on_link[l];
+            if on.len() == 1 {
+                let other = on[0] as usize;
+                let o = self.jobs[other].as_mut().expect("live slot");
+                o.shared_now += 1;
+                o.shared_max = o.shared_max.max(o.shared_now);
+            }
+            if !on.is_empty() {
+                a.shared_now += 1;
+            }
+            on.push(slot);
+        }
+        a.shared_max = a.shared_max.max(a.shared_now);
+        self.jobs[slot as usize] = Some(a);
+        slot
+    }
+
+    /// Take a job off the network.
+    pub fn remove(&mut self, slot: u32) -> Active {
+        let a = self.jobs[slot as usize].take().expect("live slot");
+        for k in 0..a.links.len() {
+            let l = a.links[k] as usize;
+            self.load[l] -= a.d[k];
+            let on = &mut self.on_link[l];
+            if let Some(p) = on.iter().position(|&s| s == slot) {
+                on.swap_remove(p);
+            }
+            if on.is_empty() {
+                self.load[l] = 0.0; // no drift on an idle link
+            } else if on.len() == 1 {
+                let other = on[0] as usize;
+                self.jobs[other].as_mut().expect("live slot").shared_now -= 1;
+            }
+        }
+        self.free.push(slot);
+        a
+    }
+
+    /// Jobs on the hot links of `slot` (other than itself), appended to `out`.
+    pub fn hot_neighbours(&self, slot: u32, out: &mut Vec<u32>) {
+        let a = self.get(slot);
+        for &l in &a.links {
+            if self.is_hot(l) {
+                out.extend(self.on_link[l as usize].iter().copied().filter(|&s| s != slot));
+            }
+        }
+    }
+
+    /// All jobs reachable from `seeds` through hot links (seeds included), ascending.
+    pub fn component(&mut self, seeds: &[u32]) -> Vec<u32> {
+        self.mark_gen = self.mark_gen.wrapping_add(1);
+        if self.mark_gen == 0 {
+            self.mark.iter_mut().for_each(|m| *m = 0);
+            self.mark_gen = 1;
+        }
+        let g = self.mark_gen;
+        let mut out = Vec::new();
+        let mut stack: Vec<u32> = Vec::new();
+        for &s in seeds {
+            if self.jobs[s as usize].is_some() && self.mark[s as usize] != g {
+                self.mark[s as usize] = g;
+                stack.push(s);
+            }
+        }
+        while let Some(s) = stack.pop() {
+            out.push(s);
+            let a = self.jobs[s as usize].as_ref().expect("live slot");
+            for &l in &a.links {
+                if self.load[l as usize] > self.cap[l as usize] * (1.0 + EPS) {
+                    for &o in &self.on_link[l as usize] {
+                        if self.mark[o as usize] != g {
+                            self.mark[o as usize] = g;
+                            stack.push(o);
+                        }
+                    }
+                }
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+
+    /// Solve the jobs of `comp` (a union of whole components): set their `x` and `phibar`.
+    pub fn solve(&mut self, comp: &[u32]) {
+        self.solves += 1;
+        self.solved_jobs += comp.len() as u64;
+        let gen = self.solves as u32;
+        let p = &mut self.problem;
+        p.clear();
+        self.sum_d.clear();
+        self.sum_dphi.clear();
+        for &s in comp {
+            let a = self.jobs[s as usize].as_ref().expect("live slot");
+            for k in 0..a.links.len() {
+                let l = a.links[k] as usize;
+                if self.load[l] <= self.cap[l] * (1.0 + EPS) {
+                    continue;
+                }
+                if self.local_gen[l] != gen {
+                    self.local_gen[l] = gen;
+                    self.local[l] = p.cap.len() as u32;
+                    p.cap.push(self.cap[l]);
+                    self.sum_d.push(0.0);
+                    self.sum_dphi.push(0.0);
+                }
+                let ll = self.local[l];
+                p.push_entry(ll, a.d[k], a.claim[k]);
+                self.sum_d[ll as usize] += a.d[k];
+                self.sum_dphi[ll as usize] += a.d[k] * a.phi;
+            }
+            p.end_job();
+        }
+        self.solver.solve(p, &mut self.x);
+        self.rounds += self.solver.rounds as u64;
+        for (i, &s) in comp.iter().enumerate() {
+            let (mut num, mut den) = (0.0, 0.0);
+            let phi = self.jobs[s as usize].as_ref().expect("live slot").phi;
+            for e in p.off[i]..p.off[i + 1] {
+                let ll = p.link[e] as usize;
+                den += self.sum_d[ll] - p.d[e];
+                num += self.sum_dphi[ll] - p.d[e] * phi;
+            }
+            let a = self.jobs[s as usize].as_mut().expect("live slot");
+            a.x = self.x[i];
+            a.phibar = if den > EPS { (num / den).clamp(0.0, 1.0) } else { 1.0 };
+        }
+    }
+
+    /// Hot links of a job.
+    pub fn hot_links_of(&self, slot: u32) -> usize {
+        self.get(slot).links.iter().filter(|&&l| self.is_hot(l)).count()
+    }
+}

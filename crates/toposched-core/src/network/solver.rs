@@ -1,0 +1,227 @@
+//! The job-level weighted fair-bottleneck solve (research/network-model.md §3.4).
+//!
+//! Every job is one fluid variable `x_j` in (0, 1]: its communication speed relative to
+//! running alone on its placement. Its demand on link l at `x_j = 1` is `d_jl` (bytes per
+//! iteration over its time alone, so that alone it saturates exactly its busiest link).
+//! Only *hot* links (offered load above capacity) are constraints: a cold link can never
+//! bind because `x <= 1`. Each job has a claim `omega_j · kappa_jl` on each link, where
+//! `omega_j` is its service-level weight and `kappa_jl` the fairness unit (its flows on the
+//! link by default; its input ports there; or 1, which is SimGrid's ptask / Batsim solver).
+//!
+//! ```text
+//! rem_l = c_l; x_j = 0; live = every job with a hot link
+//! repeat until live is empty:
+//!     W_l   = sum over live j on l of claim_jl
+//!     inc_j = min(1 - x_j, min over l of j: claim_jl * rem_l / (W_l * d_jl))
+//!     x_j  += inc_j;   rem_l -= sum_j d_jl * inc_j
+//!     drop the jobs with x_j = 1 or on a link with rem_l = 0
+//! ```
+//!
+//! This is SimGrid's `FairBottleneck::bottleneck_solve` with per-element weights and a bound
+//! of 1. Independent components (jobs that share no hot link, directly or through others)
+//! do not influence each other, so solving a component alone gives the same numbers as
+//! solving the whole machine.
+
+/// A constraint system in compressed rows: job j's entries are `off[j]..off[j+1]`.
+#[derive(Clone, Debug, Default)]
+pub struct Problem {
+    /// Capacity of each constraint (hot link), indexed by local link number.
+    pub cap: Vec<f64>,
+    pub off: Vec<usize>,
+    /// Local link number of each entry.
+    pub link: Vec<u32>,
+    /// Demand of the job on the link at x = 1.
+    pub d: Vec<f64>,
+    /// Claim `omega · kappa` of the job on the link.
+    pub claim: Vec<f64>,
+}
+
+impl Problem {
+    pub fn clear(&mut self) {
+        self.cap.clear();
+        self.off.clear();
+        self.link.clear();
+        self.d.clear();
+        self.claim.clear();
+        self.off.push(0);
+    }
+    pub fn n_jobs(&self) -> usize {
+        self.off.len().saturating_sub(1)
+    }
+    pub fn push_entry(&mut self, link: u32, d: f64, claim: f64) {
+        self.link.push(link);
+        self.d.push(d);
+        self.claim.push(claim);
+    }
+    pub fn end_job(&mut self) {
+        self.off.push(self.link.len());
+    }
+}
+
+/// Relative tolerance: a link whose remaining capacity falls below `EPS · c` is saturated,
+/// a job within `EPS` of 1 runs at full speed.
+pub const EPS: f64 = 1e-9;
+/// Safety cap on rounds (each round saturates a link, finishes a job, or shrinks every
+/// remaining capacity geometrically; real systems need a few dozen at most).
+pub const MAX_ROUNDS: usize = 100_000;
+
+/// Reusable buffers of the solve.
+#[derive(Clone, Debug, Default)]
+pub struct Solver {
+    rem: Vec<f64>,
+    w: Vec<f64>,
+    sat: Vec<bool>,
+    live: Vec<bool>,
+    mu: Vec<f64>,
+    /// Rounds the last solve took.
+    pub rounds: usize,
+}
+
+impl Solver {
+    /// Solve `p`; returns `x` per job (1 for a job without entries).
+    pub fn solve(&mut self, p: &Problem, x: &mut Vec<f64>) {
+        let nj = p.n_jobs();
+        let nl = p.cap.len();
+        x.clear();
+        x.resize(nj, 0.0);
+        self.rem.clear();
+        self.rem.extend_from_slice(&p.cap);
+        self.sat.clear();
+        self.sat.resize(nl, false);
+        self.w.clear();
+        self.w.resize(nl, 0.0);
+        self.live.clear();
+        self.mu.clear();
+        self.mu.resize(nj, 0.0);
+        let mut n_live = 0;
+        for j in 0..nj {
+            let has = p.off[j + 1] > p.off[j];
+            self.live.push(has);
+            if has {
+                n_live += 1;
+            } else {
+                x[j] = 1.0;
+            }
+        }
+        self.rounds = 0;
+        while n_live > 0 {
+            self.rounds += 1;
+            for w in self.w.iter_mut() {
+                *w = 0.0;
+            }
+            for j in 0..nj {
+                if self.live[j] {
+                    for e in p.off[j]..p.off[j + 1] {
+                        self.w[p.link[e] as usize] += p.claim[e];
+                    }
+                }
+            }
+            for j in 0..nj {
+                if !self.live[j] {
+                    continue;
+                }
+                let mut inc = 1.0 - x[j];
+                for e in p.off[j]..p.off[j + 1] {
+                    let l = p.link[e] as usize;
+                    if p.d[e] > 0.0 {
+                        let offer = p.claim[e] * self.rem[l] / (self.w[l] * p.d[e]);
+                        if offer < inc {
+                            inc = offer;
+                        }
+                    }
+                }
+                self.mu[j] = inc.max(0.0);
+            }
+            for j in 0..nj {
+                if self.live[j] {
+                    x[j] += self.mu[j];
+                    for e in p.off[j]..p.off[j + 1] {
+                        self.rem[p.link[e] as usize] -= p.d[e] * self.mu[j];
+                    }
+                }
+            }
+            for l in 0..nl {
+                if !self.sat[l] && self.rem[l] <= EPS * p.cap[l] {
+                    self.sat[l] = true;
+                    self.rem[l] = 0.0;
+                }
+            }
+            let last_round = self.rounds >= MAX_ROUNDS;
+            for j in 0..nj {
+                if !self.live[j] {
+                    continue;
+                }
+                let done = x[j] >= 1.0 - EPS || last_round || (p.off[j]..p.off[j + 1]).any(|e| self.sat[p.link[e] as usize]);
+                if done {
+                    if x[j] >= 1.0 - EPS {
+                        x[j] = 1.0;
+                    }
+                    self.live[j] = false;
+                    n_live -= 1;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problem(cap: &[f64], jobs: &[&[(u32, f64, f64)]]) -> Problem {
+        let mut p = Problem::default();
+        p.clear();
+        p.cap.extend_from_slice(cap);
+        for j in jobs {
+            for &(l, d, c) in *j {
+                p.push_entry(l, d, c);
+            }
+            p.end_job();
+        }
+        p
+    }
+
+    fn solve(p: &Problem) -> Vec<f64> {
+        let mut x = Vec::new();
+        Solver::default().solve(p, &mut x);
+        x
+    }
+
+    #[test]
+    fn two_jobs_one_link_share_by_weight() {
+        // two jobs that each saturate the link alone, weights 9:1 -> 0.9 / 0.1 (brief §3.9)
+        let x = solve(&problem(&[1.0], &[&[(0, 1.0, 9.0)], &[(0, 1.0, 1.0)]]));
+        assert!((x[0] - 0.9).abs() < 1e-12 && (x[1] - 0.1).abs() < 1e-12, "{x:?}");
+        let x = solve(&problem(&[1.0], &[&[(0, 1.0, 1.0)], &[(0, 1.0, 1.0)]]));
+        assert_eq!(x, vec![0.5, 0.5]);
+        // 254:1
+        let x = solve(&problem(&[1.0], &[&[(0, 1.0, 254.0)], &[(0, 1.0, 1.0)]]));
+        assert!((x[0] - 254.0 / 255.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn flow_weights_favour_many_flows() {
+        // job 0 has 3 flows on the link, job 1 one: claims 3:1
+        let x = solve(&problem(&[1.0], &[&[(0, 1.0, 3.0)], &[(0, 1.0, 1.0)]]));
+        assert!((x[0] - 0.75).abs() < 1e-12 && (x[1] - 0.25).abs() < 1e-12);
+    }
+
+    #[test]
+    fn leftover_goes_to_the_unconstrained() {
+        // job 0 needs only 0.4 of the link at full speed: it gets x = 1, job 1 the rest
+        let x = solve(&problem(&[1.0], &[&[(0, 0.4, 1.0)], &[(0, 1.0, 1.0)]]));
+        assert_eq!(x[0], 1.0);
+        assert!((x[1] - 0.6).abs() < 1e-9, "{x:?}");
+    }
+
+    #[test]
+    fn capacity_is_never_exceeded_and_jobs_without_links_run_free() {
+        let p = problem(&[1.0, 2.0], &[&[(0, 1.0, 2.0), (1, 1.0, 2.0)], &[(1, 2.0, 1.0)], &[]]);
+        let x = solve(&p);
+        assert_eq!(x[2], 1.0);
+        let load0 = 1.0 * x[0];
+        let load1 = 1.0 * x[0] + 2.0 * x[1];
+        assert!(load0 <= 1.0 + 1e-9 && load1 <= 2.0 + 1e-9);
+        assert!((load1 - 2.0).abs() < 1e-6, "link 1 saturates: {x:?}");
+    }
+}

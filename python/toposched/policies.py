@@ -1,0 +1,132 @@
+"""Write your own policies in Python; the Rust engine calls them during a run.
+
+Two kinds, each a class you subclass:
+
+* :class:`AllocationPolicy` chooses **which nodes** a job gets. Implement
+  ``select(nodes, free)``: ``free`` is a NumPy array of the node ids you may use now
+  (ascending; nodes held by running jobs and nodes reserved for a waiting job are already
+  removed); return a list of exactly ``nodes`` distinct ids from it, or ``None`` when the
+  job cannot start now. ``setup(fabric)`` is called once before the run with the
+  :class:`toposched.topology.Fabric` (``fabric.leaf_of_node``, ``fabric.pod_of_leaf``...).
+* :class:`QueueOrder` decides **who goes first**. Implement ``key(job_id, submit_s, nodes,
+  walltime_s, now_s)``; at every pass the queue is sorted by it (smallest first; ties keep
+  submit order), then the queue policy (FCFS, EASY, conservative) runs on that order.
+
+Use them from the command line by import path::
+
+    toposched simulate --trace LOG --system cab --alloc mypolicies:PackLeaves --out out/x
+    toposched simulate --trace LOG --system cab --queue-order mypolicies:SmallFirst --out out/y
+
+(the module must be importable: installed, or in the current directory), or from Python
+by passing an instance: ``simulate(w, fabric, RunConfig(alloc=PackLeaves()))``.
+
+Rules the engine enforces: a policy that raises, or returns a node that is busy, reserved,
+not on the fabric, repeated, or the wrong number of nodes, stops the run with an error
+naming the policy, the job size and what was wrong (``toposched.errors.SimulationError``).
+
+Set ``fungible = True`` on an allocation policy when any free nodes serve a job equally
+well for *feasibility* (your policy can place a job whenever enough nodes are free):
+queue policies then reserve node counts, as for ``linear``. Otherwise (default) EASY and
+conservative reservations are node sets found by calling your ``select`` on projected
+machine states, which costs more calls.
+
+Example (tested by tests/test_policies.py and docs/python-policies.md):
+
+>>> import numpy as np
+>>> class FewestLeaves(AllocationPolicy):
+...     '''Fill the leaves with the most free nodes first.'''
+...     fungible = True
+...     def setup(self, fabric):
+...         self.leaf_of = fabric.leaf_of_node
+...     def select(self, nodes, free):
+...         if len(free) < nodes:
+...             return None
+...         leaves, counts = np.unique(self.leaf_of[free], return_counts=True)
+...         order = leaves[np.argsort(-counts, kind="stable")]
+...         rank = np.empty(self.leaf_of.max() + 1, int); rank[order] = np.arange(len(order))
+...         return free[np.argsort(rank[self.leaf_of[free]], kind="stable")][:nodes].tolist()
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from typing import Any, Sequence
+
+import numpy as np
+
+from .errors import ToposchedError
+
+
+class AllocationPolicy:
+    """Base class of allocation policies written in Python (see the module docstring)."""
+
+    #: Name shown in summaries and errors (default: the class name).
+    name: str | None = None
+    #: True if the policy can place a job whenever enough nodes are free.
+    fungible: bool = False
+
+    def setup(self, fabric: Any) -> None:
+        """Called once before the run with the :class:`toposched.topology.Fabric`."""
+
+    def select(self, nodes: int, free: np.ndarray) -> Sequence[int] | None:
+        """Return ``nodes`` distinct ids taken from ``free``, or None to make the job wait."""
+        raise NotImplementedError
+
+    def fits_ever(self, nodes: int) -> bool | str:
+        """Could a job of ``nodes`` nodes ever be placed (on an empty machine)? Return True,
+        or False / a reason string; such jobs are reported and skipped. Default: always
+        True (the engine still skips jobs larger than the machine)."""
+        return True
+
+
+class QueueOrder:
+    """Base class of queue orders written in Python (see the module docstring)."""
+
+    def setup(self, fabric: Any) -> None:
+        """Called once before the run."""
+
+    def key(self, job_id: int, submit_s: int, nodes: int, walltime_s: int, now_s: int) -> Any:
+        """A sort key; the smallest goes first. Ties keep submit order."""
+        raise NotImplementedError
+
+
+def load_policy(spec: str) -> Any:
+    """Instantiate ``"package.module:ClassName"`` (no arguments)."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ToposchedError(f"policy {spec!r}: expected module:ClassName, e.g. mypolicies:PackLeaves")
+    # Like `python -m`, look in the current directory too: a user's policy file sits there.
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ToposchedError(f"policy {spec!r}: cannot import module {module_name!r}: {exc}") from None
+    try:
+        cls = getattr(module, attr)
+    except AttributeError:
+        raise ToposchedError(f"policy {spec!r}: module {module_name!r} has no {attr!r}") from None
+    try:
+        return cls()
+    except Exception as exc:  # a user's constructor: report, do not crash
+        raise ToposchedError(f"policy {spec!r}: creating it failed: {exc!r}") from None
+
+
+def resolve(policy: Any, fabric: Any) -> Any:
+    """A built-in name stays a string; ``module:Class`` or an instance becomes a set-up object."""
+    if isinstance(policy, str) and ":" not in policy:
+        return policy
+    obj = load_policy(policy) if isinstance(policy, str) else policy
+    setup = getattr(obj, "setup", None)
+    if callable(setup):
+        setup(fabric)
+    return obj
+
+
+def describe(policy: Any) -> str:
+    """How a policy is named in a summary."""
+    if policy is None or isinstance(policy, str):
+        return policy
+    return getattr(policy, "name", None) or f"{type(policy).__module__}:{type(policy).__qualname__}"

@@ -1,0 +1,116 @@
+"""Policies written in Python, called by the Rust engine."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import EXAMPLE_TRACE, REPO
+from toposched.check import check_schedule
+from toposched.errors import SimulationError
+from toposched.policies import AllocationPolicy, QueueOrder
+from toposched.simulate import RunConfig, simulate
+from toposched.topology import load_fabric
+from toposched.workload import read_trace
+
+
+class Lowest(AllocationPolicy):
+    fungible = True
+
+    def select(self, nodes, free):
+        return free[:nodes].tolist() if len(free) >= nodes else None
+
+
+class SmallFirst(QueueOrder):
+    def key(self, job_id, submit_s, nodes, walltime_s, now_s):
+        return nodes
+
+
+@pytest.fixture(scope="module")
+def atlas():
+    return read_trace(EXAMPLE_TRACE).take(np.arange(2500))
+
+
+@pytest.mark.parametrize("queue", ["fcfs", "easy", "conservative"])
+def test_a_python_copy_of_linear_gives_the_linear_schedule(atlas, queue):
+    fabric = load_fabric("cab")
+    mine = simulate(atlas, fabric, RunConfig(queue=queue, alloc=Lowest()))
+    builtin = simulate(atlas, fabric, RunConfig(queue=queue, alloc="linear"))
+    assert mine.jobs.column("start_s").to_pylist() == builtin.jobs.column("start_s").to_pylist()
+    assert mine.jobs.column("node_ids").to_pylist() == builtin.jobs.column("node_ids").to_pylist()
+    assert mine.summary["policy"]["alloc"] == "test_policies:Lowest"
+
+
+def test_a_non_fungible_python_policy_gets_node_set_reservations(atlas):
+    class NotFungible(Lowest):
+        fungible = False
+
+    fabric = load_fabric("cab")
+    r = simulate(atlas, fabric, RunConfig(queue="easy", alloc=NotFungible()))
+    assert check_schedule(r.jobs, fabric.describe()) == []
+
+
+def test_queue_order_reorders(atlas):
+    fabric = load_fabric("fattree:K=16,S=4,P=1")  # small: queues build up
+    base = simulate(atlas, fabric, RunConfig(queue="fcfs"))
+    small = simulate(atlas, fabric, RunConfig(queue="fcfs", queue_order=SmallFirst()))
+    assert small.summary["policy"]["queue_order"].endswith("SmallFirst")
+    assert small.summary["wait_s"]["mean"] < base.summary["wait_s"]["mean"]
+    assert check_schedule(small.jobs, fabric.describe()) == []
+
+
+class Busy(AllocationPolicy):
+    def setup(self, fabric):
+        self.n = fabric.n_nodes
+
+    def select(self, nodes, free):
+        return list(range(nodes))  # ignores `free`: soon returns busy nodes
+
+
+class Short(AllocationPolicy):
+    def select(self, nodes, free):
+        return free[: max(nodes - 1, 0)].tolist() if nodes > 1 else free[:1].tolist()
+
+
+class Raises(AllocationPolicy):
+    def select(self, nodes, free):
+        raise ZeroDivisionError("oops")
+
+
+@pytest.mark.parametrize(
+    "policy,words",
+    [(Busy(), ["which is busy"]), (Short(), ["instead of"]), (Raises(), ["ZeroDivisionError", "oops"])],
+    ids=["busy-node", "wrong-count", "exception"],
+)
+def test_invalid_answers_stop_the_run_with_a_clear_error(atlas, policy, words):
+    with pytest.raises(SimulationError) as err:
+        simulate(atlas, load_fabric("cab"), RunConfig(alloc=policy))
+    msg = str(err.value)
+    assert msg.startswith("allocation policy ")
+    for w in words:
+        assert w in msg, msg
+
+
+def test_cli_loads_a_policy_by_import_path(tmp_path):
+    (tmp_path / "mypol.py").write_text(
+        "from toposched.policies import AllocationPolicy\n"
+        "class Top(AllocationPolicy):\n"
+        "    fungible = True\n"
+        "    def select(self, nodes, free):\n"
+        "        return free[-nodes:].tolist() if len(free) >= nodes else None\n"
+        "class Bad(AllocationPolicy):\n"
+        "    def select(self, nodes, free):\n"
+        "        return [0] * nodes\n"
+    )
+    base = [sys.executable, "-m", "toposched.cli", "simulate", "--trace", str(EXAMPLE_TRACE), "--system", "cab", "--out"]
+    ok = subprocess.run(base + [str(tmp_path / "o"), "--alloc", "mypol:Top", "--quiet"], cwd=tmp_path, capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    bad = subprocess.run(base + [str(tmp_path / "b"), "--alloc", "mypol:Bad"], cwd=tmp_path, capture_output=True, text=True)
+    assert bad.returncode == 2
+    assert "error: allocation policy Bad" in bad.stderr
+    assert "Traceback" not in bad.stderr
+    missing = subprocess.run(base + [str(tmp_path / "m"), "--alloc", "nosuch:X"], cwd=tmp_path, capture_output=True, text=True)
+    assert missing.returncode == 2 and "cannot import module 'nosuch'" in missing.stderr
