@@ -97,7 +97,7 @@ def test_job_larger_than_the_machine_is_reported_and_skipped(tmp_path, capsys):
     skipped = pq.read_table(tmp_path / "o" / "skipped.parquet")
     assert skipped.column("job_id").to_pylist() == [3]
     assert "40 nodes" in skipped.column("reason")[0].as_py()
-    assert "never fit" in stdout and "40 nodes" in stdout
+    assert "not placed" in stdout and "40 nodes" in stdout
 
 
 def test_topology_conf_with_a_loop_is_refused(tmp_path, capsys):

@@ -30,14 +30,14 @@ def terminal_summary(result: "SimResult", *, read_s: float | None = None, sim_s:
     t.add_row(
         "jobs",
         f"{inp['records']:,} records, {jobs['in_workload']:,} in workload, {jobs['replayed']:,} replayed, "
-        f"{jobs['skipped_never_fit']:,} could never fit, {jobs['killed_at_walltime']:,} killed at their limit",
+        f"{jobs['skipped_never_fit']:,} not placed (see skipped.parquet), {jobs['killed_at_walltime']:,} killed at their limit",
     )
     if inp["skipped"]:
         t.add_row("left out", ", ".join(f"{k}={v:,}" for k, v in inp["skipped"].items()))
     if inp["repairs"]:
         t.add_row("repairs", ", ".join(f"{k}={v:,}" for k, v in inp["repairs"].items()))
     if s["skipped_reasons"]:
-        t.add_row("never fit", "; ".join(f"{v:,} x {k}" for k, v in list(s["skipped_reasons"].items())[:3]))
+        t.add_row("not placed", "; ".join(f"{v:,} x {k}" for k, v in list(s["skipped_reasons"].items())[:3]))
     t.add_row("makespan", _hours(s["makespan_s"]))
     u = s["utilization"]["mean"]
     t.add_row("utilization", "-" if u is None else f"{100 * u:.1f}% mean (sampled every {s['utilization']['step_s']} s)")

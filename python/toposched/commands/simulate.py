@@ -53,8 +53,8 @@ def _walltime_default(text: str) -> str | int:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("what to replay")
-    g.add_argument("--trace", required=True, metavar="LOG", help="job log: SWF (.swf, .swf.gz) or Slurm sacct -P dump")
-    g.add_argument("--format", choices=("swf", "sacct"), help="log format (default: guessed from the file)")
+    g.add_argument("--trace", required=True, metavar="LOG", help="job log: SWF (.swf, .swf.gz; extended SWF with node lists), Slurm sacct -P dump, or PBS/Torque accounting log")
+    g.add_argument("--format", choices=("swf", "swf-nodes", "sacct", "pbs"), help="log format (default: guessed from the file)")
     g.add_argument("--system", required=True, metavar="FABRIC", help="preset, fattree:K=..,S=..,P=.. or topology.conf")
     g = parser.add_argument_group("policies")
     g.add_argument("--queue", default="easy", choices=("fcfs", "easy", "conservative"), help="queue policy (default: easy)")

@@ -12,15 +12,27 @@ from typing import Any
 from ..errors import TraceFormatError
 from .model import COLUMNS, Workload
 from .normalize import NormalizeSettings
+from .pbs import LINE_RE as PBS_LINE_RE
 
-FORMATS = ("swf", "sacct")
+FORMATS = ("swf", "sacct", "pbs", "swf-nodes")
 
 __all__ = ["COLUMNS", "FORMATS", "NormalizeSettings", "Workload", "detect_format", "read_trace"]
 
 
 def detect_format(path: str | Path) -> str:
-    """Guess a log's format from its name, then from its first non-blank line."""
+    """Guess a log's format from its name, then from its first non-blank line. An SWF
+    log whose records carry a node list (Alea's extended SWF) is ``"swf-nodes"``."""
     p = Path(path)
+    fmt = _guess_format(p)
+    if fmt == "swf":
+        from .swf_nodes import has_node_lists
+
+        if has_node_lists(p):
+            return "swf-nodes"
+    return fmt
+
+
+def _guess_format(p: Path) -> str:
     name = p.name.lower()
     if name.endswith((".swf", ".swf.gz")):
         return "swf"
@@ -31,6 +43,8 @@ def detect_format(path: str | Path) -> str:
             s = line.strip()
             if not s:
                 continue
+            if PBS_LINE_RE.match(s):
+                return "pbs"
             if s.startswith(";"):
                 return "swf"
             if "|" in s:
@@ -60,4 +74,12 @@ def read_trace(path: str | Path, format: str | None = None, **options: Any) -> W
         from .sacct import read_sacct
 
         return read_sacct(path, **options)
+    if fmt == "pbs":
+        from .pbs import read_pbs
+
+        return read_pbs(path, **options)
+    if fmt == "swf-nodes":
+        from .swf_nodes import read_swf_with_nodes
+
+        return read_swf_with_nodes(path, **options)
     raise TraceFormatError(str(path), f"unknown format {fmt!r}; expected one of: " + ", ".join(FORMATS))

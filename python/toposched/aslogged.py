@@ -1,0 +1,417 @@
+"""``as-logged``: replay what the real scheduler did, to measure it like a simulated run.
+
+Nothing is scheduled. Each job starts when the log says it started (``logged_start_s``),
+on the nodes the log names (``logged_hosts``: extended SWF node lists, sacct
+``NodeList``, PBS ``exec_host``), and runs for its logged run time. The result has the
+same tables and summary as :func:`toposched.simulate.simulate` (it goes through the same
+``_collect``), so APH, span classes, waits and utilization of the real schedule can be
+set beside those of any policy.
+
+Host names are mapped onto the fabric's node names (``Fabric.spec.node_names``): an
+exact match first, then the short name (``n1.cluster.org`` matches ``n1`` and the other
+way round). A job whose hosts do not all map, or that the log gives no hosts or no start
+for, is written to ``skipped.parquet`` with the reason (which hosts, and why they are not
+on the fabric). ``fabric_from_hosts`` builds a fabric for a log whose machine is described
+nowhere, under a stated assumption. See ``docs/as-logged.md``.
+
+>>> from toposched.workload.model import Workload
+>>> import numpy as np
+>>> w = Workload(columns={"job_id": np.array([1, 2]), "submit_s": np.array([0, 5]),
+...     "nodes": np.array([2, 1]), "walltime_s": np.array([100, 100]),
+...     "runtime_s": np.array([50, 80]), "procs": np.array([2, 1]), "line": np.array([1, 2])},
+...     source="inline", format="test",
+...     extra={"logged_start_s": np.array([10, 20]), "logged_hosts": [["a2", "a10"], ["b1"]]})
+>>> fab = fabric_from_hosts(["a2", "a10", "a3"], nodes_per_leaf=2)
+>>> [leaf.nodes for leaf in fab.spec.pods[0].leaves]
+[['a2', 'a3'], ['a10']]
+>>> r = replay_as_logged(w, fab)
+>>> r.jobs.column("start_s").to_pylist(), r.jobs.column("aph").to_pylist()
+([10], [2.0])
+>>> r.skipped.column("reason").to_pylist()
+['host not on fabric; host b1 is not on fabric hosts-3 (not among the hosts the fabric was built from)']
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+
+from .errors import InputError
+from .fabric_spec import FabricSpec, LeafSpec, PodSpec
+from .simulate import RunConfig, SimResult, _collect
+from .topology import Fabric
+from .workload.model import COLUMNS, Workload
+
+__all__ = [
+    "fabric_from_hosts",
+    "hosts_of",
+    "map_hosts",
+    "natural_key",
+    "rack_key",
+    "replay_as_logged",
+    "topology_conf_text",
+]
+
+#: First words of the note a fabric built by :func:`fabric_from_hosts` carries.
+FROM_HOSTS_NOTE = "built from a log's hosts"
+_MAX_LISTED = 5
+_DIGITS = re.compile(r"(\d+)")
+_TRAILING_NUMBER = re.compile(r"\d+\D*\Z")
+
+
+def natural_key(name: str) -> tuple:
+    """Sort key putting ``n2`` before ``n10`` (digit runs compare as numbers; the name
+    itself breaks ties, so ``n01`` and ``n1`` keep a fixed order)."""
+    parts = _DIGITS.split(name)
+    return (tuple((int(p), "") if i % 2 else (-1, p) for i, p in enumerate(parts)), name)
+
+
+def rack_key(host: str) -> str:
+    """The host name without its last number: ``cpn-q06-04-01`` -> ``cpn-q06-04-``,
+    ``cpn-u22-16`` -> ``cpn-u22-``. A ``leaf_key`` for :func:`fabric_from_hosts` that puts
+    hosts whose names differ only in the last number on one leaf (one rack, one switch: an
+    assumption)."""
+    return _TRAILING_NUMBER.sub("", host)
+
+
+def hosts_of(workload: Workload) -> list[str]:
+    """Distinct hosts of ``workload.extra["logged_hosts"]``, in natural order."""
+    seen = {h for hosts in workload.extra.get("logged_hosts", []) for h in hosts}
+    return sorted(seen, key=natural_key)
+
+
+def fabric_from_hosts(
+    hosts: Iterable[str],
+    nodes_per_leaf: int,
+    *,
+    name: str | None = None,
+    leaf_key: Callable[[str], str] | None = None,
+) -> Fabric:
+    """A fabric whose node names are ``hosts``, for a log whose machine is described
+    nowhere. **An assumption, not a measurement**: the hosts are sorted naturally
+    (``n2`` before ``n10``) and packed into leaves of ``nodes_per_leaf`` in that order,
+    all leaves in one pod (a 2-level tree: 0 hops within a leaf, 2 between leaves).
+
+    With ``leaf_key`` (e.g. :func:`rack_key`) a new leaf also starts wherever the key
+    changes along that order, so hosts with different keys never share a leaf.
+    """
+    if isinstance(nodes_per_leaf, bool) or int(nodes_per_leaf) != nodes_per_leaf or nodes_per_leaf < 1:
+        raise ValueError(f"nodes_per_leaf must be a positive integer, got {nodes_per_leaf!r}")
+    ordered = sorted(dict.fromkeys(hosts), key=natural_key)
+    if not ordered:
+        raise ValueError("no hosts to build a fabric from")
+    groups: list[list[str]] = []
+    last_key: str | None = None
+    for h in ordered:
+        key = leaf_key(h) if leaf_key is not None else None
+        if not groups or len(groups[-1]) >= nodes_per_leaf or key != last_key:
+            groups.append([])
+        groups[-1].append(h)
+        last_key = key
+    width = len(str(len(groups) - 1))
+    leaves = [LeafSpec(f"leaf{i:0{width}d}", g) for i, g in enumerate(groups)]
+    how = f"natural order, at most {nodes_per_leaf} per leaf" + (", a new leaf where the leaf key changes" if leaf_key else "")
+    spec = FabricSpec(
+        name=name or f"hosts-{len(ordered)}",
+        pods=[PodSpec("pod0", leaves)],
+        levels=2,
+        notes=[f"{FROM_HOSTS_NOTE} ({len(ordered)} hosts, {how}, one pod): an assumption, not the real cabling"],
+    )
+    return Fabric.from_spec(spec)
+
+
+def topology_conf_text(fabric: Fabric) -> str:
+    """A Slurm ``topology.conf`` describing ``fabric`` (e.g. one made by
+    :func:`fabric_from_hosts`), so that the command line can use it:
+    ``toposched simulate --system hosts.conf --alloc as-logged ...``. One line per leaf,
+    one per pod, and a root when there are several pods. Host names must be ones Slurm's
+    host-list syntax can hold (no ``[``, ``]`` or ``,``)."""
+    import hostlist
+
+    spec = fabric.spec
+    lines = [f"# {spec.name}, written by toposched"] + [f"# {n}" for n in spec.notes]
+    for pod in spec.pods:
+        for leaf in pod.leaves:
+            lines.append(f"SwitchName={leaf.name} Nodes={hostlist.collect_hostlist(leaf.nodes)}")
+    for pod in spec.pods:
+        lines.append(f"SwitchName={pod.name} Switches={','.join(leaf.name for leaf in pod.leaves)}")
+    if len(spec.pods) > 1:
+        lines.append(f"SwitchName=root Switches={','.join(pod.name for pod in spec.pods)}")
+    return "\n".join(lines) + "\n"
+
+
+@dataclasses.dataclass
+class HostMapping:
+    """Where each job of a workload lands on a fabric (see :func:`map_hosts`)."""
+
+    node_ids: list[np.ndarray | None]  # per row: sorted dense node ids, None if not placed
+    reasons: dict[int, str]  # row -> why it is not placed
+    unmapped: dict[str, int]  # host -> jobs naming it
+    by_short_name: int  # hosts matched only through their short name
+    why_unmapped: str  # why hosts are not on the fabric
+
+
+def _why_not_on(fabric: Fabric) -> str:
+    spec = fabric.spec
+    if any(n.startswith(FROM_HOSTS_NOTE) for n in spec.notes):
+        return "not among the hosts the fabric was built from"
+    if spec.source:
+        return f"{Path(spec.source).name} has no leaf listing it; its nodes are {_collected(spec.node_names)}"
+    names = spec.node_names
+    span = f"{names[0]}..{names[-1]}" if names else "nothing"
+    return (
+        f"fabric {spec.name} is generated and names its nodes {span}; give a topology.conf naming "
+        "the log's hosts, or build a fabric from them with fabric_from_hosts"
+    )
+
+
+def _collected(names: list[str], width: int = 100) -> str:
+    """A host list in Slurm's compact form, cut to about ``width`` characters."""
+    import hostlist
+
+    try:
+        text = hostlist.collect_hostlist(names)
+    except Exception:  # names hostlist cannot fold
+        text = ",".join(names)
+    return text if len(text) <= width else text[: width - 3].rsplit(",", 1)[0] + ",..."
+
+
+def _list(names: list[str]) -> str:
+    shown = ", ".join(names[:_MAX_LISTED])
+    return shown + (f" and {len(names) - _MAX_LISTED} more" if len(names) > _MAX_LISTED else "")
+
+
+def map_hosts(workload: Workload, fabric: Fabric) -> HostMapping:
+    """Map every job's logged hosts onto ``fabric``'s nodes (exact name, then short name)."""
+    if "logged_hosts" not in workload.extra or "logged_start_s" not in workload.extra:
+        raise InputError(
+            workload.source,
+            f"as-logged needs the hosts and start time of every job, and this {workload.format} log gives "
+            "none; node lists come from extended SWF (a {n,n,...} 19th field), sacct (NodeList) and PBS (exec_host)",
+        )
+    names = fabric.spec.node_names
+    exact = {n: i for i, n in enumerate(names)}
+    short: dict[str, int | None] = {}
+    for i, n in enumerate(names):
+        s = n.split(".", 1)[0]
+        short[s] = None if s in short and short[s] != i else i
+    why = _why_not_on(fabric)
+    node_ids: list[np.ndarray | None] = []
+    reasons: dict[int, str] = {}
+    unmapped: dict[str, int] = {}
+    by_short: set[str] = set()
+    starts = workload.extra["logged_start_s"]
+    for row, hosts in enumerate(workload.extra["logged_hosts"]):
+        if not hosts:
+            node_ids.append(None)
+            reasons[row] = "no hosts in the log; the log names no node for this job"
+            continue
+        ids: list[int] = []
+        missing: list[str] = []
+        for h in hosts:
+            i = exact.get(h)
+            if i is None:
+                i = short.get(h.split(".", 1)[0])
+                if i is not None:
+                    by_short.add(h)
+            if i is None:
+                missing.append(h)
+            else:
+                ids.append(i)
+        if missing:
+            for h in missing:
+                unmapped[h] = unmapped.get(h, 0) + 1
+            node_ids.append(None)
+            what = f"host {missing[0]} is" if len(missing) == 1 else f"hosts {_list(missing)} are"
+            reasons[row] = f"host not on fabric; {what} not on fabric {fabric.name} ({why})"
+            continue
+        if int(starts[row]) < 0:
+            node_ids.append(None)
+            reasons[row] = "no start in the log; the log names hosts but no start time"
+            continue
+        node_ids.append(np.unique(np.asarray(ids, dtype=np.int64)))
+    return HostMapping(node_ids, reasons, unmapped, len(by_short), why)
+
+
+class _LoggedRun:
+    """What :func:`toposched.simulate._collect` reads from a native Simulation."""
+
+    def __init__(self, results: dict[str, np.ndarray], skipped: list[tuple[int, str]]) -> None:
+        self._results = results
+        self._skipped = skipped
+        self.passes = 0
+        self.submitted = len(results["status"])
+
+    def results(self) -> dict[str, np.ndarray]:
+        return self._results
+
+    def skipped(self) -> list[tuple[int, str]]:
+        return self._skipped
+
+    def reservations(self) -> dict[str, np.ndarray]:
+        empty = np.zeros(0, dtype=np.int64)
+        return {"pass_s": empty, "job_row": empty, "start_s": empty}
+
+
+def _merged_busy(node_rows: list[tuple[np.ndarray, int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, set[int]]:
+    """Per node, the union of the [start, end) intervals of the jobs on it, and the rows
+    of jobs that hold a node another job holds at the same time."""
+    if not node_rows:
+        z = np.zeros(0, dtype=np.int64)
+        return z, z, z, set()
+    node = np.concatenate([ids for ids, _, _ in node_rows])
+    start = np.concatenate([np.full(len(ids), s, np.int64) for ids, s, _ in node_rows])
+    end = np.concatenate([np.full(len(ids), e, np.int64) for ids, _, e in node_rows])
+    row = np.concatenate([np.full(len(ids), r, np.int64) for r, (ids, _, _) in enumerate(node_rows)])
+    keep = end > start
+    node, start, end, row = node[keep], start[keep], end[keep], row[keep]
+    order = np.lexsort((start, node))
+    node, start, end, row = node[order], start[order], end[order], row[order]
+    m_start: list[int] = []
+    m_end: list[int] = []
+    sharing: set[int] = set()
+    cur_node, cur_s, cur_e, cur_row = -1, 0, 0, -1
+    for n, s, e, r in zip(node.tolist(), start.tolist(), end.tolist(), row.tolist()):
+        if n == cur_node and s < cur_e:
+            sharing.add(r)
+            sharing.add(cur_row)
+            if e > cur_e:
+                cur_e, cur_row = e, r
+            continue
+        if cur_node >= 0:
+            m_start.append(cur_s)
+            m_end.append(cur_e)
+        cur_node, cur_s, cur_e, cur_row = n, s, e, r
+    m_start.append(cur_s)
+    m_end.append(cur_e)
+    s_arr = np.asarray(m_start, np.int64)
+    return s_arr, np.asarray(m_end, np.int64), np.ones(len(s_arr), np.int64), sharing
+
+
+def replay_as_logged(workload: Workload, fabric: Fabric, config: RunConfig = RunConfig(alloc="as-logged")) -> SimResult:
+    """Replay ``workload`` as its log records it (see the module docstring).
+
+    * start = ``logged_start_s``; end = start + ``runtime_s`` (the logged run time, never
+      clipped: what happened happened, so ``killed`` is False and ``--run-on`` changes
+      nothing); nodes = the logged hosts mapped onto the fabric.
+    * A placed job whose host count differs from its ``nodes`` gets the host count,
+      counted in the input's ``repairs["nodes_from_logged_hosts"]``.
+    * Jobs not placed (hosts not on the fabric, no hosts or no start in the log) are
+      rows of ``skipped.parquet`` with the reason.
+    * Utilization counts a node busy while at least one job holds it: logs of machines
+      that share nodes between jobs (wagap runs several jobs per node) would otherwise
+      count one node several times.
+    * The summary is that of :func:`toposched.simulate.simulate`, with ``policy.queue``
+      and ``policy.alloc`` both ``"as-logged"`` and ``policy.as_logged`` holding the
+      mapping counts (jobs placed, unmapped hosts, jobs sharing a node at some instant).
+      Queue and allocation settings (seed, leaf order, ...) are not used.
+    """
+    mapping = map_hosts(workload, fabric)
+    n = len(workload)
+    cols = workload.columns
+    runtime = cols["runtime_s"]
+    starts = np.asarray(workload.extra["logged_start_s"], dtype=np.int64)
+    leaf_of = np.asarray(fabric.core.leaf_of_nodes(), dtype=np.int64)
+    pod_of_leaf = np.asarray(fabric.core.pod_of_leaves(), dtype=np.int64)
+    from . import _core
+
+    status = np.full(n, 3, dtype=np.int8)
+    start_s = np.full(n, -1, dtype=np.int64)
+    end_s = np.full(n, -1, dtype=np.int64)
+    klass = np.zeros(n, dtype=np.int8)
+    aph = np.full(n, np.nan)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    nodes = cols["nodes"].copy()
+    resized = 0
+    flat: list[np.ndarray] = []
+    placed: list[tuple[np.ndarray, int, int]] = []
+    placed_rows: list[int] = []
+    before_submit = 0
+    total = 0
+    for row in range(n):
+        ids = mapping.node_ids[row]
+        if ids is not None:
+            s = int(starts[row])
+            e = s + int(runtime[row])
+            status[row] = 2
+            start_s[row], end_s[row] = s, e
+            leaves = np.unique(leaf_of[ids])
+            klass[row] = 1 if len(leaves) == 1 else (2 if len(np.unique(pod_of_leaf[leaves])) == 1 else 3)
+            if len(ids) > 1:
+                a = _core.aph(fabric.core, [int(x) for x in ids])
+                aph[row] = np.nan if a is None else a
+            if len(ids) != nodes[row]:
+                resized += 1
+                nodes[row] = len(ids)
+            if s < int(cols["submit_s"][row]):
+                before_submit += 1
+            flat.append(ids)
+            placed.append((ids, s, e))
+            placed_rows.append(row)
+            total += len(ids)
+        offsets[row + 1] = total
+    results = {
+        "status": status,
+        "start_s": start_s,
+        "end_s": end_s,
+        "alloc_class": klass,
+        "killed": np.zeros(n, dtype=bool),
+        "aph": aph,
+        "node_offsets": offsets,
+        "node_ids": (np.concatenate(flat) if flat else np.zeros(0, np.int64)).astype(np.int32),
+    }
+    skipped = sorted(mapping.reasons.items())
+
+    new_cols = {c: cols[c] for c in COLUMNS}
+    new_cols["nodes"] = nodes
+    repairs = dict(workload.repairs)
+    if resized:
+        repairs["nodes_from_logged_hosts"] = repairs.get("nodes_from_logged_hosts", 0) + resized
+    w2 = dataclasses.replace(workload, columns=new_cols, repairs=repairs)
+
+    cfg = dataclasses.replace(config, queue="as-logged", alloc="as-logged")
+    result = _collect(_LoggedRun(results, skipped), w2, fabric, cfg, True)
+
+    # Utilization from the union of busy intervals per node (see the docstring).
+    m_start, m_end, ones, sharing = _merged_busy(placed)
+    sharing_rows = {placed_rows[i] for i in sharing}
+    s = result.summary
+    if s["first_submit_s"] is not None:
+        import pyarrow as pa
+
+        from .simulate import _core_busy
+
+        t0, t1, step = int(s["first_submit_s"]), int(s["last_end_s"]), cfg.utilization_step_s
+        if len(m_start):
+            busy = _core_busy(m_start, m_end, ones, t0, t1, step)
+        else:  # only zero-length jobs: nothing is ever busy
+            busy = np.zeros(len(result.utilization), np.int64)
+        util = busy / max(fabric.n_nodes, 1)
+        times = t0 + step * np.arange(len(busy), dtype=np.int64)
+        result.utilization = pa.table({"time_s": pa.array(times), "busy_nodes": pa.array(busy), "utilization": pa.array(util)})
+        s["utilization"]["mean"] = float(np.mean(util)) if len(util) else None
+        s["utilization"]["samples"] = int(len(util))
+
+    reasons: dict[str, int] = {}
+    for _, why in skipped:
+        key = why.split(";")[0]
+        reasons[key] = reasons.get(key, 0) + 1
+    unmapped = sorted(mapping.unmapped, key=natural_key)
+    s["policy"]["as_logged"] = {
+        "jobs_placed": int(len(placed_rows)),
+        "jobs_not_placed": dict(sorted(reasons.items())),
+        "unmapped_hosts": len(unmapped),
+        "unmapped_host_examples": unmapped[:20],
+        "unmapped_because": mapping.why_unmapped if unmapped else None,
+        "hosts_matched_by_short_name": mapping.by_short_name,
+        "jobs_resized_to_logged_hosts": int(resized),
+        "jobs_sharing_a_node": len(sharing_rows),
+        "jobs_starting_before_submit": int(before_submit),
+        "note": "start times and nodes from the log, end = start + logged run time; queue and allocation settings unused",
+    }
+    result.config = cfg
+    return result

@@ -1,0 +1,566 @@
+"""PBS accounting logs: Torque (OpenPBS heirs) and PBS Pro ``E`` (job end) records.
+
+A PBS server writes one line per event, ``MM/DD/YYYY HH:MM:SS;T;<job id>;key=value ...``
+(``T`` is the record type: ``Q`` queued, ``S`` started, ``E`` ended, ``D`` deleted, ...).
+Only ``E`` records become jobs: each holds everything about a finished job (queue time,
+start, end, requested and used resources, the hosts it ran on). The other record types
+repeat part of it and are only counted (``settings["record_types_ignored"]``).
+
+The reader only *collects* raw columns and hands them to
+:func:`toposched.workload.normalize.normalize`, like the SWF and sacct readers. Which
+attribute gives which column, and the few repairs this reader makes itself, are listed in
+:func:`read_pbs` and ``docs/pbs.md``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from ..errors import TraceFormatError
+from ._io import read_bytes
+from .normalize import NormalizeSettings, normalize
+
+__all__ = ["LINE_RE", "parse_exec_host", "parse_exec_vnode", "parse_pbs_duration", "parse_resource_spec", "read_pbs"]
+
+#: One accounting line: date, time, record type, job id, message.
+LINE_RE = re.compile(r"(\d\d)/(\d\d)/(\d{4}) (\d\d):(\d\d):(\d\d);([A-Za-z]);([^;]*);(.*)\Z")
+# A job id: number, optional array index, optional ".server" suffix (any text).
+_JOBID_RE = re.compile(r"(\d+)(\[\d*\]|-\d+)?(?:\.(.*))?\Z")
+_UINT_RE = re.compile(r"\d+\Z")
+_INT_RE = re.compile(r"-?\d+\Z")
+_SLOTS_RE = re.compile(r"(\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*)(?:\*(\d+))?\Z")
+_VNODE_SUFFIX_RE = re.compile(r"\[\d+\]\Z")
+_LEADING_COUNT_RE = re.compile(r"(\d+)(?::|\Z)")
+
+_MAX_EXAMPLES = 5
+
+
+class _FieldError(ValueError):
+    def __init__(self, field: str | None, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+# --------------------------------------------------------------------------- values
+
+
+def parse_pbs_duration(text: str) -> int:
+    """Seconds in a PBS duration: ``SS``, ``MM:SS``, ``HH:MM:SS`` or ``DD:HH:MM:SS``
+    (hours may exceed 23: ``144:00:00``).
+
+    Raises:
+        ValueError: for anything else.
+    """
+    s = text.strip()
+    parts = s.split(":")
+    if not 1 <= len(parts) <= 4 or not all(_UINT_RE.match(p) for p in parts):
+        raise ValueError(f"expected a duration like 04:00:00, got {text!r}")
+    values = [int(p) for p in parts]
+    # minutes and seconds below 60 when a larger unit is given
+    if len(values) >= 2 and values[-1] >= 60:
+        raise ValueError(f"expected a duration like 04:00:00, got {text!r} (seconds >= 60)")
+    if len(values) >= 3 and values[-2] >= 60:
+        raise ValueError(f"expected a duration like 04:00:00, got {text!r} (minutes >= 60)")
+    scale = (1, 60, 3600, 86400)
+    return sum(v * scale[i] for i, v in enumerate(reversed(values)))
+
+
+def parse_exec_host(text: str) -> tuple[list[str], int]:
+    """Hosts (distinct, in order of first appearance) and CPU slots of an ``exec_host``.
+
+    Forms: Torque ``i02n33/7+i02n33/6`` (one entry per core), Torque 4+ ranges and lists
+    ``n1/0-3`` / ``n1/0,2``, PBS Pro ``c1/0*13`` (``*13``: 13 CPUs), and a bare host
+    ``n1`` (one slot).
+
+    Raises:
+        ValueError: for an empty host name or a slot part that is none of these.
+    """
+    hosts: dict[str, None] = {}
+    slots = 0
+    for part in text.strip().split("+"):
+        host, sep, spec = part.partition("/")
+        host = host.strip()
+        if not host:
+            raise ValueError(f"empty host name in {part!r}")
+        hosts.setdefault(host, None)
+        if not sep:
+            slots += 1
+            continue
+        m = _SLOTS_RE.match(spec.strip())
+        if m is None:
+            raise ValueError(f"bad slot list {spec!r} after host {host!r} (expected e.g. 7, 0-3, 0*13)")
+        if m.group(2) is not None:
+            slots += int(m.group(2))
+        else:
+            for item in m.group(1).split(","):
+                lo, _, hi = item.partition("-")
+                if hi and int(hi) < int(lo):
+                    raise ValueError(f"bad slot range {item!r} after host {host!r}")
+                slots += int(hi) - int(lo) + 1 if hi else 1
+    return list(hosts), slots
+
+
+def parse_exec_vnode(text: str) -> tuple[list[str], int]:
+    """Hosts and CPUs of a PBS Pro ``exec_vnode``: ``(c1:ncpus=13)+(c2:ncpus=13)``, chunks
+    in parentheses, several vnodes of a chunk joined by ``+``. A vnode ``host[N]`` belongs
+    to host ``host`` (PBS Pro's naming of a host's vnodes).
+
+    Raises:
+        ValueError: for an empty vnode name or a non-integer ``ncpus``.
+    """
+    hosts: dict[str, None] = {}
+    cpus = 0
+    body = text.strip()
+    for piece in body.replace("(", "").replace(")", "").split("+"):
+        piece = piece.strip()
+        name, _, resources = piece.partition(":")
+        if not name:
+            raise ValueError(f"empty vnode name in {piece!r}")
+        hosts.setdefault(_VNODE_SUFFIX_RE.sub("", name), None)
+        for res in resources.split(":"):
+            key, _, value = res.partition("=")
+            if key == "ncpus":
+                if not _UINT_RE.match(value):
+                    raise ValueError(f"ncpus of vnode {name!r}: expected a whole number, got {value!r}")
+                cpus += int(value)
+    return list(hosts), cpus
+
+
+def parse_resource_spec(text: str, per_node_key: str) -> tuple[int, int]:
+    """(nodes, cpus) of a Torque ``nodes`` spec (``4:ppn=8``, ``n1:ppn=2+n2``;
+    ``per_node_key="ppn"``) or a PBS Pro ``select`` (``5:ncpus=13+1:ncpus=2``;
+    ``per_node_key="ncpus"``). A part that starts with a count asks for that many nodes
+    (chunks); one that starts with a host name or property, or with a resource, for one.
+
+    Raises:
+        ValueError: for a non-integer count or per-node value.
+    """
+    nodes = cpus = 0
+    for part in text.strip().split("+"):
+        items = part.strip().split(":")
+        count = 1
+        first = items[0]
+        rest = items
+        if _UINT_RE.match(first):
+            count = int(first)
+            rest = items[1:]
+        elif first == "":
+            raise ValueError(f"empty part in {text!r}")
+        per = 1
+        for item in rest:
+            key, sep, value = item.partition("=")
+            if sep and key == per_node_key:
+                if not _UINT_RE.match(value):
+                    raise ValueError(f"{per_node_key} must be a whole number, got {value!r}")
+                per = int(value)
+        nodes += count
+        cpus += count * per
+    return nodes, cpus
+
+
+def _split_message(message: str) -> dict[str, str]:
+    """``key=value`` pairs separated by blanks. A blank-separated word without ``=`` (a
+    value with blanks) continues the previous value; a value opened with ``"`` runs to
+    the closing quote."""
+    out: dict[str, str] = {}
+    last: str | None = None
+    words = message.split()
+    i = 0
+    while i < len(words):
+        w = words[i]
+        key, sep, value = w.partition("=")
+        if sep and key:
+            if value.startswith('"') and not (len(value) > 1 and value.endswith('"')):
+                j = i + 1
+                while j < len(words) and not words[j].endswith('"'):
+                    j += 1
+                value = " ".join([value, *words[i + 1 : j + 1]])
+                i = j
+            if len(value) > 1 and value[0] == value[-1] == '"':
+                value = value[1:-1]
+            out[key] = value
+            last = key
+        elif last is not None:
+            out[last] = f"{out[last]} {w}"
+        i += 1
+    return out
+
+
+def _epoch(attrs: dict[str, str], key: str) -> int | None:
+    v = attrs.get(key)
+    if v is None or v == "":
+        return None
+    v = v.strip()
+    if not _UINT_RE.match(v):
+        raise _FieldError(key, f"expected Unix seconds, got {v!r}")
+    return int(v)
+
+
+# --------------------------------------------------------------------------- reader
+
+
+def read_pbs(
+    path: str | Path,
+    *,
+    lenient: bool = False,
+    cores_per_node: int | None = 1,
+    size_field: Literal["auto", "allocated", "requested"] = "auto",
+    missing_walltime: Literal["runtime"] | int = "runtime",
+    missing_runtime: Literal["skip", "zero"] = "skip",
+):
+    """Read a PBS/Torque or PBS Pro accounting log into a normalized
+    :class:`~toposched.workload.model.Workload`.
+
+    Records:
+        Every ``E`` record is a job record (``records`` counts them, plus malformed lines).
+        An ``E`` record repeating an earlier one (same job number and array index, same
+        submit, start and end; e.g. ``6.edge.ccr.buffalo.edu`` and then ``6``) is counted
+        in ``skipped["duplicate_record"]``; the first one is kept. Other record types are
+        counted by type in ``settings["record_types_ignored"]``; blank lines are ignored.
+        So ``len(workload) + sum(workload.skipped.values()) == workload.records``.
+
+    Fields (raw columns handed to :func:`~toposched.workload.normalize.normalize`):
+        * ``job_id``: the job number (``123`` of ``123[4].server``); the id as written is
+          in ``extra["log_job_id"]``.
+        * ``submit_s``: ``qtime``, else ``ctime`` (repair ``submit_from_ctime``), else
+          ``etime`` (``submit_from_etime``); relative to the earliest submit of the file
+          (``time_origin_epoch_s``).
+        * ``runtime_s``: ``resources_used.walltime``; without it ``end - start`` (repair
+          ``runtime_from_end_minus_start``); unknown (-1) for a job that never started
+          (no ``start``).
+        * ``walltime_s``: ``Resource_List.walltime``, else unknown (-1).
+        * ``nodes_alloc``: distinct hosts of ``exec_host`` (else of ``exec_vnode``); for a
+          job without either, ``Resource_List.nodect``, else the count of
+          ``Resource_List.nodes`` (Torque, ``4:ppn=8``), else of ``Resource_List.select``
+          (PBS Pro, ``5:ncpus=13``). When the hosts differ in number from that request,
+          the hosts win, counted as ``nodes_from_exec_host``. A ``nodect`` that is a nodes
+          spec (``1:ppn=24:gpu=4``) is read as one, counted as
+          ``nodect_read_as_nodes_spec``.
+        * ``procs_alloc``: ``resources_used.ncpus``, else the CPU slots of ``exec_host``
+          (``exec_vnode``), else ``Resource_List.ncpus``; ``procs_req``: the CPUs of
+          ``select``, else of ``nodes`` (count x ppn), else ``Resource_List.ncpus``.
+        * ``line``: the 1-based line of the record.
+
+    Extra per-job columns: ``logged_start_s`` (``start`` relative to the origin; -1 if
+    none), ``logged_end_s`` (``end``, likewise), ``logged_hosts`` (list of host lists,
+    distinct, in order of first appearance), ``logged_nodelist`` (``exec_host`` as
+    printed, else ``exec_vnode``; ``""`` if neither), ``log_job_id``, ``queue``, ``user``,
+    ``exit_status`` (strings, ``""`` when absent).
+
+    Args:
+        path: the log (``.gz`` is decompressed).
+        lenient: skip malformed lines and records (counted in
+            ``skipped["malformed_line"]``, the first five messages kept in
+            ``settings["lenient_examples"]``) instead of raising.
+        cores_per_node, size_field, missing_walltime, missing_runtime: see
+            :class:`~toposched.workload.normalize.NormalizeSettings` (``cores_per_node``
+            None means 1). Only jobs whose node count the log does not give use
+            ``cores_per_node``.
+
+    Raises:
+        TraceFormatError: naming the file, the line and the attribute, for a line that is
+            not ``MM/DD/YYYY HH:MM:SS;T;id;message``, a job id that does not start with a
+            number, a bad time, duration, host list or resource spec in an attribute this
+            reader uses, or a file with no ``E`` records.
+    """
+    settings = NormalizeSettings(
+        cores_per_node=1 if cores_per_node is None else cores_per_node,
+        size_field=size_field,
+        missing_walltime=missing_walltime,
+        missing_runtime=missing_runtime,
+    )
+    src = str(path)
+    text = read_bytes(path).decode("utf-8", errors="replace")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+
+    records = 0
+    skipped: dict[str, int] = {}
+    repairs: dict[str, int] = {}
+    examples: list[str] = []
+    other_types: dict[str, int] = {}
+    runtime_disagrees = 0
+
+    def count(d: dict[str, int], key: str) -> None:
+        d[key] = d.get(key, 0) + 1
+
+    def fail(err: TraceFormatError) -> None:
+        if not lenient:
+            raise err
+        count(skipped, "malformed_line")
+        if len(examples) < _MAX_EXAMPLES:
+            where = f"line {err.line}: field {err.field}: " if err.field else f"line {err.line}: "
+            examples.append(where + err.message)
+
+    cols: dict[str, list[int]] = {
+        k: [] for k in ("job_id", "submit", "start", "end", "runtime_s", "walltime_s", "procs_alloc", "procs_req", "nodes_alloc", "line")
+    }
+    hosts_col: list[list[str]] = []
+    nodelist_col: list[str] = []
+    ids_col: list[str] = []
+    queue_col: list[str] = []
+    user_col: list[str] = []
+    exit_col: list[str] = []
+    seen: set[tuple[int, str, int, int, int]] = set()
+
+    for line_no, raw in enumerate(text.split("\n"), start=1):
+        line = raw.rstrip("\r")
+        if not line.strip():
+            continue
+        m = LINE_RE.match(line.strip())
+        if m is None:
+            records += 1
+            fail(
+                TraceFormatError(
+                    src,
+                    f"expected a PBS accounting line 'MM/DD/YYYY HH:MM:SS;T;job id;key=value ...', got {line[:60]!r}",
+                    line=line_no,
+                )
+            )
+            continue
+        month, day, _year, hour, minute, second, rtype, jobid_text, message = m.groups()
+        if rtype != "E":
+            other_types[rtype] = other_types.get(rtype, 0) + 1
+            continue
+        records += 1
+        if not (1 <= int(month) <= 12 and 1 <= int(day) <= 31 and int(hour) <= 23 and int(minute) <= 59 and int(second) <= 60):
+            fail(TraceFormatError(src, f"bad record time {line[:19]!r}", line=line_no, field="datetime"))
+            continue
+        attrs = _split_message(message)
+        try:
+            row = _parse_end_record(jobid_text.strip(), attrs)
+        except _FieldError as exc:
+            fail(TraceFormatError(src, exc.message, line=line_no, field=exc.field))
+            continue
+        (jid, index, submit, start, end, rt, wt, nodes, pa, pr, hosts, nodelist, fixes, disagree) = row
+        key = (jid, index, submit, start, end)
+        if key in seen:
+            count(skipped, "duplicate_record")
+            continue
+        seen.add(key)
+        for f in fixes:
+            count(repairs, f)
+        runtime_disagrees += disagree
+        cols["job_id"].append(jid)
+        cols["submit"].append(submit)
+        cols["start"].append(start)
+        cols["end"].append(end)
+        cols["runtime_s"].append(rt)
+        cols["walltime_s"].append(wt)
+        cols["nodes_alloc"].append(nodes)
+        cols["procs_alloc"].append(pa)
+        cols["procs_req"].append(pr)
+        cols["line"].append(line_no)
+        hosts_col.append(hosts)
+        nodelist_col.append(nodelist)
+        ids_col.append(jobid_text.strip())
+        queue_col.append(attrs.get("queue", ""))
+        user_col.append(attrs.get("user", ""))
+        exit_col.append(attrs.get("Exit_status", ""))
+
+    if records == 0:
+        found = ", ".join(f"{k}={v}" for k, v in sorted(other_types.items()))
+        raise TraceFormatError(src, "no job records found: no E (job end) records" + (f" (only {found})" if found else " (the file is empty)"))
+    if not cols["job_id"]:
+        malformed = skipped.get("malformed_line", 0)
+        raise TraceFormatError(src, f"no valid job records found ({malformed} malformed; first: {examples[0]})")
+
+    submit = np.asarray(cols["submit"], dtype=np.int64)
+    known = submit[submit >= 0]
+    origin = int(known.min()) if len(known) else None
+
+    def rel(a: list[int]) -> np.ndarray:
+        x = np.asarray(a, dtype=np.int64)
+        if origin is None:
+            return x
+        return np.where(x >= 0, x - origin, -1)
+
+    raw = {
+        "job_id": np.asarray(cols["job_id"], dtype=np.int64),
+        "submit_s": rel(cols["submit"]),
+        "runtime_s": np.asarray(cols["runtime_s"], dtype=np.int64),
+        "walltime_s": np.asarray(cols["walltime_s"], dtype=np.int64),
+        "procs_alloc": np.asarray(cols["procs_alloc"], dtype=np.int64),
+        "procs_req": np.asarray(cols["procs_req"], dtype=np.int64),
+        "nodes_alloc": np.asarray(cols["nodes_alloc"], dtype=np.int64),
+        "line": np.asarray(cols["line"], dtype=np.int64),
+    }
+    extra = {
+        "logged_start_s": rel(cols["start"]),
+        "logged_end_s": rel(cols["end"]),
+        "logged_hosts": hosts_col,
+        "logged_nodelist": nodelist_col,
+        "log_job_id": ids_col,
+        "queue": queue_col,
+        "user": user_col,
+        "exit_status": exit_col,
+    }
+    note: dict[str, Any] = {"record_types_ignored": dict(sorted(other_types.items()))}
+    if runtime_disagrees:
+        note["runtime_differs_from_end_minus_start"] = runtime_disagrees
+    if lenient:
+        note["lenient_examples"] = examples
+    return normalize(
+        raw,
+        source=src,
+        fmt="pbs",
+        settings=settings,
+        records=records,
+        repairs=repairs,
+        skipped=skipped,
+        header={},
+        time_origin_epoch_s=origin,
+        extra=extra,
+        settings_note=note,
+    )
+
+
+def _requested_nodes(attrs: dict[str, str], fixes: list[str]) -> tuple[int, int]:
+    """(nodes, cpus) the job asked for: nodect, else nodes spec, else select; -1 unknown."""
+    nodes = cpus = -1
+    sel = attrs.get("Resource_List.select")
+    spec = attrs.get("Resource_List.nodes")
+    if sel:
+        try:
+            n, c = parse_resource_spec(sel, "ncpus")
+        except ValueError as exc:
+            raise _FieldError("Resource_List.select", str(exc)) from None
+        nodes, cpus = n, c
+    if spec:
+        try:
+            n, c = parse_resource_spec(spec, "ppn")
+        except ValueError as exc:
+            raise _FieldError("Resource_List.nodes", str(exc)) from None
+        nodes = n
+        cpus = c if cpus < 0 else cpus
+    nodect = attrs.get("Resource_List.nodect")
+    if nodect:
+        v = nodect.strip()
+        if _UINT_RE.match(v):
+            nodes = int(v)
+        elif _LEADING_COUNT_RE.match(v):
+            # e.g. "1:ppn=24:gpu=4": a nodes spec written into nodect
+            try:
+                nodes, c = parse_resource_spec(v, "ppn")
+            except ValueError as exc:
+                raise _FieldError("Resource_List.nodect", str(exc)) from None
+            cpus = c if cpus < 0 else cpus
+            fixes.append("nodect_read_as_nodes_spec")
+        else:
+            raise _FieldError("Resource_List.nodect", f"expected a whole number, got {nodect!r}")
+    ncpus = attrs.get("Resource_List.ncpus")
+    if cpus < 0 and ncpus:
+        if not _UINT_RE.match(ncpus.strip()):
+            raise _FieldError("Resource_List.ncpus", f"expected a whole number, got {ncpus!r}")
+        cpus = int(ncpus)
+    return nodes, cpus
+
+
+def _parse_end_record(jobid: str, attrs: dict[str, str]):
+    m = _JOBID_RE.match(jobid)
+    if m is None:
+        raise _FieldError("job_id", f"expected a job id like 123 or 123.server, got {jobid!r}")
+    jid = int(m.group(1))
+    if jid > 2**63 - 1:
+        raise _FieldError("job_id", f"job number out of range, got {jobid!r}")
+    index = m.group(2) or ""
+    fixes: list[str] = []
+
+    submit = _epoch(attrs, "qtime")
+    if submit is None:
+        submit = _epoch(attrs, "ctime")
+        if submit is not None:
+            fixes.append("submit_from_ctime")
+        else:
+            submit = _epoch(attrs, "etime")
+            if submit is not None:
+                fixes.append("submit_from_etime")
+    start = _epoch(attrs, "start")
+    end = _epoch(attrs, "end")
+    if start == 0:  # PBS Pro writes start=0 for a job that never ran
+        start = None
+
+    disagree = 0
+    used = attrs.get("resources_used.walltime")
+    if start is None:
+        rt = -1
+    elif used:
+        try:
+            rt = parse_pbs_duration(used)
+        except ValueError as exc:
+            raise _FieldError("resources_used.walltime", str(exc)) from None
+        if end is not None and end >= start and end - start != rt:
+            disagree = 1
+    elif end is not None and end >= start:
+        rt = end - start
+        fixes.append("runtime_from_end_minus_start")
+    else:
+        rt = -1
+
+    limit = attrs.get("Resource_List.walltime")
+    wt = -1
+    if limit:
+        try:
+            wt = parse_pbs_duration(limit)
+        except ValueError as exc:
+            raise _FieldError("Resource_List.walltime", str(exc)) from None
+
+    req_nodes, req_cpus = _requested_nodes(attrs, fixes)
+
+    hosts: list[str] = []
+    slots = -1
+    nodelist = ""
+    exec_host = attrs.get("exec_host", "").strip()
+    exec_vnode = attrs.get("exec_vnode", "").strip()
+    if start is not None and exec_host:
+        try:
+            hosts, slots = parse_exec_host(exec_host)
+        except ValueError as exc:
+            raise _FieldError("exec_host", f"bad host list {exec_host[:60]!r}: {exc}") from None
+        nodelist = exec_host
+    elif start is not None and exec_vnode:
+        try:
+            hosts, slots = parse_exec_vnode(exec_vnode)
+        except ValueError as exc:
+            raise _FieldError("exec_vnode", f"bad vnode list {exec_vnode[:60]!r}: {exc}") from None
+        nodelist = exec_vnode
+
+    if hosts:
+        nodes = len(hosts)
+        if req_nodes > 0 and req_nodes != nodes:
+            fixes.append("nodes_from_exec_host")
+    else:
+        nodes = req_nodes
+
+    pa = -1
+    used_cpus = attrs.get("resources_used.ncpus")
+    if used_cpus:
+        if not _UINT_RE.match(used_cpus.strip()):
+            raise _FieldError("resources_used.ncpus", f"expected a whole number, got {used_cpus!r}")
+        pa = int(used_cpus)
+    if pa <= 0 and slots > 0:
+        pa = slots
+    if pa <= 0:
+        ncpus = attrs.get("Resource_List.ncpus", "").strip()
+        pa = int(ncpus) if _UINT_RE.match(ncpus) else -1
+    return (
+        jid,
+        index,
+        -1 if submit is None else submit,
+        -1 if start is None else start,
+        -1 if end is None else end,
+        rt,
+        wt,
+        nodes,
+        pa,
+        req_cpus,
+        hosts,
+        nodelist,
+        fixes,
+        disagree,
+    )

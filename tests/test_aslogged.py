@@ -1,0 +1,327 @@
+"""Tests of the extended-SWF reader with node lists (toposched.workload.swf_nodes) and of
+the as-logged replay (toposched.aslogged): APH of the real placements in the wagap trace
+and the sacct data, host mapping and its reports, same outputs as simulate(), the CLI."""
+
+from __future__ import annotations
+
+import doctest
+import json
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from toposched import aslogged
+from toposched.aslogged import fabric_from_hosts, hosts_of, natural_key, rack_key, replay_as_logged, topology_conf_text
+from toposched.check import check_run_dir
+from toposched.cli import main
+from toposched.errors import InputError, TraceFormatError
+from toposched.simulate import RunConfig, simulate
+from toposched.topology import load_fabric
+from toposched.workload import detect_format, read_trace
+from toposched.workload.model import Workload
+from toposched.workload.swf import read_swf
+from toposched.workload.swf_nodes import parse_node_list, read_alea_machines, read_swf_with_nodes
+
+from conftest import SHARED_DATA, SLURM, TRACES, shared
+
+WAGAP = TRACES / "alea_wagap-2013.swf"
+SACCT = SLURM / "ubccr_ub-hpc_sacct-P-all_submitline_multiline.log"
+MEDIUM = SLURM / "ubccr_medium-cluster_topology.conf"
+PBS = SHARED_DATA / "pbs" / "xdmod_pbs-torque_accounting-logs.log"
+
+
+@lru_cache(maxsize=None)
+def wagap() -> Workload:
+    return read_trace(shared(WAGAP))
+
+
+def independent_aph(hosts: list[str], leaf_of: dict[str, int]) -> float:
+    """APH on a one-pod tree: 2 hops between nodes of different leaves, 0 within one."""
+    leaves = np.array([leaf_of[h] for h in hosts])
+    n = len(leaves)
+    same = sum(int(c) * (int(c) - 1) for c in np.unique(leaves, return_counts=True)[1])
+    return 2.0 * (n * (n - 1) - same) / (n * (n - 1))
+
+
+def test_module_doctest() -> None:
+    assert doctest.testmod(aslogged).failed == 0
+
+
+# --------------------------------------------------------------------------- wagap reader
+
+
+def test_wagap_node_lists() -> None:
+    w = wagap()
+    assert detect_format(WAGAP) == "swf-nodes" and w.format == "swf-nodes"
+    assert (len(w), w.records, w.skipped) == (17_898, 17_900, {"unknown_runtime": 2})
+    hosts = w.extra["logged_hosts"]
+    assert hosts[0] == ["1241"] and w.extra["pbs_queue"][0] == "q_1d"
+    assert w.extra["pbs_request"][0] == "1:ppn=64:x86_64:cl_zewura#excl"
+    distinct = hosts_of(w)
+    assert len(distinct) == 44 == w.settings["distinct_node_ids"]
+    assert (distinct[0], distinct[-1]) == ("1129", "1288")
+    # size = distinct nodes; 8,580 multi-CPU jobs changed from "procs / 1"
+    assert w["nodes"].tolist() == [len(h) for h in hosts]
+    assert w.repairs == {"nodes_from_node_list": 8_580}
+    assert np.bincount(w["nodes"]).tolist()[1:] == [17_564, 95, 18, 92, 0, 9, 0, 118, 0, 2]
+    # one node id per CPU: the list is as long as the allocated processors
+    assert w.settings["node_list_length_differs_from_procs"] == 0
+    # logged start = submit + wait (SWF field 3), from the SWF reader
+    plain = read_swf(WAGAP)
+    np.testing.assert_array_equal(w.extra["logged_start_s"], plain.extra["logged_start_s"])
+    np.testing.assert_array_equal(w["submit_s"], plain["submit_s"])
+
+
+def test_wagap_machines_do_not_name_the_nodes() -> None:
+    clusters = read_alea_machines(shared(Path(str(WAGAP) + ".machines")))
+    assert [(c.name, c.nodes, c.cpus_per_node) for c in clusters] == [("zewura", 20, 80), ("zegox", 48, 12)]
+    w = wagap()
+    assert w.settings["machines"]["clusters"][0]["name"] == "zewura"
+    # 68 nodes in the clusters, 44 distinct ids in the log, none of them 0..67
+    assert sum(c.nodes for c in clusters) == 68
+    assert min(int(h) for h in hosts_of(w)) > 68
+
+
+def test_plain_read_ignores_node_lists() -> None:
+    w = read_trace(shared(WAGAP), format="swf")
+    assert "logged_hosts" not in w.extra
+    with pytest.raises(InputError, match="as-logged needs the hosts"):
+        replay_as_logged(w, fabric_from_hosts(["1"], 1))
+
+
+def test_swf_node_list_errors(tmp_path: Path) -> None:
+    base = "1 0 5 10 2 -1 -1 2 100 -1 1 1 1 1 1 1 -1 -1"
+    p = tmp_path / "x.swf"
+    p.write_text(f"{base} {{7,7,8}} q r\n{base.replace('1 0', '2 1', 1)} {{7,x y}} q r\n")
+    assert detect_format(p) == "swf-nodes"
+    with pytest.raises(TraceFormatError) as ei:
+        read_swf_with_nodes(p)
+    assert (ei.value.line, ei.value.field) == (2, "node_list")
+    w = read_swf_with_nodes(p, lenient=True)
+    # "{7,x" is the 19th field; the record is skipped and counted
+    assert (len(w), w.records, w.skipped) == (1, 2, {"malformed_line": 1})
+    assert w.extra["logged_hosts"] == [["7", "8"]] and w["nodes"].tolist() == [2]
+    assert w.settings["lenient_examples"][0].startswith("line 2: field node_list: ")
+    w = read_swf_with_nodes(p, lenient=True, size_from_node_list=False)
+    assert w["nodes"].tolist() == [2] and "nodes_from_node_list" not in w.repairs
+
+
+def test_parse_node_list() -> None:
+    assert parse_node_list("{3,3,1,3}") == ["3", "1"]
+    assert parse_node_list("{}") == [] == parse_node_list("-1")
+    for bad in ("3,1", "{3,,1}", "{3 1}", "{"):
+        with pytest.raises(ValueError):
+            parse_node_list(bad)
+
+
+# --------------------------------------------------------------------------- wagap replay
+
+
+def test_wagap_as_logged_aph() -> None:
+    """APH of the real wagap placements, on the assumed fabric: the 44 node ids in
+    natural order, 16 per leaf, one pod (docs/as-logged.md)."""
+    w = wagap()
+    fab = fabric_from_hosts(hosts_of(w), nodes_per_leaf=16, name="wagap-44")
+    assert [len(leaf.nodes) for leaf in fab.spec.pods[0].leaves] == [16, 16, 12]
+    r = simulate(w, fab, RunConfig(alloc="as-logged"))
+    s = r.summary
+    assert s["jobs"]["replayed"] == 17_898 and s["skipped_reasons"] == {}
+    assert s["policy"]["queue"] == "as-logged" and s["policy"]["alloc"] == "as-logged"
+    # the measured numbers quoted in docs/as-logged.md
+    assert s["aph"]["mean"] == pytest.approx(0.9540, abs=1e-4)
+    assert s["aph"]["median"] == pytest.approx(1.0714, abs=1e-4)
+    assert s["aph"]["max"] == 2.0
+    # independent recomputation from the log's host lists
+    leaf_of = {h: k for k, leaf in enumerate(fab.spec.pods[0].leaves) for h in leaf.nodes}
+    multi = [h for h in w.extra["logged_hosts"] if len(h) > 1]
+    assert len(multi) == 334
+    assert s["aph"]["mean"] == pytest.approx(np.mean([independent_aph(h, leaf_of) for h in multi]), rel=1e-12)
+    classes = r.jobs.column("alloc_class").to_numpy()
+    nodes = r.jobs.column("nodes").to_numpy()
+    assert int(((classes == 2) & (nodes > 1)).sum()) == 255  # multi-node jobs spanning leaves
+    # start = submit + wait, end = start + run time (never clipped)
+    start = r.jobs.column("start_s").to_numpy()
+    np.testing.assert_array_equal(start, w.extra["logged_start_s"])
+    np.testing.assert_array_equal(r.jobs.column("end_s").to_numpy() - start, w["runtime_s"])
+    assert not r.jobs.column("killed").to_numpy().any()
+    # wagap ran several jobs per node: reported, and utilization counts a node once
+    al = s["policy"]["as_logged"]
+    assert al["jobs_sharing_a_node"] > 10_000 and al["unmapped_hosts"] == 0
+    assert 0 < s["utilization"]["mean"] <= 1 and r.utilization.column("utilization").to_numpy().max() <= 1
+
+
+def test_wagap_aph_depends_on_the_assumed_leaf_size() -> None:
+    w = wagap()
+    means = {k: replay_as_logged(w, fabric_from_hosts(hosts_of(w), k)).summary["aph"]["mean"] for k in (8, 44)}
+    assert means[8] == pytest.approx(1.4621, abs=1e-4)
+    assert means[44] == 0.0  # one leaf: every job is local
+
+
+# --------------------------------------------------------------------------- sacct
+
+
+def test_sacct_hosts_are_not_on_the_medium_cluster_fabric() -> None:
+    w = read_trace(shared(SACCT))
+    fab = load_fabric(str(shared(MEDIUM)))
+    r = simulate(w, fab, RunConfig(alloc="as-logged"))
+    assert len(r.jobs) == 0 and len(r.skipped) == len(w) == 6
+    reasons = r.skipped.column("reason").to_pylist()
+    assert reasons[0] == (
+        "host not on fabric; host cpn-v09-10 is not on fabric ubccr_medium-cluster_topology "
+        "(ubccr_medium-cluster_topology.conf has no leaf listing it; its nodes are "
+        "b[001-024],g[001-008],gn[001-002],m[001-100],n[001-100])"
+    )
+    assert reasons[5].startswith(
+        "host not on fabric; hosts cpn-q06-04-01, cpn-q06-04-02, cpn-q07-04-01, cpn-q07-04-02, cpn-q08-04-01 and 11 more are not"
+    )
+    assert r.summary["skipped_reasons"] == {"host not on fabric": 6}
+    al = r.summary["policy"]["as_logged"]
+    assert al["unmapped_hosts"] == 17 and al["jobs_placed"] == 0
+    assert "has no leaf listing it" in al["unmapped_because"]
+    # a generated fabric says so
+    reason = replay_as_logged(w, load_fabric("cab")).skipped.column("reason").to_pylist()[0]
+    assert "fabric cab is generated and names its nodes cab0000..cab1295" in reason
+
+
+def test_sacct_as_logged_aph_on_a_fabric_from_its_hosts() -> None:
+    w = read_trace(shared(SACCT))
+    hosts = hosts_of(w)
+    assert len(hosts) == 17
+    # rack_key: one leaf per rack (cpn-q06-04-*, ..., cpn-u25-*): the 16-node job spans 8 leaves of 2
+    fab = fabric_from_hosts(hosts, 16, leaf_key=rack_key)
+    r = replay_as_logged(w, fab)
+    assert len(r.jobs) == 6
+    aph = dict(zip(r.jobs.column("job_id").to_pylist(), r.jobs.column("aph").to_pylist()))
+    assert aph[7957382] is None  # one node
+    assert aph[9067954] == pytest.approx(2 * (1 - 16 / 240)) == pytest.approx(1.8667, abs=1e-4)
+    # natural order, 8 per leaf: the q-racks on one leaf, the u-racks on another
+    r8 = replay_as_logged(w, fabric_from_hosts(hosts, 8))
+    assert r8.summary["aph"]["mean"] == pytest.approx(2 * 128 / 240)
+    # the 5 copies of job 7957382 in the log hold the same node at the same time
+    assert r.summary["policy"]["as_logged"]["jobs_sharing_a_node"] == 5
+
+
+def test_pbs_as_logged() -> None:
+    w = read_trace(shared(PBS))
+    r = replay_as_logged(w, fabric_from_hosts(hosts_of(w), 4))
+    assert len(r.jobs) == 7
+    assert r.skipped.to_pylist() == [
+        {"job_id": 7904, "submit_s": 224026499, "nodes": 1, "reason": "no hosts in the log; the log names no node for this job"}
+    ]
+    nodes = dict(zip(r.jobs.column("job_id").to_pylist(), r.jobs.column("nodes").to_pylist()))
+    assert nodes[6] == 4 and nodes[2994] == 5
+
+
+# --------------------------------------------------------------------------- mapping rules
+
+
+def small(hosts: list[list[str]], starts: list[int], nodes: list[int] | None = None) -> Workload:
+    n = len(hosts)
+    return Workload(
+        columns={
+            "job_id": np.arange(1, n + 1),
+            "submit_s": np.zeros(n, np.int64),
+            "nodes": np.array(nodes or [max(len(h), 1) for h in hosts]),
+            "walltime_s": np.full(n, 100),
+            "runtime_s": np.full(n, 50),
+            "procs": np.ones(n, np.int64),
+            "line": np.arange(1, n + 1),
+        },
+        source="inline",
+        format="test",
+        extra={"logged_hosts": hosts, "logged_start_s": np.array(starts, np.int64)},
+    )
+
+
+def test_mapping_rules() -> None:
+    fab = fabric_from_hosts(["n1", "n2", "n3.cluster.org", "m1"], 2)
+    w = small(
+        [["n1.cluster.org", "n3"], ["n2"], [], ["n9", "n1"], ["n1"], ["n2", "n1"]],
+        [10, 10, 10, 10, -1, 60],
+        nodes=[2, 3, 1, 2, 1, 2],
+    )
+    r = replay_as_logged(w, fab)
+    assert r.jobs.column("job_id").to_pylist() == [1, 2, 6]
+    assert r.jobs.column("nodes").to_pylist() == [2, 1, 2]
+    assert r.summary["input"]["repairs"] == {"nodes_from_logged_hosts": 1}  # job 2: 3 -> 1
+    reasons = dict(zip(r.skipped.column("job_id").to_pylist(), r.skipped.column("reason").to_pylist()))
+    assert reasons == {
+        3: "no hosts in the log; the log names no node for this job",
+        4: "host not on fabric; host n9 is not on fabric hosts-4 (not among the hosts the fabric was built from)",
+        5: "no start in the log; the log names hosts but no start time",
+    }
+    al = r.summary["policy"]["as_logged"]
+    assert al["hosts_matched_by_short_name"] == 2 and al["unmapped_host_examples"] == ["n9"]
+    # jobs 1 and 2 share no node; job 6 starts when they end
+    assert al["jobs_sharing_a_node"] == 0
+    # natural order m1, n1, n2, n3: leaves [m1, n1], [n2, n3]
+    ids = r.jobs.column("node_ids").to_pylist()
+    assert ids == [[1, 3], [2], [1, 2]]
+    assert r.jobs.column("alloc_class").to_pylist() == [2, 1, 2]
+
+
+def test_utilization_counts_a_shared_node_once() -> None:
+    fab = fabric_from_hosts(["a", "b"], 2)
+    w = small([["a"], ["a"], ["b"]], [0, 0, 120])
+    r = replay_as_logged(w, fab, RunConfig(alloc="as-logged", utilization_step_s=10))
+    busy = r.utilization.column("busy_nodes").to_pylist()
+    assert busy[:5] == [1, 1, 1, 1, 1] and busy[12] == 1  # a (twice), then b
+    assert r.summary["policy"]["as_logged"]["jobs_sharing_a_node"] == 2
+
+
+def test_same_outputs_as_simulate(tmp_path: Path) -> None:
+    fab = fabric_from_hosts([f"n{i}" for i in range(6)], 3)
+    w = small([["n0", "n4"], ["n1"], ["n2", "n3", "n5"]], [0, 5, 60])
+    ref = simulate(w, fab, RunConfig())
+    got = simulate(w, fab, RunConfig(alloc="as-logged"))
+    assert got.jobs.schema == ref.jobs.schema
+    assert got.skipped.schema == ref.skipped.schema
+    assert got.utilization.schema == ref.utilization.schema
+    assert set(got.summary) == set(ref.summary)
+    assert set(got.summary["policy"]) == set(ref.summary["policy"]) | {"as_logged"}
+    paths = got.write(tmp_path / "out")
+    assert pq.read_table(paths["jobs"]).num_rows == 3
+    assert check_run_dir(tmp_path / "out") == []
+
+
+def test_natural_order_and_fabric_from_hosts() -> None:
+    assert sorted(["n10", "n2", "n1", "m3"], key=natural_key) == ["m3", "n1", "n2", "n10"]
+    assert rack_key("cpn-q06-04-01") == "cpn-q06-04-" and rack_key("cpn-u22-16") == "cpn-u22-"
+    fab = fabric_from_hosts(["r1-3", "r1-1", "r2-1", "r1-2"], 2, leaf_key=rack_key, name="x")
+    assert [leaf.nodes for leaf in fab.spec.pods[0].leaves] == [["r1-1", "r1-2"], ["r1-3"], ["r2-1"]]
+    assert fab.spec.levels == 2 and "an assumption" in fab.spec.notes[0]
+    with pytest.raises(ValueError):
+        fabric_from_hosts([], 4)
+    with pytest.raises(ValueError):
+        fabric_from_hosts(["a"], 0)
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def test_cli_as_logged_wagap(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Write the assumed fabric as a topology.conf and replay wagap from the command line."""
+    conf = tmp_path / "wagap-44.conf"
+    conf.write_text(topology_conf_text(fabric_from_hosts(hosts_of(wagap()), 16, name="wagap-44")))
+    out = tmp_path / "out"
+    rc = main(["simulate", "--trace", str(WAGAP), "--system", str(conf), "--alloc", "as-logged", "--out", str(out), "--quiet"])
+    assert rc == 0
+    s = json.loads((out / "summary.json").read_text())
+    assert s["policy"]["queue"] == "as-logged" and s["jobs"]["replayed"] == 17_898
+    assert s["aph"]["mean"] == pytest.approx(0.9540, abs=1e-4)
+    # the real schedule shared nodes; `toposched check` says so
+    assert any(p.startswith("node ") for p in check_run_dir(out))
+
+
+def test_cli_as_logged_unmapped(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    rc = main(["simulate", "--trace", str(shared(PBS)), "--system", "cab", "--alloc", "as-logged", "--out", str(out), "--quiet"])
+    assert rc == 0
+    s = json.loads((out / "summary.json").read_text())
+    assert s["skipped_reasons"] == {"host not on fabric": 7, "no hosts in the log": 1}
+    skipped = pq.read_table(out / "skipped.parquet")
+    assert "host i02n33, i02n32" not in skipped.column("reason").to_pylist()[0]
+    assert "hosts i02n33, i02n32, i02n31, i02n30 are not on fabric cab" in skipped.column("reason").to_pylist()[0]
