@@ -659,6 +659,7 @@ def read_sacct(
             where = f"line {err.line}: field {err.field}: " if err.field else f"line {err.line}: "
             examples.append(where + err.message)
 
+    seen: set[tuple] = set()
     splitter = _Splitter(layout, used, lines)
     for first0, last0, pieces, status, detail in splitter.records(data_start):
         records += 1
@@ -685,6 +686,13 @@ def read_sacct(
             continue
 
         jid, sub, start, rt, wt, nn, pa, pr, nl, hl = row
+        # The same allocation printed again (sacct prints a job once per association or
+        # cluster it matches, and dumps get concatenated): keep the first, count the rest.
+        identity = (vals[c_jobid].strip() if c_jobid is not None else raw_id, jid, sub, start, rt, nl)
+        if identity in seen:
+            skipped["duplicate_record"] = skipped.get("duplicate_record", 0) + 1
+            continue
+        seen.add(identity)
         job_id.append(jid)
         submit_ep.append(sub)
         start_ep.append(-1 if start is None else start)
