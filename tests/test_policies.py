@@ -114,3 +114,24 @@ def test_cli_loads_a_policy_by_import_path(tmp_path):
     assert "Traceback" not in bad.stderr
     missing = subprocess.run(base + [str(tmp_path / "m"), "--alloc", "nosuch:X"], cwd=tmp_path, capture_output=True, text=True)
     assert missing.returncode == 2 and "cannot import module 'nosuch'" in missing.stderr
+
+
+def test_jobs_larger_than_the_machine_are_skipped_for_python_policies_too():
+    w = read_trace(EXAMPLE_TRACE).take(np.arange(300))
+    fabric = load_fabric("fattree:K=8,S=2,P=1")  # 16 nodes: many Atlas jobs are larger
+    for queue in ("easy", "conservative"):
+        r = simulate(w, fabric, RunConfig(queue=queue, alloc=Lowest()))
+        assert len(r.skipped) > 0 and len(r.jobs) + len(r.skipped) == len(w)
+        assert all("the machine has 16" in why for why in r.skipped.column("reason").to_pylist())
+
+
+def test_a_policy_that_never_places_a_job_stops_conservative_cleanly():
+    class Never(AllocationPolicy):
+        fungible = False
+
+        def select(self, nodes, free):
+            return None if nodes > 4 else free[:nodes].tolist()
+
+    w = read_trace(EXAMPLE_TRACE).take(np.arange(300))
+    with pytest.raises(SimulationError, match="never places it"):
+        simulate(w, load_fabric("cab"), RunConfig(queue="conservative", alloc=Never()))

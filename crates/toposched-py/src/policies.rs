@@ -10,7 +10,7 @@
 use numpy::PyArray1;
 use pyo3::prelude::*;
 
-use toposched_core::alloc::{Allocator, Guard};
+use toposched_core::alloc::{fits_in_machine, Allocator, Guard};
 use toposched_core::queue::{PassCtx, QueuePolicy};
 use toposched_core::state::ClusterState;
 use toposched_core::Topology;
@@ -66,11 +66,12 @@ impl Allocator for PyAllocator {
     }
 
     fn check_fits_ever(&self, _topo: &Topology, empty: &ClusterState, nodes: u32) -> Result<(), String> {
-        let healthy = empty.n_healthy();
+        // Larger than the machine never fits, whatever the policy says.
+        fits_in_machine(empty, nodes)?;
         Python::with_gil(|py| {
             let b = self.obj.bind(py);
             if !b.hasattr("fits_ever").unwrap_or(false) {
-                return if nodes <= healthy { Ok(()) } else { Err(format!("asks for {nodes} nodes; the machine has {healthy}")) };
+                return Ok(());
             }
             match b.call_method1("fits_ever", (nodes,)) {
                 Ok(v) if v.is_truthy().unwrap_or(false) && !v.is_instance_of::<pyo3::types::PyString>() => Ok(()),

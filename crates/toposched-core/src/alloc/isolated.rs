@@ -133,6 +133,22 @@ impl Isolated {
         !state.pod_has_spanning(pod) && !guard.pod_closed(pod)
     }
 
+    /// Walk `leaf_order`, skipping leaves closed to spanning jobs, taking what each leaf
+    /// has until `chosen` holds `nodes`; true when it does.
+    fn fill_from_open_leaves(&self, topo: &Topology, state: &ClusterState, guard: &Guard, nodes: u32, chosen: &mut Vec<u32>) -> bool {
+        for &leaf in &self.leaf_order {
+            if !Self::leaf_open(state, guard, leaf) {
+                continue;
+            }
+            let m = self.leaf_avail[leaf as usize].min(nodes - chosen.len() as u32);
+            Self::take(topo, state, guard, leaf, m, chosen);
+            if chosen.len() == nodes as usize {
+                return true;
+            }
+        }
+        false
+    }
+
     /// Take up to `m` available nodes of `leaf`, lowest ids first.
     fn take(topo: &Topology, state: &ClusterState, guard: &Guard, leaf: u32, m: u32, out: &mut Vec<u32>) {
         out.extend(state.free_set().iter_range(topo.leaf_nodes(leaf)).filter(|&n| !guard.excludes(n)).take(m as usize));
@@ -211,16 +227,8 @@ impl Allocator for Isolated {
                     let pod = self.order[i];
                     chosen.clear();
                     self.sorted_leaves(topo, pod, 1, true);
-                    for j in 0..self.leaf_order.len() {
-                        let leaf = self.leaf_order[j];
-                        if !Self::leaf_open(state, guard, leaf) {
-                            continue;
-                        }
-                        let m = self.leaf_avail[leaf as usize].min(nodes - chosen.len() as u32);
-                        Self::take(topo, state, guard, leaf, m, &mut chosen);
-                        if chosen.len() == nodes as usize {
-                            return Some(chosen);
-                        }
+                    if self.fill_from_open_leaves(topo, state, guard, nodes, &mut chosen) {
+                        return Some(chosen);
                     }
                     // A T2 job never spans pods: drop this pod's nodes, try the next pod.
                 }
@@ -235,16 +243,9 @@ impl Allocator for Isolated {
                         continue;
                     }
                     self.sorted_leaves(topo, pod, 1, leaves_descending);
-                    for j in 0..self.leaf_order.len() {
-                        let leaf = self.leaf_order[j];
-                        if !Self::leaf_open(state, guard, leaf) {
-                            continue;
-                        }
-                        let m = self.leaf_avail[leaf as usize].min(nodes - chosen.len() as u32);
-                        Self::take(topo, state, guard, leaf, m, &mut chosen);
-                        if chosen.len() == nodes as usize {
-                            return Some(chosen);
-                        }
+                    // A T3 job accumulates across pods: keep what this pod gave.
+                    if self.fill_from_open_leaves(topo, state, guard, nodes, &mut chosen) {
+                        return Some(chosen);
                     }
                 }
                 None

@@ -82,8 +82,8 @@ pub(crate) fn free_unguarded<'a>(state: &'a ClusterState, topo: &Topology, guard
     state.free_set().iter_range(0..topo.n_nodes() as u32).filter(move |&n| !guard.excludes(n))
 }
 
-/// Check shared by the topology-oblivious policies: enough healthy nodes in total.
-pub(crate) fn fits_in_machine(empty: &ClusterState, nodes: u32) -> Result<(), String> {
+/// The check every policy starts from: enough healthy nodes in total.
+pub fn fits_in_machine(empty: &ClusterState, nodes: u32) -> Result<(), String> {
     let healthy = empty.n_healthy();
     if nodes == 0 {
         Err("job asks for 0 nodes".into())

@@ -53,6 +53,7 @@ pub struct Conservative {
     /// Indexed by job row.
     reservations: Vec<Option<Reservation>>,
     ended_seen: u64,
+    error: Option<String>,
 }
 
 impl Conservative {
@@ -190,6 +191,10 @@ impl QueuePolicy for Conservative {
         "conservative".into()
     }
 
+    fn take_error(&mut self) -> Option<String> {
+        self.error.take()
+    }
+
     fn pass(&mut self, ctx: &mut PassCtx) {
         let now = ctx.now();
         self.ensure_len(ctx.jobs.len());
@@ -222,9 +227,20 @@ impl QueuePolicy for Conservative {
                         ctx.core.log_reservation(now, q, r.start);
                         self.reservations[q as usize] = Some(r);
                     }
-                    // Cannot happen for a job that passed the submit check: with every
-                    // running job and reservation gone the machine is empty.
-                    None => panic!("conservative: no reservation found for job row {q}"),
+                    // Cannot happen for a job that passed the submit check (with every
+                    // running job and reservation gone the machine is empty), unless an
+                    // allocation policy placed nothing on an empty machine: stop the run.
+                    None => {
+                        self.error.get_or_insert_with(|| {
+                            format!(
+                                "conservative: no start time found for job row {q} ({} nodes) even on an empty machine: \
+                                 the allocation policy {} never places it; its fits_ever check should refuse such jobs",
+                                ctx.jobs[q as usize].nodes,
+                                ctx.alloc.name()
+                            )
+                        });
+                        return;
+                    }
                 }
             }
         }

@@ -142,6 +142,54 @@ impl Easy {
     }
 }
 
+/// The head's reservation in one pass.
+enum Reservation {
+    /// Fungible policies: a shadow time and the extra nodes backfill jobs may still use.
+    Count { shadow_s: i64, extra: u32 },
+    /// Other policies: a node set, with the leaves/pods it closes.
+    Nodes(NodeReservation),
+}
+
+impl Reservation {
+    fn start_s(&self) -> i64 {
+        match self {
+            Reservation::Count { shadow_s, .. } => *shadow_s,
+            Reservation::Nodes(r) => r.start_s,
+        }
+    }
+}
+
+impl Easy {
+    /// Phase 2 for one job that fits in the free nodes and would end at `end_s`.
+    fn try_backfill(&self, ctx: &mut PassCtx, res: &mut Reservation, job: u32, end_s: i64) -> bool {
+        match res {
+            Reservation::Count { shadow_s, extra } => {
+                let nodes = ctx.jobs[job as usize].nodes;
+                if end_s <= *shadow_s {
+                    ctx.try_start(job, &Guard::NONE)
+                } else if nodes <= *extra && ctx.try_start(job, &Guard::NONE) {
+                    *extra -= nodes;
+                    true
+                } else {
+                    false
+                }
+            }
+            Reservation::Nodes(r) => {
+                let overlaps = if self.opts.flux_window { end_s >= r.start_s } else { end_s > r.start_s };
+                let closes = Guard { excluded: None, leaves_closed_to_spanning: Some(&r.leaves_closed), pods_closed_to_spanning: Some(&r.pods_closed) };
+                let guard = if overlaps {
+                    Guard { excluded: Some(&r.nodes), ..closes }
+                } else if self.opts.reserved_tiers_always {
+                    closes
+                } else {
+                    Guard::NONE
+                };
+                ctx.try_start(job, &guard)
+            }
+        }
+    }
+}
+
 impl QueuePolicy for Easy {
     fn name(&self) -> String {
         "easy".into()
@@ -165,9 +213,17 @@ impl QueuePolicy for Easy {
             let head = queue[head_pos];
             let now = ctx.now();
             let head_nodes = ctx.jobs[head as usize].nodes;
-            if ctx.alloc.fungible() {
-                let (shadow, mut extra) = Self::count_reservation(ctx, head_nodes);
-                ctx.core.log_reservation(now, head, shadow);
+            // Cloned out of the cache so that starting jobs may borrow ctx mutably.
+            let reservation = if ctx.alloc.fungible() {
+                let (shadow_s, extra) = Self::count_reservation(ctx, head_nodes);
+                Some(Reservation::Count { shadow_s, extra })
+            } else {
+                self.node_reservation(ctx, head).cloned().map(Reservation::Nodes)
+            };
+            // No reservation means even an empty machine could not place the head now (it
+            // cannot happen for jobs that passed the submit check): nothing is backfilled.
+            if let Some(mut res) = reservation {
+                ctx.core.log_reservation(now, head, res.start_s());
                 for i in head_pos + 1..depth {
                     let free = ctx.n_free();
                     if free == 0 {
@@ -178,51 +234,8 @@ impl QueuePolicy for Easy {
                     if spec.nodes > free {
                         continue;
                     }
-                    if now + spec.walltime_s <= shadow {
-                        started[i] = ctx.try_start(job, &Guard::NONE);
-                    } else if spec.nodes <= extra && ctx.try_start(job, &Guard::NONE) {
-                        started[i] = true;
-                        extra -= spec.nodes;
-                    }
+                    started[i] = self.try_backfill(ctx, &mut res, job, now + spec.walltime_s);
                 }
-            } else {
-                let flux_window = self.opts.flux_window;
-                let tiers_always = self.opts.reserved_tiers_always;
-                // Cloned out of the cache so that starting jobs may borrow ctx mutably.
-                let reservation = self.node_reservation(ctx, head).cloned();
-                if let Some(r) = reservation {
-                    ctx.core.log_reservation(now, head, r.start_s);
-                    let full = Guard {
-                        excluded: Some(&r.nodes),
-                        leaves_closed_to_spanning: Some(&r.leaves_closed),
-                        pods_closed_to_spanning: Some(&r.pods_closed),
-                    };
-                    let tiers_only = Guard { excluded: None, ..full.clone() };
-                    for i in head_pos + 1..depth {
-                        let free = ctx.n_free();
-                        if free == 0 {
-                            break;
-                        }
-                        let job = queue[i];
-                        let spec = ctx.jobs[job as usize];
-                        if spec.nodes > free {
-                            continue;
-                        }
-                        let end = now + spec.walltime_s;
-                        let overlaps = if flux_window { end >= r.start_s } else { end > r.start_s };
-                        let guard = if overlaps {
-                            &full
-                        } else if tiers_always {
-                            &tiers_only
-                        } else {
-                            &Guard::NONE
-                        };
-                        started[i] = ctx.try_start(job, guard);
-                    }
-                }
-                // No reservation: even an empty machine could not place the head now
-                // (it cannot happen for jobs that passed the submit check); the head
-                // simply waits and the others are not backfilled past it.
             }
         }
         let mut rest = Vec::with_capacity(queue.len());

@@ -1,0 +1,144 @@
+"""`toposched compare`: one workload on one fabric under several allocation policies and
+speedup scenarios, run in parallel, with a summary table and an HTML report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+NAME = "compare"
+HELP = "compare allocation policies and speedup scenarios on one workload (parallel runs, report)"
+DESCRIPTION = """\
+Replay one job log on one fabric under several allocation policies and, for the
+topology-aware ones, the SC18 paper's runtime speedup scenarios; the runs go in parallel
+on the local cores. Writes one simulate-style directory per run, compare.json, and
+report.html."""
+
+EPILOG = """\
+examples:
+  toposched compare --trace examples/data/LLNL-Atlas-2006-2.1-cln.swf.gz --system cab --out out/atlas
+  toposched compare --trace LLNL-Thunder-2007-1.1-cln.swf.gz --system cab --transform scale:2 \\
+      --scenarios none,ta5,ta10,ta20,v1,v2 --out out/thunder-2x
+  toposched compare --trace CEA-Curie-2011-2.1-cln.swf.gz --system pinot --transform cores:16 days:30 drop --out out/curie
+
+Runs: every policy with scenario none; the topology-aware policies (isolated) also with every other
+scenario. Scenarios shorten run times (the requested times stay): ta5/ta10/ta20 = 5/10/20% shorter
+for jobs over 4 nodes; v1/v2 = the paper's randomized, size-dependent speedups (seeded by --seed).
+Transforms, applied in order: scale:K (node counts x K, rounded up), days:N or days:N@START (keep
+jobs submitted in that window, in days from the first submit), cores:C (nodes = ceil(procs / C)),
+cap[:N] / drop[:N] (jobs over N nodes, default the fabric size, cut to N / left out).
+Outputs: DIR/runs/<alloc>__<scenario>/ (as toposched simulate writes), DIR/compare.json, and
+DIR/report.html with DIR/figures/. See docs/compare.md.
+"""
+
+
+def _positive_int(text: str) -> int:
+    v = int(text)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
+    return v
+
+
+def _csv(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..compare import ALLOCS, DEFAULT_ALLOCS, DEFAULT_SCENARIOS, QUEUES
+    from ..workload import FORMATS
+
+    g = parser.add_argument_group("what to replay")
+    g.add_argument("--trace", required=True, metavar="LOG", help="job log: SWF (.swf, .swf.gz) or Slurm sacct -P dump")
+    g.add_argument("--format", choices=FORMATS, help="log format (default: guessed from the file)")
+    g.add_argument("--lenient", action="store_true", help="skip and count malformed log records instead of stopping")
+    g.add_argument("--system", required=True, metavar="FABRIC", help="preset, fattree:K=..,S=..,P=.. or topology.conf")
+    g.add_argument(
+        "--transform", action="extend", nargs="+", default=[], metavar="T",
+        help="workload transforms, applied in order: scale:K, days:N[@START], cores:C, cap[:N], drop[:N]",
+    )
+    g = parser.add_argument_group("what to compare")
+    g.add_argument("--allocs", type=_csv, default=list(DEFAULT_ALLOCS), metavar="A,B", help=f"allocation policies: {', '.join(ALLOCS)} or module:Class (default: {','.join(DEFAULT_ALLOCS)})")
+    g.add_argument("--queue", default="easy", choices=QUEUES, help="queue policy (default: easy)")
+    g.add_argument(
+        "--scenarios", type=_csv, default=list(DEFAULT_SCENARIOS), metavar="S,T",
+        help=f"speedup scenarios for the topology-aware policies (all but linear, random, as-logged; default: {','.join(DEFAULT_SCENARIOS)})",
+    )
+    g.add_argument("--seed", type=int, default=0, help="seed of the v1/v2 draws and of the random policy (default: 0)")
+    g = parser.add_argument_group("running and output")
+    g.add_argument("--jobs", type=_positive_int, default=None, metavar="N", help="parallel worker processes (default: the number of CPUs)")
+    g.add_argument("--out", required=True, metavar="DIR", help="directory for the results")
+    g.add_argument("--no-report", action="store_true", help="do not build report.html")
+    g.add_argument("--quiet", action="store_true", help="print nothing but errors")
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_with(
+        trace=args.trace,
+        system=args.system,
+        out=args.out,
+        allocs=args.allocs,
+        scenarios=args.scenarios,
+        queue=args.queue,
+        transforms=args.transform,
+        seed=args.seed,
+        jobs=args.jobs,
+        format=args.format,
+        lenient=args.lenient,
+        report=not args.no_report,
+        quiet=args.quiet,
+    )
+
+
+def run_with(*, trace: str, system: str, out: str, report: bool = True, quiet: bool = False, **options: Any) -> int:
+    """Run a comparison and print its summary; shared by ``compare`` and ``demo``."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ..compare import build_report, run_compare, summary_table
+
+    console = Console(quiet=quiet)
+    try:
+        if console.is_terminal and not quiet:
+            with Progress(
+                TextColumn("comparing"), BarColumn(), MofNCompleteColumn(), TextColumn("runs"),
+                TextColumn("{task.description}"), TimeElapsedColumn(), console=console, transient=True,
+            ) as bar:
+                task = bar.add_task("", total=None)
+
+                def progress(done: int, total: int, name: str) -> None:
+                    bar.update(task, completed=done, total=total, description=f"(last: {name})" if name else "")
+
+                result = run_compare(trace, system, out, progress=progress, **options)
+        else:
+            result = run_compare(trace, system, out, **options)
+    except KeyboardInterrupt:
+        print("interrupted: finished runs are in " + str(Path(out) / "runs") + "; no compare.json was written", file=sys.stderr)
+        return 130
+    console.print(summary_table(result.document))
+    runs = result.document["runs"]
+    incomplete = [r["dir"] for r in runs if not r["summary"]["complete"]]
+    console.print(f"{len(runs)} runs in {result.total_s:.1f} s; results in {Path(out)}/ (compare.json, runs/)", soft_wrap=True)
+    status = 0
+    if report:
+        try:
+            if console.is_terminal and not quiet:
+                with console.status("building the report"):
+                    path = build_report(Path(out))
+            else:
+                path = build_report(Path(out))
+        except Exception as exc:  # the results are written; say what went wrong with the report
+            import traceback
+
+            traceback.print_exc()
+            print(f"error: building the report failed: {exc}", file=sys.stderr)
+            path, status = None, 1
+        if path is not None and Path(path).exists():
+            console.print(f"report: {path}", soft_wrap=True)
+        elif status == 0:
+            console.print("report: not built (toposched.reporting is not available)")
+    if incomplete:
+        print("incomplete runs: " + ", ".join(incomplete), file=sys.stderr)
+        return 130
+    return status

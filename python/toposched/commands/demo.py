@@ -1,0 +1,65 @@
+"""`toposched demo`: the bundled real trace compared under linear and isolated allocation."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+NAME = "demo"
+HELP = "compare linear and isolated allocation on the bundled LLNL Atlas log (cab fabric) and build the report"
+DEMO_TRACE = "LLNL-Atlas-2006-2.1-cln.swf.gz"
+DEMO_OPTIONS = {
+    "system": "cab",
+    "allocs": ["linear", "isolated"],
+    "scenarios": ["none", "ta10", "v2"],
+    "transforms": ["days:60"],
+    "queue": "easy",
+    "seed": 0,
+}
+DESCRIPTION = """\
+Replay the first 60 days of the bundled LLNL Atlas log (Parallel Workloads Archive) on
+the cab fabric (SC18's 1,296-node fat-tree) under EASY with linear (topology-oblivious)
+and isolated (interference-free) allocation, the latter also with the ta10 and v2
+speedup scenarios; then print a summary and where the HTML report is."""
+EPILOG = """\
+The same as:
+  toposched compare --trace examples/data/LLNL-Atlas-2006-2.1-cln.swf.gz --system cab \\
+      --allocs linear,isolated --scenarios none,ta10,v2 --transform days:60 --out out/demo
+See docs/compare.md.
+"""
+
+
+def demo_trace() -> Path:
+    """The bundled trace: examples/data/ of the source tree this package runs from, or of
+    the current directory."""
+    here = Path(__file__).resolve()
+    candidates = [here.parents[3] / "examples" / "data" / DEMO_TRACE, Path.cwd() / "examples" / "data" / DEMO_TRACE]
+    for c in candidates:
+        if c.is_file():
+            return c
+    raise FileNotFoundError(f"the bundled trace {DEMO_TRACE} is not in " + " or ".join(str(c.parent) for c in candidates))
+
+
+def _positive_int(text: str) -> int:
+    v = int(text)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
+    return v
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", default="out/demo", metavar="DIR", help="directory for the results (default: out/demo)")
+    parser.add_argument("--jobs", type=_positive_int, default=None, metavar="N", help="parallel worker processes (default: the number of CPUs)")
+    parser.add_argument("--no-report", action="store_true", help="do not build report.html")
+    parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
+
+
+def run(args: argparse.Namespace) -> int:
+    from .compare import run_with
+
+    trace = demo_trace()
+    try:
+        shown = trace.relative_to(Path.cwd())
+    except ValueError:
+        shown = trace
+    return run_with(trace=str(shown), out=args.out, jobs=args.jobs, report=not args.no_report, quiet=args.quiet, **DEMO_OPTIONS)

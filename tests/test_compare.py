@@ -1,0 +1,196 @@
+"""`toposched compare` and `toposched demo`: the run plan, the output folder, byte-identical
+repeats (serial and parallel), the report hook, and the paper's qualitative APH finding."""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import EXAMPLE_TRACE, TRACES, shared
+from toposched.cli import main
+from toposched.compare import plan_runs, run_compare, run_name
+from toposched.errors import InputError
+from toposched.policies import AllocationPolicy
+
+SMALL_FABRIC = "fattree:K=12,S=5,P=2"
+RUN_FILES = {"jobs.parquet", "utilization.parquet", "skipped.parquet", "summary.json", "fabric.json"}
+
+
+def files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_plan_every_alloc_runs_none_and_only_topology_aware_ones_run_scenarios():
+    assert plan_runs(["linear", "isolated"], ["none", "ta10", "v2"]) == [
+        ("linear", "none"), ("isolated", "none"), ("isolated", "ta10"), ("isolated", "v2"),
+    ]
+    # none is always run (first when not listed); order as given; random is oblivious
+    assert plan_runs(["isolated", "random", "linear"], ["v1", "ta5"]) == [
+        ("isolated", "none"), ("isolated", "v1"), ("isolated", "ta5"), ("random", "none"), ("linear", "none"),
+    ]
+    assert plan_runs(["linear", "linear"], ["ta5", "none"]) == [("linear", "none")]
+    # slurm-tree and Python policies are topology-aware; as-logged is the log's own schedule
+    assert plan_runs(["as-logged", "slurm-tree", "mymod:Pack"], ["none", "ta5"]) == [
+        ("as-logged", "none"), ("slurm-tree", "none"), ("slurm-tree", "ta5"), ("mymod:Pack", "none"), ("mymod:Pack", "ta5"),
+    ]
+    assert run_name("mymod:Pack", "ta5") == "mymod-Pack__ta5"
+    with pytest.raises(InputError, match="unknown allocation policy 'tree'"):
+        plan_runs(["linear", "tree"], ["none"])
+    with pytest.raises(InputError, match="unknown scenario 'ta15'"):
+        plan_runs(["linear"], ["ta15"])
+
+
+@pytest.fixture(scope="module")
+def hpc2n_pair(tmp_path_factory):
+    """The same comparison twice: once in two worker processes, once in this process."""
+    trace = shared(TRACES / "alea_hpc2n-subset.swf")
+    root = tmp_path_factory.mktemp("compare")
+    opts = dict(allocs=["linear", "isolated"], scenarios=["none", "ta10", "v1"], transforms=["scale:2"], seed=5)
+    a = run_compare(trace, SMALL_FABRIC, root / "a", jobs=2, **opts)
+    b = run_compare(trace, SMALL_FABRIC, root / "b", jobs=1, **opts)
+    return trace, a, b
+
+
+def test_compare_writes_run_dirs_and_compare_json(hpc2n_pair):
+    trace, a, _ = hpc2n_pair
+    out = a.out_dir
+    names = ["linear__none", "isolated__none", "isolated__ta10", "isolated__v1"]
+    assert sorted(p.name for p in (out / "runs").iterdir()) == sorted(names)
+    for n in names:
+        assert {p.name for p in (out / "runs" / n).iterdir()} == RUN_FILES
+    doc = json.loads((out / "compare.json").read_text())
+    assert doc == a.document
+    assert doc["trace"] == str(trace) and doc["system"] == SMALL_FABRIC and doc["queue"] == "easy"
+    assert doc["transforms"] == ["scale:2"] and doc["seed"] == 5
+    assert [(r["alloc"], r["scenario"]) for r in doc["runs"]] == [tuple(n.split("__")) for n in names]
+    for r in doc["runs"]:
+        assert r["dir"] == f"runs/{r['alloc']}__{r['scenario']}"
+        on_disk = json.loads((out / r["dir"] / "summary.json").read_text())
+        assert r["summary"] == on_disk
+        assert on_disk["policy"]["alloc"] == r["alloc"] and on_disk["policy"]["seed"] == 5
+        assert on_disk["input"]["settings"]["transforms"] == ["scale:2"]
+        assert on_disk["input"]["settings"]["scenario"]["name"] == r["scenario"]
+        assert on_disk["complete"] is True
+    by = {(r["alloc"], r["scenario"]): r["summary"] for r in doc["runs"]}
+    # scenarios reach the topology-aware runs only, and shorten run times there
+    assert "scenario_sped_up" not in by[("linear", "none")]["input"]["repairs"]
+    assert by[("isolated", "ta10")]["input"]["repairs"]["scenario_sped_up"] > 0
+    assert by[("isolated", "v1")]["input"]["repairs"]["scenario_sped_up"] > 0
+    assert by[("isolated", "none")]["input"]["repairs"]["transform_scaled_nodes"] > 0
+    jobs_none = pq.read_table(out / "runs/isolated__none/jobs.parquet").column("log_runtime_s").to_numpy()
+    jobs_ta10 = pq.read_table(out / "runs/isolated__ta10/jobs.parquet").column("log_runtime_s").to_numpy()
+    assert jobs_ta10.sum() < jobs_none.sum()
+
+
+def test_compare_is_byte_identical_serial_and_parallel(hpc2n_pair):
+    _, a, b = hpc2n_pair
+    fa, fb = files(a.out_dir), files(b.out_dir)
+    assert fa.keys() == fb.keys() and len(fa) == 4 * 5 + 1
+    for k in fa:
+        assert fa[k] == fb[k], k
+
+
+def test_isolated_keeps_jobs_more_compact_than_linear(hpc2n_pair):
+    # SC18's finding: topology-oblivious placement has a higher APH than isolated
+    _, a, _ = hpc2n_pair
+    by = {(r["alloc"], r["scenario"]): r["summary"] for r in a.document["runs"]}
+    assert by[("linear", "none")]["aph"]["mean"] >= by[("isolated", "none")]["aph"]["mean"]
+    for b_lin, b_iso in zip(by[("linear", "none")]["by_size"], by[("isolated", "none")]["by_size"]):
+        assert b_lin["bin"] == b_iso["bin"]
+        if b_lin["aph"]["mean"] is not None:
+            assert b_lin["aph"]["mean"] >= b_iso["aph"]["mean"] - 1e-9, b_lin["bin"]
+
+
+def test_atlas_on_cab_linear_aph_at_least_isolated(tmp_path):
+    r = run_compare(EXAMPLE_TRACE, "cab", tmp_path, allocs=["linear", "isolated"], scenarios=["none"], transforms=["days:20"], jobs=1)
+    s = {run["alloc"]: run["summary"] for run in r.document["runs"]}
+    assert s["linear"]["aph"]["mean"] > s["isolated"]["aph"]["mean"]
+    assert s["isolated"]["input"]["skipped"]["transform_outside_window"] > 0
+
+
+def _fake_reporting(monkeypatch, calls):
+    mod = types.ModuleType("toposched.reporting")
+
+    def build_compare_report(out_dir):
+        calls.append(Path(out_dir))
+        assert (Path(out_dir) / "compare.json").exists()
+        p = Path(out_dir) / "report.html"
+        p.write_text("<html></html>")
+        return p
+
+    mod.build_compare_report = build_compare_report
+    monkeypatch.setitem(sys.modules, "toposched.reporting", mod)
+
+
+def test_cli_compare_prints_table_and_report(tmp_path, capsys, monkeypatch):
+    trace = shared(TRACES / "alea_hpc2n-subset.swf")
+    calls: list[Path] = []
+    _fake_reporting(monkeypatch, calls)
+    monkeypatch.setenv("COLUMNS", "150")
+    out = tmp_path / "cmp"
+    argv = ["compare", "--trace", str(trace), "--system", SMALL_FABRIC, "--allocs", "linear,isolated",
+            "--scenarios", "none,ta20", "--transform", "days:30", "cap", "--jobs", "1", "--out", str(out)]
+    assert main(argv) == 0
+    stdout = capsys.readouterr().out
+    for word in ("policy", "scenario", "wait h", "bsld", "util %", "makespan h", "APH", "linear", "isolated", "ta20"):
+        assert word in stdout
+    assert f"report: {out / 'report.html'}" in stdout
+    assert calls == [out]
+    doc = json.loads((out / "compare.json").read_text())
+    assert doc["transforms"] == ["days:30", "cap:120"]  # cap alone: the fabric's 120 nodes
+    assert len(doc["runs"]) == 3
+    calls.clear()
+    assert main(argv + ["--no-report"]) == 0
+    assert calls == [] and "report:" not in capsys.readouterr().out
+
+
+def test_cli_compare_bad_inputs(tmp_path, capsys):
+    trace = shared(TRACES / "alea_hpc2n-subset.swf")
+    base = ["compare", "--trace", str(trace), "--system", SMALL_FABRIC, "--out", str(tmp_path / "x"), "--no-report"]
+    assert main(base + ["--transform", "scale:x"]) == 2
+    err = capsys.readouterr().err
+    assert "error: --transform: cannot read 'scale:x'" in err and "expected one of" in err
+    assert main(base + ["--allocs", "linear,tree"]) == 2
+    assert "unknown allocation policy 'tree'" in capsys.readouterr().err
+    assert main(base + ["--scenarios", "none,ta15"]) == 2
+    assert "unknown scenario 'ta15'" in capsys.readouterr().err
+    assert main(base + ["--transform", "days:1@10000"]) == 2
+    assert "no jobs left to replay" in capsys.readouterr().err
+    assert not (tmp_path / "x" / "compare.json").exists()
+
+
+def test_demo_runs_the_bundled_trace(tmp_path, capsys):
+    out = tmp_path / "demo"
+    assert main(["demo", "--out", str(out), "--no-report", "--jobs", "1"]) == 0
+    doc = json.loads((out / "compare.json").read_text())
+    assert doc["system"] == "cab" and doc["transforms"] == ["days:60"]
+    assert [(r["alloc"], r["scenario"]) for r in doc["runs"]] == [
+        ("linear", "none"), ("isolated", "none"), ("isolated", "ta10"), ("isolated", "v2"),
+    ]
+    assert Path(doc["trace"]).name == EXAMPLE_TRACE.name
+    assert "linear" in capsys.readouterr().out
+
+
+class BadPolicy(AllocationPolicy):
+    """Answers with one node too few (named by import path below, so that the spawned
+    workers import it)."""
+
+    fungible = True
+
+    def select(self, nodes, free):
+        return [int(x) for x in free[: nodes - 1]] if len(free) >= nodes else None
+
+
+def test_a_failing_run_stops_the_comparison_with_its_name(tmp_path, capsys):
+    trace = shared(TRACES / "alea_hpc2n-subset.swf")
+    argv = ["compare", "--trace", str(trace), "--system", SMALL_FABRIC, "--allocs", "linear,test_compare:BadPolicy",
+            "--scenarios", "none", "--jobs", "2", "--no-report", "--out", str(tmp_path)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "error: run test_compare-BadPolicy__none:" in err
+    assert not (tmp_path / "compare.json").exists()

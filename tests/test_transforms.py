@@ -1,0 +1,308 @@
+"""Workload transforms and speedup scenarios (docs/compare.md): counts, rounding, errors,
+seeded determinism, and the SC18 paper's V1/V2 bins as docs/compare.md reads them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from toposched.errors import InputError
+from toposched.transforms import (
+    V_FULL_NODES,
+    apply_scenario,
+    apply_transforms,
+    fit_to_fabric,
+    rescale_cores,
+    scale_nodes,
+    speedup_fraction,
+    time_window,
+)
+from toposched.workload.model import Workload
+
+DAY = 86_400
+
+
+def make(nodes, *, submit=None, runtime=None, walltime=None, procs=None) -> Workload:
+    nodes = np.asarray(nodes)
+    n = len(nodes)
+    w = Workload(
+        columns={
+            "job_id": np.arange(1, n + 1),
+            "submit_s": np.asarray(submit if submit is not None else np.arange(n) * 10),
+            "nodes": nodes,
+            "walltime_s": np.asarray(walltime if walltime is not None else np.full(n, 10_000)),
+            "runtime_s": np.asarray(runtime if runtime is not None else np.full(n, 1000)),
+            "procs": np.asarray(procs if procs is not None else nodes * 8),
+            "line": np.arange(1, n + 1),
+        },
+        source="inline",
+        format="test",
+        records=n + 2,
+        repairs={"walltime_from_runtime": 1},
+        skipped={"unknown_size": 2},
+        settings={"cores_per_node": 8},
+    )
+    return w
+
+
+def snapshot(w: Workload) -> dict:
+    return {c: w[c].copy() for c in w.columns}
+
+
+def assert_unchanged(w: Workload, before: dict) -> None:
+    for c, v in before.items():
+        assert np.array_equal(w[c], v), c
+    assert "transforms" not in w.settings and "scenario" not in w.settings
+
+
+# ----------------------------------------------------------------------- scale
+
+
+def test_scale_by_two_doubles_nodes_and_procs_and_counts():
+    w = make([1, 2, 18, 256])
+    before = snapshot(w)
+    t = scale_nodes(w, 2)
+    assert t["nodes"].tolist() == [2, 4, 36, 512]
+    assert t["procs"].tolist() == [16, 32, 288, 4096]
+    assert t.repairs == {"walltime_from_runtime": 1, "transform_scaled_nodes": 4}
+    assert t.skipped == {"unknown_size": 2} and t.records == w.records
+    assert t.settings["transforms"] == ["scale:2"]
+    assert t["runtime_s"].tolist() == w["runtime_s"].tolist()
+    assert_unchanged(w, before)  # the input is not modified
+
+
+def test_scale_fractional_rounds_up_exactly_and_keeps_at_least_one():
+    w = make([1, 2, 3, 10, 7])
+    t = scale_nodes(w, 1.5)
+    assert t["nodes"].tolist() == [2, 3, 5, 15, 11]  # ceil(1.5), 3, ceil(4.5), 15, ceil(10.5)
+    # 1.1 is read as 11/10: 10 nodes give exactly 11, not 12 (binary 1.1 is above 1.1)
+    assert scale_nodes(make([10, 20]), 1.1)["nodes"].tolist() == [11, 22]
+    t = scale_nodes(make([1, 2, 3, 5]), 0.5)
+    assert t["nodes"].tolist() == [1, 1, 2, 3]
+    assert t.repairs["transform_scaled_nodes"] == 3  # the 1-node job did not change
+    assert t.settings["transforms"] == ["scale:0.5"]
+    with pytest.raises(ValueError):
+        scale_nodes(w, 0)
+
+
+def test_scale_by_one_changes_nothing_and_counts_nothing():
+    t = scale_nodes(make([1, 4]), 1)
+    assert t["nodes"].tolist() == [1, 4] and "transform_scaled_nodes" not in t.repairs
+
+
+# ----------------------------------------------------------------------- window
+
+
+def test_time_window_keeps_half_open_interval_from_first_submit():
+    t0 = 5000
+    submit = t0 + np.array([0, DAY - 1, DAY, 2 * DAY, 3 * DAY - 1, 3 * DAY, 10 * DAY])
+    w = make(np.ones(len(submit), dtype=int), submit=submit)
+    t = time_window(w, 1)
+    assert t["submit_s"].tolist() == submit[:2].tolist()  # [t0, t0 + 1 day)
+    assert t.skipped == {"unknown_size": 2, "transform_outside_window": 5}
+    assert t.settings["transforms"] == ["days:1"]
+    t = time_window(w, 2, start_days=1)
+    assert t["submit_s"].tolist() == submit[2:5].tolist()  # [t0 + 1 day, t0 + 3 days)
+    assert t.settings["transforms"] == ["days:2@1"]
+    # submit times are not shifted; every job is still accounted for
+    assert len(t) + t.skipped["transform_outside_window"] == len(w)
+    assert time_window(w, 0.5)["submit_s"].tolist() == [t0]
+    with pytest.raises(ValueError):
+        time_window(w, 0)
+
+
+def test_time_window_chained_is_relative_to_the_window_given():
+    submit = np.arange(0, 10 * DAY, DAY // 2)
+    w = make(np.ones(len(submit), dtype=int), submit=submit)
+    t = apply_transforms(w, ["days:6@2", "days:1@1"])  # days 2-8, then its day 1: days 3-4
+    assert t["submit_s"].tolist() == [3 * DAY, 3 * DAY + DAY // 2]
+    assert t.skipped["transform_outside_window"] == len(w) - 2
+    assert t.settings["transforms"] == ["days:6@2", "days:1@1"]
+
+
+# ----------------------------------------------------------------------- cores
+
+
+def test_rescale_cores_ceil_and_jobs_without_procs():
+    w = make([1, 1, 2, 4, 3], procs=[1, 16, 17, 64, 0])
+    t = rescale_cores(w, 16)
+    assert t["nodes"].tolist() == [1, 1, 2, 4, 3]  # ceil(1/16)=1, 1, ceil(17/16)=2, 4, kept
+    assert "transform_rescaled_nodes" not in t.repairs
+    assert t.repairs["transform_cores_no_procs"] == 1
+    t = rescale_cores(w, 4)
+    assert t["nodes"].tolist() == [1, 4, 5, 16, 3]
+    assert t.repairs["transform_rescaled_nodes"] == 3
+    assert t.settings["transforms"] == ["cores:4"]
+    with pytest.raises(ValueError):
+        rescale_cores(w, 0)
+
+
+def test_scale_then_cores_keeps_the_scaling():
+    w = make([2, 3], procs=[16, 24])
+    t = apply_transforms(w, ["scale:2", "cores:16"])
+    assert t["nodes"].tolist() == [2, 3]  # procs 32, 48 over 16 cores per node
+    assert t.settings["transforms"] == ["scale:2", "cores:16"]
+
+
+# ----------------------------------------------------------------------- fit
+
+
+def test_fit_to_fabric_cap_and_drop_are_counted():
+    w = make([1, 1296, 1297, 5000])
+    t = fit_to_fabric(w, 1296, "cap")
+    assert t["nodes"].tolist() == [1, 1296, 1296, 1296]
+    assert t.repairs["transform_capped_nodes"] == 2 and len(t) == 4
+    t = fit_to_fabric(w, 1296, "drop")
+    assert t["nodes"].tolist() == [1, 1296]
+    assert t.skipped["transform_larger_than_fabric"] == 2
+    assert t.settings["transforms"] == ["drop:1296"]
+    with pytest.raises(ValueError):
+        fit_to_fabric(w, 10, "shrink")
+
+
+# ----------------------------------------------------------------------- parsing
+
+
+def test_apply_transforms_parses_every_form_in_order():
+    submit = np.arange(0, 100 * DAY, DAY)
+    w = make(np.full(len(submit), 700), submit=submit, procs=np.full(len(submit), 700 * 8))
+    t = apply_transforms(w, [" scale:2 ", "days:30", "days:10@5", "cores:16", "cap:1296"])
+    assert len(t) == 10 and t["submit_s"][0] == 5 * DAY
+    assert t["nodes"].tolist() == [700] * 10  # 1400 nodes x 8 cores / 16 = 700
+    assert t.settings["transforms"] == ["scale:2", "days:30", "days:10@5", "cores:16", "cap:1296"]
+    t = apply_transforms(make([10, 2000]), ["drop"], fabric_nodes=1296)
+    assert t["nodes"].tolist() == [10] and t.settings["transforms"] == ["drop:1296"]
+    t = apply_transforms(make([10, 2000]), ["cap"], fabric_nodes=1296)
+    assert t["nodes"].tolist() == [10, 1296]
+    t = apply_transforms(make([3]), [])
+    assert t.settings["transforms"] == [] and t["nodes"].tolist() == [3]
+
+
+@pytest.mark.parametrize(
+    "spec",
+    ["scale", "scale:", "scale:0", "scale:-2", "scale:x", "days:0", "days:", "days:abc", "days:30@-1", "days:30@x",
+     "cores:1.5", "cores:0", "cap:abc", "drop:0", "drop:12.5", "cap", "nodes:2", "", "2x"],
+)
+def test_bad_transform_strings_name_the_string_and_what_is_expected(spec):
+    with pytest.raises(InputError) as err:
+        apply_transforms(make([1, 2]), [spec])
+    msg = str(err.value)
+    assert repr(spec.strip()) in msg
+    assert "expected one of scale:K, days:N, days:N@START, cores:C, cap[:N], drop[:N]" in msg
+
+
+# ----------------------------------------------------------------------- scenarios
+
+
+def test_none_scenario_changes_nothing():
+    w = make([1, 8, 512])
+    t = apply_scenario(w, "none", seed=3)
+    assert t["runtime_s"].tolist() == w["runtime_s"].tolist()
+    assert "scenario_sped_up" not in t.repairs
+    assert t.settings["scenario"] == {"name": "none"}
+
+
+@pytest.mark.parametrize("name,x", [("ta5", 5), ("ta10", 10), ("ta20", 20)])
+def test_ta_shortens_exactly_the_jobs_over_four_nodes(name, x):
+    nodes = np.array([1, 4, 5, 5, 5, 5, 64, 2048])
+    runtime = np.array([1000, 1000, 1000, 15, 5, 1, 0, 86_399])
+    w = make(nodes, runtime=runtime)
+    before = snapshot(w)
+    t = apply_scenario(w, name)
+    expect = [r if n <= 4 else (r * (100 - x) + 50) // 100 for n, r in zip(nodes, runtime)]
+    assert t["runtime_s"].tolist() == expect
+    assert t["walltime_s"].tolist() == w["walltime_s"].tolist()  # requested times unchanged
+    assert t["nodes"].tolist() == w["nodes"].tolist()
+    assert t.repairs["scenario_sped_up"] == int(np.sum(np.array(expect) < runtime))
+    assert t.settings["scenario"] == {"name": name, "percent": x}
+    assert_unchanged(w, before)
+
+
+def test_ta10_rounding_is_nearest_second_halves_up():
+    w = make([8, 8, 8, 8, 8], runtime=[15, 5, 1, 0, 1234])
+    # 13.5 -> 14, 4.5 -> 5 (unchanged), 0.9 -> 1, 0, 1110.6 -> 1111
+    assert apply_scenario(w, "ta10")["runtime_s"].tolist() == [14, 5, 1, 0, 1111]
+    assert apply_scenario(w, "ta10").repairs["scenario_sped_up"] == 2
+
+
+def _big_workload(n=6000, seed=7):
+    rng = np.random.default_rng(seed)
+    nodes = rng.integers(1, 1100, size=n)
+    nodes[:50] = 1
+    nodes[50:100] = 4
+    nodes[100:200] = 5
+    nodes[200:300] = 128
+    nodes[300:400] = 129
+    nodes[400:500] = 512
+    nodes[500:600] = 1000
+    return make(nodes, runtime=rng.integers(0, 86_400, size=n))
+
+
+@pytest.mark.parametrize("name", ["v1", "v2"])
+def test_v_scenarios_are_seeded_and_deterministic(name):
+    w = _big_workload()
+    a = apply_scenario(w, name, seed=11)
+    b = apply_scenario(w, name, seed=11)
+    c = apply_scenario(w, name, seed=12)
+    assert np.array_equal(a["runtime_s"], b["runtime_s"])
+    assert np.array_equal(a.extra["speedup_bin"], b.extra["speedup_bin"])
+    assert not np.array_equal(a.extra["speedup_bin"], c.extra["speedup_bin"])
+    assert a.settings["scenario"] == {"name": name, "seed": 11}
+    # exactly PCG64's draws: one uniform number per job, in row order
+    u = np.random.default_rng(11).random(len(w))
+    sel = a.extra["speedup_bin"] >= 0
+    nb = 3 if name == "v1" else np.where(w["nodes"][sel] > 128, 3, 2)
+    assert np.array_equal(a.extra["speedup_bin"][sel], np.floor(u[sel] * nb).astype(int))
+
+
+def _check_bins(t: Workload, w: Workload, mask: np.ndarray, bins: list[tuple[float, float]]) -> None:
+    nodes = w["nodes"][mask]
+    b = t.extra["speedup_bin"][mask]
+    frac = t.extra["speedup_fraction"][mask]
+    assert set(np.unique(b).tolist()) == set(range(len(bins)))  # every bin used
+    counts = np.bincount(b, minlength=len(bins)) / len(b)
+    assert np.all(np.abs(counts - 1 / len(bins)) < 0.06)  # equal odds
+    lo = np.array([x[0] for x in bins])[b]
+    hi = np.array([x[1] for x in bins])[b]
+    assert np.allclose(frac, lo + (hi - lo) * np.minimum(nodes, 512) / 512)
+    assert np.all((frac >= lo) & (frac <= hi))
+    top = nodes >= V_FULL_NODES
+    assert np.allclose(frac[top], hi[top])  # > 512 nodes: the top of the bin
+    rt = w["runtime_s"][mask]
+    expect = np.maximum(np.floor(rt * (1 - frac) + 0.5), np.minimum(rt, 1))
+    assert np.array_equal(t["runtime_s"][mask], expect.astype(np.int64))
+
+
+def test_v1_every_job_in_one_of_three_bins_linear_in_nodes():
+    w = _big_workload()
+    t = apply_scenario(w, "v1", seed=0)
+    _check_bins(t, w, np.ones(len(w), dtype=bool), [(0, 0.1), (0, 0.2), (0, 0.3)])
+    assert t.repairs["scenario_sped_up"] == int(np.sum(t["runtime_s"] < w["runtime_s"]))
+    assert t["walltime_s"].tolist() == w["walltime_s"].tolist()
+
+
+def test_v2_bins_by_size_and_small_jobs_untouched():
+    w = _big_workload()
+    t = apply_scenario(w, "v2", seed=0)
+    small = w["nodes"] <= 4
+    assert np.all(t.extra["speedup_bin"][small] == -1)
+    assert np.array_equal(t["runtime_s"][small], w["runtime_s"][small])
+    mid = (w["nodes"] >= 5) & (w["nodes"] <= 128)
+    _check_bins(t, w, mid, [(0, 0.1), (0, 0.2)])
+    large = w["nodes"] > 128
+    _check_bins(t, w, large, [(0, 0.1), (0.1, 0.2), (0.1, 0.3)])
+
+
+def test_v_fraction_examples():
+    # 256 nodes in bin 10-30%: 10% + 20% * 256/512 = 20%; 1024 nodes: 30%; 5 nodes in 0-20%
+    f = speedup_fraction(np.array([256, 1024, 5]), np.array([0.1, 0.1, 0.0]), np.array([0.3, 0.3, 0.2]))
+    assert np.allclose(f, [0.2, 0.3, 0.2 * 5 / 512])
+    w = make([1024], runtime=[1000])
+    t = apply_scenario(w, "v2", seed=0)
+    lo, hi = [(0, 0.1), (0.1, 0.2), (0.1, 0.3)][t.extra["speedup_bin"][0]]
+    assert t["runtime_s"][0] == round(1000 * (1 - hi))
+
+
+def test_unknown_scenario_is_an_input_error():
+    with pytest.raises(InputError, match="unknown scenario 'ta15'"):
+        apply_scenario(make([8]), "ta15")
