@@ -116,3 +116,74 @@ def busy_nodes_sampled(
     t1: int,
     step_s: int,
 ) -> npt.NDArray[np.int64]: ...
+
+# ---- network model (crates/toposched-py/src/network.rs; docs/network.md) ----
+
+from typing import Any  # noqa: E402
+
+PATTERNS: Final[list[str]]
+CATALYST_SL_WEIGHTS: Final[list[float]]
+
+class NetworkModel:
+    """Links, static D-mod-k routes and the job-level fair-bottleneck sharing model of a fabric."""
+
+    def __init__(
+        self,
+        topology: Topology,
+        *,
+        bandwidth: tuple[float, float, float] = (1.0, 1.0, 1.0),
+        fairness: str = "flows",
+        sl_weights: list[float] | None = None,
+    ) -> None: ...
+    @property
+    def n_links(self) -> int: ...
+    @property
+    def fairness(self) -> str: ...
+    @property
+    def sl_weights(self) -> list[float]: ...
+    @property
+    def bandwidth(self) -> tuple[float, float, float]: ...
+    def route(self, src: int, dst: int) -> list[int]: ...
+    def link_name(self, link: int) -> str: ...
+    def link_level(self, link: int) -> int: ...
+    def link_capacity(self, link: int) -> float: ...
+    def pattern_flows(
+        self,
+        nodes: list[int],
+        pattern: str,
+        *,
+        bytes: float = 1.0,
+        ranks_per_node: int = 1,
+        seed: int = 0,
+        flows: list[tuple[int, int, float]] | None = None,
+    ) -> dict[str, npt.NDArray[np.generic]]: ...
+    def demand(
+        self,
+        nodes: list[int],
+        pattern: str,
+        *,
+        bytes: float = 1.0,
+        ranks_per_node: int = 1,
+        seed: int = 0,
+        flows: list[tuple[int, int, float]] | None = None,
+    ) -> dict[str, Any]: ...
+    def evaluate(self, jobs: list[dict[str, Any]]) -> dict[str, Any]: ...
+
+def network_attach(
+    simulation: Simulation,
+    patterns: list[str],
+    pattern: npt.NDArray[np.int64],
+    phi: npt.NDArray[np.float64],
+    *,
+    bytes: npt.NDArray[np.float64] | None = None,
+    ranks_per_node: npt.NDArray[np.int64] | None = None,
+    seed: npt.NDArray[np.int64] | None = None,
+    service_level: npt.NDArray[np.int64] | None = None,
+    reference: str = "alone",
+    bandwidth: tuple[float, float, float] = (1.0, 1.0, 1.0),
+    fairness: str = "flows",
+    sl_weights: list[float] | None = None,
+) -> None: ...
+def network_results(simulation: Simulation) -> dict[str, Any] | None: ...
+
+# ---- end of network model section ----

@@ -185,6 +185,7 @@ def run_compare(
     format: str | None = None,
     lenient: bool = False,
     progress: Callable[[int, int, str], None] | None = None,
+    network: str | None = None,
 ) -> CompareResult:
     """Run the comparison and write ``out_dir/runs/*/`` and ``out_dir/compare.json``.
 
@@ -207,7 +208,9 @@ def run_compare(
     (out / "runs").mkdir(parents=True, exist_ok=True)
     (out / "compare.json").unlink(missing_ok=True)
 
-    configs = {a: RunConfig(queue=queue, alloc=a, seed=seed) for a, _ in plan}
+    # With --network, every run (baselines included) predicts interference, so the cost of
+    # isolation (waiting) and its benefit (faster jobs) show in the same numbers.
+    configs = {a: RunConfig(queue=queue, alloc=a, seed=seed, network=network) for a, _ in plan}
     summaries: dict[tuple[str, str], dict[str, Any]] = {}
     seconds: dict[str, float] = {}
     n_workers = max(1, min(jobs or os.cpu_count() or 1, len(plan)))
@@ -251,6 +254,7 @@ def run_compare(
         "queue": queue,
         "transforms": list(workload.settings.get("transforms", [])),
         "seed": seed,
+        "network": network,
         "allocs": _dedupe([a for a, _ in plan]),
         "scenarios": _dedupe([s for _, s in plan]),
         "runs": [

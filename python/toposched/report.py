@@ -47,6 +47,14 @@ def terminal_summary(result: "SimResult", *, read_s: float | None = None, sim_s:
     t.add_row("bounded slowdown", f"mean {_fmt(b['mean'], 2)}, median {_fmt(b['median'], 2)}, p95 {_fmt(b['p95'], 2)}")
     a = s["aph"]
     t.add_row("APH (jobs >= 2 nodes)", f"mean {_fmt(a['mean'], 3)}, median {_fmt(a['median'], 3)}, max {_fmt(a['max'], 3)}")
+    net = s.get("network")
+    if net:
+        sd = net["slowdown"]
+        t.add_row(
+            "network model",
+            f"slowdown mean {_fmt(sd['mean'], 3)}, p95 {_fmt(sd['p95'], 3)}, max {_fmt(sd['max'], 3)}; "
+            f"{sd['jobs_slowed']:,} jobs slowed, {net['jobs_sharing_links']:,} shared links (spec {net['spec']})",
+        )
     if not s["complete"]:
         t.add_row("status", "[red]interrupted: partial results[/red]")
     if read_s is not None and sim_s is not None:

@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import __version__
-from .errors import SimulationError
+from .errors import InputError, SimulationError
 from .topology import Fabric
 from .workload.model import Workload
 
@@ -71,6 +71,8 @@ class RunConfig:
     check_interference_free: bool = False
     record_reservations: bool = False
     utilization_step_s: int = 60
+    #: Network model closed loop (``--network SPEC``, docs/network.md); None = off.
+    network: str | None = None
 
 
 @dataclass
@@ -150,6 +152,9 @@ def simulate(
     if config.alloc == "as-logged":
         from . import aslogged
 
+        if config.network:
+            raise InputError("--network", "as-logged replays the log's own start and end times; the network model cannot move them")
+
         return aslogged.replay_as_logged(workload, fabric, config)
     from . import _core
 
@@ -181,6 +186,10 @@ def simulate(
         down=down_nodes,
         **_switch_columns(workload, config),
     )
+    if config.network:
+        from .network import attach_network
+
+        attach_network(sim, workload, config.network)
     total = len(workload)
     complete = True
     try:
@@ -276,6 +285,13 @@ def _collect(sim: Any, workload: Workload, fabric: Fabric, config: RunConfig, co
             "node_ids": node_list,
         }
     )
+    net_summary = None
+    if config.network:
+        from .network import network_columns
+
+        net_cols, net_summary = network_columns(sim, idx, workload, config.network)
+        for name, values in net_cols.items():
+            jobs = jobs.append_column(name, pa.array(values))
     skipped_rows = [row for row, _ in sim.skipped()]
     skipped_reasons = [why for _, why in sim.skipped()]
     skipped = pa.table(
@@ -297,6 +313,8 @@ def _collect(sim: Any, workload: Workload, fabric: Fabric, config: RunConfig, co
     util = busy / max(fabric.n_nodes, 1)
     utilization = pa.table({"time_s": pa.array(times), "busy_nodes": pa.array(busy), "utilization": pa.array(util)})
     summary = _summary(workload, fabric, config, jobs, skipped, util, t0, t1, complete, sim)
+    if net_summary is not None:
+        summary["network"] = net_summary
     reservations = sim.reservations() if config.record_reservations else {}
     return SimResult(workload, fabric, config, jobs, utilization, skipped, summary, reservations)
 

@@ -16,6 +16,10 @@
 //! freed at the very instant it arrives. Nothing depends on hash order or wall-clock time:
 //! the same inputs and seed give the same schedule, bit for bit.
 //!
+//! **Network model.** With [`Engine::set_network`] a running job's end follows its
+//! predicted slowdown and can move when jobs start or end; a moved end leaves a stale heap
+//! entry, which is skipped. The order above is unchanged (docs/network.md).
+//!
 //! **Run time.** A job runs `min(runtime, walltime)` and is marked killed when its log run
 //! time exceeds its limit, unless `kill_at_walltime` is off (then it runs its full log run
 //! time, and reservations treat it as ending any moment once past its limit).
@@ -24,6 +28,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
 
 use crate::alloc::Allocator;
+use crate::network::replay::NetReplay;
 use crate::queue::ReservationRecord;
 use crate::queue::{PassCtx, QueuePolicy};
 use crate::state::ClusterState;
@@ -99,6 +104,8 @@ pub struct Core {
     switches: Vec<(u32, i64)>,
     /// When each job was first tried (for the switch wait), -1 before.
     first_tried: Vec<i64>,
+    /// The network model's closed loop (`--network`), if on: it owns the end times.
+    net: Option<Box<NetReplay>>,
 }
 
 impl Core {
@@ -131,8 +138,29 @@ impl Core {
         o.node_len = nodes.len() as u32;
         self.node_lists.extend_from_slice(&nodes);
         self.running.insert((self.now + spec.walltime_s, job));
-        self.ends.push(Reverse((end, job)));
+        match self.net.as_mut() {
+            // the end is pushed by `flush_network` once the instant's starts are known
+            Some(net) => net.on_start(job, &nodes, self.now),
+            None => self.ends.push(Reverse((end, job))),
+        }
         self.version += 1;
+    }
+
+    /// A heap entry for a job whose end has moved since (network model) or that has ended.
+    #[inline]
+    fn end_is_stale(&self, end: i64, job: u32) -> bool {
+        let o = &self.outcomes[job as usize];
+        o.status != JobStatus::Running || o.end_s != end
+    }
+
+    /// Network model: after the instant's pass, push the ends that moved.
+    fn flush_network(&mut self) {
+        if let Some(net) = self.net.as_mut() {
+            for &(job, end) in net.flush(self.now) {
+                self.outcomes[job as usize].end_s = end;
+                self.ends.push(Reverse((end, job)));
+            }
+        }
     }
 
     /// Ask for a scheduling pass at `t` (ignored if `t` is not in the future).
@@ -233,6 +261,7 @@ impl Engine {
             reservations: Vec::new(),
             switches: Vec::new(),
             first_tried: Vec::new(),
+            net: None,
         };
         Ok(Engine {
             topo,
@@ -260,11 +289,33 @@ impl Engine {
         Ok(())
     }
 
+    /// Turn on the network model's closed loop (docs/network.md): job ends then follow
+    /// their predicted slowdown. Call before the first [`step`](Self::step).
+    pub fn set_network(&mut self, mut net: NetReplay) -> Result<(), SimError> {
+        if self.core.now != i64::MIN {
+            return Err(SimError("the network model must be set before the replay starts".into()));
+        }
+        net.bind(&self.jobs, self.opts.kill_at_walltime).map_err(SimError)?;
+        self.core.net = Some(Box::new(net));
+        Ok(())
+    }
+
+    /// The network model's state, if on.
+    pub fn network(&self) -> Option<&NetReplay> {
+        self.core.net.as_deref()
+    }
+
     /// Run until the end, or until `max_instants` instants have been handled (so a caller
     /// can show progress). Returns true once every job is done or skipped.
     pub fn step(&mut self, max_instants: u64) -> Result<bool, SimError> {
         let mut handled = 0;
         while !self.finished && handled < max_instants {
+            while let Some(&Reverse((end, job))) = self.core.ends.peek() {
+                if !self.core.end_is_stale(end, job) {
+                    break;
+                }
+                self.core.ends.pop();
+            }
             let next_end = self.core.ends.peek().map(|r| r.0 .0);
             let next_submit = self.jobs.get(self.next_submit).map(|j| j.submit_s);
             // A wake-up alone never keeps the run going: with nothing running and nothing
@@ -299,6 +350,9 @@ impl Engine {
                 break;
             }
             self.core.ends.pop();
+            if self.core.end_is_stale(end, job) {
+                continue;
+            }
             let spec = self.jobs[job as usize];
             let start = self.core.outcomes[job as usize].start_s;
             self.core.running.remove(&(start + spec.walltime_s, job));
@@ -307,6 +361,9 @@ impl Engine {
             let nodes = &self.core.node_lists[o.node_off as usize..(o.node_off + o.node_len) as usize];
             self.core.state.release(&self.topo, job, nodes, class);
             self.core.outcomes[job as usize].status = JobStatus::Done;
+            if let Some(net) = self.core.net.as_mut() {
+                self.core.outcomes[job as usize].killed = net.on_end(job, t);
+            }
             self.core.version += 1;
             self.core.ended += 1;
         }
@@ -349,6 +406,7 @@ impl Engine {
                 self.check_interference_free()?;
             }
         }
+        self.core.flush_network();
         Ok(())
     }
 

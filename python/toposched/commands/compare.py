@@ -65,6 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--scenarios", type=_csv, default=list(DEFAULT_SCENARIOS), metavar="S,T",
         help=f"speedup scenarios for the topology-aware policies (all but linear, random, as-logged; default: {','.join(DEFAULT_SCENARIOS)})",
     )
+    g.add_argument("--network", metavar="SPEC", help="predict interference with the network model in every run (docs/network.md)")
     g.add_argument("--seed", type=int, default=0, help="seed of the v1/v2 draws and of the random policy (default: 0)")
     g = parser.add_argument_group("running and output")
     g.add_argument("--jobs", type=_positive_int, default=None, metavar="N", help="parallel worker processes (default: the number of CPUs)")
@@ -83,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
         queue=args.queue,
         transforms=args.transform,
         seed=args.seed,
+        network=args.network,
         jobs=args.jobs,
         format=args.format,
         lenient=args.lenient,

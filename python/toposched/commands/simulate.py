@@ -68,6 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--flux-window", action="store_true", help="easy+isolated: reservation window as the flux plugin records it (+2 s, inclusive)")
     g.add_argument("--reserved-tiers-always", action="store_true", help="easy+isolated: reserved leaves/pods closed to spanning jobs even if they end before the reservation")
     g.add_argument("--queue-depth", type=_positive_int, help="consider at most this many queued jobs per pass (default: all; the flux plugin used 128)")
+    g.add_argument("--network", metavar="SPEC", help="network interference model: job ends follow predicted slowdowns (bins | random | column:NAME | KEY=VALUE,... | spec.json; docs/network.md)")
     g.add_argument("--run-on", action="store_true", help="let jobs run past their requested time (default: killed at it)")
     g = parser.add_argument_group("reading the log (see docs/workloads.md)")
     g.add_argument("--cores-per-node", type=_positive_int, help="processors per node to turn processor counts into nodes (default: from the SWF header MaxProcs/MaxNodes, else 1)")
@@ -107,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
         queue=args.queue,
         alloc=args.alloc,
         queue_order=args.queue_order,
+        network=args.network,
         seed=args.seed,
         kill_at_walltime=not args.run_on,
         queue_depth=args.queue_depth,

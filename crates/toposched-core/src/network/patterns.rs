@@ -10,19 +10,21 @@
 //! | name | flows per iteration |
 //! |---|---|
 //! | `none` | nothing (compute only) |
-//! | `pairs` | a random perfect matching of the ranks (seeded); each pair exchanges both ways |
+//! | `pairs` | Chatterbug's: rank i of the lower half exchanges (both ways) with a random rank of the upper half (a seeded permutation) |
 //! | `flood` (alias `bisection`) | rank i of the lower half exchanges with rank i of the upper half |
 //! | `a2a` | every ordered pair of ranks |
 //! | `sub-a2a:k` | all-to-all inside consecutive groups of k ranks (default k = 8) |
+//! | `subcom-a2a` | Chatterbug's subcom-a2a: all-to-all along each dimension of a balanced 3D rank grid |
 //! | `stencil2d`, `stencil3d`, `stencil4d` (`stencil` = 4D, the paper's) | ±1 neighbours in every dimension of a balanced periodic rank grid |
-//! | `unstructured` (alias `unstr-mesh`) | 3D rank grid; each rank draws each of its 26 neighbours with probability 1/2 (seeded), pairs exchange both ways, sizes uniform in [0.5, 1.5)·bytes |
+//! | `unstructured` (alias `unstr-mesh`) | Chatterbug's unstr-mesh: 3D rank grid; each rank sends to 6..13 destinations (seeded) at offsets of at most 2 in each dimension (periodic) |
 //! | `ring` | rank i sends to rank i+1 (mod n) |
 //! | `incast` | every rank sends to rank 0 |
 //! | `adjacent-leaf` | seed 004's adjacent-leaf bully: in each pod, the job's leaves in pairs (1st with 2nd, ...), the k-th node of one with the k-th node of the other, both ways |
 //!
-//! Seed 004's other bullies are placements of these patterns: the bisection bully is
-//! `flood` over nodes spread over the whole machine (every pair crosses the diameter), the
-//! incast bully is `incast` with its root on the first leaf.
+//! Seed 004's other bullies are placements of these patterns (python/toposched/network.py
+//! builds them): the bisection bully is `pairs` over nodes ordered by pod (every pair
+//! crosses the middle of the machine), the incast bully is `incast` with its root on its
+//! first leaf.
 
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -36,6 +38,8 @@ pub enum Pattern {
     Flood,
     AllToAll,
     SubA2a(u32),
+    /// Chatterbug's subcom-a2a: all-to-all along each dimension of a balanced 3D rank grid.
+    SubcomA2a,
     Stencil(u8),
     Unstructured,
     Ring,
@@ -45,6 +49,12 @@ pub enum Pattern {
     Explicit(Vec<(u32, u32, f64)>),
 }
 
+/// `unstructured`: degrees are drawn in `[UNSTR_MIN_DEGREE, UNSTR_MAX_DEGREE)`, offsets below
+/// `UNSTR_REACH` in each dimension (Chatterbug's minD, maxD, neighborhood).
+pub const UNSTR_MIN_DEGREE: u32 = 6;
+pub const UNSTR_MAX_DEGREE: u32 = 14;
+pub const UNSTR_REACH: u32 = 3;
+
 /// Names [`Pattern::parse`] accepts (the explicit form is given as a flow list instead).
 pub const PATTERNS: &[&str] = &[
     "none",
@@ -53,6 +63,7 @@ pub const PATTERNS: &[&str] = &[
     "bisection",
     "a2a",
     "sub-a2a:K",
+    "subcom-a2a",
     "stencil2d",
     "stencil3d",
     "stencil4d",
@@ -73,6 +84,7 @@ impl Pattern {
             "flood" | "bisection" | "flood-pairs" => Pattern::Flood,
             "a2a" | "all-to-all" | "alltoall" => Pattern::AllToAll,
             "sub-a2a" => Pattern::SubA2a(8),
+            "subcom-a2a" => Pattern::SubcomA2a,
             "stencil2d" | "nearest-neighbor" => Pattern::Stencil(2),
             "stencil3d" => Pattern::Stencil(3),
             "stencil4d" | "stencil" => Pattern::Stencil(4),
@@ -103,6 +115,7 @@ impl Pattern {
             Pattern::Flood => "flood".into(),
             Pattern::AllToAll => "a2a".into(),
             Pattern::SubA2a(k) => format!("sub-a2a:{k}"),
+            Pattern::SubcomA2a => "subcom-a2a".into(),
             Pattern::Stencil(d) => format!("stencil{d}d"),
             Pattern::Unstructured => "unstructured".into(),
             Pattern::Ring => "ring".into(),
@@ -141,12 +154,14 @@ impl Pattern {
         match self {
             Pattern::None => {}
             Pattern::Pairs => {
+                // Chatterbug `pairs`: the lower half matched to a random permutation of the upper half
+                let h = n / 2;
                 let mut rng = ChaCha8Rng::seed_from_u64(seed);
-                let mut perm: Vec<u32> = (0..n).collect();
-                perm.shuffle(&mut rng);
-                for p in perm.chunks_exact(2) {
-                    emit(p[0], p[1], bytes);
-                    emit(p[1], p[0], bytes);
+                let mut upper: Vec<u32> = (h..2 * h).collect();
+                upper.shuffle(&mut rng);
+                for (i, &q) in upper.iter().enumerate() {
+                    emit(i as u32, q, bytes);
+                    emit(q, i as u32, bytes);
                 }
             }
             Pattern::Flood => {
@@ -179,6 +194,21 @@ impl Pattern {
                     lo = hi;
                 }
             }
+            Pattern::SubcomA2a => {
+                let g = grid_dims(n, 3);
+                for r in 0..n {
+                    let c = coords(r, &g);
+                    for (k, &size) in g.iter().enumerate() {
+                        for v in 0..size {
+                            if v != c[k] {
+                                let mut cc = c.clone();
+                                cc[k] = v;
+                                emit(r, index(&cc, &g), bytes);
+                            }
+                        }
+                    }
+                }
+            }
             Pattern::Stencil(dims) => {
                 let g = grid_dims(n, *dims as usize);
                 let mut nbrs = Vec::with_capacity(2 * g.len());
@@ -204,45 +234,38 @@ impl Pattern {
                 }
             }
             Pattern::Unstructured => {
+                // Chatterbug `unstr-mesh`: a 3D rank grid; each rank draws a degree in
+                // [UNSTR_MIN_DEGREE, UNSTR_MAX_DEGREE) and that many destinations at offsets of
+                // at most UNSTR_REACH - 1 in each dimension (periodic); repeats add up, self is dropped.
                 let g = grid_dims(n, 3);
                 let mut rng = ChaCha8Rng::seed_from_u64(seed);
-                // Undirected pairs (a < b) with their size; drawn per rank over its 26-neighbourhood.
-                let mut pairs: Vec<(u32, u32, f64)> = Vec::new();
-                let mut cand = Vec::with_capacity(26);
+                let reach = UNSTR_REACH as i64;
+                let mut dests: Vec<(u32, f64)> = Vec::new();
                 for r in 0..n {
-                    cand.clear();
+                    dests.clear();
                     let c = coords(r, &g);
-                    for dx in [0i64, 1, -1] {
-                        for dy in [0i64, 1, -1] {
-                            for dz in [0i64, 1, -1] {
-                                if dx == 0 && dy == 0 && dz == 0 {
-                                    continue;
-                                }
-                                let cc: Vec<u32> = [dx, dy, dz]
-                                    .iter()
-                                    .zip(c.iter().zip(g.iter()))
-                                    .map(|(&dd, (&ci, &gi))| ((ci as i64 + dd).rem_euclid(gi as i64)) as u32)
-                                    .collect();
-                                let q = index(&cc, &g);
-                                if q != r && !cand.contains(&q) {
-                                    cand.push(q);
-                                }
-                            }
+                    let degree = rng.gen_range(UNSTR_MIN_DEGREE..UNSTR_MAX_DEGREE);
+                    for _ in 0..degree {
+                        let cc: Vec<u32> = c
+                            .iter()
+                            .zip(g.iter())
+                            .map(|(&ci, &gi)| {
+                                let off = rng.gen_range(0..reach) * if rng.gen_bool(0.5) { -1 } else { 1 };
+                                (ci as i64 + off).rem_euclid(gi as i64) as u32
+                            })
+                            .collect();
+                        let q = index(&cc, &g);
+                        if q == r {
+                            continue;
+                        }
+                        match dests.iter_mut().find(|d| d.0 == q) {
+                            Some(d) => d.1 += bytes,
+                            None => dests.push((q, bytes)),
                         }
                     }
-                    for &q in &cand {
-                        let pick: bool = rng.gen_bool(0.5);
-                        let size: f64 = rng.gen_range(0.5..1.5);
-                        if pick {
-                            pairs.push((r.min(q), r.max(q), size * bytes));
-                        }
+                    for &(q, b) in &dests {
+                        emit(r, q, b);
                     }
-                }
-                pairs.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-                pairs.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
-                for (a, b, s) in pairs {
-                    emit(a, b, s);
-                    emit(b, a, s);
                 }
             }
             Pattern::Ring => {
@@ -353,7 +376,21 @@ mod tests {
 
     #[test]
     fn parse_names_round_trip() {
-        for name in ["none", "pairs", "flood", "a2a", "sub-a2a:8", "stencil2d", "stencil3d", "stencil4d", "unstructured", "ring", "incast", "adjacent-leaf"] {
+        for name in [
+            "none",
+            "pairs",
+            "flood",
+            "a2a",
+            "sub-a2a:8",
+            "subcom-a2a",
+            "stencil2d",
+            "stencil3d",
+            "stencil4d",
+            "unstructured",
+            "ring",
+            "incast",
+            "adjacent-leaf",
+        ] {
             assert_eq!(Pattern::parse(name).unwrap().name(), name);
         }
         assert_eq!(Pattern::parse("stencil").unwrap(), Pattern::Stencil(4));
@@ -380,13 +417,15 @@ mod tests {
         assert_eq!(flows(&Pattern::AllToAll, 5, 0).len(), 20);
         assert_eq!(flows(&Pattern::SubA2a(4), 10, 0).len(), 12 + 12 + 2);
         assert_eq!(flows(&Pattern::Ring, 6, 0).len(), 6);
+        // 4x3x2 grid: 3 + 2 + 1 partners each
+        assert_eq!(flows(&Pattern::SubcomA2a, 24, 0).len(), 24 * 6);
         assert_eq!(flows(&Pattern::Incast, 6, 0).len(), 5);
         // 3x3x3 periodic grid: 6 distinct neighbours each
         assert_eq!(flows(&Pattern::Stencil(3), 27, 0).len(), 27 * 6);
         // 2x2x2x2: +1 and -1 coincide, 4 neighbours each
         assert_eq!(flows(&Pattern::Stencil(4), 16, 0).len(), 16 * 4);
         // every flow of a symmetric pattern has its reverse
-        for p in [Pattern::Pairs, Pattern::Flood, Pattern::Stencil(2), Pattern::Unstructured] {
+        for p in [Pattern::Pairs, Pattern::Flood, Pattern::Stencil(2)] {
             let f = flows(&p, 64, 3);
             for &(s, d, b) in &f {
                 assert!(f.iter().any(|&(s2, d2, b2)| s2 == d && d2 == s && b2 == b), "{p:?}");

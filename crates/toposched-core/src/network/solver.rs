@@ -79,6 +79,7 @@ pub struct Solver {
 
 impl Solver {
     /// Solve `p`; returns `x` per job (1 for a job without entries).
+    #[allow(clippy::needless_range_loop)] // x, live and mu are indexed together
     pub fn solve(&mut self, p: &Problem, x: &mut Vec<f64>) {
         let nj = p.n_jobs();
         let nl = p.cap.len();

@@ -197,3 +197,243 @@ fn overlapping_or_bad_inputs_are_refused() {
     assert!(net.evaluate(&[j]).is_err());
     assert!(Network::new(&t, NetConfig { sl_weights: vec![], ..NetConfig::default() }).is_err());
 }
+
+// ------------------------------------------------------------------ closed loop (replay)
+
+mod replay {
+    use super::*;
+    use crate::alloc::{Allocator, Guard};
+    use crate::engine::{Engine, EngineOptions, JobStatus};
+    use crate::network::replay::{JobTraffic, NetReplay, Reference};
+    use crate::queue::{self, EasyOptions};
+    use crate::workload::Job;
+
+    /// Hands out the first listed node set of the requested size whose nodes are all free.
+    struct Scripted(Vec<Vec<u32>>);
+    impl Allocator for Scripted {
+        fn name(&self) -> String {
+            "scripted".into()
+        }
+        fn fungible(&self) -> bool {
+            true
+        }
+        fn check_fits_ever(&self, _t: &Topology, _e: &ClusterState, _n: u32) -> Result<(), String> {
+            Ok(())
+        }
+        fn select(&mut self, _t: &Topology, s: &ClusterState, n: u32, _g: &Guard) -> Option<Vec<u32>> {
+            self.0.iter().find(|l| l.len() == n as usize && l.iter().all(|&x| s.is_free(x))).cloned()
+        }
+    }
+
+    fn job(id: i64, submit: i64, nodes: u32, runtime: i64, walltime: i64) -> Job {
+        Job { id, submit_s: submit, nodes, walltime_s: walltime, runtime_s: runtime }
+    }
+
+    fn run(topo: &Topology, jobs: Vec<Job>, lists: Vec<Vec<u32>>, phis: &[f64], pattern: Pattern, kill: bool) -> Engine {
+        let opts = EngineOptions { kill_at_walltime: kill, ..EngineOptions::default() };
+        let q = queue::by_name("fcfs", EasyOptions::default()).unwrap();
+        let traffic =
+            phis.iter().map(|&phi| JobTraffic { pattern: 0, bytes: 1.0, ranks_per_node: 1, seed: 0, phi, service_level: 0 }).collect();
+        let net = NetReplay::new(topo, NetConfig::default(), Reference::Alone, vec![pattern], traffic).unwrap();
+        let mut e = Engine::new(topo.clone(), jobs, Box::new(Scripted(lists)), q, opts, &[]).unwrap();
+        e.set_network(net).unwrap();
+        assert!(e.step(u64::MAX).unwrap());
+        e
+    }
+
+    fn ends(e: &Engine) -> Vec<i64> {
+        e.outcomes().iter().map(|o| o.end_s).collect()
+    }
+
+    #[test]
+    fn a_job_alone_finishes_at_its_logged_runtime() {
+        let (a, _) = interleaved_9_9();
+        let e = run(&tree288(Some(9)), vec![job(1, 0, 144, 777, 1000)], vec![a], &[1.0], Pattern::Flood, true);
+        assert_eq!(ends(&e), vec![777]);
+        let r = e.network().unwrap().result(0).unwrap();
+        assert_eq!((r.slowdown, r.time_alone_s), (1.0, 777.0));
+    }
+
+    #[test]
+    fn two_sharing_jobs_stretch_by_their_slowdown() {
+        let (a, b) = interleaved_9_9();
+        let t = tree288(Some(9));
+        let e = run(
+            &t,
+            vec![job(1, 0, 144, 100, 1000), job(2, 0, 144, 100, 1000)],
+            vec![a.clone(), b.clone()],
+            &[1.0, 1.0],
+            Pattern::Flood,
+            true,
+        );
+        assert_eq!(ends(&e), vec![200, 200]);
+        let r = e.network().unwrap().result(1).unwrap();
+        assert!((r.slowdown - 2.0).abs() < 1e-9 && r.links_shared == 16 * 9 * 2, "{r:?}");
+        // half the time communicating: 1 / (0.5 + 0.5 * (1 + 1 * 0.5)) -> 125 s
+        let e = run(
+            &t,
+            vec![job(1, 0, 144, 100, 1000), job(2, 0, 144, 100, 1000)],
+            vec![a.clone(), b.clone()],
+            &[0.5, 0.5],
+            Pattern::Flood,
+            true,
+        );
+        assert_eq!(ends(&e), vec![125, 125]);
+        // on a full tree they share nothing
+        let e =
+            run(&tree288(None), vec![job(1, 0, 144, 100, 1000), job(2, 0, 144, 100, 1000)], vec![a, b], &[1.0, 1.0], Pattern::Flood, true);
+        assert_eq!(ends(&e), vec![100, 100]);
+    }
+
+    #[test]
+    fn work_is_conserved_when_rates_change_mid_run() {
+        // A: 100 s from 0; B arrives at 50 for 1000 s. A does 50 s alone, then half speed:
+        // the other 50 s of work take 100 s -> ends at 150. B does 50 s by 150, then the
+        // remaining 950 s alone -> 1100.
+        let (a, b) = interleaved_9_9();
+        let e = run(
+            &tree288(Some(9)),
+            vec![job(1, 0, 144, 100, 5000), job(2, 50, 144, 1000, 5000)],
+            vec![a, b],
+            &[1.0, 1.0],
+            Pattern::Flood,
+            true,
+        );
+        assert_eq!(ends(&e), vec![150, 1100]);
+        let n = e.network().unwrap();
+        assert!((n.result(0).unwrap().slowdown - 1.5).abs() < 1e-9);
+        assert!((n.result(1).unwrap().slowdown - 1.05).abs() < 1e-9);
+        assert_eq!(n.stats().ends, 2);
+    }
+
+    #[test]
+    fn fractional_ends_round_up_to_the_next_second() {
+        // A 100 s, B 101 s, both slowed 2x while together: A ends at 200; B has 1 s left,
+        // alone -> 201.  With B at 0.75 phi and A at 1.0: rates differ, ends are ceilings.
+        let (a, b) = interleaved_9_9();
+        let t = tree288(Some(9));
+        let e = run(
+            &t,
+            vec![job(1, 0, 144, 100, 5000), job(2, 0, 144, 101, 5000)],
+            vec![a.clone(), b.clone()],
+            &[1.0, 1.0],
+            Pattern::Flood,
+            true,
+        );
+        assert_eq!(ends(&e), vec![200, 201]);
+        let e = run(&t, vec![job(1, 0, 144, 10, 5000), job(2, 0, 144, 10, 5000)], vec![a, b], &[1.0, 0.3], Pattern::Flood, true);
+        // A: x = 0.5, phibar = 0.3 -> 1 / (1 + 0.3) -> 13 s; B: 1 / (0.7 + 0.3 * 2) -> 13 s
+        assert_eq!(ends(&e), vec![13, 13]);
+    }
+
+    #[test]
+    fn a_slowed_job_is_killed_at_its_limit() {
+        let (a, b) = interleaved_9_9();
+        let e = run(
+            &tree288(Some(9)),
+            vec![job(1, 0, 144, 100, 120), job(2, 0, 144, 100, 1000)],
+            vec![a.clone(), b.clone()],
+            &[1.0, 1.0],
+            Pattern::Flood,
+            true,
+        );
+        let o = e.outcomes();
+        assert_eq!((o[0].end_s, o[0].killed), (120, true));
+        assert!(!o[1].killed);
+        // B: 60 s of work by 120 at half speed, then 40 s alone
+        assert_eq!(o[1].end_s, 160);
+        let r = e.network().unwrap().result(0).unwrap();
+        assert!((r.slowdown - 2.0).abs() < 1e-9);
+        // run-on: no kill
+        let e = run(
+            &tree288(Some(9)),
+            vec![job(1, 0, 144, 100, 120), job(2, 0, 144, 100, 1000)],
+            vec![a, b],
+            &[1.0, 1.0],
+            Pattern::Flood,
+            false,
+        );
+        assert_eq!(ends(&e), vec![200, 200]);
+        assert!(e.outcomes().iter().all(|o| !o.killed && o.status == JobStatus::Done));
+    }
+
+    #[test]
+    fn zero_length_and_silent_jobs_keep_their_times() {
+        let (a, b) = interleaved_9_9();
+        let e = run(&tree288(Some(9)), vec![job(1, 0, 144, 0, 10), job(2, 0, 144, 50, 100)], vec![a, b], &[1.0, 0.0], Pattern::Flood, true);
+        assert_eq!(ends(&e), vec![0, 50]);
+    }
+
+    #[test]
+    fn isolated_replays_are_never_slowed() {
+        let t = Topology::preset("cab").unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(8);
+        let mut jobs = Vec::new();
+        for i in 0..300 {
+            let n = if rng.gen_bool(0.5) { rng.gen_range(1..=18) } else { rng.gen_range(1..=400) };
+            let run = rng.gen_range(10..5000);
+            jobs.push(job(i, i * 30, n, run, run + rng.gen_range(0..100)));
+        }
+        let pats = vec![Pattern::Pairs, Pattern::AllToAll, Pattern::Stencil(4), Pattern::Unstructured];
+        let traffic: Vec<JobTraffic> = (0..300)
+            .map(|i| JobTraffic { pattern: (i % 4) as u16, bytes: 1.0, ranks_per_node: 1, seed: i as u64, phi: 0.8, service_level: 0 })
+            .collect();
+        let run_with = |alloc: &str, reference: Reference| {
+            let traffic = traffic.clone();
+            let net = NetReplay::new(&t, NetConfig::default(), reference, pats.clone(), traffic).unwrap();
+            let a = alloc::by_name(alloc, &alloc::AllocOptions::default()).unwrap();
+            let q = queue::by_name("easy", EasyOptions::default()).unwrap();
+            let mut e = Engine::new(t.clone(), jobs.clone(), a, q, EngineOptions::default(), &[]).unwrap();
+            e.set_network(net).unwrap();
+            assert!(e.step(u64::MAX).unwrap());
+            e
+        };
+        let e = run_with("isolated", Reference::Alone);
+        for (i, o) in e.outcomes().iter().enumerate() {
+            let r = e.network().unwrap().result(i as u32).unwrap();
+            assert_eq!((r.slowdown, r.links_shared), (1.0, 0), "row {i}");
+            assert_eq!(o.end_s - o.start_s, jobs[i].runtime_s.min(jobs[i].walltime_s));
+        }
+        // random placement: some jobs share links and slow down; same seed, same schedule
+        let e1 = run_with("random", Reference::Alone);
+        let e2 = run_with("random", Reference::Alone);
+        assert_eq!(ends(&e1), ends(&e2));
+        let slowed = (0..300).filter(|&i| e1.network().unwrap().result(i).unwrap().slowdown > 1.0).count();
+        assert!(slowed > 10, "{slowed}");
+        assert!(e1.network().unwrap().stats().solves > 0);
+    }
+}
+
+mod reference {
+    use super::*;
+    use crate::engine::{Engine, EngineOptions};
+    use crate::network::replay::{JobTraffic, NetReplay, Reference};
+    use crate::queue::{self, EasyOptions};
+    use crate::workload::Job;
+
+    fn one_job(nodes: u32, alloc: &str, reference: Reference, pattern: Pattern) -> (i64, f64) {
+        let t = Topology::preset("cab").unwrap();
+        let jobs = vec![Job { id: 1, submit_s: 0, nodes, walltime_s: 100_000, runtime_s: 1000 }];
+        let traffic = vec![JobTraffic { pattern: 0, bytes: 1.0, ranks_per_node: 1, seed: 3, phi: 0.5, service_level: 0 }];
+        let net = NetReplay::new(&t, NetConfig::default(), reference, vec![pattern], traffic).unwrap();
+        let a = alloc::by_name(alloc, &alloc::AllocOptions { seed: 5, ..Default::default() }).unwrap();
+        let mut e =
+            Engine::new(t, jobs, a, queue::by_name("fcfs", EasyOptions::default()).unwrap(), EngineOptions::default(), &[]).unwrap();
+        e.set_network(net).unwrap();
+        e.step(u64::MAX).unwrap();
+        let r = e.network().unwrap().result(0).unwrap();
+        (e.outcomes()[0].end_s, r.p_rel)
+    }
+
+    #[test]
+    fn the_reference_placement_sets_what_the_logged_runtime_means() {
+        // alone: the log is the time alone wherever the job lands
+        assert_eq!(one_job(300, "random", Reference::Alone, Pattern::Pairs).0, 1000);
+        // ideal: a scattered placement of random pairs costs extra even alone
+        let (end, p_rel) = one_job(300, "random", Reference::Ideal, Pattern::Pairs);
+        assert!(p_rel > 1.0 && end > 1000 && end == (1000.0 * (0.5 + 0.5 * p_rel) - 1e-9).ceil() as i64, "{end} {p_rel}");
+        // random: a compact flood (one pod) beats the mean random placement of its size
+        let (end, p_rel) = one_job(324, "linear", Reference::Random { samples: 4 }, Pattern::Flood);
+        assert!(p_rel < 1.0 && end < 1000, "{end} {p_rel}");
+    }
+}

@@ -1,0 +1,88 @@
+"""`toposched interfere`: evaluate one network scenario (jobs with patterns on node lists)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+NAME = "interfere"
+HELP = "predict how co-running jobs slow each other down on a fabric (one scenario, no replay)"
+DESCRIPTION = (
+    "Evaluate one scenario with the network model: a fabric, and jobs with their nodes, "
+    "communication pattern, service level and communication fraction. Prints each job's "
+    "communication time alone and shared, its slowdown and the links it shares."
+)
+
+EPILOG = """\
+examples:
+  toposched interfere scenario.json
+  toposched interfere scenario.json --out result.json
+  toposched interfere scenario.json --system fattree:K=18,S=16,P=1,W1=9 --fairness ports
+
+A scenario is a JSON object (docs/network.md has the format and the model):
+  {"fabric": "cab",
+   "model": {"bandwidth": 1.0, "fairness": "flows", "service_levels": [9, 1]},
+   "jobs": [{"name": "A", "nodes": "0-143", "pattern": "stencil4d", "phi": 0.5},
+            {"name": "B", "place": {"random": 144}, "pattern": "pairs", "service_level": 1},
+            {"name": "bully", "bully": "bisection", "place": {"leaves": "all", "per_leaf": 2}}]}
+Patterns: pairs, flood, a2a, sub-a2a:K, stencil2d/3d/4d, unstructured, ring, incast,
+adjacent-leaf, none, or explicit "flows". Bullies (seed 004): bisection, adjacent-leaf,
+incast, interleaved.
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("scenario", metavar="SCENARIO.json", help="the scenario (docs/network.md)")
+    parser.add_argument("--out", metavar="RESULT.json", help="write the full result as JSON here")
+    parser.add_argument("--system", metavar="FABRIC", help="evaluate on this fabric instead of the scenario's")
+    parser.add_argument("--fairness", choices=("flows", "ports", "jobs"), help="override the scenario's fairness unit")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON instead of a table")
+    parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from ..network import evaluate, load_scenario, write_result
+
+    scenario = load_scenario(args.scenario, system=args.system)
+    if args.fairness:
+        scenario.settings.fairness = args.fairness
+    result = evaluate(scenario)
+    if args.out:
+        write_result(result, args.out)
+    if args.quiet:
+        return 0
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return 0
+    console = Console()
+    m = result["model"]
+    f = result["fabric"]
+    console.print(
+        f"[bold]{f['name']}[/]: {f['nodes']} nodes, {f['leaves']} leaves, {f['pods']} pods, W1={f['uplinks_per_leaf']}, "
+        f"W2={f['uplinks_per_l2']}; fairness {m['fairness']}, service levels {m['service_levels']}"
+    )
+    t = Table(show_edge=False, caption="t alone: comm time per iteration alone; placement: t alone / t ideal; comm: 1/x")
+    for col in ("job", "pattern", "nodes", "SL", "phi", "t alone", "placement", "comm", "slowdown", "shared"):
+        t.add_column(col, justify="left" if col in ("job", "pattern") else "right")
+    for j in result["jobs"]:
+        t.add_row(
+            j["name"],
+            j["pattern"] + (f" ({j['bully']})" if j["bully"] and j["bully"] != "interleaved" else ""),
+            str(j["nodes"]),
+            str(j["service_level"]),
+            f"{j['phi']:.2f}",
+            f"{j['t_alone']:.4g}",
+            f"{j['placement_penalty']:.2f}",
+            f"{j['comm_slowdown']:.2f}",
+            f"{j['slowdown']:.2f}",
+            str(j["links_shared"]),
+        )
+    console.print(t)
+    links = result["links"]
+    console.print(f"links: {links['total']} directed, {links['shared']} shared by two jobs or more, {len(links['hot'])} oversubscribed")
+    if args.out:
+        console.print(f"result in {args.out}")
+    return 0
