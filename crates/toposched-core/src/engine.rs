@@ -170,6 +170,11 @@ impl Core {
         }
     }
 
+    /// True when some job has a `--switches` limit (a refusal that is not monotone in size).
+    pub fn has_switch_limits(&self) -> bool {
+        self.switches.iter().any(|&(l, _)| l > 0)
+    }
+
     /// Slurm's `--switches=N@wait` rule: a selection spanning more than N leaves is
     /// refused until the job has waited `wait` seconds since it was first tried.
     pub(crate) fn switches_allow(&mut self, topo: &Topology, job: u32, nodes: &[u32]) -> bool {

@@ -282,3 +282,46 @@ fn switches_limit_waits_then_gives_up() {
         assert_eq!(e.nodes_of(1), &leaves[..]);
     }
 }
+
+/// `isolated` without its monotone-class promise: EASY then tries every job.
+struct NoSkipping(alloc::Isolated);
+
+impl alloc::Allocator for NoSkipping {
+    fn name(&self) -> String {
+        self.0.name()
+    }
+    fn fungible(&self) -> bool {
+        self.0.fungible()
+    }
+    fn check_fits_ever(&self, t: &Topology, e: &toposched_core::state::ClusterState, n: u32) -> Result<(), String> {
+        self.0.check_fits_ever(t, e, n)
+    }
+    fn select(&mut self, t: &Topology, s: &toposched_core::state::ClusterState, n: u32, g: &alloc::Guard) -> Option<Vec<u32>> {
+        self.0.select(t, s, n, g)
+    }
+    fn feasible(&mut self, t: &Topology, s: &toposched_core::state::ClusterState, n: u32, g: &alloc::Guard) -> bool {
+        self.0.feasible(t, s, n, g)
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    /// Skipping hopeless backfill candidates is a pure speed-up.
+    #[test]
+    fn skipping_hopeless_jobs_changes_no_schedule((topo, jobs) in case(), flux in any::<bool>()) {
+        let easy = EasyOptions { flux_window: flux, reserved_tiers_always: flux };
+        let mut schedules = Vec::new();
+        for skip in [true, false] {
+            let a: Box<dyn alloc::Allocator> = if skip {
+                Box::new(alloc::Isolated::new(IsolatedOptions::default()))
+            } else {
+                Box::new(NoSkipping(alloc::Isolated::new(IsolatedOptions::default())))
+            };
+            let mut e = Engine::new(topo.clone(), jobs.clone(), a, queue::by_name("easy", easy).unwrap(), EngineOptions::default(), &[]).unwrap();
+            e.step(u64::MAX).unwrap();
+            schedules.push((0..jobs.len()).map(|i| (e.outcomes()[i].start_s, e.nodes_of(i as u32).to_vec())).collect::<Vec<_>>());
+        }
+        prop_assert_eq!(&schedules[0], &schedules[1]);
+    }
+}

@@ -253,6 +253,12 @@ impl Allocator for Isolated {
         }
     }
 
+    /// Within a tier, placement is a threshold on free nodes of one leaf (T1), of the open
+    /// leaves of one pod (T2) or of all open leaves (T3): monotone in the job's size.
+    fn monotone_class(&self, topo: &Topology, nodes: u32) -> Option<u8> {
+        Some(tier(topo, nodes))
+    }
+
     fn feasible(&mut self, topo: &Topology, state: &ClusterState, nodes: u32, guard: &Guard) -> bool {
         if nodes == 0 || nodes > state.n_free() {
             return false;

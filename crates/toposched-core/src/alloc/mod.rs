@@ -70,6 +70,14 @@ pub trait Allocator: Send + Sync {
         self.select(topo, state, nodes, guard).is_some()
     }
 
+    /// A class within which placement only gets harder as jobs grow: for a fixed machine
+    /// state and guard, if a job of `n` nodes of this class cannot be placed, no larger
+    /// job of the same class can. Queue policies use it to skip hopeless jobs. None (the
+    /// default) promises nothing.
+    fn monotone_class(&self, _topo: &Topology, _nodes: u32) -> Option<u8> {
+        None
+    }
+
     /// An error that must stop the run (a policy written in Python that raised or returned
     /// an invalid allocation). The engine asks after every pass and every submit check.
     fn take_error(&mut self) -> Option<String> {

@@ -159,9 +159,38 @@ impl Reservation {
     }
 }
 
+/// Within one pass: the smallest job size of each (monotone class, guard kind) that the
+/// allocation policy could not place, valid while the machine state (version) is unchanged.
+/// A larger job of the same class would fail too, so it is not tried (pure speed-up).
+#[derive(Default)]
+struct Hopeless {
+    version: u64,
+    smallest_failed: Vec<((u8, u8), u32)>,
+}
+
+impl Hopeless {
+    fn covers(&mut self, version: u64, class: Option<u8>, kind: u8, nodes: u32) -> bool {
+        if version != self.version {
+            self.version = version;
+            self.smallest_failed.clear();
+        }
+        let Some(class) = class else { return false };
+        self.smallest_failed.iter().any(|&(k, n)| k == (class, kind) && nodes >= n)
+    }
+
+    fn record(&mut self, version: u64, class: Option<u8>, kind: u8, nodes: u32) {
+        let Some(class) = class else { return };
+        debug_assert_eq!(version, self.version);
+        match self.smallest_failed.iter_mut().find(|(k, _)| *k == (class, kind)) {
+            Some((_, n)) => *n = (*n).min(nodes),
+            None => self.smallest_failed.push(((class, kind), nodes)),
+        }
+    }
+}
+
 impl Easy {
     /// Phase 2 for one job that fits in the free nodes and would end at `end_s`.
-    fn try_backfill(&self, ctx: &mut PassCtx, res: &mut Reservation, job: u32, end_s: i64) -> bool {
+    fn try_backfill(&self, ctx: &mut PassCtx, res: &mut Reservation, hopeless: &mut Hopeless, job: u32, end_s: i64) -> bool {
         match res {
             Reservation::Count { shadow_s, extra } => {
                 let nodes = ctx.jobs[job as usize].nodes;
@@ -177,14 +206,24 @@ impl Easy {
             Reservation::Nodes(r) => {
                 let overlaps = if self.opts.flux_window { end_s >= r.start_s } else { end_s > r.start_s };
                 let closes = Guard { excluded: None, leaves_closed_to_spanning: Some(&r.leaves_closed), pods_closed_to_spanning: Some(&r.pods_closed) };
-                let guard = if overlaps {
-                    Guard { excluded: Some(&r.nodes), ..closes }
+                let (guard, kind) = if overlaps {
+                    (Guard { excluded: Some(&r.nodes), ..closes }, 0)
                 } else if self.opts.reserved_tiers_always {
-                    closes
+                    (closes, 1)
                 } else {
-                    Guard::NONE
+                    (Guard::NONE, 2)
                 };
-                ctx.try_start(job, &guard)
+                let nodes = ctx.jobs[job as usize].nodes;
+                // A --switches refusal is not monotone in size: no skipping then.
+                let class = if ctx.core.has_switch_limits() { None } else { ctx.alloc.monotone_class(ctx.topo, nodes) };
+                if hopeless.covers(ctx.core.version, class, kind, nodes) {
+                    return false;
+                }
+                let started = ctx.try_start(job, &guard);
+                if !started {
+                    hopeless.record(ctx.core.version, class, kind, nodes);
+                }
+                started
             }
         }
     }
@@ -224,6 +263,7 @@ impl QueuePolicy for Easy {
             // cannot happen for jobs that passed the submit check): nothing is backfilled.
             if let Some(mut res) = reservation {
                 ctx.core.log_reservation(now, head, res.start_s());
+                let mut hopeless = Hopeless::default();
                 for i in head_pos + 1..depth {
                     let free = ctx.n_free();
                     if free == 0 {
@@ -234,7 +274,7 @@ impl QueuePolicy for Easy {
                     if spec.nodes > free {
                         continue;
                     }
-                    started[i] = self.try_backfill(ctx, &mut res, job, now + spec.walltime_s);
+                    started[i] = self.try_backfill(ctx, &mut res, &mut hopeless, job, now + spec.walltime_s);
                 }
             }
         }
