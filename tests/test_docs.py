@@ -29,7 +29,7 @@ def test_markdown_python_blocks_run(code, monkeypatch):
     exec(compile(code, "<doc>", "exec"), {})
 
 
-@pytest.mark.parametrize("module", ["toposched.simulate", "toposched.topology", "toposched.workload.normalize", "toposched.check", "toposched.policies", "toposched.aslogged", "toposched.transforms"])
+@pytest.mark.parametrize("module", ["toposched.simulate", "toposched.topology", "toposched.workload.normalize", "toposched.check", "toposched.policies", "toposched.aslogged", "toposched.transforms", "toposched.contention"])
 def test_module_doctests(module):
     result = doctest.testmod(importlib.import_module(module))
     assert result.failed == 0

@@ -1,0 +1,135 @@
+"""`toposched runs`: list and filter the runs of a sweep directory (its DuckDB catalog)."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from datetime import date, datetime
+from typing import Any
+
+NAME = "runs"
+HELP = "list and filter the runs of a sweep directory (its DuckDB catalog)"
+DESCRIPTION = "List the runs of a sweep directory from its catalog (DIR/catalog.duckdb), filtered with SQL."
+
+EPILOG = """\
+examples:
+  toposched runs out/small
+  toposched runs out/small --where "alloc = 'isolated' AND status = 'complete'"
+  toposched runs out/small --columns queue,alloc,taper,wait_mean_s,utilization --format csv
+  toposched runs out/small --sql "SELECT alloc, taper, avg(wait_mean_s) FROM runs GROUP BY ALL ORDER BY ALL"
+  toposched runs out/small --columns '*' --format json
+
+--where, --columns and --order-by take DuckDB SQL (the columns are listed in docs/sweeps.md:
+run_id, status, error, workload, transforms, t_scale, t_days, ..., fabric, system, taper,
+queue, alloc, speedup, seed, wait_mean_s, bsld_mean, utilization, aph_mean, makespan_s, ...).
+The catalog also has the views jobs (every job of every complete run, with run_id) and
+utilization. The catalog is rebuilt from the run directories when it does not list them all
+(unless a sweep is running on DIR) or with --rebuild.
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("dir", metavar="DIR", help="a sweep directory (toposched sweep --out DIR)")
+    parser.add_argument("--where", metavar="SQL", help="keep the runs for which this SQL condition holds, e.g. \"alloc='isolated'\"")
+    parser.add_argument("--columns", metavar="COLS", help="comma-separated columns or SQL expressions to show ('*' for all)")
+    parser.add_argument("--order-by", metavar="SQL", help="sort order (default: the sweep's matrix order)")
+    parser.add_argument("--limit", type=int, metavar="N", help="show at most N runs")
+    parser.add_argument("--sql", metavar="QUERY", help="run this query on the catalog instead (tables: runs; views: jobs, utilization)")
+    parser.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output format (default: table)")
+    parser.add_argument("--rebuild", action="store_true", help="rebuild the catalog from the run directories first")
+
+
+def _split_columns(text: str) -> list[str]:
+    """Split on commas outside parentheses and quotes."""
+    out, depth, quote, cur = [], 0, None, []
+    for ch in text:
+        if quote:
+            cur.append(ch)
+            if ch == quote:
+                quote = None
+            continue
+        if ch in "'\"":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+            continue
+        cur.append(ch)
+    if "".join(cur).strip():
+        out.append("".join(cur).strip())
+    return out
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, (datetime, date)):
+        return v.isoformat()
+    if isinstance(v, float) and v != v:
+        return None
+    return v
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    if isinstance(v, (datetime, date)):
+        return v.isoformat()
+    return str(v)
+
+
+def run(args: argparse.Namespace) -> int:
+    import duckdb
+
+    from ..errors import ToposchedError
+    from ..sweep.catalog import query, query_runs
+
+    try:
+        if args.sql:
+            names, rows = query(args.dir, args.sql, rebuild=args.rebuild)
+        else:
+            cols = _split_columns(args.columns) if args.columns else None
+            names, rows = query_runs(args.dir, where=args.where, columns=cols, order_by=args.order_by, limit=args.limit, rebuild=args.rebuild)
+    except duckdb.Error as exc:
+        raise ToposchedError(f"{args.dir}: SQL error: {str(exc).strip()}") from None
+    try:
+        _print(args, names, rows)
+    except BrokenPipeError:  # e.g. piped into head
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
+def _print(args: argparse.Namespace, names: list[str], rows: list[tuple[Any, ...]]) -> None:
+    if args.format == "csv":
+        w = csv.writer(sys.stdout, lineterminator="\n")
+        w.writerow(names)
+        for r in rows:
+            w.writerow(["" if v is None else _plain(v) for v in r])
+    elif args.format == "json":
+        json.dump([{n: _plain(v) for n, v in zip(names, r)} for r in rows], sys.stdout, indent=1, default=str)
+        sys.stdout.write("\n")
+    else:
+        from rich.console import Console
+        from rich.table import Table
+        from rich.text import Text
+
+        t = Table(show_lines=False, header_style="bold")
+        for i, n in enumerate(names):
+            numeric = any(isinstance(r[i], (int, float)) and not isinstance(r[i], bool) for r in rows)
+            t.add_column(n, justify="right" if numeric else "left", overflow="fold", no_wrap=n == "run_id")
+        for r in rows:
+            t.add_row(*(Text(_cell(v)) for v in r))
+        # Into a pipe or a file: the table at its natural width, never folded.
+        console = Console(highlight=False, width=None if sys.stdout.isatty() else 100_000)
+        console.print(t)
+        console.print(f"{len(rows)} run{'s' if len(rows) != 1 else ''}" if not args.sql else f"{len(rows)} row{'s' if len(rows) != 1 else ''}")

@@ -1,0 +1,121 @@
+"""`toposched sweep`: run a matrix of replays described in a TOML file, on Dask."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+NAME = "sweep"
+HELP = "run a matrix of replays (workloads x fabrics x policies x scenarios) on Dask"
+DESCRIPTION = """\
+Run every combination a sweep file describes: workloads (traces, transforms, reader options)
+x fabrics (presets, fattree parameters with tapers, topology.conf files) x queue policies x
+allocation policies x scenarios (speedups, seeds). One run is one Dask task; runs already
+complete in DIR are skipped, so a killed sweep is resumed by starting it again."""
+
+EPILOG = """\
+examples:
+  toposched sweep examples/sweep-small.toml --out out/small
+  toposched sweep study.toml --out /scratch/study --workers 8
+  toposched sweep study.toml --out /shared/study --scheduler tcp://10.0.0.5:8786
+  toposched runs out/small --where "alloc = 'isolated'" --format csv
+
+DIR gets runs/<run_id>/ (jobs.parquet, summary.json, ...: one directory per run, written
+whole or not at all), catalog.duckdb (every run's specification and metrics: see
+`toposched runs`), report.html and plan.json. Exit status: 0 when every run is complete,
+1 when some run failed (each is reported with its specification; its traceback is in
+runs/<run_id>/error.txt), 2 for a bad sweep file, 130 when interrupted.
+See docs/sweeps.md for the file format, the catalog's columns and a dask-jobqueue recipe.
+"""
+
+
+def _positive_int(text: str) -> int:
+    v = int(text)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
+    return v
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("sweep", metavar="SWEEP.toml", help="the sweep file (docs/sweeps.md)")
+    parser.add_argument("--out", metavar="DIR", help="sweep directory (default: the file's 'out' key, else out/<file name without .toml>)")
+    g = parser.add_argument_group("where the runs go")
+    g.add_argument("--scheduler", metavar="ADDRESS", help="address of a running Dask scheduler (e.g. tcp://host:8786); default: a local cluster")
+    g.add_argument("--scheduler-file", metavar="FILE", help="a Dask scheduler file (dask scheduler --scheduler-file, dask-mpi)")
+    g.add_argument("--workers", type=_positive_int, metavar="N", help="local cluster: worker processes (default: the machine's cores)")
+    g = parser.add_argument_group("what to do")
+    g.add_argument("--dry-run", action="store_true", help="check the file and list the runs (complete or to do) without running anything")
+    g.add_argument("--no-report", action="store_true", help="do not write report.html")
+    g.add_argument("--quiet", action="store_true", help="no progress bar; print failures and the final line only")
+
+
+def _out_dir(args: argparse.Namespace, sweep: object) -> Path:
+    if args.out:
+        return Path(args.out)
+    if getattr(sweep, "out", None) is not None:
+        return Path(sweep.out)  # type: ignore[attr-defined]
+    return Path("out") / Path(args.sweep).stem
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from ..sweep.runner import RUNS, run_status, run_sweep
+    from ..sweep.spec import SweepSpecError, load_sweep
+
+    if args.scheduler and args.scheduler_file:
+        print("error: give --scheduler or --scheduler-file, not both", file=sys.stderr)
+        return 2
+    if args.workers and (args.scheduler or args.scheduler_file):
+        print("error: --workers sets the size of the local cluster; with --scheduler the cluster is yours", file=sys.stderr)
+        return 2
+    try:
+        sweep = load_sweep(args.sweep)
+    except SweepSpecError as exc:
+        for line in exc.lines:
+            print(f"error: {line}", file=sys.stderr)
+        return 2
+    out = _out_dir(args, sweep)
+    console = Console(stderr=True)
+    stdout = Console(highlight=False, soft_wrap=True)
+    for note in sweep.notes:
+        console.print(f"note: {note}", highlight=False, markup=False)
+
+    if args.dry_run:
+        done = 0
+        for r in sweep.runs:
+            m = run_status(out / RUNS / r.run_id)
+            state = m["status"] if m else "to do"
+            done += state == "complete"
+            stdout.print(f"{r.run_id}  {state:8}  {r.describe()}", markup=False)
+        stdout.print(f"{len(sweep.runs)} runs, {done} complete, {len(sweep.runs) - done} to run; results in {out}/", markup=False)
+        return 0
+
+    outcome = run_sweep(
+        sweep,
+        out,
+        scheduler=args.scheduler,
+        scheduler_file=args.scheduler_file,
+        workers=args.workers,
+        console=console,
+        progress=not args.quiet,
+        report=not args.no_report,
+    )
+    if outcome.cleaned and not args.quiet:
+        console.print(f"removed {len(outcome.cleaned)} unfinished temporary entr{'ies' if len(outcome.cleaned) != 1 else 'y'} left by an interrupted sweep", highlight=False)
+    parts = [f"{outcome.planned} runs", f"{outcome.skipped} already complete", f"{outcome.completed} done now"]
+    if outcome.failed:
+        parts.append(f"{len(outcome.failed)} failed")
+    line = ", ".join(parts) + f" in {outcome.elapsed_s:.1f} s"
+    stdout.print(line, markup=False)
+    stdout.print(f"catalog: {outcome.catalog}  (toposched runs {out})", markup=False)
+    if outcome.report is not None:
+        stdout.print(f"report:  {outcome.report}", markup=False)
+    if outcome.interrupted:
+        print("interrupted: finished runs are kept; start the same command again to resume", file=sys.stderr)
+        return 130
+    if outcome.failed:
+        print(f"error: {len(outcome.failed)} run{'s' if len(outcome.failed) != 1 else ''} failed (see above; tracebacks in {out}/runs/<run_id>/error.txt)", file=sys.stderr)
+        return 1
+    return 0

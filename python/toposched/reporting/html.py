@@ -1,0 +1,505 @@
+"""Self-contained HTML reports: one file that opens in a browser with no network.
+
+Page API (for any command that wants a report in the same style)::
+
+    from toposched.reporting import build_page, table_html, plotly_div, image_html, Html
+
+    page = build_page("My sweep", [
+        ("Summary", table_html(["run", "mean wait (h)"], [["a", 1.5], ["b", 2.25]])),
+        ("Waits", plotly_div(fig)),                      # a plotly.graph_objects.Figure
+        ("Static", image_html("figures/x.png", "What x shows", svg="figures/x.svg")),
+    ])
+    Path("report.html").write_text(page)
+
+* ``build_page(title, sections, *, intro="")`` returns the whole document. A section is
+  ``(heading, html_fragment)``; fragments are inserted as given (escape text yourself
+  with :func:`html.escape`, or build it with the helpers). If any fragment holds a plotly
+  figure, plotly.js is inlined **once**, in ``<head>``; nothing is loaded from the network.
+* ``table_html(columns, rows, *, caption=None, numeric=None)``: an HTML table. Cells
+  are escaped unless they are :class:`Html`; ``None`` shows as ``-``; ints get thousands
+  separators, floats 3 significant digits. Columns holding numbers are right-aligned.
+* ``plotly_div(fig, *, div_id=None, height=None)``: the figure's ``<div>`` and its
+  ``Plotly.newPlot`` call, without plotly.js. The id defaults to a hash of the figure, so
+  the same figure gives the same text.
+* ``image_html(relative_path, caption, *, svg=None, alt=None)``: a ``<figure>`` with the
+  image (a link to the SVG when given) and its caption.
+
+``build_compare_report(out_dir)`` builds the report of a ``toposched compare`` folder:
+``out_dir/report.html`` plus ``out_dir/figures/*.png`` and ``*.svg`` (see
+``docs/report.md``), and returns the report's path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+#: Marker class of plotly's figure divs; its presence makes build_page inline plotly.js.
+PLOTLY_CLASS = "plotly-graph-div"
+
+
+class Html(str):
+    """A string that is already HTML: table_html and friends insert it unescaped."""
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _cell(v: Any) -> tuple[str, bool]:
+    """(html, is_number) of one table cell."""
+    if isinstance(v, Html):
+        return str(v), False
+    if v is None:
+        return "-", False
+    if isinstance(v, (bool, np.bool_)):
+        return ("yes" if v else "no"), False
+    if isinstance(v, (int, np.integer)):
+        return f"{int(v):,}", True
+    if isinstance(v, (float, np.floating)):
+        f = float(v)
+        if np.isnan(f):
+            return "-", True
+        if f == 0:
+            return "0", True
+        return (f"{f:.3g}" if abs(f) >= 0.001 else f"{f:.2e}"), True
+    return html.escape(str(v)), False
+
+
+def table_html(
+    columns: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    *,
+    caption: str | None = None,
+    numeric: Sequence[bool] | None = None,
+    css_class: str = "data",
+) -> str:
+    """An HTML table; see the module docstring for how cells are shown."""
+    rendered = [[_cell(v) for v in row] for row in rows]
+    if numeric is None:
+        numeric = [bool(rendered) and all(r[i][1] or r[i][0] == "-" for r in rendered) and any(r[i][1] for r in rendered) for i in range(len(columns))]
+    out = [f'<table class="{html.escape(css_class)}">']
+    if caption:
+        out.append(f"<caption>{html.escape(caption)}</caption>")
+    heads = [str(c) if isinstance(c, Html) else html.escape(str(c)) for c in columns]
+    out.append("<thead><tr>" + "".join(f'<th{" class=num" if numeric[i] else ""}>{h}</th>' for i, h in enumerate(heads)) + "</tr></thead>")
+    out.append("<tbody>")
+    for row in rendered:
+        out.append("<tr>" + "".join(f'<td{" class=num" if numeric[i] else ""}>{text}</td>' for i, (text, _) in enumerate(row)) + "</tr>")
+    out.append("</tbody></table>")
+    return Html("\n".join(out))
+
+
+def plotly_div(fig: Any, *, div_id: str | None = None, height: int | None = None) -> str:
+    """A plotly figure as a ``<div>`` plus its script, without plotly.js itself."""
+    if div_id is None:
+        div_id = "plot-" + hashlib.sha1(fig.to_json().encode()).hexdigest()[:12]
+    h = height or fig.layout.height or 460
+    text = fig.to_html(
+        full_html=False,
+        include_plotlyjs=False,
+        div_id=div_id,
+        default_height=f"{int(h)}px",
+        default_width="100%",
+        config={"displaylogo": False, "responsive": True},
+    )
+    return Html(f'<div class="plot">{text}</div>')
+
+
+def image_html(relative_path: str, caption: str, *, svg: str | None = None, alt: str | None = None) -> str:
+    """A figure: the image (linked to its SVG when given) and a caption."""
+    src = html.escape(relative_path, quote=True)
+    img = f'<img src="{src}" alt="{html.escape(alt or caption, quote=True)}">'
+    if svg:
+        img = f'<a href="{html.escape(svg, quote=True)}">{img}</a>'
+        caption_html = f'{html.escape(caption)} <span class="muted">(<a href="{html.escape(svg, quote=True)}">SVG</a>, <a href="{src}">PNG</a>)</span>'
+    else:
+        caption_html = html.escape(caption)
+    return Html(f"<figure>{img}<figcaption>{caption_html}</figcaption></figure>")
+
+
+_CSS = """
+:root { color-scheme: light; }
+body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif;
+       margin: 0; color: #1d1d1f; background: #fafafa; }
+main { max-width: 1240px; margin: 0 auto; padding: 1.2em 2em 4em; background: #fff; }
+h1 { font-size: 1.6em; margin: 0.3em 0 0.2em; }
+h2 { font-size: 1.25em; margin: 1.8em 0 0.5em; padding-top: 0.4em; border-top: 1px solid #e3e3e3; }
+nav { font-size: 0.9em; margin-bottom: 1em; }
+nav a { margin-right: 1em; }
+a { color: #0b5cad; }
+.muted { color: #666; font-size: 0.9em; }
+table.data { border-collapse: collapse; margin: 0.5em 0 1em; font-size: 0.92em; }
+table.data th, table.data td { border: 1px solid #d6d6d6; padding: 0.25em 0.6em; }
+table.data th { background: #f1f3f5; text-align: left; }
+table.data td.num, table.data th.num { text-align: right; font-variant-numeric: tabular-nums; }
+table.data tbody tr:nth-child(even) { background: #fafbfc; }
+table.data caption { caption-side: top; text-align: left; color: #555; padding-bottom: 0.3em; white-space: nowrap; }
+table.kv th { width: 13em; }
+figure { margin: 1em 0 2em; }
+figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
+figcaption { color: #444; font-size: 0.92em; margin-top: 0.3em; }
+.plot { margin: 0.5em 0 1.5em; }
+code { background: #f3f3f3; padding: 0 0.25em; border-radius: 3px; }
+"""
+
+
+def _slug(text: str, used: set[str]) -> str:
+    base = re.sub(r"-+", "-", "".join(c if c.isalnum() else "-" for c in text.lower())).strip("-") or "section"
+    slug, i = base, 2
+    while slug in used:
+        slug, i = f"{base}-{i}", i + 1
+    used.add(slug)
+    return slug
+
+
+def build_page(title: str, sections: Sequence[tuple[str, str]], *, intro: str = "") -> str:
+    """The whole HTML document: title, a table of contents, then each (heading, fragment).
+
+    plotly.js is inlined once in ``<head>`` when a fragment holds a plotly figure."""
+    used: set[str] = set()
+    slugs = [_slug(h, used) for h, _ in sections]
+    needs_plotly = any(PLOTLY_CLASS in frag for _, frag in sections)
+    head = [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{html.escape(title)}</title>",
+        f"<style>{_CSS}</style>",
+    ]
+    if needs_plotly:
+        from plotly.offline import get_plotlyjs
+
+        js = get_plotlyjs().replace("</script", "<\\/script")
+        head.append('<script type="text/javascript">window.PlotlyConfig = {MathJaxConfig: "local"};</script>')
+        head.append(f'<script type="text/javascript">{js}</script>')
+    head.append("</head>")
+    body = ["<body>", "<main>", f"<h1>{html.escape(title)}</h1>"]
+    if intro:
+        body.append(intro)
+    if len(sections) > 1:
+        body.append("<nav>" + "".join(f'<a href="#{s}">{html.escape(h)}</a>' for s, (h, _) in zip(slugs, sections)) + "</nav>")
+    for slug, (heading, frag) in zip(slugs, sections):
+        body.append(f'<section id="{slug}">')
+        body.append(f"<h2>{html.escape(heading)}</h2>")
+        body.append(frag)
+        body.append("</section>")
+    body += ["</main>", "</body>", "</html>", ""]
+    return "\n".join(head + body)
+
+
+# ----------------------------------------------------------------------------- compare report
+
+
+def _hours(s: float | None) -> float | None:
+    return None if s is None else s / 3600.0
+
+
+def _summary_rows(data: Any) -> tuple[list[str], list[list[Any]]]:
+    cols = [
+        "policy",
+        "scenario",
+        "jobs",
+        "never fit",
+        "mean wait (h)",
+        "median wait (h)",
+        "p95 wait (h)",
+        "mean bounded slowdown",
+        "mean utilization (%)",
+        "makespan (h)",
+        "mean APH",
+    ]
+    rows = []
+    for r in data.runs:
+        s = r.summary
+        util = s.get("utilization", {}).get("mean")
+        rows.append(
+            [
+                r.alloc,
+                r.scenario,
+                s.get("jobs", {}).get("replayed"),
+                s.get("jobs", {}).get("skipped_never_fit"),
+                _hours(s.get("wait_s", {}).get("mean")),
+                _hours(s.get("wait_s", {}).get("median")),
+                _hours(s.get("wait_s", {}).get("p95")),
+                s.get("bounded_slowdown", {}).get("mean"),
+                None if util is None else 100.0 * util,
+                _hours(s.get("makespan_s")),
+                s.get("aph", {}).get("mean"),
+            ]
+        )
+    return cols, rows
+
+
+def _kv_table(pairs: Sequence[tuple[str, Any]]) -> str:
+    rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{v if isinstance(v, Html) else html.escape(str(v))}</td></tr>" for k, v in pairs)
+    return Html(f'<table class="data kv"><tbody>{rows}</tbody></table>')
+
+
+def _counts(d: dict[str, Any] | None) -> str:
+    if not d:
+        return "none"
+    return ", ".join(f"{k}: {v:,}" if isinstance(v, int) else f"{k}: {v}" for k, v in sorted(d.items()))
+
+
+def _reasons(d: dict[str, Any] | None) -> str:
+    """Skip reasons with their numbers folded (``asks for 1314 nodes`` and ``asks for 2000
+    nodes`` -> ``asks for N nodes``), counts summed."""
+    folded: dict[str, int] = {}
+    for k, v in (d or {}).items():
+        key = re.sub(r"\d+", "N", str(k))
+        folded[key] = folded.get(key, 0) + int(v)
+    return _counts(folded)
+
+
+def _inputs_section(data: Any) -> str:
+    from .figures import transforms_text
+
+    meta = data.meta
+    fab = data.fabric
+    first = data.runs[0].summary if data.runs else {}
+    inp = first.get("input", {})
+    scenarios = list(dict.fromkeys(r.scenario for r in data.runs))
+    allocs = list(dict.fromkeys(r.alloc for r in data.runs))
+    fabric_text = (
+        f"{fab.get('name', meta.get('system', '?'))}: {fab.get('nodes', '?'):,} nodes, {fab.get('leaves', '?')} leaves of "
+        f"{fab.get('nodes_per_leaf', '?')} nodes, {fab.get('pods', '?')} pods, {fab.get('levels', '?')} levels"
+        if isinstance(fab.get("nodes"), int)
+        else str(meta.get("system", "?"))
+    )
+    pairs: list[tuple[str, Any]] = [
+        ("trace", meta.get("trace", "?")),
+        ("jobs read", f"{inp.get('jobs', '?'):,} kept of {inp.get('records', '?'):,} records" if isinstance(inp.get("jobs"), int) and isinstance(inp.get("records"), int) else "?"),
+        ("reader repairs", _counts(inp.get("repairs"))),
+        ("reader skips", _counts(inp.get("skipped"))),
+        ("system", meta.get("system", "?")),
+        ("fabric", fabric_text),
+    ]
+    for note in fab.get("notes", []) or []:
+        pairs.append(("fabric note", note))
+    pairs += [
+        ("queue policy", meta.get("queue", first.get("policy", {}).get("queue", "?"))),
+        ("allocation policies", ", ".join(allocs)),
+        ("scenarios", ", ".join(scenarios)),
+        ("transforms", transforms_text(meta.get("transforms") or []) or "none"),
+        ("seed", meta.get("seed", first.get("policy", {}).get("seed", "?"))),
+        ("toposched", first.get("toposched_version", "?")),
+    ]
+    per_run = []
+    for r in data.runs:
+        s = r.summary
+        j = s.get("jobs", {})
+        per_run.append([r.label, j.get("in_workload"), j.get("skipped_never_fit"), Html(html.escape(_reasons(s.get("skipped_reasons")))), j.get("killed_at_walltime"), "yes" if s.get("complete", True) else Html("<b>no (interrupted)</b>")])
+    return Html(
+        _kv_table(pairs)
+        + table_html(["run", "jobs in workload", "never fit (skipped)", "skip reasons", "killed at walltime", "complete"], per_run, caption="Per run")
+    )
+
+
+def _plotly_figures(data: Any) -> list[tuple[str, Any]]:
+    import plotly.graph_objects as go
+
+    from .figures import aph_stats, time_unit, utilization_stats, wait_by_size
+
+    layout = {"template": "plotly_white", "margin": {"l": 60, "r": 20, "t": 50, "b": 50}, "legend": {"orientation": "h", "y": -0.18}}
+    out: list[tuple[str, Any]] = []
+
+    st = aph_stats(data)
+    fig = go.Figure()
+    for r in st["runs"]:
+        boxes = st["boxes"][r.label]
+        xs = [b for b, v in zip(st["bins"], boxes) if v is not None]
+        vs = [v for v in boxes if v is not None]
+        fig.add_trace(
+            go.Box(
+                name=f"{r.label} ({r.paper_label})",
+                x=xs,
+                lowerfence=[v[0] for v in vs],
+                q1=[v[1] for v in vs],
+                median=[v[2] for v in vs],
+                q3=[v[3] for v in vs],
+                upperfence=[v[4] for v in vs],
+                marker_color=r.color,
+                offsetgroup=r.label,
+                hovertext=[f"{int(v[5])} jobs" for v in vs],
+            )
+        )
+    ideal = [(b, v) for b, v in zip(st["bins"], st["ideal"]) if v is not None]
+    if ideal:
+        fig.add_trace(
+            go.Scatter(
+                name="ideal APH (median job of the bin)",
+                x=[b for b, _ in ideal],
+                y=[v for _, v in ideal],
+                mode="markers",
+                marker={"symbol": "line-ew-open", "size": 40, "color": "black", "line": {"width": 2}},
+            )
+        )
+    fig.update_layout(
+        title="Average pairwise hops by job size (min, 25th, median, 75th, max)",
+        boxmode="group",
+        xaxis_title="job size (nodes)",
+        xaxis_type="category",
+        yaxis_title="APH",
+        **layout,
+    )
+    out.append(("APH by job size", fig))
+
+    fig = go.Figure()
+    for r in data.runs:
+        s = utilization_stats(r)
+        if s is None:
+            continue
+        mn, q1, med, q3, mx, mean = (100 * v for v in s)
+        fig.add_trace(
+            go.Box(
+                name=r.label, x=[r.label], lowerfence=[mn], q1=[q1], median=[med], q3=[q3], upperfence=[mx], mean=[mean], marker_color=r.color
+            )
+        )
+    fig.update_layout(
+        title="Utilization per minute (min, 25th, median, 75th, max; dashed: mean)",
+        yaxis_title="% nodes busy",
+        yaxis_range=[0, 102],
+        showlegend=False,
+        height=400,
+        **layout,
+    )
+    out.append(("Utilization", fig))
+
+    fig = go.Figure()
+    hours = [(r.summary.get("makespan_s") or 0) / 3600 for r in data.runs]
+    fig.add_trace(
+        go.Bar(x=[r.label for r in data.runs], y=hours, marker_color=[r.color for r in data.runs], text=[f"{h:.1f}" for h in hours], textposition="outside")
+    )
+    fig.update_layout(title="Makespan (first submit to last end)", yaxis_title="hours", showlegend=False, height=400, **layout)
+    out.append(("Makespan", fig))
+
+    wb = wait_by_size(data)
+    top = max([v for vs in wb["values"].values() for v in vs if v is not None] or [0.0])
+    unit, div = time_unit(top)
+    fig = go.Figure()
+    for r in data.runs:
+        fig.add_trace(go.Bar(name=r.label, x=wb["groups"], y=[None if v is None else v / div for v in wb["values"][r.label]], marker_color=r.color))
+    fig.update_layout(
+        title="Mean wait by job size (last group: all jobs)",
+        barmode="group",
+        xaxis_title="job size (nodes)",
+        xaxis_type="category",
+        yaxis_title=f"mean wait ({unit})",
+        **layout,
+    )
+    out.append(("Mean wait by job size", fig))
+    return out
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def snapshot_runs(data: Any) -> list[Any]:
+    """The runs that get a fabric snapshot: each allocation policy's baseline run."""
+    return data.baselines
+
+
+def build_compare_report(out_dir: str | Path) -> Path:
+    """Write ``out_dir/report.html`` and ``out_dir/figures/*`` for a compare folder."""
+    from .figures import CompareData, fmt_hours, mean_wait_rows, write_figures
+    from .snapshot import busiest_spanning_time, draw_snapshot, peak_time
+
+    root = Path(out_dir)
+    data = CompareData.load(root)
+    fig_dir = root / "figures"
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    static = write_figures(data, fig_dir)
+
+    snaps = []
+    for r in snapshot_runs(data):
+        moments = [("peak", peak_time(r.dir), "at peak busy nodes")]
+        spanning = busiest_spanning_time(r.dir)
+        if spanning is not None:
+            moments.append(("spanning", spanning, "when the most multi-leaf jobs run"))
+        for key, t, what in moments:
+            stem = f"snapshot_{r.alloc}__{r.scenario}__{key}"
+            info = draw_snapshot(r.dir, t, fig_dir / stem, title=f"{r.label} ({r.paper_label}) on {data.fabric.get('name', '')} {what}")
+            snaps.append((r, stem, what, info))
+
+    sections: list[tuple[str, str]] = []
+    cols, rows = _summary_rows(data)
+    sections.append(
+        (
+            "Summary",
+            table_html(cols, rows)
+            + Html('<p class="muted">Wait in hours; bounded slowdown with a 10 s threshold; APH over multi-node jobs. '
+                   "Full statistics per run and job-size bin are in each run's summary.json (links at the end).</p>"),  # fmt: skip
+        )
+    )
+    sections.append(("Inputs", _inputs_section(data)))
+
+    tcols, trows = mean_wait_rows([data])
+    names = {r.paper_label: r.label for r in data.runs}
+    theads = [tcols[0]] + [Html(f'{html.escape(c)}<br><span class="muted">{html.escape(names[c])}</span>') if names.get(c, c) != c else c for c in tcols[1:]]
+    sections.append(
+        (
+            "Mean wait (Table I)",
+            table_html(theads, [[row[0]] + [Html(fmt_hours(v)) for v in row[1:]] for row in trows], caption="Mean wait in hours, as the SC18 paper's Table I (TO: topology-oblivious, TA: topology-aware)", numeric=[False] + [True] * (len(tcols) - 1)),
+        )
+    )
+    for heading, fig in _plotly_figures(data):
+        sections.append((heading, plotly_div(fig, div_id="plot-" + "".join(c for c in heading.lower() if c.isalnum()))))
+
+    static_html = "".join(image_html(f"figures/{stem}.png", caption, svg=f"figures/{stem}.svg") for stem, caption in static)
+    sections.append(("Static figures (PNG and SVG)", Html(static_html)))
+
+    snap_parts = [
+        Html(
+            "<p>Each leaf switch is a column of its nodes, coloured by the job holding them, for each policy at two instants: "
+            "the first of peak busy nodes, and the first at which the most jobs spanning several leaves run at once. "
+            "Red: link bundles that two or more running jobs can both use under the paper's conservative rule "
+            "(a job on several leaves can use every leaf-L2 link of its leaves; a job on several pods every L2-L3 link of its pods); "
+            "the red number is how many jobs can use that leaf's uplinks. An interference-free policy (isolated) has none.</p>"
+        )
+    ]
+    three_levels = int(data.fabric.get("levels", 3)) >= 3 and int(data.fabric.get("pods", 2)) > 1
+    for r, stem, what, info in snaps:
+        cap = f"{r.label} {what} (t = {info.time_s} s): {len(info.job_ids)} running jobs, {info.busy_nodes:,} busy nodes, {len(info.shared_leaves)} shared leaf-L2 bundles"
+        if three_levels:
+            cap += f", {len(info.shared_pods)} shared L2-L3 bundles"
+        snap_parts.append(image_html(f"figures/{stem}.png", cap, svg=f"figures/{stem}.svg"))
+    sections.append(("Fabric snapshots", Html("".join(snap_parts))))
+
+    link_rows = []
+    for r in data.runs:
+        cells = []
+        for name in ("jobs.parquet", "utilization.parquet", "skipped.parquet", "summary.json", "fabric.json"):
+            p = f"{r.rel_dir}/{name}"
+            cells.append(Html(f'<a href="{html.escape(p, quote=True)}">{name}</a>') if (r.dir / name).exists() else None)
+        link_rows.append([r.label, Html(f"<code>{html.escape(r.rel_dir)}</code>")] + cells)
+    sections.append(
+        (
+            "Per-job data",
+            table_html(["run", "folder", "jobs", "utilization", "skipped", "summary", "fabric"], link_rows)
+            + Html('<p class="muted">jobs.parquet has one row per job (submit, start, end, wait, nodes, APH, node ids); '
+                   'see <code>docs/report.md</code> and <code>python/toposched/simulate.py</code> for the columns.</p>'),  # fmt: skip
+        )
+    )
+
+    title = f"toposched compare: {data.workload_label}"
+    page = build_page(title, sections, intro=Html(f'<p class="muted">{len(data.runs)} runs; generated from <code>compare.json</code>.</p>'))
+    report = root / "report.html"
+    _write_atomic(report, page)
+    return report

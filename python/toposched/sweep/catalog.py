@@ -1,0 +1,399 @@
+"""The catalog of a sweep directory: ``DIR/catalog.duckdb``.
+
+Built from the run directories alone (``runs/<run_id>/spec.json``, ``run.json``,
+``summary.json``), so it always says what is on disk. Only the driver writes it (never a
+worker), and it is written whole: into a temporary file, then renamed over the old one, so
+a reader never sees it half-built.
+
+Tables and views (columns listed in docs/sweeps.md):
+
+* ``runs``: one row per run directory, complete or failed: the run's specification
+  (workload, transforms with one ``t_<kind>`` column per transform kind, fabric, taper,
+  policies, scenario, seed, every RunConfig field) and its summary metrics.
+* ``jobs``: a view over every complete run's ``jobs.parquet``, with ``run_id``.
+* ``utilization``: a view over every complete run's ``utilization.parquet``, with ``run_id``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from pathlib import Path
+from typing import Any, Sequence
+
+import pyarrow as pa
+
+from .runner import MARKER, RUNS, run_status
+
+CATALOG = "catalog.duckdb"
+
+__all__ = ["CATALOG", "DEFAULT_COLUMNS", "build_catalog", "catalog_rows", "query", "query_runs"]
+
+#: Columns ``toposched runs`` shows unless told otherwise.
+DEFAULT_COLUMNS = (
+    "run_id",
+    "status",
+    "workload",
+    "transforms",
+    "fabric",
+    "taper",
+    "queue",
+    "alloc",
+    "speedup",
+    "seed",
+    "wait_mean_s",
+    "bsld_mean",
+    "utilization",
+    "aph_mean",
+    "makespan_s",
+)
+
+# (column, arrow type); values come from _row().
+_FIXED: list[tuple[str, pa.DataType]] = [
+    ("run_id", pa.string()),
+    ("status", pa.string()),
+    ("error", pa.string()),
+    ("in_plan", pa.bool_()),
+    ("plan_index", pa.int64()),
+    ("workload", pa.string()),
+    ("trace", pa.string()),
+    ("trace_sha256", pa.string()),
+    ("format", pa.string()),
+    ("reader", pa.string()),
+    ("transforms", pa.string()),
+    ("fabric", pa.string()),
+    ("system", pa.string()),
+    ("fabric_kind", pa.string()),
+    ("fabric_nodes", pa.int64()),
+    ("leaves", pa.int64()),
+    ("pods", pa.int64()),
+    ("nodes_per_leaf", pa.int64()),
+    ("uplinks_per_leaf", pa.int64()),
+    ("taper", pa.float64()),
+    ("queue", pa.string()),
+    ("alloc", pa.string()),
+    ("speedup", pa.string()),
+    ("seed", pa.int64()),
+]
+_METRICS: list[tuple[str, pa.DataType]] = [
+    ("jobs", pa.int64()),
+    ("replayed", pa.int64()),
+    ("skipped_never_fit", pa.int64()),
+    ("killed_at_walltime", pa.int64()),
+    ("makespan_s", pa.int64()),
+    ("utilization", pa.float64()),
+    ("wait_mean_s", pa.float64()),
+    ("wait_median_s", pa.float64()),
+    ("wait_p95_s", pa.float64()),
+    ("wait_max_s", pa.float64()),
+    ("bsld_mean", pa.float64()),
+    ("bsld_median", pa.float64()),
+    ("bsld_p95", pa.float64()),
+    ("bsld_max", pa.float64()),
+    ("aph_mean", pa.float64()),
+    ("aph_median", pa.float64()),
+    ("aph_p95", pa.float64()),
+    ("aph_max", pa.float64()),
+    ("passes", pa.int64()),
+    ("elapsed_s", pa.float64()),
+    ("prepare_s", pa.float64()),
+    ("simulate_s", pa.float64()),
+    ("host", pa.string()),
+    ("finished_at", pa.timestamp("s")),  # UTC
+    ("toposched_version", pa.string()),
+    ("dir", pa.string()),
+]
+_STATS = {"wait": "wait_s", "bsld": "bounded_slowdown", "aph": "aph"}
+
+
+def _num(text: str) -> float | str:
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _fattree_param(system: str, key: str) -> int | None:
+    if not system.lower().startswith("fattree:"):
+        return None
+    for item in system.split(":", 1)[1].split(","):
+        k, _, v = item.partition("=")
+        if k.strip().upper() == key:
+            try:
+                return int(v)
+            except ValueError:
+                return None
+    return None
+
+
+def _row(run_dir: Path, marker: dict[str, Any], plan: dict[str, int]) -> dict[str, Any] | None:
+    try:
+        spec = json.loads((run_dir / "spec.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    summary: dict[str, Any] = {}
+    if marker["status"] == "complete":
+        try:
+            summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+    wl, fab, sc, cfg = spec["workload"], spec["fabric"], spec["scenario"], spec["config"]
+    sf = summary.get("fabric", {})
+    k = sf.get("nodes_per_leaf")
+    w1 = sf.get("uplinks_per_leaf")
+    if not sf and fab.get("kind") == "fattree":  # failed run: what the parameters say
+        k = _fattree_param(fab["system"], "K")
+        w1 = _fattree_param(fab["system"], "W1") or k
+    finished = marker.get("finished_at")
+    row: dict[str, Any] = {
+        "run_id": run_dir.name,
+        "status": marker["status"],
+        "error": marker.get("error"),
+        "in_plan": run_dir.name in plan,
+        "plan_index": plan.get(run_dir.name),
+        "workload": wl["name"],
+        "trace": wl["trace"],
+        "trace_sha256": wl["trace_sha256"],
+        "format": wl["format"],
+        "reader": json.dumps(wl["reader"], sort_keys=True),
+        "transforms": " ".join(wl["transforms"]),
+        "fabric": fab["name"],
+        "system": fab["system"],
+        "fabric_kind": fab.get("kind"),
+        "fabric_nodes": sf.get("nodes"),
+        "leaves": sf.get("leaves"),
+        "pods": sf.get("pods"),
+        "nodes_per_leaf": k,
+        "uplinks_per_leaf": w1,
+        "taper": (k / w1) if k and w1 else None,
+        "queue": cfg["queue"],
+        "alloc": cfg["alloc"],
+        "speedup": sc["speedup"],
+        "seed": sc["seed"],
+        "jobs": summary.get("jobs", {}).get("in_workload"),
+        "replayed": summary.get("jobs", {}).get("replayed"),
+        "skipped_never_fit": summary.get("jobs", {}).get("skipped_never_fit"),
+        "killed_at_walltime": summary.get("jobs", {}).get("killed_at_walltime"),
+        "makespan_s": summary.get("makespan_s"),
+        "utilization": summary.get("utilization", {}).get("mean"),
+        "passes": summary.get("scheduling_passes"),
+        "elapsed_s": marker.get("elapsed_s"),
+        "prepare_s": marker.get("prepare_s"),
+        "simulate_s": marker.get("simulate_s"),
+        "host": marker.get("host"),
+        "finished_at": _timestamp(finished),
+        "toposched_version": spec.get("toposched_version"),
+        "dir": f"{RUNS}/{run_dir.name}",
+    }
+    for short, key in _STATS.items():
+        st = summary.get(key) or {}
+        for stat in ("mean", "median", "p95", "max"):
+            row[f"{short}_{stat}" + ("_s" if short == "wait" else "")] = st.get(stat)
+    if "network" in sc:
+        row["network"] = sc["network"]
+    for key, value in cfg.items():
+        if key not in ("queue", "alloc", "seed", "network"):
+            row[f"cfg:{key}"] = value
+    for t in wl["transforms"]:
+        kind, _, arg = t.partition(":")
+        row[f"t_{kind}"] = _num(arg) if arg else arg
+    return row
+
+
+def _timestamp(text: str | None) -> Any:
+    if not text:
+        return None
+    from datetime import datetime, timezone
+
+    try:
+        t = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if t.tzinfo is not None:
+        t = t.astimezone(timezone.utc).replace(tzinfo=None)
+    return t
+
+
+def _plan(out: Path) -> dict[str, int]:
+    try:
+        plan = json.loads((out / "plan.json").read_text(encoding="utf-8"))
+        return {r["run_id"]: i for i, r in enumerate(plan["runs"])}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+
+
+def catalog_rows(out: str | Path) -> list[dict[str, Any]]:
+    """One dict per finished run directory of ``out`` (complete or failed), plan order
+    first, then by run id."""
+    out = Path(out)
+    runs = out / RUNS
+    plan = _plan(out)
+    rows = []
+    if runs.is_dir():
+        for d in sorted(runs.iterdir()):
+            if d.name.startswith(".") or not d.is_dir():
+                continue
+            marker = run_status(d)
+            if marker is None:
+                continue
+            row = _row(d, marker, plan)
+            if row is not None:
+                rows.append(row)
+    rows.sort(key=lambda r: (r["plan_index"] is None, r["plan_index"] if r["plan_index"] is not None else 0, r["run_id"]))
+    return rows
+
+
+def _infer(values: list[Any]) -> pa.DataType:
+    present = [v for v in values if v is not None]
+    if not present:
+        return pa.string()
+    if all(isinstance(v, bool) for v in present):
+        return pa.bool_()
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+        return pa.int64()
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+        return pa.float64()
+    return pa.string()
+
+
+def _table(rows: list[dict[str, Any]]) -> pa.Table:
+    extra = sorted({k for r in rows for k in r} - {n for n, _ in _FIXED + _METRICS})
+    net = [k for k in extra if k == "network"]
+    cfg = [k for k in extra if k.startswith("cfg:")]
+    tfs = [k for k in extra if k.startswith("t_")]
+    cols: dict[str, pa.Array] = {}
+
+    def add(name: str, key: str, typ: pa.DataType | None) -> None:
+        vals = [r.get(key) for r in rows]
+        typ = typ or _infer(vals)
+        if typ == pa.string():
+            vals = [None if v is None else (v if isinstance(v, str) else json.dumps(v) if isinstance(v, (dict, list)) else str(v)) for v in vals]
+        cols[name] = pa.array(vals, type=typ)
+
+    for name, typ in _FIXED:
+        add(name, name, typ)
+        if name == "seed":
+            for k in net:
+                add(k, k, pa.string())
+            for k in tfs:
+                add(k, k, None)
+    for k in cfg:
+        add(k[4:], k, None)
+    for name, typ in _METRICS:
+        add(name, name, typ)
+    return pa.table(cols)
+
+
+def _views(con: Any, rows: list[dict[str, Any]], out: Path) -> None:
+    for view, fname in (("jobs", "jobs.parquet"), ("utilization", "utilization.parquet")):
+        paths = [str((out / r["dir"] / fname).resolve()) for r in rows if r["status"] == "complete" and (out / r["dir"] / fname).exists()]
+        if not paths:
+            continue
+        listing = "[" + ", ".join("'" + p.replace("'", "''") + "'" for p in paths) + "]"
+        pattern = f"/{RUNS}/([0-9a-f]+)/{fname.replace('.', '[.]')}$"
+        con.execute(
+            f"CREATE VIEW {view} AS SELECT regexp_extract(filename, '{pattern}', 1) AS run_id, * EXCLUDE (filename) "
+            f"FROM read_parquet({listing}, filename = true, union_by_name = true)"
+        )
+
+
+def build_catalog(out: str | Path) -> Path:
+    """(Re)build ``out/catalog.duckdb`` from the run directories; returns its path."""
+    import duckdb
+
+    out = Path(out).resolve()
+    rows = catalog_rows(out)
+    table = _table(rows)
+    final = out / CATALOG
+    tmp = out / f".catalog-{uuid.uuid4().hex[:12]}.duckdb"
+    try:
+        con = duckdb.connect(str(tmp))
+        try:
+            con.register("runs_arrow", table)
+            con.execute("CREATE TABLE runs AS SELECT * FROM runs_arrow")
+            con.unregister("runs_arrow")
+            _views(con, rows, out)
+            con.execute("CHECKPOINT")
+        finally:
+            con.close()
+        os.replace(tmp, final)
+    finally:
+        for p in (tmp, Path(str(tmp) + ".wal")):
+            if p.exists():
+                p.unlink()
+    return final
+
+
+def _is_stale(out: Path, path: Path) -> bool:
+    """True when the run directories are not the ones the catalog lists."""
+    import duckdb
+
+    runs = out / RUNS
+    on_disk = {d.name for d in runs.iterdir() if d.is_dir() and not d.name.startswith(".") and (d / MARKER).exists()} if runs.is_dir() else set()
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        listed = {r[0] for r in con.execute("SELECT run_id FROM runs").fetchall()}
+    finally:
+        con.close()
+    return on_disk != listed
+
+
+def _rebuild_unless_running(out: Path, path: Path) -> None:
+    """Rebuild the catalog when no sweep holds the directory's lock; while a sweep runs,
+    its driver alone writes the catalog (every 30 s and at its end)."""
+    from ..errors import ToposchedError
+    from .runner import SweepLock
+
+    if not (out / RUNS).is_dir() and not path.exists():
+        raise ToposchedError(f"{out}: not a sweep directory (no {RUNS}/ and no {CATALOG})")
+    try:
+        with SweepLock(out):
+            build_catalog(out)
+    except (ToposchedError, OSError):  # a sweep is running, or DIR is not ours to write
+        if not path.exists():
+            raise
+
+
+def query(out: str | Path, sql: str, params: Sequence[Any] | None = None, *, rebuild: bool = False) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """Run ``sql`` on ``out/catalog.duckdb`` (built first when missing, stale or when
+    ``rebuild``); returns (column names, rows)."""
+    import duckdb
+
+    out = Path(out).resolve()
+    path = out / CATALOG
+    if rebuild or not path.exists() or _is_stale(out, path):
+        _rebuild_unless_running(out, path)
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        cur = con.execute(sql, params or [])
+        names = [d[0] for d in cur.description]
+        return names, cur.fetchall()
+    finally:
+        con.close()
+
+
+def query_runs(
+    out: str | Path,
+    *,
+    where: str | None = None,
+    columns: Sequence[str] | None = None,
+    order_by: str | None = None,
+    limit: int | None = None,
+    rebuild: bool = False,
+) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """The ``runs`` table filtered by an SQL ``where`` clause, showing ``columns``
+    (names or SQL expressions; default :data:`DEFAULT_COLUMNS` that exist)."""
+    if columns:
+        select = ", ".join(columns)
+    else:
+        names, _ = query(out, "SELECT * FROM runs LIMIT 0", rebuild=rebuild)
+        rebuild = False
+        select = ", ".join(c for c in DEFAULT_COLUMNS if c in names)
+    sql = f"SELECT {select} FROM runs"
+    if where:
+        sql += f" WHERE {where}"
+    sql += f" ORDER BY {order_by}" if order_by else " ORDER BY plan_index NULLS LAST, run_id"
+    if limit is not None:
+        sql += f" LIMIT {int(limit)}"
+    return query(out, sql, rebuild=rebuild)

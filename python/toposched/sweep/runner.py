@@ -1,0 +1,496 @@
+"""Running a sweep: one Dask task per run, each run's directory published whole.
+
+Layout of a sweep directory ``DIR``::
+
+    DIR/sweep.toml           the sweep file of the last start (a copy)
+    DIR/plan.json            that sweep's run ids, in matrix order, with their labels
+    DIR/runs/<run_id>/       one complete run: spec.json, jobs.parquet, utilization.parquet,
+                             skipped.parquet, summary.json, fabric.json, run.json
+                             (a failed run: spec.json, error.txt, run.json)
+    DIR/runs/.tmp-*          a run being written (removed at the next start)
+    DIR/catalog.duckdb       every run's specification and summary metrics (driver only)
+    DIR/report.html          figures across the matrix
+
+**Atomicity.** A worker writes a run into ``runs/.tmp-<run_id>-<random>/``, writes
+``run.json`` (the marker) last, then renames the whole directory to ``runs/<run_id>``:
+a run directory either does not exist or is complete. A run is *done* when
+``runs/<run_id>/run.json`` says ``"status": "complete"``; a failed run is tried again at
+the next start. A killed sweep leaves at most ``.tmp-*`` directories, which the next start
+removes (a lock file, ``DIR/.lock``, keeps two drivers off the same directory).
+
+**Keys.** ``run_id`` hashes the run's whole specification (see :mod:`.spec`) including the
+trace's SHA-256 and the toposched version: changing anything that can change a result
+gives a new run; re-running the same sweep skips every complete run.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import time
+import traceback
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable
+
+from .. import __version__
+from ..errors import ToposchedError
+from .spec import RunSpec, Sweep, sha256_file
+
+RUNS = "runs"
+MARKER = "run.json"
+TMP_PREFIX = ".tmp-"
+
+__all__ = ["SweepOutcome", "execute_run", "run_status", "run_sweep", "clean_stale", "SweepLock"]
+
+
+# ----------------------------------------------------------------------------- files
+
+
+@lru_cache(maxsize=1)
+def _file_mode() -> int:
+    """0o666 less the process's umask (read without changing it: other threads run)."""
+    mask = 0o022
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                mask = int(line.split()[1], 8)
+                break
+    except (OSError, ValueError):
+        pass
+    return 0o666 & ~mask
+
+
+def _fix_modes(directory: Path) -> None:
+    """Files made with mkstemp are 0600; give a run's files the usual mode, so that the
+    others who share a sweep directory can read them."""
+    mode = _file_mode()
+    for p in directory.iterdir():
+        if p.is_file():
+            os.chmod(p, mode)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(tmp, _file_mode())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _json(obj: Any) -> str:
+    return json.dumps(obj, indent=2, sort_keys=True) + "\n"
+
+
+def run_status(run_dir: Path) -> dict[str, Any] | None:
+    """The run's marker (``run.json``) if the directory holds a finished run, else None."""
+    try:
+        marker = json.loads((run_dir / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(marker, dict) or marker.get("status") not in ("complete", "failed"):
+        return None
+    return marker
+
+
+def _is_complete(run_dir: Path) -> bool:
+    m = run_status(run_dir)
+    return m is not None and m["status"] == "complete"
+
+
+def _publish(tmp: Path, final: Path) -> str:
+    """Rename the finished ``tmp`` directory to ``final``. If ``final`` already holds a
+    complete run (another worker got there first), keep it and drop ``tmp``; if it holds a
+    failed run, replace it. Returns the status left in ``final``."""
+    try:
+        os.rename(tmp, final)
+        return (run_status(final) or {}).get("status", "complete")
+    except OSError as exc:
+        if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+            raise
+    if _is_complete(final):
+        shutil.rmtree(tmp, ignore_errors=True)
+        return "complete"
+    old = final.parent / f"{TMP_PREFIX}old-{final.name}-{uuid.uuid4().hex[:8]}"
+    os.rename(final, old)
+    os.rename(tmp, final)
+    shutil.rmtree(old, ignore_errors=True)
+    return (run_status(final) or {}).get("status", "complete")
+
+
+# ----------------------------------------------------------------------------- one run (on a worker)
+
+
+@lru_cache(maxsize=4)
+def _read_cached(trace: str, sha: str, fmt: str, reader_json: str) -> Any:
+    """Read a trace once per worker process, after checking its content is the one the
+    run's key was computed from."""
+    from ..workload import read_trace
+
+    actual = sha256_file(trace)
+    if actual != sha:
+        raise ToposchedError(f"{trace}: the file changed since the sweep was planned (sha256 {actual[:12]}..., expected {sha[:12]}...); start the sweep again")
+    options = {k: v for k, v in json.loads(reader_json).items() if v is not None}
+    return read_trace(trace, format=fmt, **options)
+
+
+def _build_inputs(spec: dict[str, Any]) -> tuple[Any, Any, Any]:
+    """The workload (read, transformed, sped up), the fabric and the RunConfig of a run."""
+    from ..simulate import RunConfig
+    from ..topology import load_fabric
+
+    wl = spec["workload"]
+    fab = spec["fabric"]
+    if fab["kind"] == "topology.conf" and fab.get("conf_sha256") and sha256_file(fab["system"]) != fab["conf_sha256"]:
+        raise ToposchedError(f"{fab['system']}: the file changed since the sweep was planned; start the sweep again")
+    fabric = load_fabric(fab["system"], lenient=bool(fab.get("lenient")))
+    w = _read_cached(wl["trace"], wl["trace_sha256"], wl["format"], json.dumps(wl["reader"], sort_keys=True))
+    if wl["transforms"]:
+        from ..transforms import apply_transforms
+
+        w = apply_transforms(w, wl["transforms"], fabric_nodes=fabric.n_nodes)
+    speedup = spec["scenario"]["speedup"]
+    if speedup != "none":
+        from ..transforms import apply_scenario
+
+        w = apply_scenario(w, speedup, spec["scenario"]["seed"])
+    config = RunConfig(**spec["config"])
+    return w, fabric, config
+
+
+def execute_run(task: dict[str, Any]) -> dict[str, Any]:
+    """Run one sweep run and publish its directory; never raises for a failing run.
+
+    ``task``: ``{"run_id", "spec", "runs_dir"}``. Returns ``{"run_id", "status",
+    "error", "elapsed_s", "skipped"}``; ``status`` is ``"complete"`` or ``"failed"``
+    (the traceback is in the run's ``error.txt``)."""
+    from ..simulate import simulate
+
+    run_id = task["run_id"]
+    spec = task["spec"]
+    runs_dir = Path(task["runs_dir"])
+    final = runs_dir / run_id
+    if _is_complete(final):
+        return {"run_id": run_id, "status": "complete", "error": None, "elapsed_s": 0.0, "skipped": True}
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    tmp = runs_dir / f"{TMP_PREFIX}{run_id}-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    started = datetime.now(timezone.utc)
+    t0 = time.perf_counter()
+    status, error = "complete", None
+    timings: dict[str, float] = {}
+    try:
+        (tmp / "spec.json").write_text(_json(spec), encoding="utf-8")
+        if spec.get("toposched_version") != __version__:
+            raise ToposchedError(
+                f"this worker runs toposched {__version__} but the sweep was planned with {spec.get('toposched_version')}: "
+                "install the same version on the workers as on the machine that starts the sweep"
+            )
+        w, fabric, config = _build_inputs(spec)
+        timings["prepare_s"] = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        result = simulate(w, fabric, config)
+        timings["simulate_s"] = time.perf_counter() - t1
+        if not result.summary.get("complete", True):  # Ctrl-C reached the worker: not a result
+            shutil.rmtree(tmp, ignore_errors=True)
+            return {"run_id": run_id, "status": "interrupted", "error": "interrupted", "elapsed_s": time.perf_counter() - t0, "skipped": False}
+        result.write(tmp)
+    except Exception as exc:  # noqa: BLE001 - a failing run is recorded, the sweep goes on
+        status = "failed"
+        error = f"{type(exc).__name__}: {exc}"
+        (tmp / "error.txt").write_text(traceback.format_exc(), encoding="utf-8")
+    elapsed = time.perf_counter() - t0
+    marker = {
+        "run_id": run_id,
+        "status": status,
+        "error": error,
+        "started_at": started.isoformat(timespec="seconds"),
+        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "elapsed_s": round(elapsed, 4),
+        **{k: round(v, 4) for k, v in timings.items()},
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "toposched_version": __version__,
+    }
+    _fix_modes(tmp)
+    _write_atomic(tmp / MARKER, _json(marker))  # the marker last: the run is whole
+    status = _publish(tmp, final)
+    return {"run_id": run_id, "status": status, "error": error, "elapsed_s": elapsed, "skipped": False}
+
+
+def record_lost_run(runs_dir: Path, run: RunSpec, error: str, details: str) -> None:
+    """A run whose task itself died (worker killed, unpicklable, ...): the driver writes
+    its failed directory, the same way a worker would."""
+    final = runs_dir / run.run_id
+    if _is_complete(final):
+        return
+    tmp = runs_dir / f"{TMP_PREFIX}{run.run_id}-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir(parents=True)
+    (tmp / "spec.json").write_text(_json(run.spec), encoding="utf-8")
+    (tmp / "error.txt").write_text(details, encoding="utf-8")
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    marker = {"run_id": run.run_id, "status": "failed", "error": error, "started_at": now, "finished_at": now, "elapsed_s": 0.0, "host": socket.gethostname(), "pid": os.getpid(), "toposched_version": __version__}
+    _write_atomic(tmp / MARKER, _json(marker))
+    _publish(tmp, final)
+
+
+# ----------------------------------------------------------------------------- the driver
+
+
+class SweepLock:
+    """``DIR/.lock``, held by the one driver working on DIR (flock: released if it dies)."""
+
+    def __init__(self, out: Path) -> None:
+        self.path = out / ".lock"
+        self.fd: int | None = None
+
+    def __enter__(self) -> "SweepLock":
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(self.fd)
+            self.fd = None
+            raise ToposchedError(f"{self.path.parent}: another toposched sweep is working on this directory (lock {self.path} is held)") from None
+        os.ftruncate(self.fd, 0)
+        os.write(self.fd, f"{socket.gethostname()} {os.getpid()}\n".encode())
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = None
+
+
+def clean_stale(out: Path) -> list[str]:
+    """Remove what a killed sweep can leave: ``runs/.tmp-*`` directories, run
+    directories without a readable marker, temporary catalog and report files. Call only
+    while holding the lock. Returns what was removed."""
+    removed = []
+    runs = out / RUNS
+    if runs.is_dir():
+        for p in sorted(runs.iterdir()):
+            if p.name.startswith(TMP_PREFIX) or (p.is_dir() and run_status(p) is None):
+                shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+                removed.append(str(p))
+            elif p.name.startswith(".") and p.name.endswith(".tmp"):
+                p.unlink(missing_ok=True)
+                removed.append(str(p))
+    for p in sorted(out.glob(".*.tmp")) + sorted(out.glob(".catalog-*")):
+        p.unlink(missing_ok=True)
+        removed.append(str(p))
+    return removed
+
+
+@dataclass
+class SweepOutcome:
+    """What a sweep did: runs planned, skipped (already complete), finished now, failed."""
+
+    out: Path
+    planned: int
+    skipped: int
+    completed: int
+    failed: list[tuple[RunSpec, str]] = field(default_factory=list)
+    cleaned: list[str] = field(default_factory=list)
+    interrupted: bool = False
+    elapsed_s: float = 0.0
+    report: Path | None = None
+    catalog: Path | None = None
+
+
+def _write_plan(out: Path, sweep: Sweep) -> None:
+    plan = {
+        "sweep": sweep.name,
+        "description": sweep.description,
+        "source": str(sweep.path),
+        "toposched_version": __version__,
+        "runs": [{"run_id": r.run_id, **r.labels} for r in sweep.runs],
+    }
+    _write_atomic(out / "plan.json", _json(plan))
+    _write_atomic(out / "sweep.toml", sweep.text)
+
+
+def _make_client(scheduler: str | None, scheduler_file: str | None, workers: int | None) -> tuple[Any, Any]:
+    import logging
+
+    from distributed import Client, LocalCluster
+
+    if scheduler or scheduler_file:
+        where = scheduler or f"the scheduler file {scheduler_file}"
+        try:
+            client = Client(scheduler, scheduler_file=scheduler_file, timeout="30s") if scheduler_file else Client(scheduler, timeout="30s")
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise ToposchedError(f"cannot reach the Dask scheduler at {where}: {type(exc).__name__}: {exc}") from None
+        return client, None
+    n = workers or os.cpu_count() or 1
+    # The worker processes start with Ctrl-C ignored (an ignored signal stays ignored in a
+    # new process, and Python then installs no KeyboardInterrupt handler): Ctrl-C stops the
+    # driver, which closes the cluster, instead of a traceback from every worker.
+    previous = None
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread
+        pass
+    try:
+        cluster = LocalCluster(
+            n_workers=n,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            scheduler_port=0,
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        )
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+    return Client(cluster), cluster
+
+
+def run_sweep(
+    sweep: Sweep,
+    out: str | Path,
+    *,
+    scheduler: str | None = None,
+    scheduler_file: str | None = None,
+    workers: int | None = None,
+    console: Any = None,
+    progress: bool = True,
+    report: bool = True,
+    catalog_every_s: float = 30.0,
+    on_result: Callable[[dict[str, Any]], None] | None = None,
+) -> SweepOutcome:
+    """Run every run of ``sweep`` not yet complete in ``out`` and rebuild the catalog and
+    the report. A failing run is recorded and reported; the others go on."""
+    from rich.console import Console
+
+    from .catalog import build_catalog
+
+    console = console or Console(stderr=True)
+    t_start = time.perf_counter()
+    out = Path(out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    runs_dir = out / RUNS
+    runs_dir.mkdir(exist_ok=True)
+    with SweepLock(out):
+        cleaned = clean_stale(out)
+        pending = [r for r in sweep.runs if not _is_complete(runs_dir / r.run_id)]
+        outcome = SweepOutcome(out=out, planned=len(sweep.runs), skipped=len(sweep.runs) - len(pending), completed=0, cleaned=cleaned)
+        _write_plan(out, sweep)
+        outcome.catalog = build_catalog(out)
+        if pending:
+            try:
+                _execute(pending, runs_dir, outcome, console, scheduler, scheduler_file, workers, progress, catalog_every_s, on_result)
+            except KeyboardInterrupt:
+                outcome.interrupted = True
+            # what is on disk is what counts (an interrupt can come before a result is read)
+            outcome.completed = sum(_is_complete(runs_dir / r.run_id) for r in pending)
+        outcome.catalog = build_catalog(out)
+        if report:
+            from .report import write_report
+
+            try:
+                outcome.report = write_report(out)
+            except Exception as exc:  # noqa: BLE001 - the runs are safe; say why there is no report
+                console.print(f"[yellow]warning:[/] no report: {type(exc).__name__}: {exc}")
+    outcome.elapsed_s = time.perf_counter() - t_start
+    return outcome
+
+
+def _execute(
+    pending: list[RunSpec],
+    runs_dir: Path,
+    outcome: SweepOutcome,
+    console: Any,
+    scheduler: str | None,
+    scheduler_file: str | None,
+    workers: int | None,
+    show_progress: bool,
+    catalog_every_s: float,
+    on_result: Callable[[dict[str, Any]], None] | None,
+) -> None:
+    from distributed import as_completed
+    from rich.markup import escape
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from .catalog import build_catalog
+
+    by_id = {r.run_id: r for r in pending}
+    client, cluster = _make_client(scheduler, scheduler_file, workers)
+    futures = []
+    try:
+        for r in pending:
+            task = {"run_id": r.run_id, "spec": r.spec, "runs_dir": str(runs_dir)}
+            futures.append(client.submit(execute_run, task, key=f"toposched-run-{r.run_id}-{uuid.uuid4().hex[:6]}", pure=False, retries=0))
+        key_to_id = {f.key: r.run_id for f, r in zip(futures, pending)}
+        columns = [
+            TextColumn("[bold]sweep"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("runs  [red]{task.fields[failed]} failed"),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+        ]
+        last_catalog = time.monotonic()
+        with Progress(*columns, console=console, disable=not show_progress, transient=False) as bar:
+            task_id = bar.add_task("sweep", total=len(pending), failed=0)
+            for fut in as_completed(futures):
+                run_id = key_to_id[fut.key]
+                run = by_id[run_id]
+                try:
+                    res = fut.result()
+                except Exception as exc:  # noqa: BLE001 - the task died (worker lost, ...)
+                    err = f"{type(exc).__name__}: {exc}"
+                    details = "".join(traceback.format_exception(exc))
+                    try:
+                        record_lost_run(runs_dir, run, err, details)
+                    except OSError:
+                        pass
+                    res = {"run_id": run_id, "status": "failed", "error": err, "elapsed_s": 0.0, "skipped": False}
+                if res["status"] == "complete":
+                    outcome.completed += 1
+                elif res["status"] == "interrupted":
+                    raise KeyboardInterrupt
+                else:
+                    outcome.failed.append((run, res.get("error") or "failed"))
+                    bar.console.print(
+                        f"[red]run {run_id} failed[/]: {escape(run.describe())}\n  {escape(str(res.get('error')))}\n  traceback: {escape(str(runs_dir / run_id / 'error.txt'))}",
+                        highlight=False,
+                        soft_wrap=True,
+                    )
+                bar.update(task_id, advance=1, failed=len(outcome.failed))
+                if on_result is not None:
+                    on_result(res)
+                if time.monotonic() - last_catalog > catalog_every_s:
+                    build_catalog(runs_dir.parent)
+                    last_catalog = time.monotonic()
+    except BaseException:
+        for f in futures:
+            f.cancel()
+        raise
+    finally:
+        try:
+            client.close(timeout=10)
+        except Exception:  # noqa: BLE001
+            pass
+        if cluster is not None:
+            try:
+                cluster.close(timeout=10)
+            except Exception:  # noqa: BLE001
+                pass
+        sys.stderr.flush()

@@ -1,0 +1,229 @@
+"""Reports: figures, fabric snapshots and the offline HTML report of a comparison.
+
+The comparison folder is made here the way ``toposched compare`` writes it (compare.json +
+one simulate output directory per run), from the first 3,000 jobs of the bundled Atlas
+trace on Cab.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import EXAMPLE_TRACE
+from toposched.reporting import build_compare_report, build_page, image_html, plotly_div, shared_links, table_html
+from toposched.reporting.figures import FIGURES
+from toposched.reporting.snapshot import busiest_spanning_time, draw_snapshot
+from toposched.simulate import RunConfig, simulate
+from toposched.topology import load_fabric
+from toposched.workload import read_trace
+from toposched.workload.model import Workload
+
+N_JOBS = 3000
+
+
+def make_compare_dir(out: Path, n_jobs: int = N_JOBS) -> Path:
+    """A compare folder: linear and isolated on Cab, plus isolated with a 10% speedup of
+    jobs over 4 nodes (a stand-in for the compare command's scenarios)."""
+    w = read_trace(EXAMPLE_TRACE).take(np.arange(n_jobs))
+    fabric = load_fabric("cab")
+    runs = []
+    cols = dict(w.columns)
+    faster = cols["runtime_s"].copy()
+    big = cols["nodes"] > 4
+    faster[big] = (faster[big] * 9) // 10
+    w10 = Workload(columns={**cols, "runtime_s": faster}, source=w.source, format=w.format, repairs=w.repairs, skipped=w.skipped, records=w.records)
+    for alloc, scenario, workload in (("linear", "none", w), ("isolated", "none", w), ("isolated", "10", w10)):
+        result = simulate(workload, fabric, RunConfig(queue="easy", alloc=alloc))
+        rel = f"runs/{alloc}__{scenario}"
+        result.write(out / rel)
+        runs.append({"alloc": alloc, "scenario": scenario, "dir": rel, "summary": result.summary})
+    meta = {"trace": str(EXAMPLE_TRACE), "system": "cab", "queue": "easy", "transforms": [], "seed": 0, "runs": runs}
+    (out / "compare.json").write_text(json.dumps(meta, indent=1))
+    return out
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> Path:
+    out = make_compare_dir(tmp_path_factory.mktemp("compare"))
+    return build_compare_report(out)
+
+
+def test_report_writes_every_figure_as_png_and_svg(report):
+    figs = report.parent / "figures"
+    stems = [stem for stem, _, _ in FIGURES] + [
+        f"snapshot_{alloc}__none__{when}" for alloc in ("linear", "isolated") for when in ("peak", "spanning")
+    ]
+    for stem in stems:
+        png = (figs / f"{stem}.png").read_bytes()
+        svg = (figs / f"{stem}.svg").read_text()
+        assert png.startswith(b"\x89PNG\r\n\x1a\n"), stem
+        assert "<svg" in svg and "</svg>" in svg, stem
+
+
+def test_figures_and_report_are_byte_identical_for_the_same_inputs(report, tmp_path):
+    again = tmp_path / "again"
+    shutil.copytree(report.parent / "runs", again / "runs")
+    shutil.copy(report.parent / "compare.json", again / "compare.json")
+    build_compare_report(again)
+    first = sorted(p.name for p in (report.parent / "figures").iterdir())
+    assert first == sorted(p.name for p in (again / "figures").iterdir())
+    for name in first:
+        assert (report.parent / "figures" / name).read_bytes() == (again / "figures" / name).read_bytes(), name
+    assert report.read_bytes() == (again / "report.html").read_bytes()
+
+
+def test_summary_table_comes_before_every_figure(report):
+    page = report.read_text()
+    summary = page.index('<section id="summary">')
+    table = page.index("<table", summary)
+    first_plot = page.index('class="plotly-graph-div"')
+    first_img = page.index("<img")
+    assert table < first_plot and table < first_img
+    # One row per run, in compare.json order.
+    body = page[table : page.index("</table>", table)]
+    assert [m for m in re.findall(r"<tr><td>(\w+)</td><td>(\w+)</td>", body)] == [("linear", "none"), ("isolated", "none"), ("isolated", "10")]
+
+
+def test_plotly_js_is_inlined_exactly_once_and_nothing_comes_from_the_network(report):
+    from plotly.offline import get_plotlyjs
+
+    page = report.read_text()
+    js = get_plotlyjs()
+    assert page.count(js[:5000]) == 1
+    assert page.count("* plotly.js v") == 1
+    assert page.count('class="plotly-graph-div"') == 4
+    tags = re.findall(r"<(?:script|link|img|iframe|source|embed)\b[^>]*>", page)
+    remote = [t for t in tags if re.search(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", t)]
+    assert remote == []
+    assert "cdn.plot.ly" not in page.split("<script", 2)[0]  # not in the head before plotly.js
+
+
+def test_report_links_point_at_files_that_exist(report):
+    page = re.sub(r"<script\b.*?</script>", "", report.read_text(), flags=re.S)
+    root = report.parent
+    targets = set(re.findall(r'(?:href|src)="([^"#][^"]*)"', page))
+    assert any(t.endswith("jobs.parquet") for t in targets)
+    assert any(t.endswith("summary.json") for t in targets)
+    for t in targets:
+        assert (root / t).is_file(), t
+
+
+def test_table_one_row_uses_the_papers_policy_names(report):
+    page = report.read_text()
+    section = page[page.index('<section id="mean-wait-table-i">') :]
+    section = section[: section.index("</section>")]
+    heads = re.findall(r"<th(?: [^>]*)?>(.*?)</th>", section)
+    assert [re.sub(r"<br>.*", "", h) for h in heads] == ["Policy", "TO", "TA", "TA 10%"]
+    assert "LLNL-Atlas-2006-2.1-cln on cab" in section
+
+
+def _fig2_run(tmp_path: Path) -> Path:
+    """The SC18 paper's Fig. 2 (seed 000 §III-A) on the toy tree: red on nodes 1 and 4,
+    blue on 2, 3, 5, 10, 11, yellow on 7, 13, 14 (1-based)."""
+    run = tmp_path / "fig2"
+    run.mkdir()
+    fabric = load_fabric("toy18")
+    (run / "fabric.json").write_text(json.dumps(fabric.describe()))
+    jobs = {"red": [1, 4], "blue": [2, 3, 5, 10, 11], "yellow": [7, 13, 14]}
+    table = pa.table(
+        {
+            "job_id": pa.array([1, 2, 3], pa.int64()),
+            "start_s": pa.array([0, 0, 0], pa.int64()),
+            "end_s": pa.array([100, 100, 50], pa.int64()),
+            "node_ids": pa.array([[n - 1 for n in nodes] for nodes in jobs.values()], pa.list_(pa.int32())),
+        }
+    )
+    pq.write_table(table, run / "jobs.parquet")
+    return run
+
+
+def test_snapshot_marks_the_links_of_the_papers_fig2(tmp_path):
+    run = _fig2_run(tmp_path)
+    snap = draw_snapshot(run, 10, tmp_path / "fig2_snapshot")
+    assert (tmp_path / "fig2_snapshot.png").exists() and (tmp_path / "fig2_snapshot.svg").exists()
+    # Red and blue share the uplinks of leaves 0 and 1 (L1-L2); blue and yellow share the
+    # L2-L3 links of both pods.
+    assert snap.shared_leaves == [0, 1]
+    assert snap.leaf_users[0] == [1, 2] and snap.leaf_users[1] == [1, 2]
+    assert snap.shared_pods == [0, 1]
+    assert snap.pod_users[0] == [2, 3]
+    # Once yellow has ended (t = 50) no pod bundle is shared any more.
+    later = shared_links(run, 50)
+    assert later.job_ids == [1, 2] and later.shared_pods == [] and later.shared_leaves == [0, 1]
+
+
+def test_snapshot_shared_links_linear_yes_isolated_never(report):
+    runs = report.parent / "runs"
+    t = busiest_spanning_time(runs / "linear__none")
+    linear = shared_links(runs / "linear__none", t)
+    assert len(linear.shared_leaves) > 0
+    isolated_dir = runs / "isolated__none"
+    jobs = pq.read_table(isolated_dir / "jobs.parquet", columns=["start_s", "leaves"])
+    starts = jobs.column("start_s").to_numpy()[jobs.column("leaves").to_numpy() >= 2]
+    # Every instant at which a multi-leaf job starts (where sharing would first appear).
+    for t in np.unique(starts)[::5]:
+        snap = shared_links(isolated_dir, int(t))
+        assert snap.shared_leaves == [] and snap.shared_pods == [], t
+    page = report.read_text()
+    assert re.search(r"linear when the most multi-leaf jobs run \(t = \d+ s\): \d+ running jobs, [\d,]+ busy nodes, [1-9]\d* shared leaf-L2", page)
+    assert re.search(r"isolated when the most multi-leaf jobs run \(t = \d+ s\): \d+ running jobs, [\d,]+ busy nodes, 0 shared leaf-L2 bundles, 0 shared L2-L3", page)
+
+
+def test_build_page_api_without_plotly_has_no_script():
+    page = build_page(
+        "A <sweep>",
+        [
+            ("Numbers", table_html(["name", "value"], [["a<b", 1234], ["c", 0.000123], ["d", None]])),
+            ("Picture", image_html("figures/x.png", "x & y", svg="figures/x.svg")),
+        ],
+    )
+    assert "<script" not in page
+    assert "<title>A &lt;sweep&gt;</title>" in page
+    assert "<td>a&lt;b</td><td class=num>1,234</td>" in page
+    assert "1.23e-04" in page and "<td class=num>-</td>" in page
+    assert '<a href="figures/x.svg"><img src="figures/x.png"' in page
+
+
+def test_build_page_inlines_plotly_once_for_several_divs():
+    import plotly.graph_objects as go
+
+    a = plotly_div(go.Figure(go.Bar(x=[1, 2], y=[3, 4])))
+    b = plotly_div(go.Figure(go.Bar(x=[1, 2], y=[4, 3])))
+    assert a != b and "plotly.js v" not in a
+    assert a == plotly_div(go.Figure(go.Bar(x=[1, 2], y=[3, 4])))  # same figure, same text
+    page = build_page("t", [("a", a), ("b", b)])
+    assert page.count("* plotly.js v") == 1
+    assert page.index("* plotly.js v") < page.index('class="plotly-graph-div"')
+
+
+def test_report_of_a_two_level_fabric_with_an_empty_run(tmp_path):
+    """One pod (no L3), runs listed without their summary, and a run whose only job never
+    fits: the report still builds, and the empty run shows as such."""
+    fabric = load_fabric("fattree:K=4,S=3,P=1")
+
+    def workload(nodes: list[int]) -> Workload:
+        n = len(nodes)
+        cols = {"job_id": np.arange(1, n + 1), "submit_s": np.zeros(n, np.int64), "nodes": np.array(nodes),
+                "walltime_s": np.full(n, 100), "runtime_s": np.full(n, 60), "procs": np.array(nodes), "line": np.arange(1, n + 1)}  # fmt: skip
+        return Workload(columns=cols, source="inline", format="test")
+
+    runs = []
+    for alloc, scenario, nodes in (("linear", "none", [5, 5, 1, 3]), ("isolated", "none", [5, 5, 1, 3]), ("isolated", "v1", [50])):
+        rel = f"runs/{alloc}__{scenario}"
+        simulate(workload(nodes), fabric, RunConfig(alloc=alloc)).write(tmp_path / rel)
+        runs.append({"alloc": alloc, "scenario": scenario, "dir": rel})
+    meta = {"trace": "inline", "system": "fattree:K=4,S=3,P=1", "queue": "easy", "transforms": ["scale:2"], "seed": 0, "runs": runs}
+    (tmp_path / "compare.json").write_text(json.dumps(meta))
+    page = build_compare_report(tmp_path).read_text()
+    assert "inline (2x) on fattree-4x3x1" in page
+    assert "<tr><td>isolated</td><td>v1</td><td class=num>0</td><td class=num>1</td>" in page
+    assert "asks for N nodes: 1" in page
+    assert re.search(r"linear when the most multi-leaf jobs run \(t = 0 s\): 3 running jobs, 11 busy nodes, 1 shared leaf-L2 bundles <", page)

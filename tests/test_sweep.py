@@ -1,0 +1,470 @@
+"""Sweeps: the matrix from a TOML file, Dask execution, resuming, the catalog, failures.
+
+Kept small (the bundled Atlas log, 10 days of it, on Cab-shaped fabrics) so that the whole
+file runs in well under a minute on two cores.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import duckdb
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import EXAMPLE_TRACE, REPO
+from toposched.cli import main
+
+SWEEP8 = f"""
+name = "test-8"
+description = "Atlas 10 days, x1 and x2, on Cab with taper 1 and 2, linear and isolated."
+
+[[workloads]]
+name = "atlas"
+trace = "{EXAMPLE_TRACE}"
+transforms = ["days:10", ["scale:1", "scale:2"], "drop"]
+
+[[fabrics]]
+name = "cab"
+fattree = {{ K = 18, S = 18, P = 4 }}
+taper = [1, 2]
+
+[policies]
+queue = "easy"
+alloc = ["linear", "isolated"]
+"""
+
+BAD_CONF = """\
+SwitchName=s1 Nodes=n[1-4]
+SwitchName=s2 Nodes=n[4-8]
+SwitchName=top Switches=s1,s2
+"""
+
+#: Catalog columns that depend on where and when a run ran, not on its results.
+VOLATILE = {"elapsed_s", "prepare_s", "simulate_s", "host", "finished_at"}
+
+
+def _cli(argv, capsys):
+    code = main([str(a) for a in argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _catalog(out: Path, sql: str = "SELECT * FROM runs ORDER BY run_id"):
+    con = duckdb.connect(str(out / "catalog.duckdb"), read_only=True)
+    try:
+        cur = con.execute(sql)
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, r)) for r in cur.fetchall()]
+    finally:
+        con.close()
+
+
+def _run_dirs(out: Path) -> list[Path]:
+    return sorted(p for p in (out / "runs").iterdir() if not p.name.startswith("."))
+
+
+def _check_whole(run_dir: Path) -> dict:
+    """A complete run directory: every file there and readable; returns its summary."""
+    marker = json.loads((run_dir / "run.json").read_text())
+    assert marker["status"] == "complete", marker
+    summary = json.loads((run_dir / "summary.json").read_text())
+    jobs = pq.read_table(run_dir / "jobs.parquet")
+    assert len(jobs) == summary["jobs"]["replayed"]
+    pq.read_table(run_dir / "utilization.parquet")
+    pq.read_table(run_dir / "skipped.parquet")
+    json.loads((run_dir / "fabric.json").read_text())
+    spec = json.loads((run_dir / "spec.json").read_text())
+    assert spec["config"]["alloc"] == summary["policy"]["alloc"]
+    return summary
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def sweep8(tmp_path_factory):
+    """The 8-run sweep, run once on a 2-worker local cluster."""
+    d = tmp_path_factory.mktemp("sweep8")
+    toml = d / "sweep8.toml"
+    toml.write_text(SWEEP8)
+    out = d / "out"
+    t0 = time.perf_counter()
+    code = main(["sweep", str(toml), "--out", str(out), "--workers", "2", "--quiet"])
+    return {"toml": toml, "out": out, "code": code, "elapsed": time.perf_counter() - t0}
+
+
+def test_sweep_runs_every_run_and_the_catalog_lists_them(sweep8):
+    out = sweep8["out"]
+    assert sweep8["code"] == 0
+    rows = _catalog(out)
+    assert len(rows) == 8
+    assert {r["status"] for r in rows} == {"complete"}
+    assert {(r["alloc"], r["taper"], r["t_scale"]) for r in rows} == {(a, t, s) for a in ("linear", "isolated") for t in (1.0, 2.0) for s in (1.0, 2.0)}
+    assert {r["uplinks_per_leaf"] for r in rows} == {18, 9}
+    dirs = _run_dirs(out)
+    assert [d.name for d in dirs] == sorted(r["run_id"] for r in rows)
+    for d in dirs:
+        summary = _check_whole(d)
+        row = next(r for r in rows if r["run_id"] == d.name)
+        assert row["wait_mean_s"] == pytest.approx(summary["wait_s"]["mean"])
+        assert row["utilization"] == pytest.approx(summary["utilization"]["mean"])
+        assert row["replayed"] == summary["jobs"]["replayed"]
+    assert not [p for p in (out / "runs").iterdir() if p.name.startswith(".")]
+    plan = json.loads((out / "plan.json").read_text())
+    assert [r["run_id"] for r in plan["runs"]] == [r["run_id"] for r in _catalog(out, "SELECT run_id FROM runs ORDER BY plan_index")]
+    page = (out / "report.html").read_text()
+    assert "Plotly.newPlot" in page and "Against taper" in page and "Against scale" in page
+    assert page.count("* plotly.js v") == 1  # plotly.js inlined once
+    # larger jobs wait longer: the sweep measured something
+    by_scale = defaultdict(list)
+    for r in rows:
+        by_scale[r["t_scale"]].append(r["wait_mean_s"])
+    assert max(by_scale[2.0]) > max(by_scale[1.0])
+
+
+def test_starting_again_skips_every_complete_run(sweep8, capsys):
+    out = sweep8["out"]
+    before = {d.name: (d / "run.json").stat().st_mtime_ns for d in _run_dirs(out)}
+    t0 = time.perf_counter()
+    code, stdout, _ = _cli(["sweep", sweep8["toml"], "--out", out, "--quiet"], capsys)
+    assert code == 0
+    assert "8 runs, 8 already complete, 0 done now" in stdout
+    assert {d.name: (d / "run.json").stat().st_mtime_ns for d in _run_dirs(out)} == before
+    assert time.perf_counter() - t0 < 10  # no cluster is started for nothing
+    code, stdout, _ = _cli(["sweep", sweep8["toml"], "--out", out, "--dry-run"], capsys)
+    assert code == 0 and stdout.count(" complete ") == 8 and "8 complete, 0 to run" in stdout
+
+
+def test_catalog_sql_examples_of_the_docs_run(sweep8):
+    """Every ```sql block of docs/sweeps.md runs on the catalog; the first one agrees with
+    the run summaries."""
+    from toposched.sweep.catalog import query
+
+    blocks = re.findall(r"```sql\n(.*?)```", (REPO / "docs" / "sweeps.md").read_text(), re.S)
+    assert len(blocks) >= 4
+    results = []
+    for sql in blocks:
+        names, rows = query(sweep8["out"], sql)
+        results.append((names, rows))
+    for names, rows in results[:4]:
+        assert rows, names  # the examples have something to show on this sweep
+    names, rows = results[0]
+    assert names[:2] == ["alloc", "taper"]
+    expect = defaultdict(list)
+    for d in _run_dirs(sweep8["out"]):
+        s = json.loads((d / "summary.json").read_text())
+        f = json.loads((d / "fabric.json").read_text())
+        expect[(s["policy"]["alloc"], f["nodes_per_leaf"] / f["uplinks_per_leaf"])].append(s["wait_s"]["mean"])
+    got = {(r[0], r[1]): r[2] for r in rows}
+    assert set(got) == set(expect)
+    for k, waits in expect.items():
+        assert got[k] == pytest.approx(round(sum(waits) / len(waits) / 3600, 3), abs=1e-3)
+    assert results[-1][1] == []  # no failed run here
+
+
+def test_runs_command_filters_and_formats(sweep8, capsys):
+    out = sweep8["out"]
+    code, stdout, _ = _cli(["runs", out, "--where", "alloc = 'isolated'", "--format", "json"], capsys)
+    assert code == 0
+    rows = json.loads(stdout)
+    assert len(rows) == 4 and {r["alloc"] for r in rows} == {"isolated"}
+    assert {"run_id", "status", "taper", "wait_mean_s", "utilization"} <= set(rows[0])
+    code, stdout, _ = _cli(["runs", out, "--columns", "run_id,alloc,round(wait_mean_s, 1) AS w", "--format", "csv"], capsys)
+    lines = stdout.strip().splitlines()
+    assert code == 0 and lines[0] == "run_id,alloc,w" and len(lines) == 9
+    code, stdout, _ = _cli(["runs", out], capsys)
+    assert code == 0 and "8 runs" in stdout and "wait_mean_s" in stdout
+    code, _, err = _cli(["runs", out, "--where", "no_such_column = 1"], capsys)
+    assert code == 2 and "SQL error" in err and "no_such_column" in err
+
+
+def test_failing_run_is_reported_and_the_others_complete(tmp_path, capsys):
+    (tmp_path / "bad.conf").write_text(BAD_CONF)
+    toml = tmp_path / "fail.toml"
+    toml.write_text(
+        f"""
+[[workloads]]
+trace = "{EXAMPLE_TRACE}"
+transforms = ["days:5"]
+[[fabrics]]
+system = ["cab", "bad.conf"]
+[policies]
+alloc = ["linear", "isolated"]
+"""
+    )
+    out = tmp_path / "out"
+    code, stdout, err = _cli(["sweep", toml, "--out", out, "--workers", "2", "--quiet"], capsys)
+    assert code == 1
+    assert "4 runs, 0 already complete, 2 done now, 2 failed" in stdout
+    # each failure: its specification and its error
+    assert err.count("failed: workload=LLNL-Atlas-2006-2.1-cln [days:5] fabric=bad.conf") == 2
+    assert "already on leaf switch" in err and "error.txt" in err
+    rows = _catalog(out)
+    assert sorted((r["fabric"], r["status"]) for r in rows) == [("bad.conf", "failed")] * 2 + [("cab", "complete")] * 2
+    for r in rows:
+        if r["status"] == "failed":
+            assert "TopologyError" in r["error"] and "bad.conf:2" in r["error"]
+            tb = (out / r["dir"] / "error.txt").read_text()
+            assert tb.startswith("Traceback") and "already on leaf switch" in tb
+            assert not (out / r["dir"] / "jobs.parquet").exists()
+        else:
+            _check_whole(out / r["dir"])
+    assert "Failed runs" in (out / "report.html").read_text()
+    # a failed run is tried again at the next start (and fails again); the complete ones are kept
+    code, stdout, _ = _cli(["sweep", toml, "--out", out, "--workers", "1", "--quiet"], capsys)
+    assert code == 1 and "2 already complete, 0 done now, 2 failed" in stdout
+    assert len(_catalog(out)) == 4
+
+
+def test_bad_sweep_file_reports_every_problem_with_its_place(tmp_path, capsys):
+    toml = tmp_path / "SWEEP.toml"
+    toml.write_text(
+        f"""
+[[workloads]]
+trace = "{EXAMPLE_TRACE}"
+[[workloads]]
+trace = "{EXAMPLE_TRACE}"
+transforms = ["scal:2", ["scale:2", 3]]
+reader = {{ cores_per_node = 0, size_feld = "auto" }}
+[[workloads]]
+trace = "missing.swf"
+[[fabrics]]
+fattree = {{ K = 18, S = 18, P = 4 }}
+taper = [2, 4]
+[[fabrics]]
+system = ["cab", "nope"]
+[policies]
+alloc = ["linear", "isolate"]
+[scenarios]
+seed = [1]
+speedup = "ta15"
+[run]
+queue_depth = 0
+alloc = "linear"
+"""
+    )
+    code, _, err = _cli(["sweep", toml, "--out", tmp_path / "o"], capsys)
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert all(line.startswith(f"error: {toml}: ") for line in lines), err
+    wheres = [line[len(f"error: {toml}: ") :].split(": ", 1)[0] for line in lines]
+    assert wheres == [
+        "workloads[1].reader.size_feld",
+        "workloads[1].reader.cores_per_node",
+        "workloads[1].transforms[0]",
+        "workloads[1].transforms[1][1]",
+        "workloads[2].trace",
+        "fabrics[0].taper",
+        "fabrics[1].system[1]",
+        "policies.alloc[1]",
+        "scenarios.seed",
+        "scenarios.speedup",
+        "run.queue_depth",
+        "run.alloc",
+    ], err
+    assert "unknown transform 'scal'" in err and "'scal:2'" in err
+    assert "did you mean 'seeds'" in err and "did you mean 'size_field'" in err
+    assert "taper 4 does not give a whole number of uplinks for K = 18" in err
+    assert not (tmp_path / "o").exists()
+    # not TOML at all: the line is given
+    toml.write_text('[[workloads]]\ntrace = "x"\nname = \n')
+    code, _, err = _cli(["sweep", toml], capsys)
+    assert code == 2 and err.startswith(f"error: {toml}:3: not valid TOML")
+
+
+def test_the_example_sweep_file_is_valid():
+    from toposched.sweep import load_sweep
+
+    sweep = load_sweep(REPO / "examples" / "sweep-small.toml")
+    assert len(sweep.runs) == 12
+    assert {r.spec["fabric"]["system"] for r in sweep.runs} == {f"fattree:K=18,S=18,P=4,W1={w}" for w in (18, 9, 6)}
+    assert {r.labels["transforms"] for r in sweep.runs} == {"days:10 scale:1 drop", "days:10 scale:2 drop"}
+
+
+def test_network_axis_only_where_supported(tmp_path):
+    from toposched.simulate import RunConfig
+    from toposched.sweep import SweepSpecError, parse_sweep
+
+    text = f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\n[[fabrics]]\nsystem = "cab"\n[scenarios]\nnetwork = ["off"]\n'
+    if "network" in RunConfig.__dataclass_fields__:
+        sweep = parse_sweep(text, "n.toml")
+        assert sweep.runs[0].spec["config"]["network"] == "off"
+    else:
+        with pytest.raises(SweepSpecError, match=r"scenarios.network: network settings are not supported by this version"):
+            parse_sweep(text, "n.toml")
+
+
+def test_run_ids_follow_the_specification_and_the_trace_content(tmp_path):
+    from toposched.sweep import parse_sweep
+
+    def ids(text: str) -> list[str]:
+        return [r.run_id for r in parse_sweep(text, tmp_path / "s.toml").runs]
+
+    base = f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\ntransforms = ["scale:2"]\n[[fabrics]]\nsystem = "cab"\n'
+    a = ids(base)
+    assert a == ids(base) and len(a) == 1
+    assert ids(base.replace("scale:2", "scale:2.0")) == a  # canonical transforms
+    assert ids(base + "[run]\nqueue_depth = 128\n") != a
+    assert ids(base.replace('"cab"', '"fattree:K=18,S=18,P=4"')) != a
+    copy = tmp_path / "copy.swf.gz"
+    shutil.copy(EXAMPLE_TRACE, copy)
+    b = ids(base.replace(str(EXAMPLE_TRACE), str(copy)))
+    assert b != a  # the trace's path is part of the key
+    with open(copy, "ab") as fh:
+        fh.write(b"\0")
+    assert ids(base.replace(str(EXAMPLE_TRACE), str(copy))) != b  # and so is its content
+
+
+def test_python_policies_are_checked_and_their_code_is_part_of_the_key(tmp_path, monkeypatch):
+    from toposched.sweep import SweepSpecError, parse_sweep
+
+    module = tmp_path / "sweep_test_policy_mod.py"
+    module.write_text(
+        "from toposched.policies import AllocationPolicy\n"
+        "class First(AllocationPolicy):\n"
+        "    fungible = True\n"
+        "    def select(self, nodes, free):\n"
+        "        return free[:nodes].tolist() if len(free) >= nodes else None\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    text = f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\n[[fabrics]]\nsystem = "cab"\n[policies]\nalloc = ["sweep_test_policy_mod:First"]\n'
+    first = parse_sweep(text, tmp_path / "p.toml").runs[0]
+    assert first.spec["config"]["alloc"] == "sweep_test_policy_mod:First"
+    assert first.spec["policy_code_sha256"]["alloc"] == hashlib.sha256(module.read_bytes()).hexdigest()
+    module.write_text(module.read_text() + "# edited\n")
+    assert parse_sweep(text, tmp_path / "p.toml").runs[0].run_id != first.run_id
+    with pytest.raises(SweepSpecError, match=r"policies.alloc\[0\]: policy 'sweep_test_policy_mod:Nope': .* has no 'Nope'"):
+        parse_sweep(text.replace(":First", ":Nope"), tmp_path / "p.toml")
+
+
+def _wait_for(predicate, timeout: float, step: float = 0.01) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(step)
+    return False
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def test_sigkill_midway_loses_nothing_and_resume_completes(tmp_path, capsys):
+    toml = tmp_path / "kill.toml"
+    toml.write_text(
+        f"""
+[[workloads]]
+trace = "{EXAMPLE_TRACE}"
+transforms = ["days:60", ["scale:1", "scale:1.5"]]
+[[fabrics]]
+system = "cab"
+[policies]
+queue = ["fcfs", "easy"]
+alloc = ["linear", "random"]
+"""
+    )
+    out = tmp_path / "out"
+    runs = out / "runs"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "toposched.cli", "sweep", str(toml), "--out", str(out), "--workers", "1", "--quiet"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        first = lambda: runs.is_dir() and any(not p.name.startswith(".") for p in runs.iterdir())  # noqa: E731
+        assert _wait_for(first, 60), proc.communicate(timeout=5)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        # the workers notice their driver is gone and stop; make sure of it
+        if not _wait_for(lambda: not _group_alive(proc.pid), 15, 0.1):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.stdout.close()
+        proc.stderr.close()
+    done = _run_dirs(out)
+    assert 1 <= len(done) < 8, "the sweep should be killed midway"
+    for d in done:  # what the kill left that looks like a result is a whole result
+        _check_whole(d)
+    # start again: the rest runs, the finished ones are kept as they were
+    kept = {d.name: _sha(d / "jobs.parquet") for d in done}
+    code, stdout, _ = _cli(["sweep", toml, "--out", out, "--workers", "2", "--quiet"], capsys)
+    assert code == 0
+    assert f"8 runs, {len(kept)} already complete, {8 - len(kept)} done now" in stdout
+    entries = sorted(p.name for p in runs.iterdir())
+    assert not [e for e in entries if e.startswith(".")]  # temporary directories cleaned up
+    plan = [r["run_id"] for r in json.loads((out / "plan.json").read_text())["runs"]]
+    assert entries == sorted(plan) and len(set(plan)) == 8  # every run exactly once
+    for d in _run_dirs(out):
+        _check_whole(d)
+    assert {k: _sha(runs / k / "jobs.parquet") for k in kept} == kept
+    rows = _catalog(out)
+    assert len(rows) == 8 and len({r["run_id"] for r in rows}) == 8 and {r["status"] for r in rows} == {"complete"}
+
+
+def test_scheduler_and_workers_started_by_hand_give_identical_results(sweep8, tmp_path, capsys):
+    """`dask scheduler` and two `dask worker` processes on 127.0.0.1, started by hand; the
+    same sweep run there gives the same catalog metrics and the same jobs.parquet bytes."""
+    sched_file = tmp_path / "scheduler.json"
+    procs = []
+    try:
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file", str(sched_file)],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
+        assert _wait_for(lambda: sched_file.exists() and sched_file.stat().st_size > 0, 60, 0.1)
+        address = json.loads(sched_file.read_text())["address"]
+        assert address.startswith("tcp://127.0.0.1:")
+        for i in range(2):
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "distributed.cli.dask_worker", address, "--host", "127.0.0.1", "--nthreads", "1", "--nworkers", "1", "--no-dashboard", "--name", f"hand-{i}", "--local-directory", str(tmp_path / f"w{i}")],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    )
+            )
+        from distributed import Client
+
+        with Client(address, timeout="30s") as client:
+            client.wait_for_workers(2, timeout=60)
+            worker_pids = set(client.run(os.getpid).values())
+        out = tmp_path / "out"
+        code, stdout, _ = _cli(["sweep", sweep8["toml"], "--out", out, "--scheduler", address, "--quiet"], capsys)
+        assert code == 0 and "8 done now" in stdout
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+    local = {r["run_id"]: r for r in _catalog(sweep8["out"])}
+    remote = {r["run_id"]: r for r in _catalog(out)}
+    assert set(local) == set(remote) and len(remote) == 8
+    for rid, r in remote.items():
+        assert {k: v for k, v in r.items() if k not in VOLATILE} == {k: v for k, v in local[rid].items() if k not in VOLATILE}
+        assert _sha(out / "runs" / rid / "jobs.parquet") == _sha(sweep8["out"] / "runs" / rid / "jobs.parquet")
+        assert _sha(out / "runs" / rid / "summary.json") == _sha(sweep8["out"] / "runs" / rid / "summary.json")
+        assert json.loads((out / "runs" / rid / "run.json").read_text())["pid"] in worker_pids  # ran on those workers
