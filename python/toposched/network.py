@@ -512,21 +512,11 @@ def evaluate_scenario(obj: dict[str, Any], *, source: str = "<scenario>") -> dic
 
 def write_result(result: dict[str, Any], path: str | Path) -> Path:
     """Write a result as JSON, atomically."""
-    import os
-    import tempfile
+    from .files import write_text_atomic
 
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(result, f, indent=1)
-            f.write("\n")
-        os.replace(tmp, p)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return p
+    return write_text_atomic(p, json.dumps(result, indent=1) + "\n")
 
 
 # ---------------------------------------------------------------------------- closed loop (replay)

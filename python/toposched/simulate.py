@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable
@@ -30,6 +29,7 @@ from . import __version__
 from .errors import InputError, SimulationError
 from .topology import Fabric
 from .workload.model import Workload
+from .files import write_atomic as _atomic
 
 #: Bounded-slowdown threshold (seconds), as in Feitelson's definition.
 BSLD_TAU_S = 10
@@ -107,21 +107,6 @@ class SimResult:
         _atomic(paths["fabric"], lambda p: Path(p).write_text(json.dumps(self.fabric.describe(), indent=1) + "\n"))
         _atomic(paths["summary"], lambda p: Path(p).write_text(json.dumps(self.summary, indent=2, sort_keys=True) + "\n"))
         return paths
-
-
-def _atomic(path: Path, write: Callable[[str], None]) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        # mkstemp creates 0600; results are shared files: give them the usual mode.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def _stats(x: np.ndarray) -> dict[str, float | None]:

@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 from typing import Any
+from ._args import positive_int as _positive_int
 
 NAME = "compare"
 HELP = "compare allocation policies and speedup scenarios on one workload (parallel runs, report)"
@@ -32,13 +33,6 @@ cap[:N] / drop[:N] (jobs over N nodes, default the fabric size, cut to N / left 
 Outputs: DIR/runs/<alloc>__<scenario>/ (as toposched simulate writes), DIR/compare.json, and
 DIR/report.html with DIR/figures/. See docs/compare.md.
 """
-
-
-def _positive_int(text: str) -> int:
-    v = int(text)
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
-    return v
 
 
 def _csv(text: str) -> list[str]:

@@ -11,12 +11,13 @@ import html
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
+from ._args import positive_int as _positive_int
+from ..files import write_atomic as _atomic
 
 NAME = "contention"
 HELP = "uplink contention of a schedule on tapered fabrics (seed 001: uplink removal, crossbar size, cores per node)"
@@ -41,13 +42,6 @@ max(1, D/R) on its most loaded leaf (worst case: every job communicates all the 
 contention.json (all numbers), leaf_demand.parquet, job_slowdowns.parquet, job_exposure.parquet,
 sweeps.parquet, figures/*.png|svg, report.html. With --trace the replay is kept in OUT/run/.
 """
-
-
-def _positive_int(text: str) -> int:
-    v = int(text)
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
-    return v
 
 
 def _int_list(text: str) -> list[int] | None:
@@ -182,20 +176,6 @@ def _print_summary(doc: dict[str, Any]) -> None:
 
 
 # ------------------------------------------------------------------------------ writing
-
-
-def _atomic(path: Path, write: Callable[[str], None]) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; results are ordinary files
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def write_outputs(analysis: Any, doc: dict[str, Any], out_dir: str | Path, *, figures: bool = True, report: bool = True) -> list[Path]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from ._args import positive_int as _positive_int
 
 NAME = "demo"
 HELP = "compare linear and isolated allocation on the bundled LLNL Atlas log (cab fabric) and build the report"
@@ -38,13 +39,6 @@ def demo_trace() -> Path:
         if c.is_file():
             return c
     raise FileNotFoundError(f"the bundled trace {DEMO_TRACE} is not in " + " or ".join(str(c.parent) for c in candidates))
-
-
-def _positive_int(text: str) -> int:
-    v = int(text)
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
-    return v
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

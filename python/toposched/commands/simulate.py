@@ -6,6 +6,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from ._args import positive_int as _positive_int
 
 NAME = "simulate"
 HELP = "replay a job log on a fabric under a queue and an allocation policy"
@@ -24,13 +25,6 @@ topology.conf file. Outputs: jobs.parquet (one row per job), utilization.parquet
 minute), skipped.parquet (jobs that could never run, with the reason), summary.json, fabric.json.
 See docs/semantics.md for the exact scheduling rules and docs/workloads.md for how logs are normalized.
 """
-
-
-def _positive_int(text: str) -> int:
-    v = int(text)
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
-    return v
 
 
 BUILTIN_ALLOCS = ("linear", "random", "isolated", "slurm-tree", "as-logged")

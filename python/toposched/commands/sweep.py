@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from ._args import positive_int as _positive_int
 
 NAME = "sweep"
 HELP = "run a matrix of replays (workloads x fabrics x policies x scenarios) on Dask"
@@ -28,13 +29,6 @@ whole or not at all), catalog.duckdb (every run's specification and metrics: see
 runs/<run_id>/error.txt), 2 for a bad sweep file, 130 when interrupted.
 See docs/sweeps.md for the file format, the catalog's columns and a dask-jobqueue recipe.
 """
-
-
-def _positive_int(text: str) -> int:
-    v = int(text)
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
-    return v
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -35,11 +35,11 @@ import hashlib
 import html
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import numpy as np
+from ..files import write_text_atomic as _write_atomic
 
 #: Marker class of plotly's figure divs; its presence makes build_page inline plotly.js.
 PLOTLY_CLASS = "plotly-graph-div"
@@ -398,17 +398,6 @@ def _plotly_figures(data: Any) -> list[tuple[str, Any]]:
     )
     out.append(("Mean wait by job size", fig))
     return out
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def snapshot_runs(data: Any) -> list[Any]:

@@ -33,7 +33,6 @@ import shutil
 import signal
 import socket
 import sys
-import tempfile
 import time
 import traceback
 import uuid
@@ -46,6 +45,8 @@ from typing import Any, Callable
 from .. import __version__
 from ..errors import ToposchedError
 from .spec import RunSpec, Sweep, sha256_file
+from ..files import file_mode as _file_mode
+from ..files import write_text_atomic as _write_atomic
 
 RUNS = "runs"
 MARKER = "run.json"
@@ -57,20 +58,6 @@ __all__ = ["SweepOutcome", "execute_run", "run_status", "run_sweep", "clean_stal
 # ----------------------------------------------------------------------------- files
 
 
-@lru_cache(maxsize=1)
-def _file_mode() -> int:
-    """0o666 less the process's umask (read without changing it: other threads run)."""
-    mask = 0o022
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                mask = int(line.split()[1], 8)
-                break
-    except (OSError, ValueError):
-        pass
-    return 0o666 & ~mask
-
-
 def _fix_modes(directory: Path) -> None:
     """Files made with mkstemp are 0600; give a run's files the usual mode, so that the
     others who share a sweep directory can read them."""
@@ -78,18 +65,6 @@ def _fix_modes(directory: Path) -> None:
     for p in directory.iterdir():
         if p.is_file():
             os.chmod(p, mode)
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, _file_mode())
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def _json(obj: Any) -> str:
