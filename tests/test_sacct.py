@@ -527,3 +527,23 @@ def test_strict_reading_records_no_examples(tmp_path):
 def test_bad_settings_fail_before_reading(tmp_path):
     with pytest.raises(ValueError, match="cores_per_node"):
         read_sacct(tmp_path / "missing.log", cores_per_node=0)
+
+
+def test_switches_are_read_from_the_submit_line(tmp_path):
+    header = "JobIDRaw|Submit|Start|End|Elapsed|Timelimit|NNodes|SubmitLine"
+    row = "{}|2021-01-01T00:00:00|2021-01-01T00:00:00|2021-01-01T00:01:00|00:01:00|10|4|{}"
+    p = write(
+        tmp_path,
+        row.format(1, "sbatch --switches=1@10:00 run.sh"),
+        row.format(2, "sbatch --switches 2 -N 4 run.sh"),
+        row.format(3, "sbatch -N 4 run.sh"),
+        header=header,
+    )
+    w = read_sacct(p)
+    assert w.extra["max_leaves"].tolist() == [1, 2, 0]
+    assert w.extra["switch_wait_s"].tolist() == [600, 300, 0]
+    # and the engine honours them (toposched.simulate reads these columns)
+    from toposched.simulate import _switch_columns, RunConfig
+
+    cols = _switch_columns(w, RunConfig())
+    assert cols["max_leaves"].tolist() == [1, 2, 0]

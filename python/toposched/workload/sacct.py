@@ -189,6 +189,31 @@ def parse_duration(text: str) -> int:
     raise ValueError(_DURATION_HINT.format(text))
 
 
+_RE_SWITCHES = re.compile(r"--switches[= ](\d+)(?:@(\S+))?")
+#: Slurm's default cap on the switch wait (SchedulerParameters=max_switch_wait).
+_MAX_SWITCH_WAIT_S = 300
+
+
+def _switches_requested(vals: list[str]) -> tuple[int, int]:
+    """(N, wait seconds) of ``--switches=N[@TIME]`` found in the record's text (its SubmitLine
+    column, when the dump has one), else (0, 0). A wait that does not parse, or none,
+    is Slurm's default cap of 300 s."""
+    for v in vals:
+        if "--switches" not in v:
+            continue
+        m = _RE_SWITCHES.search(v)
+        if m:
+            wait = _MAX_SWITCH_WAIT_S
+            if m.group(2):
+                try:
+                    parsed = parse_duration(m.group(2))
+                    wait = parsed if parsed >= 0 else _MAX_SWITCH_WAIT_S
+                except ValueError:
+                    pass
+            return int(m.group(1)), wait
+    return 0, 0
+
+
 def parse_time(text: str) -> int | None:
     """Unix seconds of a sacct time ``YYYY-MM-DDTHH:MM:SS``, read as UTC.
 
@@ -659,6 +684,7 @@ def read_sacct(
             where = f"line {err.line}: field {err.field}: " if err.field else f"line {err.line}: "
             examples.append(where + err.message)
 
+    switches: list[tuple[int, int]] = []
     seen: set[tuple] = set()
     splitter = _Splitter(layout, used, lines)
     for first0, last0, pieces, status, detail in splitter.records(data_start):
@@ -704,6 +730,7 @@ def read_sacct(
         line_no.append(first)
         nodelists.append(nl)
         hosts.append(hl)
+        switches.append(_switches_requested(pieces))
         states.append(vals[c_state].strip() if c_state is not None else "")
         partitions.append(vals[c_partition].strip() if c_partition is not None else "")
         users.append(vals[c_user].strip() if c_user is not None else "")
@@ -739,6 +766,9 @@ def read_sacct(
         "state": states,
         "partition": partitions,
         "user": users,
+        # sbatch --switches=N@TIME as the SubmitLine shows it (0: not asked)
+        "max_leaves": np.asarray([n for n, _ in switches], dtype=np.int64),
+        "switch_wait_s": np.asarray([w for _, w in switches], dtype=np.int64),
     }
     note: dict[str, Any] = {"layout": layout.kind}
     if lenient:
