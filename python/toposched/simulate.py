@@ -244,8 +244,11 @@ def _collect(sim: Any, workload: Workload, fabric: Fabric, config: RunConfig, co
     lens = (offsets[1:] - offsets[:-1])[idx]
     new_offsets = np.zeros(len(idx) + 1, dtype=np.int32)
     np.cumsum(lens, out=new_offsets[1:])
-    all_lens = offsets[1:] - offsets[:-1]
-    flat = node_ids[np.repeat(done, all_lens)]
+    if len(idx) == len(done):
+        flat = node_ids  # every job finished (a complete run): nothing to filter
+    else:
+        all_lens = offsets[1:] - offsets[:-1]
+        flat = node_ids[np.repeat(done, all_lens)]
     node_list = pa.ListArray.from_arrays(pa.array(new_offsets, pa.int32()), pa.array(flat, pa.int32()))
     leaf_of = fabric.core.leaf_of_nodes()
     pod_of_leaf = fabric.core.pod_of_leaves()
@@ -314,22 +317,23 @@ def _core_busy(start: np.ndarray, end: np.ndarray, nodes: np.ndarray, t0: int, t
 
 def _span_counts(offsets: np.ndarray, flat: np.ndarray, leaf_of: np.ndarray, pod_of_leaf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct leaves and pods per job. Node lists are ascending and ids leaf-major, so a
-    new leaf (pod) starts wherever the leaf (pod) changes along the list."""
+    new leaf (pod) starts wherever the leaf (pod) changes along the list: count the
+    changes with one cumulative sum and read it at the job boundaries."""
     n_jobs = len(offsets) - 1
     if len(flat) == 0:
         return np.zeros(n_jobs, np.int32), np.zeros(n_jobs, np.int32)
     leaf = leaf_of[flat]
     pod = pod_of_leaf[leaf]
-    first = np.zeros(len(flat), dtype=bool)
-    first[offsets[:-1][offsets[:-1] < len(flat)]] = True
-    new_leaf = first.copy()
-    new_leaf[1:] |= leaf[1:] != leaf[:-1]
-    new_pod = first.copy()
-    new_pod[1:] |= pod[1:] != pod[:-1]
-    job_of = np.repeat(np.arange(n_jobs), offsets[1:] - offsets[:-1])
-    leaves = np.bincount(job_of, weights=new_leaf, minlength=n_jobs).astype(np.int32)
-    pods = np.bincount(job_of, weights=new_pod, minlength=n_jobs).astype(np.int32)
-    return leaves, pods
+    out = []
+    for key in (leaf, pod):
+        # c[k] = changes between neighbours at positions 1..k-1, so a job [s, e) has
+        # c[e] - c[s+1] changes inside it, plus one leaf (pod) to start with.
+        c = np.zeros(len(flat) + 1, np.int64)
+        np.cumsum(key[1:] != key[:-1], out=c[2:])
+        start, end = offsets[:-1], offsets[1:]
+        inside = c[end] - c[np.minimum(start + 1, len(flat))]
+        out.append(np.where(end > start, inside + 1, 0).astype(np.int32))
+    return out[0], out[1]
 
 
 def _policy_block(config: RunConfig) -> dict[str, Any]:

@@ -57,6 +57,27 @@ impl NodeSet {
             cur = self.words[w];
         })
     }
+    /// Members in `range` that are not in `minus`, counted a word at a time.
+    pub fn count_range_minus(&self, range: std::ops::Range<u32>, minus: &NodeSet) -> u32 {
+        let (lo, hi) = (range.start, range.end);
+        if lo >= hi {
+            return 0;
+        }
+        let (first, last) = ((lo >> 6) as usize, ((hi - 1) >> 6) as usize);
+        let mut total = 0;
+        for w in first..=last {
+            let mut mask = !0u64;
+            if w == first {
+                mask &= !0u64 << (lo & 63);
+            }
+            if w == last && hi & 63 != 0 {
+                mask &= !0u64 >> (64 - (hi & 63));
+            }
+            total += (self.words[w] & !minus.words[w] & mask).count_ones();
+        }
+        total
+    }
+
     pub fn count(&self) -> u32 {
         self.words.iter().map(|w| w.count_ones()).sum()
     }
@@ -207,6 +228,13 @@ mod tests {
         assert_eq!(s.iter_range(66..130).count(), 0);
         assert_eq!(s.iter_range(130..131).collect::<Vec<_>>(), vec![130]);
         assert_eq!(s.iter_range(7..7).count(), 0);
+        let mut minus = NodeSet::new(200);
+        minus.insert(64);
+        minus.insert(199);
+        for (lo, hi) in [(0, 200), (5, 65), (63, 64), (64, 128), (66, 130), (7, 7), (130, 200), (0, 64)] {
+            let expected = s.iter_range(lo..hi).filter(|&i| !minus.contains(i)).count() as u32;
+            assert_eq!(s.count_range_minus(lo..hi, &minus), expected, "{lo}..{hi}");
+        }
         assert_eq!(s.count(), 7);
         s.remove(64);
         assert!(!s.contains(64));

@@ -58,7 +58,7 @@ impl SlurmTree {
             None => self.leaf_usable.extend((0..topo.n_leaves() as u32).map(|l| state.leaf_free(l))),
             Some(ex) => self.leaf_usable.extend(
                 (0..topo.n_leaves() as u32)
-                    .map(|l| state.free_set().iter_range(topo.leaf_nodes(l)).filter(|&n| !ex.contains(n)).count() as u32),
+                    .map(|l| state.free_set().count_range_minus(topo.leaf_nodes(l), ex)),
             ),
         }
         self.pod_usable.clear();
