@@ -317,7 +317,6 @@ class Schedule:
         if self.node_units is not None and self.units_per_link != 1:
             raise ValueError("rescale a schedule whose jobs hold whole nodes (no node_units)")
         g = math.gcd(int(base), int(cores))
-        k = self.nodes_per_leaf
         n_new = -(-self.n_nodes * base // cores)
         upl = int(cores) // g
         if cores % base == 0 and _ascending_within_jobs(self.node_ids, self.node_offsets):
@@ -327,18 +326,7 @@ class Schedule:
             first, _ = _runs_within_jobs(mapped, self.node_offsets)
             units = np.diff(np.append(first, len(mapped)))  # old nodes = units of base cores
             off = np.searchsorted(first, self.node_offsets, side="left")  # runs before each job's start
-            return replace(
-                self,
-                node_offsets=off,
-                node_ids=mapped[first],
-                node_leaf=np.arange(n_new, dtype=np.int64) // k,
-                uplinks_per_leaf=None,
-                cores_per_node=int(cores),
-                leaf_names=None,
-                notes=self.notes + (f"rescaled from {base} to {cores} cores per node, fragmentation kept",),
-                node_units=None if upl == 1 else units,
-                units_per_link=upl,
-            )
+            return self._rescaled(off, mapped[first], units, n_new, base, cores, upl)
         lo_core = self.node_ids * base  # the old node's cores: [lo_core, lo_core + base)
         first = lo_core // cores
         last = (lo_core + base - 1) // cores
@@ -362,11 +350,15 @@ class Schedule:
         new_ids = key % max(n_new, 1)
         off = np.zeros(self.n_jobs + 1, dtype=np.int64)
         np.cumsum(np.bincount(new_job, minlength=self.n_jobs), out=off[1:])
+        return self._rescaled(off, new_ids, units, n_new, base, cores, upl)
+
+    def _rescaled(self, off: np.ndarray, node_ids: np.ndarray, units: np.ndarray, n_new: int, base: int, cores: int, upl: int) -> "Schedule":
+        """The rescaled schedule: new node lists, linear wiring to leaves of the same size."""
         return replace(
             self,
             node_offsets=off,
-            node_ids=new_ids,
-            node_leaf=np.arange(n_new, dtype=np.int64) // k,
+            node_ids=node_ids,
+            node_leaf=np.arange(n_new, dtype=np.int64) // self.nodes_per_leaf,
             uplinks_per_leaf=None,
             cores_per_node=int(cores),
             leaf_names=None,
