@@ -90,6 +90,8 @@ pub struct ClusterState {
     owner: Vec<u32>,
     free: NodeSet,
     n_free: u32,
+    /// Nodes not down (fixed for a run).
+    n_healthy: u32,
     leaf_free: Vec<u32>,
     pod_free: Vec<u32>,
     /// Nodes on each leaf held by jobs that span several leaves (class >= 2).
@@ -106,6 +108,7 @@ impl ClusterState {
             owner: vec![FREE; n],
             free: NodeSet::new(n),
             n_free: 0,
+            n_healthy: 0,
             leaf_free: vec![0; topo.n_leaves()],
             pod_free: vec![0; topo.n_pods()],
             leaf_spanning: vec![0; topo.n_leaves()],
@@ -116,6 +119,7 @@ impl ClusterState {
                 s.owner[d as usize] = DOWN;
             }
         }
+        s.n_healthy = s.owner.iter().filter(|&&o| o != DOWN).count() as u32;
         for i in 0..n as u32 {
             if s.owner[i as usize] == FREE {
                 s.free.insert(i);
@@ -164,7 +168,7 @@ impl ClusterState {
     }
     /// Healthy (not down) node count.
     pub fn n_healthy(&self) -> u32 {
-        self.owner.iter().filter(|&&o| o != DOWN).count() as u32
+        self.n_healthy
     }
     /// Healthy nodes of a leaf.
     pub fn leaf_healthy(&self, topo: &Topology, leaf: u32) -> u32 {

@@ -59,6 +59,9 @@ pub struct Isolated {
     pod_avail: Vec<u32>,
     order: Vec<u32>,
     leaf_order: Vec<u32>,
+    /// Healthy nodes of the best leaf and of the best pod: the empty machine never changes
+    /// during a run, so the submit check computes them once.
+    best_healthy: std::sync::OnceLock<(u32, u32)>,
 }
 
 /// T1, T2 or T3 for a job of `nodes` nodes on `topo` (brief §2.3: `<=` comparisons, K and
@@ -168,34 +171,25 @@ impl Allocator for Isolated {
         if nodes == 0 {
             return Err("job asks for 0 nodes".into());
         }
+        let &(best_leaf, best_pod) = self.best_healthy.get_or_init(|| {
+            let leaf = (0..topo.n_leaves() as u32).map(|l| empty.leaf_healthy(topo, l)).max().unwrap_or(0);
+            let pod = (0..topo.n_pods() as u32)
+                .map(|p| topo.pod_leaves(p).map(|l| empty.leaf_healthy(topo, l)).sum::<u32>())
+                .max()
+                .unwrap_or(0);
+            (leaf, pod)
+        });
         match tier(topo, nodes) {
-            1 => {
-                let best = (0..topo.n_leaves() as u32).map(|l| empty.leaf_healthy(topo, l)).max().unwrap_or(0);
-                if best >= nodes {
-                    Ok(())
-                } else {
-                    Err(format!("T1 job of {nodes} nodes needs one leaf with {nodes} healthy nodes; the best leaf has {best}"))
-                }
+            1 if best_leaf < nodes => {
+                Err(format!("T1 job of {nodes} nodes needs one leaf with {nodes} healthy nodes; the best leaf has {best_leaf}"))
             }
-            2 => {
-                let best = (0..topo.n_pods() as u32)
-                    .map(|p| topo.pod_leaves(p).map(|l| empty.leaf_healthy(topo, l)).sum::<u32>())
-                    .max()
-                    .unwrap_or(0);
-                if best >= nodes {
-                    Ok(())
-                } else {
-                    Err(format!("T2 job of {nodes} nodes needs one pod with {nodes} healthy nodes; the best pod has {best}"))
-                }
+            2 if best_pod < nodes => {
+                Err(format!("T2 job of {nodes} nodes needs one pod with {nodes} healthy nodes; the best pod has {best_pod}"))
             }
-            _ => {
-                let healthy = empty.n_healthy();
-                if healthy >= nodes {
-                    Ok(())
-                } else {
-                    Err(format!("asks for {nodes} nodes; the machine has {healthy} healthy nodes"))
-                }
+            3 if empty.n_healthy() < nodes => {
+                Err(format!("asks for {nodes} nodes; the machine has {} healthy nodes", empty.n_healthy()))
             }
+            _ => Ok(()),
         }
     }
 
