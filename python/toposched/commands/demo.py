@@ -31,10 +31,15 @@ See docs/compare.md.
 
 
 def demo_trace() -> Path:
-    """The bundled trace: examples/data/ of the source tree this package runs from, or of
-    the current directory."""
+    """The bundled trace: shipped in the package (``toposched/data/``, a link to
+    examples/data/ in the source tree, so installed wheels carry the file), else
+    examples/data/ of the source tree or of the current directory."""
     here = Path(__file__).resolve()
-    candidates = [here.parents[3] / "examples" / "data" / DEMO_TRACE, Path.cwd() / "examples" / "data" / DEMO_TRACE]
+    candidates = [
+        here.parents[1] / "data" / DEMO_TRACE,
+        here.parents[3] / "examples" / "data" / DEMO_TRACE,
+        Path.cwd() / "examples" / "data" / DEMO_TRACE,
+    ]
     for c in candidates:
         if c.is_file():
             return c
