@@ -537,13 +537,25 @@ def test_random_replay_slows_jobs_and_is_reproducible():
     assert not _replay("random", "random,seed=3").jobs.equals(r1.jobs)
 
 
-def test_slowed_jobs_are_killed_at_their_limit():
-    r = _replay("random", "mapping=random,phi=1,patterns=a2a+pairs", workload=_workload(slack=1.01))
+def test_slowed_jobs_are_killed_at_their_limit_with_overrun_kill():
+    r = _replay("random", "mapping=random,phi=1,patterns=a2a+pairs,overrun=kill", workload=_workload(slack=1.01))
     j = _Cols(r.jobs)
     killed = j.killed
     assert killed.sum() > 0
     assert (j.runtime_s[killed] == j.walltime_s[killed]).all()
     assert (j.runtime_s <= j.walltime_s).all()
+    assert r.summary["network"]["overrun"] == "kill" and r.summary["network"]["jobs_past_limit"] == 0
+
+
+def test_slowed_jobs_run_past_their_limit_by_default():
+    # Limits 1% above the log's run times: the predicted slowdown shows in the run time
+    # instead of being cut at the limit (which would hide it).
+    r = _replay("random", "mapping=random,phi=1,patterns=a2a+pairs", workload=_workload(slack=1.01))
+    j = _Cols(r.jobs)
+    past = j.runtime_s > j.walltime_s
+    assert past.sum() > 0 and not j.killed[past].any()
+    assert r.summary["network"]["overrun"] == "run-on"
+    assert r.summary["network"]["jobs_past_limit"] == int(past.sum())
 
 
 def test_network_spec_forms(tmp_path):

@@ -183,6 +183,7 @@ def network_attach(
     bandwidth: tuple[float, float, float] = (1.0, 1.0, 1.0),
     fairness: str = "flows",
     sl_weights: list[float] | None = None,
+    overrun: str = "run-on",
 ) -> None: ...
 def network_results(simulation: Simulation) -> dict[str, Any] | None: ...
 

@@ -553,13 +553,16 @@ class NetworkSpec:
     seed: int = 0
     #: "alone" (logged run time = alone on its own placement), "ideal" or "random".
     reference: str = "alone"
+    #: A job the predicted slowdown pushes past its limit: "run-on" (default: the
+    #: prediction shows in its run time) or "kill" (killed at the limit, work lost).
+    overrun: str = "run-on"
     ranks_per_node: int = 1
     bytes: float = 1.0
     settings: ModelSettings = field(default_factory=ModelSettings)
     text: str = ""
 
     def describe(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"spec": self.text, "mapping": self.mapping, "reference": self.reference, "ranks_per_node": self.ranks_per_node, "seed": self.seed}
+        d: dict[str, Any] = {"spec": self.text, "mapping": self.mapping, "reference": self.reference, "overrun": self.overrun, "ranks_per_node": self.ranks_per_node, "seed": self.seed}
         if self.mapping == "bins":
             d["bins"] = [{"max_nodes": b[0], "pattern": b[1], "phi": b[2]} for b in self.bins]
         else:
@@ -641,10 +644,10 @@ def parse_network_spec(text: str) -> NetworkSpec:
             obj[key] = float(value)
         elif key == "phi":
             obj[key] = _phi_value(value, src)
-        elif key in ("mapping", "column", "sl_column", "reference"):
+        elif key in ("mapping", "column", "sl_column", "reference", "overrun"):
             obj[key] = value
         else:
-            raise _err(src, key, "unknown key; keys are mapping, patterns, phi, column, sl_column, seed, reference, fairness, bandwidth, service_levels, ranks_per_node, bytes")
+            raise _err(src, key, "unknown key; keys are mapping, patterns, phi, column, sl_column, seed, reference, overrun, fairness, bandwidth, service_levels, ranks_per_node, bytes")
     if model:
         obj["model"] = model
     out = _spec_from_obj(obj, src)
@@ -655,7 +658,7 @@ def parse_network_spec(text: str) -> NetworkSpec:
 def _spec_from_obj(obj: dict[str, Any], src: str) -> NetworkSpec:
     if not isinstance(obj, dict):
         raise InputError(src, "a network spec is an object")
-    known = {"mapping", "bins", "patterns", "phi", "column", "sl_column", "seed", "reference", "ranks_per_node", "bytes", "model"}
+    known = {"mapping", "bins", "patterns", "phi", "column", "sl_column", "seed", "reference", "overrun", "ranks_per_node", "bytes", "model"}
     bad = set(obj) - known
     if bad:
         raise _err(src, sorted(bad)[0], "unknown key; keys are " + ", ".join(sorted(known)))
@@ -707,6 +710,9 @@ def _spec_from_obj(obj: dict[str, Any], src: str) -> NetworkSpec:
     spec.reference = obj.get("reference", "alone")
     if spec.reference not in ("alone", "ideal", "random"):
         raise _err(src, "reference", f"expected alone, ideal or random, got {spec.reference!r}")
+    spec.overrun = obj.get("overrun", "run-on")
+    if spec.overrun not in ("run-on", "kill"):
+        raise _err(src, "overrun", f"expected run-on or kill, got {spec.overrun!r}")
     spec.ranks_per_node = int(obj.get("ranks_per_node", 1))
     if spec.ranks_per_node < 1:
         raise _err(src, "ranks_per_node", "must be at least 1")
@@ -785,6 +791,7 @@ def attach_network(sim: Any, workload: Any, spec: NetworkSpec | str) -> NetworkS
         bandwidth=tuple(s.bandwidth),
         fairness=s.fairness,
         sl_weights=list(s.sl_weights),
+        overrun=spec.overrun,
     )
     return spec
 

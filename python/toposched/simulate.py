@@ -278,6 +278,8 @@ def _collect(sim: Any, workload: Workload, fabric: Fabric, config: RunConfig, co
         from .network import network_columns
 
         net_cols, net_summary = network_columns(sim, idx, workload, config.network)
+        # jobs the predicted slowdown stretched past their limit (overrun=run-on)
+        net_summary["jobs_past_limit"] = int(np.sum((end - start) > cols["walltime_s"][idx]))
         for name, values in net_cols.items():
             jobs = jobs.append_column(name, pa.array(values))
     skipped_rows = [row for row, _ in sim.skipped()]

@@ -276,7 +276,7 @@ fn column<'a, T: numpy::Element + Copy>(a: &'a Option<PyReadonlyArray1<'_, T>>, 
 #[pyfunction]
 #[pyo3(signature = (
     simulation, patterns, pattern, phi, *, bytes=None, ranks_per_node=None, seed=None, service_level=None,
-    reference="alone", bandwidth=(1.0, 1.0, 1.0), fairness="flows", sl_weights=None
+    reference="alone", bandwidth=(1.0, 1.0, 1.0), fairness="flows", sl_weights=None, overrun="run-on"
 ))]
 #[allow(clippy::too_many_arguments)]
 fn network_attach(
@@ -292,7 +292,13 @@ fn network_attach(
     bandwidth: (f64, f64, f64),
     fairness: &str,
     sl_weights: Option<Vec<f64>>,
+    overrun: &str,
 ) -> PyResult<()> {
+    let kill_on_overrun = match overrun {
+        "run-on" => false,
+        "kill" => true,
+        other => return Err(PyValueError::new_err(format!("overrun must be 'run-on' or 'kill', not {other:?}"))),
+    };
     let cfg = net_config(bandwidth, fairness, sl_weights)?;
     let reference = Reference::parse(reference).map_err(value_err)?;
     let table = patterns.iter().map(|p| Pattern::parse(p)).collect::<Result<Vec<_>, _>>().map_err(value_err)?;
@@ -318,7 +324,8 @@ fn network_attach(
     }
     let mut sim = simulation.borrow_mut();
     let topo = sim.engine.topology().clone();
-    let net = NetReplay::new(&topo, cfg, reference, table, traffic).map_err(value_err)?;
+    let mut net = NetReplay::new(&topo, cfg, reference, table, traffic).map_err(value_err)?;
+    net.set_kill_on_overrun(kill_on_overrun);
     sim.engine.set_network(net).map_err(|e| PyValueError::new_err(e.0))
 }
 

@@ -131,8 +131,16 @@ pub struct NetReplay {
     traffic: Vec<JobTraffic>,
     reference: Reference,
     kill_at_walltime: bool,
+    /// Kill a job that the predicted slowdown pushes past its limit (`overrun=kill`);
+    /// otherwise (default) it runs on, and only the log's own overrun is cut (its work
+    /// is its limit, as without the model).
+    kill_on_overrun: bool,
     walltime: Vec<i64>,
+    /// Logged seconds of work: the log's run time, cut to the limit when jobs are killed
+    /// at it and the log ran over.
     runtime: Vec<i64>,
+    /// The log ran over the limit and jobs are killed at it.
+    log_over: Vec<bool>,
     state: Vec<JobState>,
     slot_job: Vec<u32>,
     seeds: Vec<u32>,
@@ -180,7 +188,9 @@ impl NetReplay {
             traffic,
             reference,
             kill_at_walltime: true,
+            kill_on_overrun: false,
             walltime: Vec::new(),
+            log_over: Vec::new(),
             runtime: Vec::new(),
             state: Vec::new(),
             slot_job: Vec::new(),
@@ -193,12 +203,18 @@ impl NetReplay {
         })
     }
 
+    /// Kill jobs that the predicted slowdown pushes past their limit (default: they run on).
+    pub fn set_kill_on_overrun(&mut self, kill: bool) {
+        self.kill_on_overrun = kill;
+    }
+
     /// Take the jobs' run times and limits, and the engine's kill rule.
     pub(crate) fn bind(&mut self, jobs: &[Job], kill_at_walltime: bool) -> Result<(), String> {
         if jobs.len() != self.traffic.len() {
             return Err(format!("network traffic given for {} jobs, the workload has {}", self.traffic.len(), jobs.len()));
         }
-        self.runtime = jobs.iter().map(|j| j.runtime_s).collect();
+        self.log_over = jobs.iter().map(|j| kill_at_walltime && j.runtime_s > j.walltime_s).collect();
+        self.runtime = jobs.iter().map(|j| if kill_at_walltime { j.runtime_s.min(j.walltime_s) } else { j.runtime_s }).collect();
         self.walltime = jobs.iter().map(|j| j.walltime_s).collect();
         self.kill_at_walltime = kill_at_walltime;
         let blank = JobState {
@@ -337,9 +353,10 @@ impl NetReplay {
             st.slot = NONE;
         }
         let limit = st.start + self.walltime[row as usize];
-        let killed = self.kill_at_walltime && st.fluid_end > limit as f64 + 1e-9;
+        let cut = self.kill_at_walltime && self.kill_on_overrun && st.fluid_end > limit as f64 + 1e-9;
+        let killed = cut || self.log_over[row as usize];
         let runtime = self.runtime[row as usize] as f64;
-        let (duration, work_done) = if killed {
+        let (duration, work_done) = if cut {
             ((limit - st.start) as f64, (runtime - st.work.max(0.0)).max(0.0))
         } else {
             (st.fluid_end - st.start as f64, runtime)
@@ -401,13 +418,13 @@ impl NetReplay {
     }
 
     /// The end event of a job from its remaining work and current rate: the next whole
-    /// second at or after the fluid end, capped at its limit when jobs are killed there.
+    /// second at or after the fluid end, capped at its limit with `overrun=kill`.
     fn end_of(&mut self, row: u32, now: i64) -> i64 {
         let st = &mut self.state[row as usize];
         st.fluid_end = if st.work > WORK_EPS { now as f64 + st.work / st.rate } else { now as f64 };
         let mut end = (st.fluid_end - 1e-9).ceil() as i64;
         end = end.max(now);
-        if self.kill_at_walltime {
+        if self.kill_at_walltime && self.kill_on_overrun {
             end = end.min(st.start + self.walltime[row as usize]);
         }
         end

@@ -230,11 +230,17 @@ mod replay {
     }
 
     fn run(topo: &Topology, jobs: Vec<Job>, lists: Vec<Vec<u32>>, phis: &[f64], pattern: Pattern, kill: bool) -> Engine {
+        run_with(topo, jobs, lists, phis, pattern, kill, false)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn run_with(topo: &Topology, jobs: Vec<Job>, lists: Vec<Vec<u32>>, phis: &[f64], pattern: Pattern, kill: bool, kill_on_overrun: bool) -> Engine {
         let opts = EngineOptions { kill_at_walltime: kill, ..EngineOptions::default() };
         let q = queue::by_name("fcfs", EasyOptions::default()).unwrap();
         let traffic =
             phis.iter().map(|&phi| JobTraffic { pattern: 0, bytes: 1.0, ranks_per_node: 1, seed: 0, phi, service_level: 0 }).collect();
-        let net = NetReplay::new(topo, NetConfig::default(), Reference::Alone, vec![pattern], traffic).unwrap();
+        let mut net = NetReplay::new(topo, NetConfig::default(), Reference::Alone, vec![pattern], traffic).unwrap();
+        net.set_kill_on_overrun(kill_on_overrun);
         let mut e = Engine::new(topo.clone(), jobs, Box::new(Scripted(lists)), q, opts, &[]).unwrap();
         e.set_network(net).unwrap();
         assert!(e.step(u64::MAX).unwrap());
@@ -327,14 +333,30 @@ mod replay {
     }
 
     #[test]
-    fn a_slowed_job_is_killed_at_its_limit() {
+    fn a_slowed_job_runs_past_its_limit_by_default() {
+        // Both jobs: limit 120, 100 s of work, slowed 2x while together (full overlap):
+        // they end at 200, past their limit, and are not killed: the prediction shows.
         let (a, b) = interleaved_9_9();
-        let e = run(
+        let e = run(&tree288(Some(9)), vec![job(1, 0, 144, 100, 120), job(2, 0, 144, 100, 120)], vec![a, b], &[1.0, 1.0], Pattern::Flood, true);
+        assert_eq!(ends(&e), vec![200, 200]);
+        assert!(e.outcomes().iter().all(|o| !o.killed));
+        // the log's own overrun is still cut: 150 s logged, limit 120 -> 120 s of work
+        let (a, b) = interleaved_9_9();
+        let e = run(&tree288(Some(9)), vec![job(1, 0, 144, 150, 120), job(2, 0, 144, 150, 120)], vec![a, b], &[1.0, 1.0], Pattern::Flood, true);
+        assert_eq!(ends(&e), vec![240, 240]);
+        assert!(e.outcomes().iter().all(|o| o.killed));
+    }
+
+    #[test]
+    fn a_slowed_job_is_killed_at_its_limit_with_overrun_kill() {
+        let (a, b) = interleaved_9_9();
+        let e = run_with(
             &tree288(Some(9)),
             vec![job(1, 0, 144, 100, 120), job(2, 0, 144, 100, 1000)],
             vec![a.clone(), b.clone()],
             &[1.0, 1.0],
             Pattern::Flood,
+            true,
             true,
         );
         let o = e.outcomes();
