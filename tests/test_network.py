@@ -556,6 +556,8 @@ def test_slowed_jobs_run_past_their_limit_by_default():
     assert past.sum() > 0 and not j.killed[past].any()
     assert r.summary["network"]["overrun"] == "run-on"
     assert r.summary["network"]["jobs_past_limit"] == int(past.sum())
+    net = r.summary["network"]
+    assert 0 < net["useful_utilization"] < net["busy_utilization"] <= 1.0
 
 
 def test_network_spec_forms(tmp_path):

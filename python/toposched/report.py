@@ -53,7 +53,8 @@ def terminal_summary(result: "SimResult", *, read_s: float | None = None, sim_s:
         t.add_row(
             "network model",
             f"slowdown mean {_fmt(sd['mean'], 3)}, p95 {_fmt(sd['p95'], 3)}, max {_fmt(sd['max'], 3)}; "
-            f"{sd['jobs_slowed']:,} jobs slowed, {net['jobs_sharing_links']:,} shared links (spec {net['spec']})",
+            f"{sd['jobs_slowed']:,} jobs slowed, {net['jobs_sharing_links']:,} shared links; useful utilization "
+            f"{100 * net['useful_utilization']:.1f}% of {100 * net['busy_utilization']:.1f}% busy (spec {net['spec']})",
         )
     if not s["complete"]:
         t.add_row("status", "[red]interrupted: partial results[/red]")

@@ -282,6 +282,14 @@ def _collect(sim: Any, workload: Workload, fabric: Fabric, config: RunConfig, co
         net_summary["jobs_past_limit"] = int(np.sum((end - start) > cols["walltime_s"][idx]))
         for name, values in net_cols.items():
             jobs = jobs.append_column(name, pa.array(values))
+        # Utilization counts a slowed job's nodes as busy for its whole (longer) run; the
+        # useful part is its run time over its slowdown (what the work took alone).
+        node_s = nodes * (end - start)
+        slow = np.asarray(net_cols["net_slowdown"], dtype=float)
+        useful = np.where(np.isfinite(slow) & (slow > 0), node_s / np.where(slow > 0, slow, 1.0), node_s)
+        span = fabric.n_nodes * max(int(end.max()) - int(cols["submit_s"][0]), 1) if len(idx) else 1
+        net_summary["busy_utilization"] = float(node_s.sum() / span)
+        net_summary["useful_utilization"] = float(useful.sum() / span)
     skipped_rows = [row for row, _ in sim.skipped()]
     skipped_reasons = [why for _, why in sim.skipped()]
     skipped = pa.table(
