@@ -5,6 +5,7 @@ qualitative findings, the scenario format and the `interfere` command."""
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 import json
 
 import numpy as np
@@ -594,3 +595,19 @@ def test_column_and_bins_mappings():
     assert (names[sizes == 1] == "none").all() and (names[(sizes > 1) & (sizes <= 16)] == "stencil3d").all()
     with pytest.raises(InputError):
         assign_traffic(w, parse_network_spec("column:nope"))
+
+
+def test_the_bundled_interfere_example_gives_the_issue_numbers(tmp_path):
+    """examples/interfere-flood-taper.json: two flood jobs interleaved 9+9 per leaf share
+    every uplink of a 2:1 tapered tree (slowdown 2.00) and none of a full tree (1.00)."""
+    import json
+
+    from toposched.cli import main
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "interfere-flood-taper.json"
+    for system, expected in ((None, 2.0), ("fattree:K=18,S=16,P=1", 1.0)):
+        out = tmp_path / f"r{expected}.json"
+        argv = ["interfere", str(example), "--out", str(out), "--quiet"] + (["--system", system] if system else [])
+        assert main(argv) == 0
+        jobs = json.loads(out.read_text())["jobs"]
+        assert [round(j["slowdown"], 6) for j in jobs] == [expected, expected]
