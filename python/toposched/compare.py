@@ -34,13 +34,14 @@ from .errors import InputError, ToposchedError
 from .simulate import RunConfig, _atomic, simulate
 from .transforms import SCENARIOS, apply_scenario, apply_transforms
 from .workload.model import Workload
+from . import _core
 
 #: Built-in allocation policies (``toposched simulate --alloc``); ``module:Class`` names a
 #: policy written in Python. Policies in NO_SCENARIOS run scenario ``none`` only: the
 #: topology-oblivious ones, and ``as-logged`` (the log's own schedule, not a policy).
 ALLOCS: tuple[str, ...] = ("linear", "random", "isolated", "slurm-tree", "as-logged")
 NO_SCENARIOS: frozenset[str] = frozenset({"linear", "random", "as-logged"})
-QUEUES: tuple[str, ...] = ("fcfs", "easy", "conservative")
+QUEUES: tuple[str, ...] = tuple(_core.QUEUES)  # the engine's own list
 
 DEFAULT_ALLOCS: tuple[str, ...] = ("linear", "isolated")
 DEFAULT_SCENARIOS: tuple[str, ...] = SCENARIOS

@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from ._args import positive_int as _positive_int
 from ..files import write_atomic as _atomic
+from .. import _core
 
 NAME = "contention"
 HELP = "uplink contention of a schedule on tapered fabrics (seed 001: uplink removal, crossbar size, cores per node)"
@@ -77,7 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("replaying a log (with --trace)")
     g.add_argument("--system", metavar="FABRIC", help="preset, fattree:K=..,S=..,P=.. or topology.conf")
     g.add_argument("--format", help="log format, as toposched simulate takes it (default: guessed from the file)")
-    g.add_argument("--queue", default="easy", choices=("fcfs", "easy", "conservative"), help="queue policy (default: easy)")
+    g.add_argument("--queue", default="easy", choices=_core.QUEUES, help="queue policy (default: easy)")
     g.add_argument(
         "--alloc", default="linear", metavar="POLICY",
         help="allocation policy, as toposched simulate takes it (default: linear, as 001 assumes); "

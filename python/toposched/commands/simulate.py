@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 from ._args import positive_int as _positive_int
+from .. import _core
 
 NAME = "simulate"
 HELP = "replay a job log on a fabric under a queue and an allocation policy"
@@ -51,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--format", choices=("swf", "swf-nodes", "sacct", "pbs"), help="log format (default: guessed from the file)")
     g.add_argument("--system", required=True, metavar="FABRIC", help="preset, fattree:K=..,S=..,P=.. or topology.conf")
     g = parser.add_argument_group("policies")
-    g.add_argument("--queue", default="easy", choices=("fcfs", "easy", "conservative"), help="queue policy (default: easy)")
+    g.add_argument("--queue", default="easy", choices=_core.QUEUES, help="queue policy (default: easy)")
     g.add_argument("--alloc", default="linear", type=_alloc_name, metavar="POLICY", help="allocation policy: linear (default), random, isolated, slurm-tree, as-logged (start times and nodes from the log, docs/as-logged.md), or module:Class for a policy written in Python (docs/python-policies.md)")
     g.add_argument("--queue-order", metavar="MODULE:CLASS", help="reorder the queue at every pass with a QueueOrder written in Python (docs/python-policies.md)")
     g.add_argument("--seed", type=int, default=0, help="seed of the random policy (default: 0)")
