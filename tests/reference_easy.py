@@ -5,8 +5,8 @@ the Rust code. Used to compare start times job by job with the engine.
 Rules: at each instant, ends (freeing nodes), then submits, then one pass. Pass: start
 queued jobs in order while they fit; the first that does not fit is the head; its shadow
 time is the expected end (start + requested time) of the running job at which enough
-nodes become free (running jobs ordered by expected end, then row); extra = free nodes at
-the shadow time beyond the head's need. Later jobs that fit start if they end by the
+nodes become free (running jobs ordered by expected end, then row); extra = every node
+free at the shadow time (jobs ending at that same instant included) beyond the head's need. Later jobs that fit start if they end by the
 shadow time, or else if they need no more than the extra nodes (which they use up).
 """
 
@@ -49,11 +49,15 @@ def reference_schedule(submit, nodes, walltime, runtime, total_nodes, *, backfil
         if backfill and k < len(queue):
             head = queue[k]
             avail, shadow = free, t
-            for exp_end, r in sorted((e, r) for r, e in running.items()):
+            expected = sorted((max(e, t), r) for r, e in running.items())
+            for exp_end, r in expected:
                 if avail >= nodes[head]:
                     break
                 avail += nodes[r]
-                shadow = max(exp_end, t)
+                shadow = exp_end
+            # classic EASY: every node free at the shadow time counts, so jobs expected to
+            # end at that very instant add to the extra nodes too
+            avail = free + sum(nodes[r] for e, r in expected if e <= shadow)
             extra = avail - nodes[head]
             for r in queue[k + 1 :]:
                 if free == 0:

@@ -90,6 +90,7 @@ class Simulation:
         max_leaves: npt.NDArray[np.int64] | None = None,
         switch_wait_s: npt.NDArray[np.int64] | None = None,
         queue_order: object | None = None,
+        event_order: str = "per-instant",
     ) -> None: ...
     def step(self, max_instants: int | None = None) -> bool: ...
     @property

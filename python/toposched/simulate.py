@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -58,8 +58,12 @@ class RunConfig:
     #: None (submit order), ``"module:Class"`` or a QueueOrder instance.
     queue_order: Any = None
     seed: int = 0
-    kill_at_walltime: bool = True
+    #: Kill jobs at their requested time. None (default): yes, unless the log says jobs
+    #: could run past it (SWF header ``AllowOveruse: yes``); the summary says which applied.
+    kill_at_walltime: bool | None = None
     queue_depth: int | None = None
+    #: ``"per-instant"`` (default) or ``"per-event"`` (pyss's order; docs/semantics.md).
+    event_order: str = "per-instant"
     leaf_order: str = "flux-topo"
     tie_break: str = "name"
     slurm_profile: str = "current"
@@ -145,6 +149,8 @@ def simulate(
 
     from . import policies
 
+    kill, kill_rule = kill_at_walltime(workload, config)
+    config = replace(config, kill_at_walltime=kill)
     alloc = policies.resolve(config.alloc, fabric)
     order = policies.resolve(config.queue_order, fabric) if config.queue_order is not None else None
     cols = workload.columns
@@ -168,6 +174,7 @@ def simulate(
         reserved_tiers_always=config.reserved_tiers_always,
         record_reservations=config.record_reservations,
         check_interference_free=config.check_interference_free,
+        event_order=config.event_order,
         down=down_nodes,
         **_switch_columns(workload, config),
     )
@@ -188,7 +195,19 @@ def simulate(
         complete = False
     except RuntimeError as exc:
         raise SimulationError(str(exc)) from None
-    return _collect(sim, workload, fabric, config, complete)
+    result = _collect(sim, workload, fabric, config, complete)
+    result.summary["policy"]["kill_at_walltime_rule"] = kill_rule
+    return result
+
+
+def kill_at_walltime(workload: Workload, config: RunConfig) -> tuple[bool, str]:
+    """Whether jobs are killed at their requested time in this run, and why."""
+    if config.kill_at_walltime is not None:
+        flag = "--kill-at-limit" if config.kill_at_walltime else "--run-on"
+        return config.kill_at_walltime, f"set by the run's settings ({flag})"
+    if workload.settings.get("allow_overuse"):
+        return False, "the log's header says AllowOveruse: yes (jobs ran past their requested time on that machine); --kill-at-limit forces the kill"
+    return True, "default: jobs are killed at their requested time (--run-on lets them run on)"
 
 
 #: Slurm's default cap on the switch wait (SchedulerParameters=max_switch_wait).

@@ -16,6 +16,11 @@
 //! freed at the very instant it arrives. Nothing depends on hash order or wall-clock time:
 //! the same inputs and seed give the same schedule, bit for bit.
 //!
+//! **Per-event order** (`EventOrder::PerEvent`, the order of the pyss simulator and
+//! simulators derived from it): at `t`, each submission (trace order) joins the queue and
+//! is followed by its own pass; then each end, in the order the jobs started, releases its
+//! nodes and is followed by its own pass. An instant with only a wake-up runs one pass.
+//!
 //! **Network model.** With [`Engine::set_network`] a running job's end follows its
 //! predicted slowdown and can move when jobs start or end; a moved end leaves a stale heap
 //! entry, which is skipped. The order above is unchanged (docs/network.md).
@@ -60,6 +65,28 @@ pub struct Outcome {
     node_len: u32,
 }
 
+/// When scheduling passes run within one instant (docs/semantics.md).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EventOrder {
+    /// All ends, then all submissions, then one pass (the default).
+    #[default]
+    PerInstant,
+    /// Submissions first, then ends in start order, one pass after each (pyss's order).
+    PerEvent,
+}
+
+impl EventOrder {
+    pub const NAMES: &'static [&'static str] = &["per-instant", "per-event"];
+
+    pub fn by_name(name: &str) -> Option<EventOrder> {
+        match name {
+            "per-instant" => Some(EventOrder::PerInstant),
+            "per-event" => Some(EventOrder::PerEvent),
+            _ => None,
+        }
+    }
+}
+
 /// Engine settings that are not policies.
 #[derive(Clone, Copy, Debug)]
 pub struct EngineOptions {
@@ -72,11 +99,18 @@ pub struct EngineOptions {
     /// After every pass, check that no leaf hosts two jobs spanning leaves and no pod two
     /// jobs spanning pods (brief §2.10). A violation stops the run with an error.
     pub check_interference_free: bool,
+    pub event_order: EventOrder,
 }
 
 impl Default for EngineOptions {
     fn default() -> Self {
-        EngineOptions { kill_at_walltime: true, queue_depth: usize::MAX, record_reservations: false, check_interference_free: false }
+        EngineOptions {
+            kill_at_walltime: true,
+            queue_depth: usize::MAX,
+            record_reservations: false,
+            check_interference_free: false,
+            event_order: EventOrder::PerInstant,
+        }
     }
 }
 
@@ -90,7 +124,13 @@ pub struct Core {
     pub running: BTreeSet<(i64, u32)>,
     /// Bumped at every start and end: lets policies cache work while nothing changed.
     pub version: u64,
-    ends: BinaryHeap<Reverse<(i64, u32)>>,
+    /// (end, start sequence, row): the sequence is 0 in the per-instant order (ends at one
+    /// instant then go by row) and the start count in the per-event order (start order).
+    ends: BinaryHeap<Reverse<(i64, u64, u32)>>,
+    /// Per-event order only: start sequence of each job row.
+    start_seq: Vec<u64>,
+    starts: u64,
+    event_order: EventOrder,
     /// Instants at which the queue policy asked for a pass (e.g. a reservation starts).
     wakeups: BinaryHeap<Reverse<i64>>,
     /// Jobs that have ended so far (lets policies notice early ends).
@@ -138,12 +178,21 @@ impl Core {
         o.node_len = nodes.len() as u32;
         self.node_lists.extend_from_slice(&nodes);
         self.running.insert((self.now + spec.walltime_s, job));
+        if self.event_order == EventOrder::PerEvent {
+            self.starts += 1;
+            self.start_seq[job as usize] = self.starts;
+        }
         match self.net.as_mut() {
             // the end is pushed by `flush_network` once the instant's starts are known
             Some(net) => net.on_start(job, &nodes, self.now),
-            None => self.ends.push(Reverse((end, job))),
+            None => self.push_end(end, job),
         }
         self.version += 1;
+    }
+
+    fn push_end(&mut self, end: i64, job: u32) {
+        let seq = self.start_seq.get(job as usize).copied().unwrap_or(0);
+        self.ends.push(Reverse((end, seq, job)));
     }
 
     /// A heap entry for a job whose end has moved since (network model) or that has ended.
@@ -158,7 +207,8 @@ impl Core {
         if let Some(net) = self.net.as_mut() {
             for &(job, end) in net.flush(self.now) {
                 self.outcomes[job as usize].end_s = end;
-                self.ends.push(Reverse((end, job)));
+                let seq = self.start_seq.get(job as usize).copied().unwrap_or(0);
+                self.ends.push(Reverse((end, seq, job)));
             }
         }
     }
@@ -257,6 +307,9 @@ impl Engine {
             running: BTreeSet::new(),
             version: 0,
             ends: BinaryHeap::new(),
+            start_seq: if opts.event_order == EventOrder::PerEvent { vec![0; jobs.len()] } else { Vec::new() },
+            starts: 0,
+            event_order: opts.event_order,
             wakeups: BinaryHeap::new(),
             ended: 0,
             outcomes: vec![blank; jobs.len()],
@@ -315,7 +368,7 @@ impl Engine {
     pub fn step(&mut self, max_instants: u64) -> Result<bool, SimError> {
         let mut handled = 0;
         while !self.finished && handled < max_instants {
-            while let Some(&Reverse((end, job))) = self.core.ends.peek() {
+            while let Some(&Reverse((end, _, job))) = self.core.ends.peek() {
                 if !self.core.end_is_stale(end, job) {
                     break;
                 }
@@ -335,7 +388,10 @@ impl Engine {
                 break;
             };
             self.core.now = t;
-            self.handle_instant(t)?;
+            match self.opts.event_order {
+                EventOrder::PerInstant => self.handle_instant(t)?,
+                EventOrder::PerEvent => self.handle_instant_per_event(t)?,
+            }
             handled += 1;
         }
         if self.finished && !self.core.queue.is_empty() {
@@ -350,9 +406,46 @@ impl Engine {
 
     fn handle_instant(&mut self, t: i64) -> Result<(), SimError> {
         // 1. ends
-        while let Some(&Reverse((end, job))) = self.core.ends.peek() {
+        while self.end_one(t) {}
+        self.clear_wakeups(t);
+        // 2. submits
+        while self.submit_one(t)? {}
+        // 3. one pass
+        self.pass()?;
+        self.core.flush_network();
+        Ok(())
+    }
+
+    /// pyss's order: each submission, then each end in start order, with a pass after each.
+    fn handle_instant_per_event(&mut self, t: i64) -> Result<(), SimError> {
+        self.clear_wakeups(t);
+        let mut events = 0;
+        while self.submit_one(t)? {
+            self.pass()?;
+            events += 1;
+        }
+        while self.end_one(t) {
+            self.pass()?;
+            events += 1;
+        }
+        if events == 0 {
+            self.pass()?; // a wake-up
+        }
+        self.core.flush_network();
+        Ok(())
+    }
+
+    fn clear_wakeups(&mut self, t: i64) {
+        while self.core.wakeups.peek().is_some_and(|r| r.0 <= t) {
+            self.core.wakeups.pop();
+        }
+    }
+
+    /// End the next job ending at `t`, if any (stale entries skipped). False when none is left.
+    fn end_one(&mut self, t: i64) -> bool {
+        while let Some(&Reverse((end, _, job))) = self.core.ends.peek() {
             if end != t {
-                break;
+                return false;
             }
             self.core.ends.pop();
             if self.core.end_is_stale(end, job) {
@@ -371,47 +464,52 @@ impl Engine {
             }
             self.core.version += 1;
             self.core.ended += 1;
+            return true;
         }
-        while self.core.wakeups.peek().is_some_and(|r| r.0 <= t) {
-            self.core.wakeups.pop();
+        false
+    }
+
+    /// Queue (or skip) the next job submitted at `t`, if any. False when none is left.
+    fn submit_one(&mut self, t: i64) -> Result<bool, SimError> {
+        let Some(spec) = self.jobs.get(self.next_submit) else { return Ok(false) };
+        if spec.submit_s != t {
+            return Ok(false);
         }
-        // 2. submits
-        while let Some(spec) = self.jobs.get(self.next_submit) {
-            if spec.submit_s != t {
-                break;
-            }
-            let row = self.next_submit as u32;
-            self.next_submit += 1;
-            match self.alloc.check_fits_ever(&self.topo, &self.empty, spec.nodes) {
-                Ok(()) => self.core.queue.push(row),
-                Err(why) => {
-                    if let Some(e) = self.alloc.take_error() {
-                        return Err(SimError(e));
-                    }
-                    self.core.outcomes[row as usize].status = JobStatus::Skipped;
-                    self.skipped.push((row, why));
+        let row = self.next_submit as u32;
+        self.next_submit += 1;
+        match self.alloc.check_fits_ever(&self.topo, &self.empty, spec.nodes) {
+            Ok(()) => self.core.queue.push(row),
+            Err(why) => {
+                if let Some(e) = self.alloc.take_error() {
+                    return Err(SimError(e));
                 }
+                self.core.outcomes[row as usize].status = JobStatus::Skipped;
+                self.skipped.push((row, why));
             }
         }
-        // 3. one pass
-        if !self.core.queue.is_empty() {
-            let mut ctx = PassCtx {
-                topo: &self.topo,
-                jobs: &self.jobs,
-                alloc: self.alloc.as_mut(),
-                core: &mut self.core,
-                queue_depth: self.opts.queue_depth,
-            };
-            self.queue_policy.pass(&mut ctx);
-            self.passes += 1;
-            if let Some(e) = self.alloc.take_error().or_else(|| self.queue_policy.take_error()) {
-                return Err(SimError(e));
-            }
-            if self.opts.check_interference_free {
-                self.check_interference_free()?;
-            }
+        Ok(true)
+    }
+
+    /// One scheduling pass, if anything is queued.
+    fn pass(&mut self) -> Result<(), SimError> {
+        if self.core.queue.is_empty() {
+            return Ok(());
         }
-        self.core.flush_network();
+        let mut ctx = PassCtx {
+            topo: &self.topo,
+            jobs: &self.jobs,
+            alloc: self.alloc.as_mut(),
+            core: &mut self.core,
+            queue_depth: self.opts.queue_depth,
+        };
+        self.queue_policy.pass(&mut ctx);
+        self.passes += 1;
+        if let Some(e) = self.alloc.take_error().or_else(|| self.queue_policy.take_error()) {
+            return Err(SimError(e));
+        }
+        if self.opts.check_interference_free {
+            self.check_interference_free()?;
+        }
         Ok(())
     }
 

@@ -18,6 +18,6 @@ pub mod state;
 pub mod topology;
 pub mod workload;
 
-pub use engine::{Engine, EngineOptions, JobStatus, Outcome, SimError};
+pub use engine::{Engine, EngineOptions, EventOrder, JobStatus, Outcome, SimError};
 pub use topology::{Topology, TopologyError};
 pub use workload::Job;

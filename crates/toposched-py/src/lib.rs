@@ -12,7 +12,7 @@ use pyo3::types::PyDict;
 use toposched_core::alloc::{self, AllocOptions, IsolatedOptions, LeafOrder, SlurmProfile, TieBreak};
 use toposched_core::metrics;
 use toposched_core::queue::{self, EasyOptions};
-use toposched_core::{Engine, EngineOptions, Job, JobStatus};
+use toposched_core::{Engine, EngineOptions, EventOrder, Job, JobStatus};
 
 /// A 2- or 3-level fat-tree (see toposched-core `topology`).
 #[pyclass(module = "toposched._core", frozen)]
@@ -172,7 +172,7 @@ impl Simulation {
         queue="easy", alloc=None, seed=0, kill_at_walltime=true, queue_depth=None,
         leaf_order="flux-topo", tie_break="name", slurm_profile="current", flux_window=false, reserved_tiers_always=false,
         record_reservations=false, check_interference_free=false, down=None,
-        max_leaves=None, switch_wait_s=None, queue_order=None
+        max_leaves=None, switch_wait_s=None, queue_order=None, event_order="per-instant"
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -198,6 +198,7 @@ impl Simulation {
         max_leaves: Option<PyReadonlyArray1<i64>>,
         switch_wait_s: Option<PyReadonlyArray1<i64>>,
         queue_order: Option<&Bound<'_, PyAny>>,
+        event_order: &str,
     ) -> PyResult<Simulation> {
         let (id, sub, n, wt, rt) = (
             slice(&job_id, "job_id")?,
@@ -253,6 +254,9 @@ impl Simulation {
             queue_depth: queue_depth.unwrap_or(usize::MAX).max(1),
             record_reservations,
             check_interference_free,
+            event_order: EventOrder::by_name(event_order).ok_or_else(|| {
+                PyValueError::new_err(format!("event_order must be one of {}, not {event_order:?}", EventOrder::NAMES.join(", ")))
+            })?,
         };
         let mut engine = Engine::new(topology.inner.clone(), jobs, allocator, queue_policy, opts, &down.unwrap_or_default())
             .map_err(|e| PyValueError::new_err(e.0))?;

@@ -6,7 +6,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from ._args import positive_int as _positive_int
+from ._args import add_run_options, positive_int as _positive_int, run_options
 from .. import _core
 
 NAME = "simulate"
@@ -51,20 +51,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--trace", required=True, metavar="LOG", help="job log: SWF (.swf, .swf.gz; extended SWF with node lists), Slurm sacct -P dump, or PBS/Torque accounting log")
     g.add_argument("--format", choices=("swf", "swf-nodes", "sacct", "pbs"), help="log format (default: guessed from the file)")
     g.add_argument("--system", required=True, metavar="FABRIC", help="preset, fattree:K=..,S=..,P=.. or topology.conf")
+    g.add_argument(
+        "--transform", action="extend", nargs="+", default=[], metavar="T",
+        help="workload transforms, applied in order: scale:K, days:N[@START], cores:C, cap[:N], drop[:N] (docs/compare.md)",
+    )
     g = parser.add_argument_group("policies")
     g.add_argument("--queue", default="easy", choices=_core.QUEUES, help="queue policy (default: easy)")
     g.add_argument("--alloc", default="linear", type=_alloc_name, metavar="POLICY", help="allocation policy: linear (default), random, isolated, slurm-tree, as-logged (start times and nodes from the log, docs/as-logged.md), or module:Class for a policy written in Python (docs/python-policies.md)")
-    g.add_argument("--queue-order", metavar="MODULE:CLASS", help="reorder the queue at every pass with a QueueOrder written in Python (docs/python-policies.md)")
-    g.add_argument("--seed", type=int, default=0, help="seed of the random policy (default: 0)")
-    g.add_argument("--leaf-order", default="flux-topo", choices=("flux-topo", "paper"), help="isolated: T3 leaf order (default: flux-topo, the published code)")
-    g.add_argument("--tie-break", default="name", choices=("name", "index"), help="isolated: how equal availabilities are ordered (default: name)")
-    g.add_argument("--slurm-profile", default="current", choices=("current", "classic"), help="slurm-tree: leaf choice of Slurm 21.08+ (current) or 17.02 (classic)")
-    g.add_argument("--switches", metavar="N[@SECONDS]", help="Slurm --switches for every job: wait up to SECONDS (default 300) for an allocation on at most N leaves")
-    g.add_argument("--flux-window", action="store_true", help="easy+isolated: reservation window as the flux plugin records it (+2 s, inclusive)")
-    g.add_argument("--reserved-tiers-always", action="store_true", help="easy+isolated: reserved leaves/pods closed to spanning jobs even if they end before the reservation")
-    g.add_argument("--queue-depth", type=_positive_int, help="consider at most this many queued jobs per pass (default: all; the flux plugin used 128)")
-    g.add_argument("--network", metavar="SPEC", help="network interference model: job ends follow predicted slowdowns (bins | random | column:NAME | KEY=VALUE,... | spec.json; docs/network.md)")
-    g.add_argument("--run-on", action="store_true", help="let jobs run past their requested time (default: killed at it)")
+    add_run_options(parser)
     g = parser.add_argument_group("reading the log (see docs/workloads.md)")
     g.add_argument("--cores-per-node", type=_positive_int, help="processors per node to turn processor counts into nodes (default: from the SWF header MaxProcs/MaxNodes, else 1)")
     g.add_argument("--size-field", default="auto", choices=("auto", "allocated", "requested"), help="SWF processor field giving the job size (default: auto = allocated, else requested)")
@@ -73,7 +67,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--lenient", action="store_true", help="skip and count malformed log records instead of stopping; let a topology.conf listing a node twice load (first leaf wins)")
     g = parser.add_argument_group("output")
     g.add_argument("--out", required=True, metavar="DIR", help="directory for the results")
-    g.add_argument("--check-invariants", action="store_true", help="check the interference-free invariant after every pass (isolated)")
     g.add_argument("--quiet", action="store_true", help="print nothing but errors")
 
 
@@ -99,22 +92,11 @@ def run(args: argparse.Namespace) -> int:
     workload = read_trace(args.trace, format=args.format, **options)
     fabric = load_fabric(args.system, lenient=args.lenient)
     t_read = time.perf_counter() - t0
-    config = RunConfig(
-        queue=args.queue,
-        alloc=args.alloc,
-        queue_order=args.queue_order,
-        network=args.network,
-        seed=args.seed,
-        kill_at_walltime=not args.run_on,
-        queue_depth=args.queue_depth,
-        leaf_order=args.leaf_order,
-        tie_break=args.tie_break,
-        slurm_profile=args.slurm_profile,
-        switches=args.switches,
-        flux_window=args.flux_window,
-        reserved_tiers_always=args.reserved_tiers_always,
-        check_interference_free=args.check_invariants,
-    )
+    if args.transform:
+        from ..transforms import apply_transforms
+
+        workload = apply_transforms(workload, list(args.transform), fabric_nodes=fabric.n_nodes)
+    config = RunConfig(queue=args.queue, alloc=args.alloc, **run_options(args))
     t1 = time.perf_counter()
     show_progress = console.is_terminal and not args.quiet and len(workload) > 50_000
     if show_progress:

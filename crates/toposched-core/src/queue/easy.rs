@@ -10,12 +10,14 @@
 //!    order of expected end `start + walltime` (ties: lower job row first; a job past its
 //!    limit, possible only with run-on, counts as ending now).
 //!    * Fungible policies (`linear`, `random`): the *shadow time* is the expected end at
-//!      which free nodes first reach the head's size; *extra* nodes are the free nodes at
-//!      the shadow time beyond the head's size.
+//!      which free nodes first reach the head's size; *extra* nodes are all the nodes free
+//!      at the shadow time (every job expected to end by then released, including several
+//!      ending at that same instant) beyond the head's size.
 //!    * Non-fungible policies (`isolated`): on a copy of the state, release the running
 //!      jobs one by one in that order and run the allocation policy after each release;
-//!      the first success gives the reservation: a node set, and a start time (the shadow
-//!      time) equal to the last released job's expected end. With the reservation, the
+//!      jobs expected to end at the same instant are released together; the first success
+//!      gives the reservation: a node set, and a start time (the shadow time) equal to the
+//!      last released jobs' expected end. With the reservation, the
 //!      leaves it touches are closed to other jobs spanning leaves if the head spans
 //!      leaves, and its pods to other jobs spanning pods if it spans pods.
 //! 3. **Phase 2 (backfill).** Walk the rest of the queue in order (stopping early when no
@@ -83,17 +85,21 @@ impl Easy {
         Easy { opts, cached: None }
     }
 
-    /// Fungible reservation: (shadow time, extra nodes).
+    /// Fungible reservation: (shadow time, extra nodes). Extra counts *every* node free at
+    /// the shadow time: jobs expected to end at that same instant add to it too (classic
+    /// EASY; stopping at the first job that reaches the head's size undercounts ties).
     fn count_reservation(ctx: &PassCtx, head_nodes: u32) -> (i64, u32) {
         let now = ctx.now();
         let mut avail = ctx.n_free();
         let mut shadow = now;
-        for &(expected_end, job) in ctx.core.running.iter() {
-            if avail >= head_nodes {
-                break;
-            }
+        let mut ends = ctx.core.running.iter().map(|&(expected_end, job)| (expected_end.max(now), job)).peekable();
+        while avail < head_nodes {
+            let Some((end, job)) = ends.next() else { break };
             avail += ctx.jobs[job as usize].nodes;
-            shadow = expected_end.max(now);
+            shadow = end;
+        }
+        while let Some((_, job)) = ends.next_if(|&(end, _)| end <= shadow) {
+            avail += ctx.jobs[job as usize].nodes;
         }
         (shadow, avail.saturating_sub(head_nodes))
     }
@@ -108,11 +114,17 @@ impl Easy {
         let need = ctx.jobs[head as usize].nodes;
         let mut projected = ctx.core.state.clone();
         let mut found = None;
-        for &(expected_end, job) in ctx.core.running.iter() {
+        let mut ends = ctx.core.running.iter().map(|&(expected_end, job)| (expected_end.max(now), job)).peekable();
+        while let Some((end, job)) = ends.next() {
             projected.release(ctx.topo, job, ctx.core.nodes_of(job), ctx.core.class_of(job));
+            // Every job expected to end at this same instant is released too before the
+            // set is chosen (the shadow time is an instant, not a job).
+            if ends.peek().is_some_and(|&(next, _)| next == end) {
+                continue;
+            }
             if need <= projected.n_free() && ctx.alloc.feasible(ctx.topo, &projected, need, &Guard::NONE) {
                 let nodes = ctx.alloc.select(ctx.topo, &projected, need, &Guard::NONE);
-                found = nodes.map(|n| (expected_end.max(now), n));
+                found = nodes.map(|n| (end, n));
                 break;
             }
         }
