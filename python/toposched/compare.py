@@ -24,7 +24,7 @@ import os
 import re
 import time
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, Callable
@@ -187,6 +187,7 @@ def run_compare(
     lenient: bool = False,
     progress: Callable[[int, int, str], None] | None = None,
     network: str | None = None,
+    run_options: dict[str, Any] | None = None,
 ) -> CompareResult:
     """Run the comparison and write ``out_dir/runs/*/`` and ``out_dir/compare.json``.
 
@@ -194,10 +195,19 @@ def run_compare(
     1 runs everything in this process). ``progress(done, total, run_name)`` is called
     once with ``done == 0`` when the runs start, then after each finished run. Any previous ``compare.json`` in ``out_dir`` is removed
     first, so an interrupted comparison never leaves one that reads as a result.
+    ``run_options``: further RunConfig fields for every run (what ``simulate`` accepts:
+    queue depth, flux window, event order, ...); its ``seed`` and ``network`` win over the
+    keywords of the same name.
     """
     from .topology import load_fabric
 
     t_start = time.perf_counter()
+    options = dict(run_options or {})
+    seed = options.pop("seed", seed)
+    network = options.pop("network", network)
+    bad = sorted(set(options) - {f.name for f in fields(RunConfig)} | set(options) & {"queue", "alloc"})
+    if bad:
+        raise InputError("run_options", f"not settings of a run: {', '.join(bad)}")
     if queue not in QUEUES:
         raise InputError("--queue", f"unknown queue policy {queue!r}; expected one of {', '.join(QUEUES)}")
     plan = plan_runs(allocs, scenarios)
@@ -211,7 +221,7 @@ def run_compare(
 
     # With --network, every run (baselines included) predicts interference, so the cost of
     # isolation (waiting) and its benefit (faster jobs) show in the same numbers.
-    configs = {a: RunConfig(queue=queue, alloc=a, seed=seed, network=network) for a, _ in plan}
+    configs = {a: RunConfig(queue=queue, alloc=a, seed=seed, network=network, **options) for a, _ in plan}
     summaries: dict[tuple[str, str], dict[str, Any]] = {}
     seconds: dict[str, float] = {}
     n_workers = max(1, min(jobs or os.cpu_count() or 1, len(plan)))
@@ -256,6 +266,7 @@ def run_compare(
         "transforms": list(workload.settings.get("transforms", [])),
         "seed": seed,
         "network": network,
+        "run_options": options,
         "allocs": _dedupe([a for a, _ in plan]),
         "scenarios": _dedupe([s for _, s in plan]),
         "runs": [

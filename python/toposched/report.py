@@ -32,6 +32,13 @@ def terminal_summary(result: "SimResult", *, read_s: float | None = None, sim_s:
         f"{inp['records']:,} records, {jobs['in_workload']:,} in workload, {jobs['replayed']:,} replayed, "
         f"{jobs['skipped_never_fit']:,} not placed (see skipped.parquet), {jobs['killed_at_walltime']:,} killed at their limit",
     )
+    rule = s["policy"].get("kill_at_walltime_rule")
+    if rule:
+        t.add_row("time limits", ("killed at the limit: " if s["policy"]["kill_at_walltime"] else "run on past the limit: ") + rule)
+    settings = inp.get("settings", {})
+    if "node_types" in settings:
+        kinds = ", ".join(f"{k['nodes']} x {k['cores_per_node']} cores" for k in settings["node_types"])
+        t.add_row("node types", f"{kinds}; cores per node {settings['cores_per_node']} ({settings['cores_per_node_from']})")
     if inp["skipped"]:
         t.add_row("left out", ", ".join(f"{k}={v:,}" for k, v in inp["skipped"].items()))
     if inp["repairs"]:

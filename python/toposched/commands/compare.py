@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 from typing import Any
-from ._args import positive_int as _positive_int
+from ._args import add_run_options, positive_int as _positive_int, run_options
 
 NAME = "compare"
 HELP = "compare allocation policies and speedup scenarios on one workload (parallel runs, report)"
@@ -23,6 +23,7 @@ examples:
   toposched compare --trace LLNL-Thunder-2007-1.1-cln.swf.gz --system cab --transform scale:2 \\
       --scenarios none,ta5,ta10,ta20,v1,v2 --out out/thunder-2x
   toposched compare --trace CEA-Curie-2011-2.1-cln.swf.gz --system pinot --transform cores:16 days:30 drop --out out/curie
+  toposched compare --trace LLNL-Thunder-2007-1.1-cln.swf.gz --system cab --transform scale:2 --profile flux-sc18 --out out/thunder-sc18
 
 Runs: every policy with scenario none; the topology-aware policies (isolated) also with every other
 scenario. Scenarios shorten run times (the requested times stay): ta5/ta10/ta20 = 5/10/20% shorter
@@ -44,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..workload import FORMATS
 
     g = parser.add_argument_group("what to replay")
-    g.add_argument("--trace", required=True, metavar="LOG", help="job log: SWF (.swf, .swf.gz) or Slurm sacct -P dump")
+    g.add_argument("--trace", required=True, metavar="LOG", help="job log: SWF (.swf, .swf.gz; extended SWF with node lists), Slurm sacct -P dump, or PBS/Torque accounting log")
     g.add_argument("--format", choices=FORMATS, help="log format (default: guessed from the file)")
     g.add_argument("--lenient", action="store_true", help="skip and count malformed log records instead of stopping")
     g.add_argument("--system", required=True, metavar="FABRIC", help="preset, fattree:K=..,S=..,P=.. or topology.conf")
@@ -59,8 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--scenarios", type=_csv, default=list(DEFAULT_SCENARIOS), metavar="S,T",
         help=f"speedup scenarios for the topology-aware policies (all but linear, random, as-logged; default: {','.join(DEFAULT_SCENARIOS)})",
     )
-    g.add_argument("--network", metavar="SPEC", help="predict interference with the network model in every run (docs/network.md)")
-    g.add_argument("--seed", type=int, default=0, help="seed of the v1/v2 draws and of the random policy (default: 0)")
+    add_run_options(parser, seed_help="seed of the v1/v2 draws and of the random policy (default: 0)")
     g = parser.add_argument_group("running and output")
     g.add_argument("--jobs", type=_positive_int, default=None, metavar="N", help="parallel worker processes (default: the number of CPUs)")
     g.add_argument("--out", required=True, metavar="DIR", help="directory for the results")
@@ -77,8 +77,7 @@ def run(args: argparse.Namespace) -> int:
         scenarios=args.scenarios,
         queue=args.queue,
         transforms=args.transform,
-        seed=args.seed,
-        network=args.network,
+        run_options=run_options(args),
         jobs=args.jobs,
         format=args.format,
         lenient=args.lenient,

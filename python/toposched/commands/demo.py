@@ -15,7 +15,7 @@ DEMO_OPTIONS = {
     "scenarios": ["none", "ta10", "v2"],
     "transforms": ["days:60"],
     "queue": "easy",
-    "seed": 0,
+    "run_options": {"seed": 0},
 }
 DESCRIPTION = """\
 Replay the first 60 days of the bundled LLNL Atlas log (Parallel Workloads Archive) on

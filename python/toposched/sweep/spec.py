@@ -80,7 +80,12 @@ SCENARIO_KEYS = ("speedup", "seeds", "network")
 #: RunConfig fields the matrix sets itself (not allowed in [run]).
 MATRIX_FIELDS = ("queue", "alloc", "seed", "network")
 #: Fixed choices of some RunConfig fields.
-CONFIG_CHOICES = {"leaf_order": ("flux-topo", "paper"), "tie_break": ("name", "index")}
+CONFIG_CHOICES = {
+    "leaf_order": ("flux-topo", "paper"),
+    "tie_break": ("name", "index"),
+    "slurm_profile": ("current", "classic"),
+    "event_order": ("per-instant", "per-event"),
+}
 #: What an [[exclude]] table may name (besides [run] fields).
 AXES = ("workload", "fabric", "queue", "alloc", "speedup", "seed", "network")
 
@@ -644,8 +649,18 @@ def _run_axes(c: _Checker, raw: Any) -> dict[str, list[Any]]:
     allowed = [k for k in cfg if k not in MATRIX_FIELDS]
     defaults = _config_defaults()
     axes: dict[str, list[Any]] = {}
+    if "profile" in t:
+        # profile = "flux-sc18": its values, unless the same table sets the field itself
+        from ..profiles import PROFILES
+
+        name = c.string(t["profile"], _join("run", "profile"), tuple(PROFILES))
+        for k, v in PROFILES.get(name or "", {}).items():
+            if k not in t:
+                axes[k] = [v]
     for k, v in t.items():
         where = _join("run", k)
+        if k == "profile":
+            continue
         if k in MATRIX_FIELDS:
             home = {"queue": "policies.queue", "alloc": "policies.alloc", "seed": "scenarios.seeds", "network": "scenarios.network"}[k]
             c.err(where, f"'{k}' is an axis of the matrix: set it as {home}")
@@ -674,7 +689,7 @@ def _config_value(c: _Checker, key: str, v: Any, where: str, f: Any, default: An
         return v if _python_policy(c, v, where) else _BAD
     if key in CONFIG_CHOICES:
         r = c.string(v, where, CONFIG_CHOICES[key])
-    elif ann == "bool" or isinstance(default, bool):
+    elif ann.startswith("bool") or isinstance(default, bool):
         r = c.boolean(v, where)
     elif "int" in ann:
         r = c.integer(v, where, 1)

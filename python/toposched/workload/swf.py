@@ -87,10 +87,11 @@ _MAX_FAST_DIGITS = 18  # 18 digits always fit in int64; longer numbers go to the
 _NUMBER_RE = re.compile(rb"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z")
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
-# `; Key: value`: a short key right after "; " (at most one space), then ':' followed by a
-# blank or the end of the line. Indented lines (";    http://...", ";\tsee: http://...")
-# are continuations, and "http://x" is not a key because ':' is followed by '/'.
-_HEADER_RE = re.compile(r"; ?([A-Za-z][A-Za-z0-9_\- ]{0,40}?)[ \t]*:(?:[ \t]+(.*)|[ \t]*)$")
+# `; Key: value`: a short key right after ";" (no space or one), then ':'. Indented lines
+# (";    http://...", ";\tsee: http://...") are continuations, and "http://x" is not a key
+# because ':' is followed by '//'.
+# A value may follow the colon without a blank (";MaxNodes:184"), but "://" is a URL.
+_HEADER_RE = re.compile(r"; ?([A-Za-z][A-Za-z0-9_\- ]{0,40}?)[ \t]*:(?!//)[ \t]*(.*)$")
 _LEADING_INT_RE = re.compile(r"\s*(\d+)")
 _INT_RE = re.compile(r"\s*([+-]?\d+)\s*\Z")
 
@@ -353,15 +354,59 @@ def _leading_int(text: str | None) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _cores_per_node_from_header(first: dict[str, str]) -> int | None:
-    """``MaxProcs // MaxNodes`` (at least 1) when both start with an integer and MaxNodes
-    is positive. Leading integers, because some logs annotate the value (CTC:
-    ``MaxNodes: 338 (batch partition; 512 total)``)."""
+_TYPES_RE = re.compile(r"\s*(\d+)\s*\(\s*(\d+(?:\s*,\s*\d+)+)\s*\)\s*\Z")
+
+
+def node_types_from_header(first: dict[str, str]) -> list[dict[str, int]] | None:
+    """Node types of a heterogeneous machine, from ``MaxNodes: 184 (6, 171, 7)`` and
+    ``MaxProcs: 1664 (72, 1368, 224)`` (the SWF convention: the total, then one count per
+    type, in the same order in both fields). None when the header does not list types
+    (or the two lists disagree in length or do not add up to their totals)."""
+    m_nodes = _TYPES_RE.match(first.get("MaxNodes", ""))
+    m_procs = _TYPES_RE.match(first.get("MaxProcs", ""))
+    if m_nodes is None or m_procs is None:
+        return None
+    nodes = [int(x) for x in m_nodes.group(2).split(",")]
+    procs = [int(x) for x in m_procs.group(2).split(",")]
+    if len(nodes) != len(procs) or sum(nodes) != int(m_nodes.group(1)) or sum(procs) != int(m_procs.group(1)) or min(nodes) <= 0:
+        return None
+    return [{"nodes": n, "procs": p, "cores_per_node": max(1, p // n)} for n, p in zip(nodes, procs)]
+
+
+def _cores_per_node_from_header(first: dict[str, str]) -> tuple[int, str] | None:
+    """Cores per node from the header, and how it was found: the most numerous node type's
+    when ``MaxNodes``/``MaxProcs`` list types (first listed wins a tie), else ``MaxProcs //
+    MaxNodes`` (at least 1) when both start with an integer and MaxNodes is positive.
+    Leading integers, because some logs annotate the value (CTC: ``MaxNodes: 338 (batch
+    partition; 512 total)``)."""
+    types = node_types_from_header(first)
+    if types is not None:
+        main = max(types, key=lambda t: t["nodes"])  # max() keeps the first of equals
+        return main["cores_per_node"], (
+            f"header node types: the most numerous type ({main['nodes']} nodes of "
+            f"{main['cores_per_node']} cores)"
+        )
     procs = _leading_int(first.get("MaxProcs"))
     nodes = _leading_int(first.get("MaxNodes"))
     if procs is None or nodes is None or nodes <= 0:
         return None
-    return max(1, procs // nodes)
+    return max(1, procs // nodes), "header MaxProcs/MaxNodes"
+
+
+_YES = ("yes", "true", "y", "1")
+_NO = ("no", "false", "n", "0")
+
+
+def allow_overuse_from_header(first: dict[str, str]) -> bool | None:
+    """``AllowOveruse: yes``/``true``: jobs could run past their requested time on the
+    logged machine. None when the header does not say (or says something else)."""
+    value = first.get("AllowOveruse", "").strip().lower()
+    word = value.split()[0] if value else ""
+    if word in _YES:
+        return True
+    if word in _NO:
+        return False
+    return None
 
 
 def read_swf(
@@ -458,8 +503,13 @@ def read_swf(
         note["cores_per_node_from"] = "option"
     else:
         derived = _cores_per_node_from_header(col.header.first)
-        cpn = derived if derived is not None else 1
-        note["cores_per_node_from"] = "header MaxProcs/MaxNodes" if derived is not None else "default"
+        cpn, note["cores_per_node_from"] = derived if derived is not None else (1, "default")
+    types = node_types_from_header(col.header.first)
+    if types is not None:
+        note["node_types"] = types
+    overuse = allow_overuse_from_header(col.header.first)
+    if overuse is not None:
+        note["allow_overuse"] = overuse
     if lenient:
         note["lenient_examples"] = list(col.examples)
     if col.extended_lines:
