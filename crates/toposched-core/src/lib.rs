@@ -7,12 +7,14 @@
 //! - [`alloc`]: allocation policies (which nodes): `linear`, `random`, `isolated`.
 //! - [`queue`]: queue policies (who goes next): `fcfs`, `easy`.
 //! - [`engine`]: the discrete-event loop and its total event order.
+//! - [`planner`]: free nodes over time, the projected future queue policies reason on.
 //! - [`metrics`]: APH, bounded slowdown, utilization sampling.
 
 pub mod alloc;
 pub mod engine;
 pub mod metrics;
 pub mod network;
+pub mod planner;
 pub mod queue;
 pub mod state;
 pub mod topology;

@@ -32,11 +32,13 @@
 //!
 //! `--queue-depth` does not apply: every queued job holds a reservation.
 //!
-//! *Cost*: O(queue x (running + queue)) per pass for fungible policies; non-fungible
-//! policies add an allocation call per candidate start.
+//! *Cost*: fungible policies search a [`Planner`] (free nodes over time) built once per
+//! pass: O(breakpoints) per reservation made or moved. Non-fungible policies project the
+//! node state at each candidate start: an allocation call per candidate.
 
 use super::{PassCtx, QueuePolicy};
 use crate::alloc::Guard;
+use crate::planner::Planner;
 use crate::state::NodeSet;
 
 #[derive(Clone, Debug)]
@@ -67,55 +69,46 @@ impl Conservative {
         }
     }
 
-    /// Earliest start in `[now, limit]` for `job` on counts, ignoring `job`'s own reservation.
-    fn earliest_count(&self, ctx: &PassCtx, job: u32, limit: i64) -> Option<i64> {
+    /// The free node counts over time this pass starts from: running jobs end at their
+    /// expected end (a job past its limit, possible only with run-on, within a second),
+    /// every queued job's reservation holds its nodes over its window.
+    fn planner(&self, ctx: &PassCtx) -> Planner {
         let now = ctx.now();
-        let spec = ctx.jobs[job as usize];
-        // Free-node deltas over time.
-        let mut deltas: Vec<(i64, i64)> = Vec::with_capacity(ctx.core.running.len() + 2 * self.reservations.len());
+        let mut changes: Vec<(i64, i64)> = Vec::with_capacity(ctx.core.running.len() + 2 * ctx.core.queue.len());
         for &(expected_end, r) in &ctx.core.running {
-            deltas.push((expected_end.max(now + 1), ctx.jobs[r as usize].nodes as i64));
+            changes.push((expected_end.max(now + 1), ctx.jobs[r as usize].nodes as i64));
         }
         for &q in &ctx.core.queue {
-            if q == job {
-                continue;
-            }
             if let Some(res) = &self.reservations[q as usize] {
                 let n = ctx.jobs[q as usize].nodes as i64;
-                deltas.push((res.start.max(now), -n));
-                deltas.push((res.end.max(now), n));
+                changes.push((res.start, -n));
+                changes.push((res.end, n));
             }
         }
-        deltas.sort_unstable();
-        let need = spec.nodes as i64;
-        let mut free = ctx.n_free() as i64;
-        let mut i = 0;
-        // Fold every delta at or before now into the starting count.
-        while i < deltas.len() && deltas[i].0 <= now {
-            free += deltas[i].1;
-            i += 1;
+        Planner::new(now, ctx.n_free() as i64, &mut changes)
+    }
+
+    /// Counts: the earliest start in `[now, limit]` for `job`, with its current
+    /// reservation (`held`) taken out of `plan` for the search. The chosen window (the new
+    /// one, or `held` when none is found) is put (back) into `plan`.
+    fn reserve_in_plan(plan: &mut Planner, ctx: &PassCtx, job: u32, held: Option<&Reservation>, limit: i64) -> Option<Reservation> {
+        let spec = ctx.jobs[job as usize];
+        let n = spec.nodes as i64;
+        if let Some(h) = held {
+            plan.add(h.start, h.end - h.start, n);
         }
-        let mut cand = if free >= need { Some(now) } else { None };
-        while i < deltas.len() {
-            let t = deltas[i].0;
-            if let Some(c) = cand {
-                if t >= c + spec.walltime_s {
-                    break;
+        match plan.earliest(n, spec.walltime_s, ctx.now(), limit) {
+            Some(start) => {
+                plan.add(start, spec.walltime_s, -n);
+                Some(Reservation { start, end: start + spec.walltime_s, nodes: Vec::new(), class: 0 })
+            }
+            None => {
+                if let Some(h) = held {
+                    plan.add(h.start, h.end - h.start, -n);
                 }
-            }
-            while i < deltas.len() && deltas[i].0 == t {
-                free += deltas[i].1;
-                i += 1;
-            }
-            if free >= need {
-                if cand.is_none() {
-                    cand = Some(t);
-                }
-            } else {
-                cand = None;
+                None
             }
         }
-        cand.filter(|&c| c <= limit)
     }
 
     /// Earliest start in `[now, limit]` for `job` as a node set, ignoring its own reservation.
@@ -171,17 +164,18 @@ impl Conservative {
         None
     }
 
-    /// Make (or re-make, no later than `limit`) the reservation of `job`.
-    fn reserve(&mut self, ctx: &mut PassCtx, job: u32, limit: i64) -> Option<Reservation> {
+    /// Make (or re-make, no later than `limit`) the reservation of `job`: on counts in
+    /// `plan` (fungible policies), else as a node set.
+    fn reserve(&mut self, plan: Option<&mut Planner>, ctx: &mut PassCtx, job: u32, held: Option<&Reservation>, limit: i64) -> Option<Reservation> {
         let walltime = ctx.jobs[job as usize].walltime_s;
-        if ctx.alloc.fungible() {
-            let start = self.earliest_count(ctx, job, limit)?;
-            Some(Reservation { start, end: start + walltime, nodes: Vec::new(), class: 0 })
-        } else {
-            let (start, mut nodes) = self.earliest_nodes(ctx, job, limit)?;
-            nodes.sort_unstable();
-            let class = ctx.topo.span_class(&nodes);
-            Some(Reservation { start, end: start + walltime, nodes, class })
+        match plan {
+            Some(plan) => Self::reserve_in_plan(plan, ctx, job, held, limit),
+            None => {
+                let (start, mut nodes) = self.earliest_nodes(ctx, job, limit)?;
+                nodes.sort_unstable();
+                let class = ctx.topo.span_class(&nodes);
+                Some(Reservation { start, end: start + walltime, nodes, class })
+            }
         }
     }
 }
@@ -199,6 +193,7 @@ impl QueuePolicy for Conservative {
         let now = ctx.now();
         self.ensure_len(ctx.jobs.len());
         let queue = ctx.core.queue.clone();
+        let mut plan = if ctx.alloc.fungible() { Some(self.planner(ctx)) } else { None };
         let position = |q: u32| queue.iter().position(|&x| x == q).unwrap_or(usize::MAX);
         // 2. compression after ends
         if ctx.core.ended != self.ended_seen {
@@ -213,7 +208,8 @@ impl QueuePolicy for Conservative {
                 if start <= now {
                     continue;
                 }
-                if let Some(better) = self.reserve(ctx, q, start - 1) {
+                let held = self.reservations[q as usize].clone();
+                if let Some(better) = self.reserve(plan.as_mut(), ctx, q, held.as_ref(), start - 1) {
                     ctx.core.log_reservation(now, q, better.start);
                     self.reservations[q as usize] = Some(better);
                 }
@@ -222,7 +218,7 @@ impl QueuePolicy for Conservative {
         // 1. new jobs, in queue order
         for &q in &queue {
             if self.reservations[q as usize].is_none() {
-                match self.reserve(ctx, q, i64::MAX) {
+                match self.reserve(plan.as_mut(), ctx, q, None, i64::MAX) {
                     Some(r) => {
                         ctx.core.log_reservation(now, q, r.start);
                         self.reservations[q as usize] = Some(r);
@@ -255,18 +251,16 @@ impl QueuePolicy for Conservative {
             let res = self.reservations[q as usize].take().expect("due job has a reservation");
             let ok = if ctx.alloc.fungible() {
                 ctx.try_start(q, &Guard::NONE)
-            } else if res.nodes.iter().all(|&n| ctx.core.state.is_free(n)) {
-                ctx.core.start(ctx.topo, ctx.jobs, q, res.nodes);
-                true
             } else {
-                false
+                ctx.try_start_on(q, &res.nodes)
             };
             if ok {
                 started.push(q);
             } else {
-                // Only with --run-on: a job past its limit still holds nodes it was
-                // expected to free (such jobs are assumed to end within a second).
-                let again = self.reserve(ctx, q, i64::MAX).expect("an empty machine fits every queued job");
+                // Only with --run-on (a job past its limit still holds nodes it was
+                // expected to free; such jobs are assumed to end within a second), or when
+                // the job's --switches limit refuses the reserved nodes for now.
+                let again = self.reserve(plan.as_mut(), ctx, q, Some(&res), i64::MAX).expect("an empty machine fits every queued job");
                 ctx.core.log_reservation(now, q, again.start);
                 self.reservations[q as usize] = Some(again);
             }

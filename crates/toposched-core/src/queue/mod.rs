@@ -50,6 +50,21 @@ impl PassCtx<'_> {
     }
 }
 
+impl PassCtx<'_> {
+    /// Start `job` on exactly `nodes` (a binding reservation) if they are all free and the
+    /// job's `--switches` limit allows them now.
+    pub fn try_start_on(&mut self, job: u32, nodes: &[u32]) -> bool {
+        if nodes.len() != self.jobs[job as usize].nodes as usize || !nodes.iter().all(|&n| self.core.state.is_free(n)) {
+            return false;
+        }
+        if !self.core.switches_allow(self.topo, job, nodes) {
+            return false;
+        }
+        self.core.start(self.topo, self.jobs, job, nodes.to_vec());
+        true
+    }
+}
+
 /// A queue policy.
 pub trait QueuePolicy: Send + Sync {
     fn name(&self) -> String;
