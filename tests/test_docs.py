@@ -29,7 +29,16 @@ def test_markdown_python_blocks_run(code, monkeypatch):
     exec(compile(code, "<doc>", "exec"), {})
 
 
-@pytest.mark.parametrize("module", ["toposched.simulate", "toposched.topology", "toposched.workload.normalize", "toposched.check", "toposched.policies", "toposched.aslogged", "toposched.transforms", "toposched.contention"])
+def _modules() -> list[str]:
+    import pkgutil
+
+    import toposched
+
+    return sorted(m.name for m in pkgutil.walk_packages(toposched.__path__, "toposched.") if not m.name.endswith("__main__"))
+
+
+@pytest.mark.parametrize("module", _modules())
 def test_module_doctests(module):
+    # every module of the package, found by listing it: a new module's examples run too
     result = doctest.testmod(importlib.import_module(module))
     assert result.failed == 0

@@ -188,7 +188,7 @@ def test_build_page_api_without_plotly_has_no_script():
     assert "<script" not in page
     assert "<title>A &lt;sweep&gt;</title>" in page
     assert "<td>a&lt;b</td><td class=num>1,234</td>" in page
-    assert "1.23e-04" in page and "<td class=num>-</td>" in page
+    assert "<td class=num>&lt;0.001</td>" in page and "<td class=num>-</td>" in page  # never scientific notation
     assert '<a href="figures/x.svg"><img src="figures/x.png"' in page
 
 

@@ -21,9 +21,23 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 
-def _overlaps(key: np.ndarray, start: np.ndarray, end: np.ndarray, job: np.ndarray, what: str, limit: int) -> list[str]:
-    """Pairs of intervals with the same key that overlap. Sorted by (key, start), an overlap
-    exists iff two neighbours overlap, so one pass over neighbours suffices."""
+class Problems(list):
+    """The problems found, at most ``limit`` shown per kind, each truncated kind followed by
+    an "and N more" line; ``total`` counts every problem, shown or not."""
+
+    total: int = 0
+
+    def add(self, lines: list[str], count: int, what: str) -> None:
+        self.extend(lines)
+        if count > len(lines):
+            self.append(f"... and {count - len(lines):,} more {what} ({count:,} in all)")
+        self.total += count
+
+
+def _overlaps(key: np.ndarray, start: np.ndarray, end: np.ndarray, job: np.ndarray, what: str, limit: int) -> tuple[list[str], int]:
+    """Pairs of intervals with the same key that overlap (the first ``limit``, and how many
+    in all). Sorted by (key, start), an overlap exists iff two neighbours overlap, so one
+    pass over neighbours suffices."""
     keep = end > start  # zero-length intervals hold nothing
     key, start, end, job = key[keep], start[keep], end[keep], job[keep]
     order = np.lexsort((start, key))
@@ -32,24 +46,25 @@ def _overlaps(key: np.ndarray, start: np.ndarray, end: np.ndarray, job: np.ndarr
     return [
         f"{what} {int(key[i])} held by jobs {int(job[i])} [{int(start[i])}, {int(end[i])}) and {int(job[i + 1])} [{int(start[i + 1])}, {int(end[i + 1])})"
         for i in bad[:limit]
-    ]
+    ], len(bad)
 
 
-def check_schedule(jobs: pa.Table, fabric: dict, *, interference_free: bool = False, limit: int = 10) -> list[str]:
-    """Problems found in a schedule (empty when it is sound)."""
-    problems: list[str] = []
+def check_schedule(jobs: pa.Table, fabric: dict, *, interference_free: bool = False, limit: int = 10) -> Problems:
+    """Problems found in a schedule (empty when it is sound): the first ``limit`` of each
+    kind, an "and N more" line for each kind cut short, and ``.total`` for all of them."""
+    problems = Problems()
     job_id = jobs.column("job_id").to_numpy()
     submit = jobs.column("submit_s").to_numpy()
     start = jobs.column("start_s").to_numpy()
     end = jobs.column("end_s").to_numpy()
     early = np.flatnonzero(start < submit)
-    problems += [f"job {int(job_id[i])} starts at {int(start[i])}, before its submit {int(submit[i])}" for i in early[:limit]]
+    problems.add([f"job {int(job_id[i])} starts at {int(start[i])}, before its submit {int(submit[i])}" for i in early[:limit]], len(early), "jobs starting before their submit")
     lists = jobs.column("node_ids").combine_chunks()
     offsets = lists.offsets.to_numpy()
     nodes = lists.values.to_numpy()
     per_job = offsets[1:] - offsets[:-1]
     jrow = np.repeat(np.arange(len(job_id)), per_job)
-    problems += _overlaps(nodes, start[jrow], end[jrow], job_id[jrow], "node", limit)
+    problems.add(*_overlaps(nodes, start[jrow], end[jrow], job_id[jrow], "node", limit), "nodes held by two jobs at once")
     if interference_free:
         leaf_of = np.asarray(fabric["node_leaf"])
         pod_of_leaf = np.asarray(fabric["leaf_pod"])
@@ -61,11 +76,11 @@ def check_schedule(jobs: pa.Table, fabric: dict, *, interference_free: bool = Fa
             spans = np.bincount(pairs[0], minlength=len(job_id))
             spanning = spans[pairs[0]] > 1
             j, k = pairs[0][spanning], pairs[1][spanning]
-            problems += _overlaps(k, start[j], end[j], job_id[j], f"{level} (two spanning jobs on)", limit)
+            problems.add(*_overlaps(k, start[j], end[j], job_id[j], f"{level} (two spanning jobs on)", limit), f"{level}s shared by two spanning jobs")
     return problems
 
 
-def check_run_dir(out_dir: str | Path, *, interference_free: bool = False) -> list[str]:
+def check_run_dir(out_dir: str | Path, *, interference_free: bool = False) -> Problems:
     """:func:`check_schedule` on the files a run wrote."""
     out = Path(out_dir)
     jobs = pq.read_table(out / "jobs.parquet")

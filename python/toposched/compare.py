@@ -303,24 +303,28 @@ def build_report(out_dir: Path) -> Path | None:
 
 
 def summary_table(document: dict[str, Any]):
-    """A rich table, one row per run: mean wait (h), mean bounded slowdown, mean
-    utilization (%), makespan (h), mean APH of multi-node jobs."""
+    """A rich table, one row per run: mean wait, mean bounded slowdown, mean utilization
+    (%), makespan, mean APH of multi-node jobs. Times in one unit per column, chosen by
+    magnitude (toposched.units) and named in the header."""
     from rich import box
     from rich.table import Table
 
     from .report import _fmt
+    from .units import duration_unit
 
     runs = document["runs"]
     fabric = runs[0]["summary"]["fabric"] if runs else {"name": document["system"], "nodes": "?"}
     title = f"{Path(document['trace']).name} on {fabric['name']} ({fabric['nodes']} nodes), {document['queue']}"
     if document["transforms"]:
         title += f" ({', '.join(document['transforms'])})"
-    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, title=title, title_justify="left", caption="means: wait (hours), bounded slowdown, utilization; APH of jobs >= 2 nodes", caption_justify="left")
+    waits = [r["summary"]["wait_s"]["mean"] for r in runs if r["summary"]["wait_s"]["mean"] is not None]
+    spans = [r["summary"]["makespan_s"] for r in runs if r["summary"]["makespan_s"] is not None]
+    wu, wd = duration_unit(max(waits, default=0))
+    mu, md = duration_unit(max(spans, default=0))
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, title=title, title_justify="left", caption=f"means over the replayed jobs: wait ({wu}), bounded slowdown (10 s threshold), utilization (% of nodes busy); makespan ({mu}); APH of jobs >= 2 nodes; sped up: jobs the scenario shortened", caption_justify="left")
     t.add_column("policy", no_wrap=True)
     t.add_column("scenario", no_wrap=True)
-    # Means over the replayed jobs; APH over jobs of 2+ nodes; "sped up": jobs the
-    # scenario shortened.
-    for head in ("wait h", "bsld", "util %", "makespan h", "APH", "sped up"):
+    for head in (f"wait {wu}", "bsld", "util %", f"makespan {mu}", "APH", "sped up"):
         t.add_column(head, justify="right", no_wrap=True)
     previous = None
     for r in runs:
@@ -331,10 +335,10 @@ def summary_table(document: dict[str, Any]):
         t.add_row(
             r["alloc"] if r["alloc"] != previous else "",
             r["scenario"],
-            _fmt(None if wait_mean is None else wait_mean / 3600, 2),
+            _fmt(None if wait_mean is None else wait_mean / wd, 1 if wd > 1 else 0),
             _fmt(s["bounded_slowdown"]["mean"], 2),
             _fmt(None if util is None else 100 * util, 1),
-            _fmt(None if mk is None else mk / 3600, 1),
+            _fmt(None if mk is None else mk / md, 1 if md > 1 else 0),
             _fmt(s["aph"]["mean"], 3),
             f"{s['input']['repairs'].get('scenario_sped_up', 0):,}",
         )

@@ -14,8 +14,11 @@ def _fmt(x: float | None, digits: int = 1) -> str:
     return "-" if x is None else f"{x:,.{digits}f}"
 
 
-def _hours(x: float | None) -> str:
-    return "-" if x is None else f"{x / 3600:,.2f} h"
+def _duration(x: float | None) -> str:
+    """A duration in the unit that reads best (toposched.units)."""
+    from .units import fmt_duration
+
+    return fmt_duration(x)
 
 
 def terminal_summary(result: "SimResult", *, read_s: float | None = None, sim_s: float | None = None) -> Table:
@@ -44,12 +47,17 @@ def terminal_summary(result: "SimResult", *, read_s: float | None = None, sim_s:
     if inp["repairs"]:
         t.add_row("repairs", ", ".join(f"{k}={v:,}" for k, v in inp["repairs"].items()))
     if s["skipped_reasons"]:
-        t.add_row("not placed", "; ".join(f"{v:,} x {k}" for k, v in list(s["skipped_reasons"].items())[:3]))
-    t.add_row("makespan", _hours(s["makespan_s"]))
+        reasons = sorted(s["skipped_reasons"].items(), key=lambda kv: (-kv[1], kv[0]))
+        shown = "; ".join(f"{v:,} x {k}" for k, v in reasons[:3])
+        if len(reasons) > 3:
+            rest = sum(v for _, v in reasons[3:])
+            shown += f"; and {len(reasons) - 3} more reasons for {rest:,} jobs (see skipped.parquet)"
+        t.add_row("not placed", shown)
+    t.add_row("makespan", _duration(s["makespan_s"]))
     u = s["utilization"]["mean"]
     t.add_row("utilization", "-" if u is None else f"{100 * u:.1f}% mean (sampled every {s['utilization']['step_s']} s)")
     w = s["wait_s"]
-    t.add_row("wait", f"mean {_hours(w['mean'])}, median {_hours(w['median'])}, p95 {_hours(w['p95'])}")
+    t.add_row("wait", f"mean {_duration(w['mean'])}, median {_duration(w['median'])}, p95 {_duration(w['p95'])}")
     b = s["bounded_slowdown"]
     t.add_row("bounded slowdown", f"mean {_fmt(b['mean'], 2)}, median {_fmt(b['median'], 2)}, p95 {_fmt(b['p95'], 2)}")
     a = s["aph"]

@@ -23,5 +23,5 @@ def run(args: argparse.Namespace) -> int:
     problems = check_run_dir(args.out, interference_free=args.interference_free)
     for p in problems:
         print(p)
-    print(f"{len(problems)} problem(s) found" if problems else "schedule OK")
+    print(f"{problems.total:,} problem(s) found" if problems else "schedule OK")
     return 1 if problems else 0

@@ -112,6 +112,11 @@ def run_with(*, trace: str, system: str, out: str, report: bool = True, quiet: b
         print("interrupted: finished runs are in " + str(Path(out) / "runs") + "; no compare.json was written", file=sys.stderr)
         return 130
     console.print(summary_table(result.document))
+    from ..reporting.story import compare_story
+
+    fabric = result.document["runs"][0]["summary"].get("fabric", {}) if result.document["runs"] else {}
+    story = compare_story(result.document, [(r["alloc"], r["scenario"], r["summary"]) for r in result.document["runs"]], fabric)
+    console.print(story.text(), soft_wrap=True, highlight=False, markup=False)
     runs = result.document["runs"]
     incomplete = [r["dir"] for r in runs if not r["summary"]["complete"]]
     console.print(f"{len(runs)} runs in {result.total_s:.1f} s; results in {Path(out)}/ (compare.json, runs/)", soft_wrap=True)

@@ -290,12 +290,10 @@ def utilization_stats(run: RunData) -> tuple[float, float, float, float, float, 
 
 
 def time_unit(max_seconds: float) -> tuple[str, float]:
-    """A unit that keeps numbers readable: (name, seconds per unit)."""
-    if max_seconds >= 2 * 3600:
-        return "h", 3600.0
-    if max_seconds >= 120:
-        return "min", 60.0
-    return "s", 1.0
+    """A unit that keeps numbers readable: (name, seconds per unit); toposched.units'."""
+    from ..units import duration_unit
+
+    return duration_unit(max_seconds)
 
 
 def mean_wait_rows(datas: Sequence[CompareData]) -> tuple[list[str], list[list[Any]]]:
@@ -314,12 +312,15 @@ def mean_wait_rows(datas: Sequence[CompareData]) -> tuple[list[str], list[list[A
 
 
 def fmt_hours(h: float | None) -> str:
-    """Hours as the paper prints them: 3 significant digits, small values kept readable."""
+    """Hours as the paper prints them: 3 significant digits; never scientific notation
+    (a wait under 0.001 h, 3.6 s, prints as '<0.001')."""
     if h is None:
         return "-"
     if h == 0:
         return "0"
-    return f"{h:.3g}" if abs(h) >= 0.001 else f"{h:.1e}"
+    if abs(h) < 0.001:
+        return "<0.001"
+    return f"{h:,.3g}" if abs(h) >= 1 else f"{h:.3f}".rstrip("0")
 
 
 # ----------------------------------------------------------------------------- figures
@@ -345,6 +346,15 @@ def save_figure(fig: Any, out_path: Path, formats: Sequence[str] = ("png", "svg"
             fig.savefig(p, format=fmt, dpi=PNG_DPI, metadata=meta)
             written.append(p)
     return written
+
+
+def _title(fig: Any, ax: Any, text: str) -> None:
+    """A title wrapped to the figure's width (about 13 characters per inch at 10 pt), so
+    that no line is cut at the right edge."""
+    import textwrap
+
+    width = max(30, int(fig.get_figwidth() * 13))
+    ax.set_title("\n".join(textwrap.fill(line, width) for line in text.split("\n")), fontsize=10)
 
 
 def _new_figure(w: float, h: float) -> tuple[Any, Any]:
@@ -395,10 +405,10 @@ def aph_figure(data: CompareData) -> Any:
         ax.plot([], [], color="#000000", linewidth=1.4, linestyle="--", label="ideal APH (median job of the bin)")
     ax.set_xticks(range(len(bins)), bins)
     ax.set_xlim(-0.6, len(bins) - 0.4)
-    ax.set_ylim(bottom=-0.1)
+    ax.set_ylim(bottom=0)  # hops cannot be negative
     ax.set_xlabel("job size (nodes)")
     ax.set_ylabel("average pairwise hops")
-    ax.set_title(f"APH by job size: {data.workload_label}\nbox 25th-75th percentile, line median, whiskers min and max", fontsize=10)
+    _title(fig, ax, f"APH by job size: {data.workload_label}\nbox 25th-75th percentile, line median, whiskers min and max")
     fig.legend(fontsize=8, loc="outside lower center", frameon=False, ncol=len(runs) + 1)
     return fig
 
@@ -425,19 +435,24 @@ def utilization_figure(data: CompareData) -> Any:
     ax.set_ylim(0, 102)
     ax.set_ylabel("utilization (% of nodes busy)")
     step = next((r.summary.get("utilization", {}).get("step_s") for r in data.runs), 60)
-    ax.set_title(f"Utilization, one sample every {step} s: {data.workload_label}", fontsize=10)
+    _title(fig, ax, f"Utilization, one sample every {step} s: {data.workload_label}")
     fig.legend(fontsize=8, loc="outside lower right", frameon=False)
     return fig
 
 
 def makespan_figure(data: CompareData) -> Any:
     fig, ax = _new_figure(min(12.0, max(5.5, 1.5 + 0.9 * len(data.runs))), 4.0)
-    vals = [(r.summary.get("makespan_s") or 0) / 3600.0 for r in data.runs]
+    secs = [float(r.summary.get("makespan_s") or 0) for r in data.runs]
+    unit, div = time_unit(max(secs, default=0))
+    vals = [v / div for v in secs]
     bars = ax.bar(range(len(vals)), vals, color=[r.color for r in data.runs], width=0.65)
-    ax.bar_label(bars, labels=[f"{v:.1f}" for v in vals], fontsize=8, padding=2)
+    # near-equal bars hide the differences: print each one's difference from the first run
+    labels = [f"{vals[0]:,.1f}"] + [f"{v:,.1f} ({100 * (v - vals[0]) / vals[0]:+.1f}%)" if vals[0] else f"{v:,.1f}" for v in vals[1:]]
+    ax.bar_label(bars, labels=labels, fontsize=9, padding=2)
     ax.set_xticks(range(len(vals)), [r.label for r in data.runs], rotation=20 if len(vals) > 4 else 0)
-    ax.set_ylabel("makespan (hours)")
-    ax.set_title(f"Makespan (first submit to last end): {data.workload_label}", fontsize=10)
+    ax.set_ylim(bottom=0)
+    ax.set_ylabel(f"makespan ({unit})")
+    _title(fig, ax, f"Makespan (first submit to last end; % against {data.runs[0].label if data.runs else '-'}): {data.workload_label}")
     ax.margins(y=0.12)
     return fig
 
@@ -457,7 +472,8 @@ def wait_figure(data: CompareData) -> Any:
     ax.set_xticks(range(len(groups)), groups)
     ax.set_xlabel("job size (nodes); last group: all jobs")
     ax.set_ylabel(f"mean wait ({unit})")
-    ax.set_title(f"Mean wait by job size: {data.workload_label}", fontsize=10)
+    ax.set_ylim(bottom=0)
+    _title(fig, ax, f"Mean wait by job size: {data.workload_label}")
     fig.legend(fontsize=8, loc="outside lower center", frameon=False, ncol=min(8, len(data.runs)))
     return fig
 

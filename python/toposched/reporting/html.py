@@ -68,7 +68,13 @@ def _cell(v: Any) -> tuple[str, bool]:
             return "-", True
         if f == 0:
             return "0", True
-        return (f"{f:.3g}" if abs(f) >= 0.001 else f"{f:.2e}"), True
+        # three significant digits, thousands separated, never scientific notation
+        a = abs(f)
+        if a >= 100:
+            return f"{f:,.0f}", True
+        if a >= 0.001:
+            return f"{f:.{max(0, 2 - int(np.floor(np.log10(a))))}f}", True
+        return ("&lt;0.001" if f > 0 else "&gt;-0.001"), True
     return html.escape(str(v)), False
 
 
@@ -112,8 +118,10 @@ def plotly_div(fig: Any, *, div_id: str | None = None, height: int | None = None
     return Html(f'<div class="plot">{text}</div>')
 
 
-def image_html(relative_path: str, caption: str, *, svg: str | None = None, alt: str | None = None) -> str:
-    """A figure: the image (linked to its SVG when given) and a caption."""
+def image_html(relative_path: str, caption: str, *, svg: str | None = None, alt: str | None = None, wide: bool = False) -> str:
+    """A figure: the image (linked to its SVG when given) and a caption. ``wide`` shows the
+    image at its own size in a scrolling box instead of shrinking it to the page (fabric
+    snapshots: shrunk, their labels would be unreadable)."""
     src = html.escape(relative_path, quote=True)
     img = f'<img src="{src}" alt="{html.escape(alt or caption, quote=True)}">'
     if svg:
@@ -121,7 +129,8 @@ def image_html(relative_path: str, caption: str, *, svg: str | None = None, alt:
         caption_html = f'{html.escape(caption)} <span class="muted">(<a href="{html.escape(svg, quote=True)}">SVG</a>, <a href="{src}">PNG</a>)</span>'
     else:
         caption_html = html.escape(caption)
-    return Html(f"<figure>{img}<figcaption>{caption_html}</figcaption></figure>")
+    cls = ' class="wide"' if wide else ""
+    return Html(f"<figure{cls}>{img}<figcaption>{caption_html}</figcaption></figure>")
 
 
 _CSS = """
@@ -144,6 +153,10 @@ table.data caption { caption-side: top; text-align: left; color: #555; padding-b
 table.kv th { width: 13em; }
 figure { margin: 1em 0 2em; }
 figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
+figure.wide { overflow-x: auto; }
+figure.wide img { max-width: none; }
+h3 { font-size: 1.05em; margin: 1em 0 0.3em; }
+ul.verdict li { margin-bottom: 0.3em; }
 figcaption { color: #444; font-size: 0.92em; margin-top: 0.3em; }
 .plot { margin: 0.5em 0 1.5em; }
 code { background: #f3f3f3; padding: 0 0.25em; border-radius: 3px; }
@@ -199,44 +212,67 @@ def build_page(title: str, sections: Sequence[tuple[str, str]], *, intro: str = 
 # ----------------------------------------------------------------------------- compare report
 
 
-def _hours(s: float | None) -> float | None:
-    return None if s is None else s / 3600.0
-
-
 def _summary_rows(data: Any) -> tuple[list[str], list[list[Any]]]:
+    """One row per run; waits in one unit and makespans in another, each chosen by the
+    largest value of its columns (toposched.units) and named in the header."""
+    from ..units import duration_unit
+
+    def get(s: dict[str, Any], *keys: str) -> Any:
+        for k in keys:
+            s = s.get(k, {}) if isinstance(s, dict) else {}
+        return None if s == {} else s
+
+    # one unit per column, chosen by its largest value
+    units = {}
+    for k in ("mean", "median", "p95"):
+        units[k] = duration_unit(max([w for r in data.runs if (w := get(r.summary, "wait_s", k)) is not None], default=0))
+    spans = [r.summary.get("makespan_s") for r in data.runs]
+    mu, md = duration_unit(max([m for m in spans if m is not None], default=0))
     cols = [
         "policy",
         "scenario",
         "jobs",
         "never fit",
-        "mean wait (h)",
-        "median wait (h)",
-        "p95 wait (h)",
+        f"mean wait ({units['mean'][0]})",
+        f"median wait ({units['median'][0]})",
+        f"p95 wait ({units['p95'][0]})",
         "mean bounded slowdown",
         "mean utilization (%)",
-        "makespan (h)",
-        "mean APH",
+        f"makespan ({mu})",
+        "mean APH (hops)",
     ]
     rows = []
     for r in data.runs:
         s = r.summary
-        util = s.get("utilization", {}).get("mean")
+        util = get(s, "utilization", "mean")
+        w = [None if (x := get(s, "wait_s", k)) is None else x / units[k][1] for k in ("mean", "median", "p95")]
+        mk = s.get("makespan_s")
         rows.append(
             [
                 r.alloc,
                 r.scenario,
-                s.get("jobs", {}).get("replayed"),
-                s.get("jobs", {}).get("skipped_never_fit"),
-                _hours(s.get("wait_s", {}).get("mean")),
-                _hours(s.get("wait_s", {}).get("median")),
-                _hours(s.get("wait_s", {}).get("p95")),
-                s.get("bounded_slowdown", {}).get("mean"),
+                get(s, "jobs", "replayed"),
+                get(s, "jobs", "skipped_never_fit"),
+                *w,
+                get(s, "bounded_slowdown", "mean"),
                 None if util is None else 100.0 * util,
-                _hours(s.get("makespan_s")),
-                s.get("aph", {}).get("mean"),
+                None if mk is None else mk / md,
+                get(s, "aph", "mean"),
             ]
         )
     return cols, rows
+
+
+def _story_section(data: Any) -> str:
+    from .story import compare_story
+
+    st = compare_story(data.meta, [(r.alloc, r.scenario, r.summary) for r in data.runs], data.fabric)
+    parts = []
+    for head, lines, cls in (("Compared", st.compared, ""), ("Verdict", st.verdict, "verdict"), ("Caveats", st.caveats, "muted")):
+        if lines:
+            items = "".join(f"<li>{html.escape(x)}</li>" for x in lines)
+            parts.append(f'<h3>{head}</h3><ul class="{cls}">{items}</ul>')
+    return Html("".join(parts))
 
 
 def _kv_table(pairs: Sequence[tuple[str, Any]]) -> str:
@@ -348,7 +384,8 @@ def _plotly_figures(data: Any) -> list[tuple[str, Any]]:
         boxmode="group",
         xaxis_title="job size (nodes)",
         xaxis_type="category",
-        yaxis_title="APH",
+        yaxis_title="average pairwise hops",
+        yaxis_rangemode="tozero",
         **layout,
     )
     out.append(("APH by job size", fig))
@@ -375,11 +412,12 @@ def _plotly_figures(data: Any) -> list[tuple[str, Any]]:
     out.append(("Utilization", fig))
 
     fig = go.Figure()
-    hours = [(r.summary.get("makespan_s") or 0) / 3600 for r in data.runs]
-    fig.add_trace(
-        go.Bar(x=[r.label for r in data.runs], y=hours, marker_color=[r.color for r in data.runs], text=[f"{h:.1f}" for h in hours], textposition="outside")
-    )
-    fig.update_layout(title="Makespan (first submit to last end)", yaxis_title="hours", showlegend=False, height=400, **layout)
+    secs = [float(r.summary.get("makespan_s") or 0) for r in data.runs]
+    m_unit, m_div = time_unit(max(secs, default=0))
+    vals = [v / m_div for v in secs]
+    texts = [f"{v:,.1f}" if i == 0 or not vals[0] else f"{v:,.1f} ({100 * (v - vals[0]) / vals[0]:+.1f}%)" for i, v in enumerate(vals)]
+    fig.add_trace(go.Bar(x=[r.label for r in data.runs], y=vals, marker_color=[r.color for r in data.runs], text=texts, textposition="outside"))
+    fig.update_layout(title="Makespan (first submit to last end; % against the first run)", yaxis_title=f"makespan ({m_unit})", yaxis_rangemode="tozero", showlegend=False, height=400, **layout)
     out.append(("Makespan", fig))
 
     wb = wait_by_size(data)
@@ -394,6 +432,7 @@ def _plotly_figures(data: Any) -> list[tuple[str, Any]]:
         xaxis_title="job size (nodes)",
         xaxis_type="category",
         yaxis_title=f"mean wait ({unit})",
+        yaxis_rangemode="tozero",
         **layout,
     )
     out.append(("Mean wait by job size", fig))
@@ -428,12 +467,13 @@ def build_compare_report(out_dir: str | Path) -> Path:
             snaps.append((r, stem, what, info))
 
     sections: list[tuple[str, str]] = []
+    sections.append(("What this report says", _story_section(data)))
     cols, rows = _summary_rows(data)
     sections.append(
         (
             "Summary",
             table_html(cols, rows)
-            + Html('<p class="muted">Wait in hours; bounded slowdown with a 10 s threshold; APH over multi-node jobs. '
+            + Html('<p class="muted">Means over the replayed jobs; bounded slowdown with a 10 s threshold; APH over multi-node jobs. '
                    "Full statistics per run and job-size bin are in each run's summary.json (links at the end).</p>"),  # fmt: skip
         )
     )
@@ -468,7 +508,7 @@ def build_compare_report(out_dir: str | Path) -> Path:
         cap = f"{r.label} {what} (t = {info.time_s} s): {len(info.job_ids)} running jobs, {info.busy_nodes:,} busy nodes, {len(info.shared_leaves)} shared leaf-L2 bundles"
         if three_levels:
             cap += f", {len(info.shared_pods)} shared L2-L3 bundles"
-        snap_parts.append(image_html(f"figures/{stem}.png", cap, svg=f"figures/{stem}.svg"))
+        snap_parts.append(image_html(f"figures/{stem}.png", cap, svg=f"figures/{stem}.svg", wide=True))
     sections.append(("Fabric snapshots", Html("".join(snap_parts))))
 
     link_rows = []

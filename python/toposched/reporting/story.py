@@ -1,0 +1,198 @@
+"""The sentences a comparison's reader needs first: what was compared, what came out, and
+what to be careful about. Generated from ``compare.json`` and the run summaries only, so
+the HTML report's first screen and the terminal say the same thing.
+
+Rules (docs/report.md):
+
+* The *baseline* is the first topology-oblivious run (``linear`` or ``random``) without a
+  speedup scenario; each topology-aware policy's run without a scenario is weighed
+  against it: utilization in percentage points, mean wait and makespan in human units.
+* A scenario "pays for" isolation when the policy's mean wait under it is at most the
+  baseline's. Utilization is not the test there: a scenario shortens jobs, so the same
+  work in less busy time is its benefit, not a cost.
+* A window is called *lightly loaded* when the baseline is under 60% busy or its mean wait
+  is under 10 minutes: placement then barely changes waiting.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..units import fmt_count, fmt_duration, fmt_percent
+
+#: One line per allocation policy: what it does.
+POLICY_TEXT = {
+    "linear": "topology-oblivious: the first free nodes in node order",
+    "random": "topology-oblivious: free nodes drawn at random",
+    "isolated": "interference-free (SC18): no two running jobs share a leaf's or a pod's uplinks",
+    "slurm-tree": "Slurm's topology/tree best fit: as few leaf switches as possible",
+    "as-logged": "the schedule the log itself records",
+}
+
+#: One line per speedup scenario: what it assumes.
+SCENARIO_TEXT = {
+    "none": "run times as logged",
+    "ta5": "jobs over 4 nodes run 5% shorter when placed topology-aware (SC18's assumed benefit)",
+    "ta10": "jobs over 4 nodes run 10% shorter when placed topology-aware (SC18's assumed benefit)",
+    "ta20": "jobs over 4 nodes run 20% shorter when placed topology-aware (SC18's assumed benefit)",
+    "v1": "each job 0-10%, 0-20% or 0-30% shorter, bin drawn at random, larger jobs more (SC18 V1)",
+    "v2": "jobs of 5-128 nodes 0-20% shorter, larger ones 10-30%, small ones not at all (SC18 V2)",
+}
+
+OBLIVIOUS = ("linear", "random")
+LIGHT_UTILIZATION = 0.60
+LIGHT_WAIT_S = 600.0
+
+
+@dataclass
+class Story:
+    compared: list[str] = field(default_factory=list)
+    verdict: list[str] = field(default_factory=list)
+    caveats: list[str] = field(default_factory=list)
+
+    def text(self) -> str:
+        """Plain text for the terminal."""
+        parts = []
+        for head, lines in (("Compared", self.compared), ("Verdict", self.verdict), ("Caveats", self.caveats)):
+            if lines:
+                parts.append(head + ":\n" + "\n".join(f"  - {x}" for x in lines))
+        return "\n".join(parts)
+
+
+def _s(summary: dict[str, Any], *keys: str) -> Any:
+    x: Any = summary
+    for k in keys:
+        if not isinstance(x, dict):
+            return None
+        x = x.get(k)
+    return x
+
+
+def _wait(summary: dict[str, Any]) -> float | None:
+    return _s(summary, "wait_s", "mean")
+
+
+def _util(summary: dict[str, Any]) -> float | None:
+    return _s(summary, "utilization", "mean")
+
+
+def _transforms_text(transforms: list[Any]) -> str:
+    out = []
+    for t in transforms:
+        kind, _, arg = str(t).partition(":")
+        if kind == "scale":
+            out.append(f"every job's node count multiplied by {arg} ({t}) to load the machine more")
+        elif kind == "days":
+            n, _, start = arg.partition("@")
+            out.append(f"jobs submitted in days {start}-{float(start) + float(n):g}" if start else f"the first {n} days of the log")
+        elif kind == "cores":
+            out.append(f"node counts from processors at {arg} cores per node")
+        elif kind in ("cap", "drop"):
+            out.append(f"jobs larger than {arg or 'the machine'} nodes {'cut to that size' if kind == 'cap' else 'left out'}")
+        else:
+            out.append(str(t))
+    return "; ".join(out)
+
+
+def compare_story(meta: dict[str, Any], runs: list[tuple[str, str, dict[str, Any]]], fabric: dict[str, Any]) -> Story:
+    """The story of one comparison. ``runs``: (alloc, scenario, summary) in plan order."""
+    st = Story()
+    if not runs:
+        st.caveats.append("no run finished")
+        return st
+    first = runs[0][2]
+    trace = Path(str(meta.get("trace", "the log"))).name
+    n_jobs = _s(first, "jobs", "in_workload")
+    transforms = meta.get("transforms") or []
+    what = f"{trace}: {fmt_count(n_jobs)} jobs"
+    if transforms:
+        what += f" ({_transforms_text(transforms)})"
+    st.compared.append(what + ".")
+    if isinstance(fabric.get("nodes"), int):
+        st.compared.append(
+            f"Fabric {fabric.get('name', '?')}: {fabric['nodes']:,} nodes, {fabric.get('leaves', '?')} leaf switches of "
+            f"{fabric.get('nodes_per_leaf', '?')} nodes, {fabric.get('pods', '?')} pods; queue policy {meta.get('queue', '?')}."
+        )
+    allocs = list(dict.fromkeys(a for a, _, _ in runs))
+    for a in allocs:
+        st.compared.append(f"{a}: {POLICY_TEXT.get(a, 'a policy written in Python' if ':' in a else a)}.")
+    scenarios = [s for s in dict.fromkeys(s for _, s, _ in runs) if s != "none"]
+    for s in scenarios:
+        st.compared.append(f"scenario {s}: {SCENARIO_TEXT.get(s, s)}; applied to the topology-aware policies only.")
+
+    by = {(a, s): summ for a, s, summ in runs}
+    base_key = next(((a, "none") for a in allocs if a in OBLIVIOUS and (a, "none") in by), None)
+    if base_key is None:
+        st.verdict.append("No topology-oblivious run without a scenario to compare against (add linear to --allocs).")
+    else:
+        base = by[base_key]
+        bw, bu, bm = _wait(base), _util(base), base.get("makespan_s")
+        st.verdict.append(
+            f"{base_key[0]} (the baseline) keeps the machine {fmt_percent(bu)} busy; jobs wait {fmt_duration(bw)} on average; "
+            f"makespan {fmt_duration(bm)}."
+        )
+        for a in allocs:
+            if a in OBLIVIOUS or a == "as-logged" or (a, "none") not in by:
+                continue
+            s0 = by[(a, "none")]
+            w, u, m = _wait(s0), _util(s0), s0.get("makespan_s")
+            aph_b, aph_a = _s(base, "aph", "mean"), _s(s0, "aph", "mean")
+            lead = f"{a} placement"
+            if aph_a is not None and aph_b is not None:
+                lead += f" brings a job's nodes closer (mean pairwise hops {aph_a:.2f} vs {aph_b:.2f})"
+            if a == "isolated":
+                lead += " and removes every shared switch link between jobs"
+            if None not in (w, u, bw, bu):
+                du = (bu - u) * 100
+                dw = w - bw
+                cost = []
+                cost.append(f"{abs(du):.1f} points of utilization {'lost' if du > 0.05 else 'gained' if du < -0.05 else '(no change)'}")
+                cost.append(f"mean wait {fmt_duration(w)} against {fmt_duration(bw)} ({'+' if dw >= 0 else '-'}{fmt_duration(abs(dw))})")
+                if m is not None and bm is not None:
+                    cost.append(f"makespan {'+' if m >= bm else '-'}{fmt_duration(abs(m - bm))}")
+                lead += "; on this workload: " + ", ".join(cost)
+            st.verdict.append(lead + ".")
+            for s in scenarios:
+                if (a, s) not in by:
+                    continue
+                ws = _wait(by[(a, s)])
+                if ws is None or bw is None:
+                    continue
+                pays = ws <= bw
+                st.verdict.append(
+                    f"With {s} ({SCENARIO_TEXT.get(s, s).split(' (')[0]}), {a}'s mean wait is {fmt_duration(ws)}: "
+                    + ("at or below the baseline's, so that speedup pays for isolation's cost." if pays else f"still above the baseline's {fmt_duration(bw)}: that speedup does not pay for it.")
+                )
+        net = [(a, s, summ["network"]) for a, s, summ in runs if isinstance(summ.get("network"), dict)]
+        for a, s, n in net:
+            sd = n.get("slowdown", {})
+            if sd.get("mean") is not None and n.get("useful_utilization") is not None:
+                st.verdict.append(
+                    f"Network model, {a}{'' if s == 'none' else ' ' + s}: predicted mean slowdown {sd['mean']:.3f}; "
+                    f"useful utilization {fmt_percent(n['useful_utilization'])} of {fmt_percent(n.get('busy_utilization'))} busy."
+                )
+        if bu is not None and bw is not None and (bu < LIGHT_UTILIZATION or bw < LIGHT_WAIT_S):
+            st.caveats.append(
+                f"The baseline is lightly loaded ({fmt_percent(bu)} busy, mean wait {fmt_duration(bw)}): placement barely changes "
+                "waiting here. Scale the workload (--transform scale:2) or pick a busier window to see the trade-off."
+            )
+    if not any(isinstance(summ.get("network"), dict) for _, _, summ in runs):
+        st.caveats.append("Speedups are assumed by the scenarios, not predicted: add --network to predict interference from the jobs' placements.")
+    nevers = {(a, s): _s(summ, "jobs", "skipped_never_fit") or 0 for a, s, summ in runs}
+    why = "could never be placed (too large for the fabric, or for their class under the policy) and were not replayed (see each run's skipped.parquet)"
+    if len(set(nevers.values())) == 1 and runs[0] and next(iter(nevers.values())):
+        n = next(iter(nevers.values()))
+        st.caveats.append(f"In every run {n:,} jobs ({n / max(n + (_s(first, 'jobs', 'replayed') or 0), 1):.0%}) {why}.")
+    else:
+        for (a, s), n in nevers.items():
+            if n:
+                st.caveats.append(f"{a}{'' if s == 'none' else ' ' + s}: {n:,} jobs {why}.")
+    for a, s, summ in runs:
+        if summ.get("complete") is False:
+            st.caveats.append(f"{a} {s}: interrupted, partial results.")
+    dropped = {k: v for k, v in (_s(first, "input", "skipped") or {}).items() if k.startswith("transform_")}
+    if dropped:
+        st.caveats.append("The transforms left out " + ", ".join(f"{v:,} jobs ({k.removeprefix('transform_').replace('_', ' ')})" for k, v in dropped.items()) + ".")
+    return st
