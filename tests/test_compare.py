@@ -115,7 +115,7 @@ def test_atlas_on_cab_linear_aph_at_least_isolated(tmp_path):
 
 
 def _fake_reporting(monkeypatch, calls):
-    mod = types.ModuleType("toposched.reporting")
+    import toposched.reporting as mod
 
     def build_compare_report(out_dir):
         calls.append(Path(out_dir))
@@ -124,8 +124,7 @@ def _fake_reporting(monkeypatch, calls):
         p.write_text("<html></html>")
         return p
 
-    mod.build_compare_report = build_compare_report
-    monkeypatch.setitem(sys.modules, "toposched.reporting", mod)
+    monkeypatch.setattr(mod, "build_compare_report", build_compare_report)
 
 
 def test_cli_compare_prints_table_and_report(tmp_path, capsys, monkeypatch):
