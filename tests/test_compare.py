@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-import types
 from pathlib import Path
 
 import pyarrow.parquet as pq
