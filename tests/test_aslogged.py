@@ -25,17 +25,16 @@ from toposched.workload.model import Workload
 from toposched.workload.swf import read_swf
 from toposched.workload.swf_nodes import parse_node_list, read_alea_machines, read_swf_with_nodes
 
-from conftest import SHARED_DATA, SLURM, TRACES, shared
+from conftest import PBS_SAMPLE as PBS
+from conftest import SLURM, TRACES, WAGAP
 
-WAGAP = TRACES / "alea_wagap-2013.swf"
 SACCT = SLURM / "ubccr_ub-hpc_sacct-P-all_submitline_multiline.log"
 MEDIUM = SLURM / "ubccr_medium-cluster_topology.conf"
-PBS = SHARED_DATA / "pbs" / "xdmod_pbs-torque_accounting-logs.log"
 
 
 @lru_cache(maxsize=None)
 def wagap() -> Workload:
-    return read_trace(shared(WAGAP))
+    return read_trace(WAGAP)
 
 
 def independent_aph(hosts: list[str], leaf_of: dict[str, int]) -> float:
@@ -76,7 +75,7 @@ def test_wagap_node_lists() -> None:
 
 
 def test_wagap_machines_do_not_name_the_nodes() -> None:
-    clusters = read_alea_machines(shared(Path(str(WAGAP) + ".machines")))
+    clusters = read_alea_machines(TRACES / "alea_wagap-2013.swf.machines")
     assert [(c.name, c.nodes, c.cpus_per_node) for c in clusters] == [("zewura", 20, 80), ("zegox", 48, 12)]
     w = wagap()
     assert w.settings["machines"]["clusters"][0]["name"] == "zewura"
@@ -85,8 +84,22 @@ def test_wagap_machines_do_not_name_the_nodes() -> None:
     assert min(int(h) for h in hosts_of(w)) > 68
 
 
+def test_machines_file_beside_a_gzipped_log(tmp_path: Path) -> None:
+    """`<log>.machines` first; for `x.swf.gz` also Alea's own name, `x.swf.machines`."""
+    import gzip
+
+    log = tmp_path / "x.swf.gz"
+    log.write_bytes(gzip.compress(b"1 0 5 10 2 -1 -1 2 100 -1 1 1 1 1 1 1 -1 -1 {7,8} q r\n", mtime=0))
+    assert "machines" not in read_swf_with_nodes(log).settings
+    (tmp_path / "x.swf.machines").write_text("0 alea 4 2 1 1000\n")
+    assert read_swf_with_nodes(log).settings["machines"]["clusters"][0]["name"] == "alea"
+    (tmp_path / "x.swf.gz.machines").write_text("0 first 4 2 1 1000\n")
+    assert read_swf_with_nodes(log).settings["machines"]["clusters"][0]["name"] == "first"
+    assert "machines" not in read_swf_with_nodes(log, machines=None).settings
+
+
 def test_plain_read_ignores_node_lists() -> None:
-    w = read_trace(shared(WAGAP), format="swf")
+    w = read_trace(WAGAP, format="swf")
     assert "logged_hosts" not in w.extra
     with pytest.raises(InputError, match="as-logged needs the hosts"):
         replay_as_logged(w, fabric_from_hosts(["1"], 1))
@@ -164,8 +177,8 @@ def test_wagap_aph_depends_on_the_assumed_leaf_size() -> None:
 
 
 def test_sacct_hosts_are_not_on_the_medium_cluster_fabric() -> None:
-    w = read_trace(shared(SACCT))
-    fab = load_fabric(str(shared(MEDIUM)))
+    w = read_trace(SACCT)
+    fab = load_fabric(str(MEDIUM))
     r = simulate(w, fab, RunConfig(alloc="as-logged"))
     assert len(r.jobs) == 0 and len(r.skipped) == len(w) == 2
     reasons = r.skipped.column("reason").to_pylist()
@@ -187,7 +200,7 @@ def test_sacct_hosts_are_not_on_the_medium_cluster_fabric() -> None:
 
 
 def test_sacct_as_logged_aph_on_a_fabric_from_its_hosts() -> None:
-    w = read_trace(shared(SACCT))
+    w = read_trace(SACCT)
     hosts = hosts_of(w)
     assert len(hosts) == 17
     # rack_key: one leaf per rack (cpn-q06-04-*, ..., cpn-u25-*): the 16-node job spans 8 leaves of 2
@@ -205,7 +218,7 @@ def test_sacct_as_logged_aph_on_a_fabric_from_its_hosts() -> None:
 
 
 def test_pbs_as_logged() -> None:
-    w = read_trace(shared(PBS))
+    w = read_trace(PBS)
     r = replay_as_logged(w, fabric_from_hosts(hosts_of(w), 4))
     assert len(r.jobs) == 7
     assert r.skipped.to_pylist() == [
@@ -318,7 +331,7 @@ def test_cli_as_logged_wagap(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 
 def test_cli_as_logged_unmapped(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    rc = main(["simulate", "--trace", str(shared(PBS)), "--system", "cab", "--alloc", "as-logged", "--out", str(out), "--quiet"])
+    rc = main(["simulate", "--trace", str(PBS), "--system", "cab", "--alloc", "as-logged", "--out", str(out), "--quiet"])
     assert rc == 0
     s = json.loads((out / "summary.json").read_text())
     assert s["skipped_reasons"] == {"host not on fabric": 7, "no hosts in the log": 1}

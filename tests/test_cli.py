@@ -11,7 +11,7 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import EXAMPLE_TRACE, SLURM, TRACES, shared
+from conftest import EXAMPLE_TRACE, HPC2N_SUBSET, SLURM
 from toposched.cli import main
 
 HEADER = "; MaxNodes: 16\n; MaxProcs: 16\n"
@@ -25,7 +25,7 @@ def run(argv, capsys):
 
 
 def test_simulate_writes_results_and_check_passes(tmp_path, capsys):
-    trace = shared(TRACES / "alea_hpc2n-subset.swf")
+    trace = HPC2N_SUBSET
     out = tmp_path / "run"
     code, stdout, _ = run(["simulate", "--trace", str(trace), "--system", "fattree:K=12,S=5,P=2", "--queue", "easy", "--alloc", "isolated", "--out", str(out)], capsys)
     assert code == 0
@@ -109,8 +109,8 @@ def test_topology_conf_with_a_loop_is_refused(tmp_path, capsys):
 
 
 def test_real_topology_conf_runs(tmp_path, capsys):
-    conf = shared(SLURM / "ubccr_medium-cluster_topology.conf")
-    code, _, err = run(["simulate", "--trace", str(shared(TRACES / "alea_hpc2n-subset.swf")), "--system", str(conf), "--out", str(tmp_path / "o"), "--quiet"], capsys)
+    conf = SLURM / "ubccr_medium-cluster_topology.conf"
+    code, _, err = run(["simulate", "--trace", str(HPC2N_SUBSET), "--system", str(conf), "--out", str(tmp_path / "o"), "--quiet"], capsys)
     assert code == 0, err
     fabric = json.loads((tmp_path / "o" / "fabric.json").read_text())
     assert fabric["nodes"] == 234 and fabric["levels"] == 2

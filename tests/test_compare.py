@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import EXAMPLE_TRACE, TRACES, shared
+from conftest import EXAMPLE_TRACE, HPC2N_SUBSET
 from toposched.cli import main
 from toposched.compare import plan_runs, run_compare, run_name
 from toposched.errors import InputError
@@ -47,7 +47,7 @@ def test_plan_every_alloc_runs_none_and_only_topology_aware_ones_run_scenarios()
 @pytest.fixture(scope="module")
 def hpc2n_pair(tmp_path_factory):
     """The same comparison twice: once in two worker processes, once in this process."""
-    trace = shared(TRACES / "alea_hpc2n-subset.swf")
+    trace = HPC2N_SUBSET
     root = tmp_path_factory.mktemp("compare")
     opts = dict(allocs=["linear", "isolated"], scenarios=["none", "ta10", "v1"], transforms=["scale:2"], seed=5)
     a = run_compare(trace, SMALL_FABRIC, root / "a", jobs=2, **opts)
@@ -126,7 +126,7 @@ def _fake_reporting(monkeypatch, calls):
 
 
 def test_cli_compare_prints_table_and_report(tmp_path, capsys, monkeypatch):
-    trace = shared(TRACES / "alea_hpc2n-subset.swf")
+    trace = HPC2N_SUBSET
     calls: list[Path] = []
     _fake_reporting(monkeypatch, calls)
     monkeypatch.setenv("COLUMNS", "150")
@@ -150,7 +150,7 @@ def test_cli_compare_prints_table_and_report(tmp_path, capsys, monkeypatch):
 
 
 def test_cli_compare_bad_inputs(tmp_path, capsys):
-    trace = shared(TRACES / "alea_hpc2n-subset.swf")
+    trace = HPC2N_SUBSET
     base = ["compare", "--trace", str(trace), "--system", SMALL_FABRIC, "--out", str(tmp_path / "x"), "--no-report"]
     assert main(base + ["--transform", "scale:x"]) == 2
     err = capsys.readouterr().err
@@ -189,7 +189,7 @@ class BadPolicy(AllocationPolicy):
 
 
 def test_a_failing_run_stops_the_comparison_with_its_name(tmp_path, capsys):
-    trace = shared(TRACES / "alea_hpc2n-subset.swf")
+    trace = HPC2N_SUBSET
     argv = ["compare", "--trace", str(trace), "--system", SMALL_FABRIC, "--allocs", "linear,test_compare:BadPolicy",
             "--scenarios", "none", "--jobs", "2", "--no-report", "--out", str(tmp_path)]
     assert main(argv) == 2

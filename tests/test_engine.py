@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import TRACES, shared
+from conftest import HPC2N_SUBSET, KTH, SDSC_SP2, THUNDER, first_jobs
 from reference_easy import reference_schedule
 from toposched.check import check_schedule
 from toposched.simulate import RunConfig, simulate
@@ -39,17 +39,16 @@ def make_workload(submit, nodes, walltime, runtime) -> Workload:
 
 REAL_CASES = [
     # (trace, system, first N jobs)
-    ("KTH-SP2-1996-2.1-cln.swf.gz", "fattree:K=20,S=5,P=1", 6000),
-    ("SDSC-SP2-1998-4.2-cln.swf.gz", "fattree:K=16,S=8,P=1", 6000),
-    ("LLNL-Thunder-2007-1.1-cln.swf.gz", "cab", 6000),
+    pytest.param(KTH, "fattree:K=20,S=5,P=1", 6000, id="KTH-SP2"),
+    pytest.param(SDSC_SP2, "fattree:K=16,S=8,P=1", 6000, id="SDSC-SP2"),
+    pytest.param(THUNDER, "cab", 6000, id="Thunder"),
 ]
 
 
 @pytest.mark.parametrize("trace,system,first", REAL_CASES)
 @pytest.mark.parametrize("queue", ["fcfs", "easy"])
 def test_start_times_match_an_independent_classic_easy(trace, system, first, queue):
-    w = read_trace(shared(TRACES / trace))
-    w = w.take(np.arange(min(first, len(w))))
+    w = first_jobs(trace, first)
     fabric = load_fabric(system)
     r = simulate(w, fabric, RunConfig(queue=queue, alloc="linear"))
     expected = reference_schedule(
@@ -63,8 +62,7 @@ def test_start_times_match_an_independent_classic_easy(trace, system, first, que
 
 def test_random_and_linear_start_jobs_at_the_same_times_under_classic_easy():
     # With interchangeable nodes EASY decides on counts only: placement must not matter.
-    w = read_trace(shared(TRACES / "KTH-SP2-1996-2.1-cln.swf.gz"))
-    w = w.take(np.arange(3000))
+    w = first_jobs(KTH, 3000)
     fabric = load_fabric("fattree:K=20,S=5,P=1")
     a = simulate(w, fabric, RunConfig(alloc="linear"))
     b = simulate(w, fabric, RunConfig(alloc="random", seed=3))
@@ -146,7 +144,7 @@ def _digest(path) -> str:
 
 @pytest.mark.parametrize("alloc", ["random", "isolated"])
 def test_same_inputs_and_seed_give_byte_identical_outputs(tmp_path, alloc):
-    w = read_trace(shared(TRACES / "alea_hpc2n-subset.swf"))
+    w = read_trace(HPC2N_SUBSET)
     fabric = load_fabric("fattree:K=12,S=5,P=2")
     digests = []
     for k in range(2):
@@ -157,8 +155,8 @@ def test_same_inputs_and_seed_give_byte_identical_outputs(tmp_path, alloc):
 
 
 CONSERVATIVE_CASES = [
-    ("KTH-SP2-1996-2.1-cln.swf.gz", "fattree:K=20,S=5,P=1", 1500),
-    ("SDSC-SP2-1998-4.2-cln.swf.gz", "fattree:K=16,S=8,P=1", 1500),
+    pytest.param(KTH, "fattree:K=20,S=5,P=1", 1500, id="KTH-SP2"),
+    pytest.param(SDSC_SP2, "fattree:K=16,S=8,P=1", 1500, id="SDSC-SP2"),
 ]
 
 
@@ -166,8 +164,7 @@ CONSERVATIVE_CASES = [
 def test_conservative_start_times_match_an_independent_implementation(trace, system, first):
     from reference_easy import reference_conservative
 
-    w = read_trace(shared(TRACES / trace))
-    w = w.take(np.arange(min(first, len(w))))
+    w = first_jobs(trace, first)
     fabric = load_fabric(system)
     r = simulate(w, fabric, RunConfig(queue="conservative", alloc="linear"))
     expected = reference_conservative(w["submit_s"].tolist(), w["nodes"].tolist(), w["walltime_s"].tolist(), w["runtime_s"].tolist(), fabric.n_nodes)
@@ -177,7 +174,7 @@ def test_conservative_start_times_match_an_independent_implementation(trace, sys
 
 
 def test_slurm_tree_profiles_and_switches_run_on_a_real_trace(tmp_path):
-    w = read_trace(shared(TRACES / "LLNL-Thunder-2007-1.1-cln.swf.gz")).take(np.arange(3000))
+    w = first_jobs(THUNDER, 3000)
     fabric = load_fabric("cab")
     runs = {}
     for profile in ("current", "classic"):

@@ -14,10 +14,9 @@ import gzip
 import os
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from conftest import TRACES, shared
+from conftest import EXAMPLE_TRACE, HPC2N_SUBSET, KTH, THUNDER, first_jobs
 from toposched.check import check_schedule
 from toposched.simulate import RunConfig, simulate
 from toposched.topology import load_fabric
@@ -26,10 +25,10 @@ from toposched.workload import read_trace
 GOLDEN = Path(__file__).parent / "golden"
 CASES = {
     # name: (trace, first N jobs or None, system, queue, alloc)
-    "hpc2n-subset_easy_isolated": ("alea_hpc2n-subset.swf", None, "fattree:K=12,S=5,P=2", "easy", "isolated"),
-    "atlas-5000_easy_isolated": ("LLNL-Atlas-2006-2.1-cln.swf.gz", 5000, "cab", "easy", "isolated"),
-    "thunder-4000_easy_linear": ("LLNL-Thunder-2007-1.1-cln.swf.gz", 4000, "cab", "easy", "linear"),
-    "kth-4000_fcfs_random": ("KTH-SP2-1996-2.1-cln.swf.gz", 4000, "fattree:K=20,S=5,P=1", "fcfs", "random"),
+    "hpc2n-subset_easy_isolated": (HPC2N_SUBSET, None, "fattree:K=12,S=5,P=2", "easy", "isolated"),
+    "atlas-5000_easy_isolated": (EXAMPLE_TRACE, 5000, "cab", "easy", "isolated"),
+    "thunder-4000_easy_linear": (THUNDER, 4000, "cab", "easy", "linear"),
+    "kth-4000_fcfs_random": (KTH, 4000, "fattree:K=20,S=5,P=1", "fcfs", "random"),
 }
 
 
@@ -47,9 +46,7 @@ def ranges(ids: list[int]) -> str:
 
 def render(name: str) -> tuple[str, object, object]:
     trace, first, system, queue, alloc = CASES[name]
-    w = read_trace(shared(TRACES / trace))
-    if first is not None:
-        w = w.take(np.arange(first))
+    w = read_trace(trace) if first is None else first_jobs(trace, first)
     fabric = load_fabric(system)
     r = simulate(w, fabric, RunConfig(queue=queue, alloc=alloc, seed=5))
     t = r.jobs

@@ -1,5 +1,5 @@
 """Tests of the PBS/Torque and PBS Pro accounting reader (toposched.workload.pbs): the
-shared sample parses fully, every attribute form it holds, duplicates, errors, lenient."""
+shipped sample (tests/data/pbs) parses fully, every attribute form it holds, duplicates, errors, lenient."""
 
 from __future__ import annotations
 
@@ -19,9 +19,7 @@ from toposched.workload.pbs import (
     read_pbs,
 )
 
-from conftest import SHARED_DATA, shared
-
-SAMPLE = SHARED_DATA / "pbs" / "xdmod_pbs-torque_accounting-logs.log"
+from conftest import PBS_SAMPLE as SAMPLE
 
 
 def by_id(w) -> dict[int, int]:
@@ -32,7 +30,7 @@ def by_id(w) -> dict[int, int]:
 
 
 def test_sample_parses_fully() -> None:
-    w = read_pbs(shared(SAMPLE))
+    w = read_pbs(SAMPLE)
     # 9 E records: 8 jobs and the repeat of job 6 (once "6.edge.ccr.buffalo.edu", once "6")
     assert w.records == 9
     assert len(w) == 8
@@ -53,7 +51,7 @@ def test_sample_parses_fully() -> None:
 
 
 def test_sample_values() -> None:
-    w = read_pbs(shared(SAMPLE))
+    w = read_pbs(SAMPLE)
     r = by_id(w)
     hosts = w.extra["logged_hosts"]
     origin = w.time_origin_epoch_s
@@ -99,7 +97,7 @@ def test_sample_values() -> None:
 
 
 def test_sample_detected_and_read_through_read_trace() -> None:
-    assert detect_format(shared(SAMPLE)) == "pbs"
+    assert detect_format(SAMPLE) == "pbs"
     w = read_trace(SAMPLE)
     assert w.format == "pbs" and len(w) == 8
 

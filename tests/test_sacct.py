@@ -1,4 +1,4 @@
-"""sacct reader: the real logs in shared/data/slurm, the field rules, and strict vs lenient
+"""sacct reader: the real logs in tests/data/slurm, the field rules, and strict vs lenient
 handling of bad input with the exact line and field in every message."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import SLURM, shared
+from conftest import SLURM
 
 from toposched.errors import TraceFormatError
 from toposched.workload import detect_format, read_trace
@@ -22,8 +22,8 @@ XDMOD = "xdmod_ub-hpc_sacct-parsable2_accounting-logs.log"
 XDMOD_ARRAYS = "xdmod_ub-hpc_sacct-parsable2_job-arrays.log"
 
 def data(name: str) -> Path:
-    """A log of shared/data/slurm (the test is skipped, loudly, without shared data)."""
-    return shared(SLURM / name)
+    """A log of tests/data/slurm."""
+    return SLURM / name
 
 
 HEADER = "JobID|JobIDRaw|Submit|Start|End|Elapsed|Timelimit|NNodes|AllocCPUS|ReqCPUS|NodeList|State|Partition|User|JobName"

@@ -1,4 +1,5 @@
-"""Tests of the SWF reader (toposched.workload.swf) on the 13 real traces and on small
+"""Tests of the SWF reader (toposched.workload.swf) on the real logs the repository ships
+(job by job against a plain reference reader, tests/swf_reference.py) and on small
 hand-written files, including a Hypothesis round trip and fast-path/slow-path agreement."""
 
 from __future__ import annotations
@@ -16,74 +17,62 @@ from toposched.errors import TraceFormatError
 from toposched.workload import read_trace, swf
 from toposched.workload.swf import FIELD_NAMES, parse_header_line, read_swf
 
-from conftest import TRACES  # ../shared/data/traces beside the repository
+from conftest import (
+    CTC, CURIE, EXAMPLE_TRACE, HPC2N, HPC2N_SUBSET, KTH, LANL_CM5, NASA, RICC, SDSC_BLUE, SDSC_SP2, THUNDER, WAGAP,
+)
+from swf_reference import read_reference, text_lines
 
-# records: job records in the file (SOURCES.md, section 1).
-# overrun: jobs with run time > requested time (SOURCES.md), checked on the output.
-# cpn: cores per node derived from the header (1 when there is none).
-TRACE_FACTS = {
-    "KTH-SP2-1996-2.1-cln.swf.gz": dict(records=28_476, overrun=475, cpn=1),
-    "LLNL-Atlas-2006-2.1-cln.swf.gz": dict(records=43_778, overrun=3_351, cpn=8),
-    "LLNL-Thunder-2007-1.1-cln.swf.gz": dict(records=121_039, overrun=1_101, cpn=4),
-    "CEA-Curie-2011-2.1-cln.swf.gz": dict(records=312_826, overrun=5_416, cpn=16),
-    "alea_hpc2n-subset.swf": dict(records=3_170, overrun=320, cpn=1),
-    "alea_wagap-2013.swf": dict(records=17_900, overrun=702, cpn=1),
-    "NASA-iPSC-1993-3.1-cln.swf": dict(records=18_239, overrun=0, cpn=1),
-    "SDSC-SP2-1998-4.2-cln.swf.gz": dict(records=59_715, overrun=4_134, cpn=1),
-    "CTC-SP2-1996-3.1-cln.swf.gz": dict(records=77_222, overrun=7_174, cpn=1),
-    "LANL-CM5-1994-4.1-cln.swf.gz": dict(records=122_060, overrun=40_180, cpn=1),
-    "HPC2N-2002-2.2-cln.swf.gz": dict(records=202_871, overrun=14_817, cpn=1),
-    "SDSC-BLUE-2000-4.2-cln.swf.gz": dict(records=243_306, overrun=23_434, cpn=8),
-    "RICC-2010-2.swf.gz": dict(records=447_794, overrun=7_092, cpn=1),
+# Every SWF log the repository ships (tests/data/traces: the header and first lines of 10
+# archive logs, two Alea files whole; the bundled Atlas log whole) -> cores per node its
+# header gives (MaxProcs // MaxNodes; 1 without a header). The same checks on the 13 whole
+# logs, with the record counts of SOURCES.md: validation/test_whole_logs.py.
+SHIPPED_CPN = {
+    KTH: 1, SDSC_SP2: 1, THUNDER: 4, CTC: 1, CURIE: 16, RICC: 1, LANL_CM5: 1, HPC2N: 1, SDSC_BLUE: 8, NASA: 1,
+    HPC2N_SUBSET: 1, WAGAP: 1, EXAMPLE_TRACE: 8,
 }
-
-needs_traces = pytest.mark.skipif(not TRACES.is_dir(), reason="shared traces not available")
+SHIPPED = [pytest.param(p, id=p.name.split(".first")[0].removesuffix(".swf.gz")) for p in SHIPPED_CPN]
 
 
 @lru_cache(maxsize=None)
-def load(name: str):
-    """Each trace is read once per test session (the big ones take ~0.5 s)."""
-    return read_swf(TRACES / name)
+def load(path: Path):
+    """Each trace is read once per test session."""
+    return read_swf(path)
 
 
-@lru_cache(maxsize=2)
-def file_lines(name: str) -> list[bytes]:
-    data = (TRACES / name).read_bytes()
-    if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
-    return data.split(b"\n")
+@lru_cache(maxsize=None)
+def reference(path: Path):
+    return read_reference(path, SHIPPED_CPN[path])
 
 
 # --------------------------------------------------------------------------- real traces
 
 
-@needs_traces
-@pytest.mark.parametrize("name", sorted(TRACE_FACTS))
-def test_trace_loads_and_accounts_for_every_record(name: str) -> None:
-    facts = TRACE_FACTS[name]
-    w = load(name)
+@pytest.mark.parametrize("path", SHIPPED)
+def test_trace_matches_a_plain_reference_reader_job_by_job(path: Path) -> None:
+    w, ref = load(path), reference(path)
     assert w.format == "swf"
-    assert w.records == facts["records"]
+    assert w.settings["cores_per_node"] == SHIPPED_CPN[path]
+    assert w.records == ref.records
+    assert w.skipped == ref.skipped and "malformed_line" not in w.skipped
     assert len(w) + sum(w.skipped.values()) == w.records
-    assert "malformed_line" not in w.skipped
-    assert w.settings["cores_per_node"] == facts["cpn"]
-    # Replay order: sorted by submit, ties in file order.
-    submit = w["submit_s"]
-    assert np.all(np.diff(submit) >= 0)
-    ties = np.diff(submit) == 0
-    assert np.all(np.diff(w["line"])[ties] > 0)
+    repairs = dict(size_from_requested=ref.size_from_requested, walltime_from_runtime=ref.walltime_from_runtime,
+                   nodes_rounded_up=ref.nodes_rounded_up)
+    assert w.repairs == {k: v for k, v in repairs.items() if v}
+    # Replay order (submit, then file order) and every value the engine uses, job by job.
+    expected = list(zip(*ref.jobs))
+    for i, column in enumerate(["submit_s", "line", "job_id", "nodes", "walltime_s", "runtime_s", "procs"]):
+        assert w[column].tolist() == list(expected[i]), column
     assert np.all(w["nodes"] >= 1) and np.all(w["walltime_s"] >= 1) and np.all(w["runtime_s"] >= 0)
-    # Run time is not clipped to the limit: the overrun count SOURCES.md gives survives.
-    assert int((w["runtime_s"] > w["walltime_s"]).sum()) == facts["overrun"]
+    # Run time is not clipped to the limit.
+    assert int((w["runtime_s"] > w["walltime_s"]).sum()) == ref.overrun
     for key in ("logged_start_s", "status", "partition", "queue", "user"):
         assert len(w.extra[key]) == len(w)
 
 
-@needs_traces
-@pytest.mark.parametrize("name", sorted(TRACE_FACTS))
-def test_trace_line_numbers_point_at_the_record(name: str) -> None:
-    w = load(name)
-    lines = file_lines(name)
+@pytest.mark.parametrize("path", SHIPPED)
+def test_trace_line_numbers_point_at_the_record(path: Path) -> None:
+    w = load(path)
+    lines = text_lines(path)
     rng = np.random.default_rng(0)
     for i in rng.choice(len(w), size=50, replace=False).tolist() + [0, len(w) - 1]:
         toks = lines[int(w["line"][i]) - 1].split()
@@ -92,36 +81,34 @@ def test_trace_line_numbers_point_at_the_record(name: str) -> None:
         assert int(toks[3]) == w["runtime_s"][i] or int(toks[3]) < 0
 
 
-@needs_traces
 def test_kth_header() -> None:
-    w = load("KTH-SP2-1996-2.1-cln.swf.gz")
+    w = load(KTH)
     assert w.header["MaxNodes"] == "100"
     assert w.header["UnixStartTime"] == "843480031"
     assert w.time_origin_epoch_s == 843480031
     assert w.settings["cores_per_node_from"] == "header MaxProcs/MaxNodes"
 
 
-@needs_traces
 def test_cores_per_node_from_header() -> None:
-    assert load("LLNL-Atlas-2006-2.1-cln.swf.gz").settings["cores_per_node"] == 8  # 9216/1152
-    assert load("LLNL-Thunder-2007-1.1-cln.swf.gz").settings["cores_per_node"] == 4  # 4008/1002
-    curie = load("CEA-Curie-2011-2.1-cln.swf.gz")
+    assert load(EXAMPLE_TRACE).settings["cores_per_node"] == 8  # 9216/1152
+    assert load(THUNDER).settings["cores_per_node"] == 4  # 4008/1002
+    assert load(SDSC_BLUE).settings["cores_per_node"] == 8  # 1152/144
+    curie = load(CURIE)
     assert curie.settings["cores_per_node"] == 16  # floor(93312/5544)
     assert curie.repairs["nodes_rounded_up"] > 0
     # CTC's MaxNodes is annotated text; its leading integer (338) still counts: 338/338.
-    ctc = load("CTC-SP2-1996-3.1-cln.swf.gz")
+    ctc = load(CTC)
     assert ctc.header["MaxNodes"] == "338 (batch partition; 512 total)"
     assert ctc.settings["cores_per_node"] == 1
-    ricc = load("RICC-2010-2.swf.gz")  # no header at all
+    ricc = load(RICC)  # no header at all
     assert ricc.header == {}
     assert ricc.settings["cores_per_node"] == 1
     assert ricc.settings["cores_per_node_from"] == "default"
     assert ricc.time_origin_epoch_s is None
 
 
-@needs_traces
 def test_curie_unusual_header() -> None:
-    h = load("CEA-Curie-2011-2.1-cln.swf.gz").header
+    h = load(CURIE).header
     assert h["MaxNodes"] == "5544" and h["MaxProcs"] == "93312"
     assert h["UnixStartTime"] == "1296571124"
     # Repeated keys keep every value; indented lines continue the previous one.
@@ -131,41 +118,38 @@ def test_curie_unusual_header() -> None:
     assert "see" not in h
 
 
-@needs_traces
 def test_documented_repairs_and_skips() -> None:
-    atlas = load("LLNL-Atlas-2006-2.1-cln.swf.gz")
+    """The quirks SOURCES.md lists, on the shipped files (whole-log counts: validation/)."""
+    atlas = load(EXAMPLE_TRACE)  # whole
     assert atlas.repairs["walltime_from_runtime"] > 0  # 8,233 requested times are -1
     assert np.all(atlas.extra["logged_start_s"] == -1)  # wait is -1 for every job
-    # Thunder's 808 submit inversions all involve its 1,190 all-unknown records (submit,
-    # run time and size -1), which are skipped for their size before sorting.
-    thunder = load("LLNL-Thunder-2007-1.1-cln.swf.gz")
-    assert thunder.skipped["unknown_size"] >= 1_190
+    # Thunder's submit inversions all involve its all-unknown records (submit, run time
+    # and size -1), which are skipped for their size before sorting.
+    thunder = load(THUNDER)
+    assert thunder.skipped["unknown_size"] > 0 and "submit_unsorted" not in thunder.repairs
     assert thunder.repairs["walltime_from_runtime"] > 0
-    assert load("SDSC-BLUE-2000-4.2-cln.swf.gz").skipped["unknown_runtime"] == 10_744
-    assert load("SDSC-SP2-1998-4.2-cln.swf.gz").skipped["unknown_runtime"] == 5_671
-    assert load("NASA-iPSC-1993-3.1-cln.swf").repairs["walltime_from_runtime"] == 18_239
-    assert load("alea_hpc2n-subset.swf").skipped["unknown_runtime"] == 25
+    assert load(SDSC_BLUE).skipped["unknown_runtime"] > 0
+    assert load(SDSC_SP2).skipped["unknown_runtime"] > 0
+    nasa = load(NASA)  # requested time -1 everywhere
+    assert nasa.repairs["walltime_from_runtime"] == len(nasa) == nasa.records
+    assert load(HPC2N_SUBSET).skipped["unknown_runtime"] == 25  # whole
     # CTC: requested processors are -1 everywhere, allocated ones are always there.
-    assert "size_from_requested" not in load("CTC-SP2-1996-3.1-cln.swf.gz").repairs
+    assert "size_from_requested" not in load(CTC).repairs
 
 
-@needs_traces
 def test_extended_swf_wagap() -> None:
-    w = load("alea_wagap-2013.swf")
+    w = load(WAGAP)  # whole
     assert w.header == {}
     assert w.settings["extended_fields_ignored"] == 17_900
     assert int(w["submit_s"].min()) == 1_356_996_147  # absolute epoch, no header
     assert set(np.unique(w.extra["partition"]).tolist()) == {1}
 
 
-@needs_traces
-@pytest.mark.parametrize(
-    "name", ["KTH-SP2-1996-2.1-cln.swf.gz", "alea_hpc2n-subset.swf", "alea_wagap-2013.swf"]
-)
-def test_slow_path_agrees_with_fast_path(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    fast = load(name)
+@pytest.mark.parametrize("path", [pytest.param(KTH, id="KTH"), pytest.param(HPC2N_SUBSET, id="hpc2n-subset"), pytest.param(WAGAP, id="wagap")])
+def test_slow_path_agrees_with_fast_path(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fast = load(path)
     monkeypatch.setattr(swf, "_fast_chunk", lambda *a: None)
-    slow = read_swf(TRACES / name)
+    slow = read_swf(path)
     assert_same_workload(fast, slow)
 
 

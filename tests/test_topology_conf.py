@@ -1,4 +1,4 @@
-"""Slurm topology.conf reader: the real files in shared/data/slurm, the mapping onto 2- and
+"""Slurm topology.conf reader: the real files in tests/data/slurm, the mapping onto 2- and
 3-level fat-trees, and every refusal with its file, line and key."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import SLURM, shared
+from conftest import SLURM
 
 from toposched.errors import TopologyError
 from toposched.topology_conf import VIRTUAL_ROOT, read_topology_conf, read_topology_conf_text
@@ -14,8 +14,8 @@ from toposched.topology_conf import VIRTUAL_ROOT, read_topology_conf, read_topol
 
 
 def data(name: str) -> Path:
-    """A file of shared/data/slurm (the test is skipped, loudly, without shared data)."""
-    return shared(SLURM / name)
+    """A file of tests/data/slurm."""
+    return SLURM / name
 
 
 def leaf_sizes(spec):

@@ -401,6 +401,8 @@ def replay_as_logged(workload: Workload, fabric: Fabric, config: RunConfig = Run
         key = why.split(";")[0]
         reasons[key] = reasons.get(key, 0) + 1
     unmapped = sorted(mapping.unmapped, key=natural_key)
+    # Same keys as a simulated run's summary (simulate() records its kill rule there).
+    s["policy"]["kill_at_walltime_rule"] = "as-logged: every job runs its logged run time, past its limit or not (what happened happened)"
     s["policy"]["as_logged"] = {
         "jobs_placed": int(len(placed_rows)),
         "jobs_not_placed": dict(sorted(reasons.items())),

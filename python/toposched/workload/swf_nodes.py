@@ -126,6 +126,14 @@ def has_node_lists(path: str | Path) -> bool:
     return False
 
 
+def _auto_machines(log_path: str) -> Path | None:
+    """``<log>.machines`` beside the log; a gzipped log may keep the uncompressed name's."""
+    candidates = [Path(log_path + ".machines")]
+    if log_path.endswith(".gz"):
+        candidates.append(Path(log_path[: -len(".gz")] + ".machines"))
+    return next((c for c in candidates if c.exists()), None)
+
+
 def read_swf_with_nodes(
     path: str | Path,
     *,
@@ -156,7 +164,8 @@ def read_swf_with_nodes(
     records whose list length is not their allocated processor count (field 5).
 
     ``machines``: an Alea ``.machines`` file; ``"auto"`` uses ``<path>.machines`` when it
-    exists. Its clusters are recorded in ``settings["machines"]`` (nothing else uses them:
+    exists (for a gzipped log ``x.swf.gz``, ``x.swf.gz.machines`` or else ``x.swf.machines``,
+    the name Alea gives it). Its clusters are recorded in ``settings["machines"]`` (nothing else uses them:
     see the module docstring).
 
     Raises:
@@ -227,8 +236,8 @@ def read_swf_with_nodes(
     settings["node_list_length_differs_from_procs"] = length_differs
     distinct = sorted({x for h in hosts for x in h})
     settings["distinct_node_ids"] = len(distinct)
-    mpath = Path(spath + ".machines") if machines == "auto" else (Path(machines) if machines else None)
-    if mpath is not None and (machines != "auto" or mpath.exists()):
+    mpath = _auto_machines(spath) if machines == "auto" else (Path(machines) if machines else None)
+    if mpath is not None:
         clusters = read_alea_machines(mpath)
         settings["machines"] = {
             "source": str(mpath),
