@@ -124,3 +124,42 @@ def test_terminal_summary_says_how_many_skip_reasons_it_leaves_out(tmp_path):
     console.print(terminal_summary(r))
     text = console.export_text()
     assert "and 3 more reasons for 3 jobs (see skipped.parquet)" in text
+
+
+def test_progress_when_output_is_not_a_terminal(tmp_path):
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "toposched.cli", "simulate", "--trace", str(EXAMPLE_TRACE), "--system", "cab", "--out", str(tmp_path / "o")]
+    r = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    assert "toposched: replaying: started (39,207 jobs submitted)" in r.stderr
+    assert "toposched: replaying: done in" in r.stderr
+    q = subprocess.run(cmd + ["--quiet"], capture_output=True, text=True, check=True)
+    assert q.stderr == "" and q.stdout == ""
+
+
+def test_progress_lines_give_percentage_rate_and_eta():
+    import logging
+
+    from toposched.progress import Progress, log
+
+    lines: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            lines.append(record.getMessage())
+
+    h = Keep()
+    log.addHandler(h)
+    level = log.level
+    log.setLevel(logging.INFO)
+    try:
+        with Progress("replaying", total=200, unit="jobs", interval_s=0.0) as p:
+            p.update(50)
+            p.update(200)
+    finally:
+        log.removeHandler(h)
+        log.setLevel(level)
+    assert lines[0] == "replaying: started (200 jobs)"
+    assert lines[1].startswith("replaying: 25% (50 of 200 jobs), ") and "ETA " in lines[1]
+    assert lines[-1].startswith("replaying: done in ")

@@ -407,7 +407,7 @@ def test_bad_value_strict_and_lenient(tmp_path, bad_row, field, message):
         read_sacct(p)
     err = info.value
     assert (err.path, err.line, err.field, err.message) == (str(p), 4, field, message)
-    assert str(err) == f"{p}:4: field '{field}': {message}"
+    assert str(err) == f"{p}:4: field '{field}': {message} (--lenient skips and counts such records)"
 
     w = read_sacct(p, lenient=True)
     assert list(w["job_id"]) == [1, 2, 4]

@@ -243,7 +243,7 @@ def test_truncated_line_strict_and_lenient(tmp_path: Path) -> None:
     e = ei.value
     assert (e.line, e.field) == (8, "requested_memory")
     assert e.message == "expected 18 fields, found 9 (truncated line?)"
-    assert str(e) == f"{p}:8: field 'requested_memory': expected 18 fields, found 9 (truncated line?)"
+    assert str(e) == f"{p}:8: field 'requested_memory': expected 18 fields, found 9 (truncated line?) (--lenient skips and counts such records)"
     w = read_swf(p, lenient=True)
     assert w.records == 3 and len(w) == 2
     assert w.skipped == {"malformed_line": 1}

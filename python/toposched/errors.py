@@ -28,20 +28,27 @@ class InputError(ToposchedError, ValueError):
         *,
         line: int | None = None,
         field: str | None = None,
+        hint: str | None = None,
     ) -> None:
         self.path = str(path)
         self.line = line
         self.field = field
         self.message = message
+        #: The way out, as a user spells it on the command line (e.g. "--lenient ...").
+        self.hint = hint
         where = self.path
         if line is not None:
             where += f":{line}"
         what = f"field '{field}': " if field else ""
-        super().__init__(f"{where}: {what}{message}")
+        super().__init__(f"{where}: {what}{message}" + (f" ({hint})" if hint else ""))
 
 
 class TraceFormatError(InputError):
     """A job log (SWF, sacct, PBS) that cannot be read."""
+
+
+#: What a reader's strict error says about the way out.
+LENIENT_HINT = "--lenient skips and counts such records"
 
 
 class TopologyError(InputError):

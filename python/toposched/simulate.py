@@ -92,6 +92,44 @@ class SimResult:
     summary: dict[str, Any]
     reservations: dict[str, np.ndarray] = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        from .units import fmt_duration, fmt_percent
+
+        s = self.summary
+        pol = s.get("policy", {})
+        name = Path(str(s.get("input", {}).get("source", "workload"))).name
+        done = "" if s.get("complete", True) else ", interrupted"
+        return (
+            f"SimResult({name} on {self.fabric.name}, {pol.get('queue')}+{pol.get('alloc')}, {len(self.jobs):,} jobs, "
+            f"util {fmt_percent(s.get('utilization', {}).get('mean'))}, mean wait {fmt_duration(s.get('wait_s', {}).get('mean'))}{done})"
+        )
+
+    def _repr_html_(self) -> str:
+        import html
+
+        from .units import fmt_duration, fmt_percent
+
+        s = self.summary
+        rows = [
+            ("run", repr(self).removeprefix("SimResult(").removesuffix(")")),
+            ("makespan", fmt_duration(s.get("makespan_s"))),
+            ("utilization", fmt_percent(s.get("utilization", {}).get("mean"))),
+            ("wait (mean / median / p95)", " / ".join(fmt_duration(s["wait_s"].get(k)) for k in ("mean", "median", "p95"))),
+            ("bounded slowdown (mean)", f"{s['bounded_slowdown']['mean']:.2f}" if s["bounded_slowdown"].get("mean") is not None else "-"),
+            ("jobs never placed", f"{s['jobs']['skipped_never_fit']:,}"),
+        ]
+        body = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in rows)
+        return f"<table><caption>toposched result</caption>{body}</table>"
+
+    def to_pandas(self) -> Any:
+        """jobs.parquet's table as a pandas DataFrame (needs pandas: ``pip install
+        toposched[pandas]``)."""
+        try:
+            import pandas  # noqa: F401
+        except ModuleNotFoundError:
+            raise ModuleNotFoundError("to_pandas needs pandas: pip install 'toposched[pandas]'") from None
+        return self.jobs.to_pandas()
+
     def write(self, out_dir: str | Path) -> dict[str, Path]:
         """Write jobs.parquet, utilization.parquet, skipped.parquet, summary.json and
         fabric.json into ``out_dir``. Each file appears whole or not at all (written under

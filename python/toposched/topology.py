@@ -217,6 +217,22 @@ class Fabric:
     def n_nodes(self) -> int:
         return int(self.core.n_nodes)
 
+    def __repr__(self) -> str:
+        c = self.core
+        taper = f", {c.uplinks_per_leaf} uplinks per leaf" if c.uplinks_per_leaf is not None else ""
+        return f"Fabric({self.spec.name}: {c.n_nodes:,} nodes, {c.n_leaves} leaves of {c.nodes_per_leaf}, {c.n_pods} pods, {c.levels} levels{taper})"
+
+    def _repr_html_(self) -> str:
+        import html
+
+        c = self.core
+        rows = [("nodes", f"{c.n_nodes:,}"), ("leaf switches", f"{c.n_leaves} of {c.nodes_per_leaf} nodes"), ("pods", f"{c.n_pods}"), ("levels", f"{c.levels}")]
+        if c.uplinks_per_leaf is not None:
+            rows.append(("uplinks per leaf", f"{c.uplinks_per_leaf}"))
+        rows += [("source", self.spec.source or "built-in")] + [("note", n) for n in self.spec.notes]
+        body = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in rows)
+        return f"<table><caption>Fabric {html.escape(self.spec.name)}</caption>{body}</table>"
+
     def describe(self) -> dict[str, Any]:
         """Everything needed to interpret node ids in the outputs (written as fabric.json)."""
         c = self.core

@@ -171,8 +171,8 @@ def _parse(path: str, text: str, lenient: bool, notes: list[str]) -> dict[str, _
                         path,
                         f"node {n!r} is already on leaf switch {other!r} (line {switches[other].line}); "
                         "a node hangs off one leaf (Slurm only warns: 'Multiple leaf switches contain "
-                        "nodes'). Fix the file, or read it with lenient=True to keep each node on the "
-                        "first leaf that lists it",
+                        "nodes'). Fix the file, or give --lenient (lenient=True from Python) to keep each "
+                        "node on the first leaf that lists it",
                         line=line,
                         field=nkey,
                     )

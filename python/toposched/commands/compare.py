@@ -89,25 +89,16 @@ def run(args: argparse.Namespace) -> int:
 def run_with(*, trace: str, system: str, out: str, report: bool = True, quiet: bool = False, **options: Any) -> int:
     """Run a comparison and print its summary; shared by ``compare`` and ``demo``."""
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from ..compare import build_report, run_compare, summary_table
 
+    from ..progress import Progress, setup_logging
+
+    setup_logging(quiet=quiet)
     console = Console(quiet=quiet)
     try:
-        if console.is_terminal and not quiet:
-            with Progress(
-                TextColumn("comparing"), BarColumn(), MofNCompleteColumn(), TextColumn("runs"),
-                TextColumn("{task.description}"), TimeElapsedColumn(), console=console, transient=True,
-            ) as bar:
-                task = bar.add_task("", total=None)
-
-                def progress(done: int, total: int, name: str) -> None:
-                    bar.update(task, completed=done, total=total, description=f"(last: {name})" if name else "")
-
-                result = run_compare(trace, system, out, progress=progress, **options)
-        else:
-            result = run_compare(trace, system, out, **options)
+        with Progress("comparing", total=None, unit="runs", console=console, quiet=quiet, interval_s=0.0) as bar:
+            result = run_compare(trace, system, out, progress=lambda done, total, name: bar.update(done, total, f"last: {name}" if name else ""), **options)
     except KeyboardInterrupt:
         print("interrupted: finished runs are in " + str(Path(out) / "runs") + "; no compare.json was written", file=sys.stderr)
         return 130

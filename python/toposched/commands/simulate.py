@@ -68,17 +68,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("output")
     g.add_argument("--out", required=True, metavar="DIR", help="directory for the results")
     g.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    g.add_argument("-v", "--verbose", action="count", default=0, help="more detail in the log lines")
 
 
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from ..report import terminal_summary
     from ..simulate import RunConfig, simulate
     from ..topology import load_fabric
     from ..workload import read_trace
 
+    from ..progress import setup_logging
+
+    setup_logging(quiet=args.quiet, verbose=args.verbose)
     console = Console(stderr=False, quiet=args.quiet)
     t0 = time.perf_counter()
     options: dict = {
@@ -98,13 +101,11 @@ def run(args: argparse.Namespace) -> int:
         workload = apply_transforms(workload, list(args.transform), fabric_nodes=fabric.n_nodes)
     config = RunConfig(queue=args.queue, alloc=args.alloc, **run_options(args))
     t1 = time.perf_counter()
-    show_progress = console.is_terminal and not args.quiet and len(workload) > 50_000
-    if show_progress:
-        with Progress(TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), TextColumn("jobs submitted"), TimeRemainingColumn(), console=console, transient=True) as bar:
-            task = bar.add_task("replay", total=len(workload))
-            result = simulate(workload, fabric, config, progress=lambda done, total: bar.update(task, completed=done))
-    else:
-        result = simulate(workload, fabric, config)
+    from ..progress import Progress, log
+
+    log.info("read %s jobs from %s in %.1f s", f"{len(workload):,}", args.trace, t_read)
+    with Progress("replaying", total=len(workload), unit="jobs submitted", console=console, quiet=args.quiet) as bar:
+        result = simulate(workload, fabric, config, progress=bar.update)
     t_sim = time.perf_counter() - t1
     paths = result.write(args.out)
     if not args.quiet:

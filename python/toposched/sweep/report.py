@@ -37,33 +37,6 @@ METRICS: tuple[tuple[str, str, float], ...] = (
 )
 
 
-def _page_api() -> tuple[Any, Any, Any, Any]:
-    try:
-        from ..reporting import Html, build_page, plotly_div, table_html
-
-        return build_page, table_html, plotly_div, Html
-    except ImportError:  # a minimal stand-in with the same signatures
-        class _Html(str):
-            pass
-
-        def _table(columns: list[str], rows: list[list[Any]], **_: Any) -> str:
-            head = "".join(f"<th>{html.escape(str(c))}</th>" for c in columns)
-            body = "".join("<tr>" + "".join(f"<td>{v if isinstance(v, _Html) else html.escape('-' if v is None else str(v))}</td>" for v in r) + "</tr>" for r in rows)
-            return _Html(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
-
-        def _div(fig: Any, **_: Any) -> str:
-            return _Html(fig.to_html(full_html=False, include_plotlyjs=False))
-
-        def _page(title: str, sections: list[tuple[str, str]], *, intro: str = "") -> str:
-            from plotly.offline import get_plotlyjs
-
-            js = get_plotlyjs().replace("</script", "<\\/script")
-            parts = "".join(f"<h2>{html.escape(h)}</h2>{f}" for h, f in sections)
-            return f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title><script>{js}</script></head><body><h1>{html.escape(title)}</h1>{intro}{parts}</body></html>'
-
-        return _page, _table, _div, _Html
-
-
 def _policy(r: dict[str, Any], vary: dict[str, bool]) -> str:
     key = f"{r['queue']}/{r['alloc']}"
     if vary["speedup"]:
@@ -138,6 +111,9 @@ def _line_figures(rows: list[dict[str, Any]], x: str, vary: dict[str, bool], plo
             fig.update_xaxes(title_text=_axis_label(x), row=(i - 1) // 2 + 1, col=(i - 1) % 2 + 1)
             if len(xs_all) <= 12:
                 fig.update_xaxes(tickmode="array", tickvals=xs_all, ticktext=[f"{v:g}" for v in xs_all], row=(i - 1) // 2 + 1, col=(i - 1) % 2 + 1)
+        # waits, slowdowns, utilization and makespans cannot be negative: axes from 0, so that
+        # equal values do not look different on a zoomed axis
+        fig.update_yaxes(rangemode="tozero", tickformat=",.3~g")
         fig.update_layout(height=640, margin={"t": 60, "l": 60, "r": 20, "b": 50}, legend={"title": {"text": "policy"}})
         seeds = len({r["seed"] for r in frows})
         note = f'<p class="muted">Each point: mean over {seeds} seed{"s" if seeds != 1 else ""} (and any other axis not shown).</p>'
@@ -162,6 +138,7 @@ def _bar_figure(rows: list[dict[str, Any]], vary: dict[str, bool], plotly_div: A
                 m = _mean([r.get(col) for r in rows if _policy(r, vary) == pol and _facet(r, None, taper_varies) == f])
                 ys.append(None if m is None else m * scale)
             fig.add_trace(go.Bar(x=facets, y=ys, name=pol, legendgroup=pol, showlegend=mi == 0, marker={"color": color}), row=mi // 2 + 1, col=mi % 2 + 1)
+    fig.update_yaxes(rangemode="tozero", tickformat=",.3~g")
     fig.update_layout(barmode="group", height=680, margin={"t": 60, "l": 60, "r": 20, "b": 80}, legend={"title": {"text": "policy"}})
     return plotly_div(fig)
 
@@ -173,7 +150,7 @@ def _hours(v: Any) -> float | None:
 def write_report(out: str | Path, *, title: str | None = None) -> Path:
     """Write ``out/report.html`` (atomically) and return its path."""
     out = Path(out)
-    build_page, table_html, plotly_div, Html = _page_api()
+    from ..reporting import Html, build_page, plotly_div, table_html
     rows = catalog_rows(out)
     plan_name = ""
     try:

@@ -85,6 +85,32 @@ class Workload:
     def __len__(self) -> int:
         return len(self.columns["job_id"])
 
+    def __repr__(self) -> str:
+        from pathlib import Path
+
+        from ..units import fmt_duration
+
+        n = len(self)
+        span = ""
+        if n:
+            span = f", {fmt_duration(float(self.columns['submit_s'][-1] - self.columns['submit_s'][0]))} of submissions"
+        fixes = sum(self.repairs.values())
+        left = sum(self.skipped.values())
+        return f"Workload({Path(self.source).name}, {self.format}, {n:,} jobs{span}, {fixes:,} repairs, {left:,} records left out)"
+
+    def _repr_html_(self) -> str:
+        import html
+
+        return f"<p><code>{html.escape(repr(self))}</code></p>"
+
+    def to_pandas(self) -> Any:
+        """The job table as a pandas DataFrame (needs pandas: ``pip install toposched[pandas]``)."""
+        try:
+            import pandas as pd
+        except ModuleNotFoundError:
+            raise ModuleNotFoundError("to_pandas needs pandas: pip install 'toposched[pandas]'") from None
+        return pd.DataFrame({c: self.columns[c] for c in COLUMNS})
+
     def __getitem__(self, name: str) -> np.ndarray:
         return self.columns[name]
 

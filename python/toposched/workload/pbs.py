@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..errors import TraceFormatError
+from ..errors import LENIENT_HINT, TraceFormatError
 from ._io import read_bytes
 from .normalize import NormalizeSettings, normalize
 
@@ -291,7 +291,7 @@ def read_pbs(
 
     def fail(err: TraceFormatError) -> None:
         if not lenient:
-            raise err
+            raise TraceFormatError(err.path, err.message, line=err.line, field=err.field, hint=LENIENT_HINT)
         count(skipped, "malformed_line")
         if len(examples) < _MAX_EXAMPLES:
             where = f"line {err.line}: field {err.field}: " if err.field else f"line {err.line}: "

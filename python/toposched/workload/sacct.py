@@ -51,7 +51,7 @@ from typing import Any, Literal
 import hostlist
 import numpy as np
 
-from ..errors import TraceFormatError
+from ..errors import LENIENT_HINT, TraceFormatError
 from ._io import read_bytes
 from .normalize import NormalizeSettings, normalize
 
@@ -677,7 +677,7 @@ def read_sacct(
 
     def fail(err: TraceFormatError) -> None:
         if not lenient:
-            raise err
+            raise TraceFormatError(err.path, err.message, line=err.line, field=err.field, hint=LENIENT_HINT)
         skipped["malformed_line"] = skipped.get("malformed_line", 0) + 1
         if len(examples) < _MAX_EXAMPLES:
             # same form as the SWF reader's examples: the summary already names the file

@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..errors import TraceFormatError
+from ..errors import LENIENT_HINT, TraceFormatError
 from ._io import read_bytes
 from .model import Workload
 from .normalize import NormalizeSettings, normalize
@@ -158,7 +158,7 @@ class _Collector:
         """A malformed record: raise (strict) or count and skip it (lenient)."""
         name = FIELD_NAMES[field_index] if field_index is not None else None
         if not self.lenient:
-            raise TraceFormatError(self.path, message, line=line, field=name)
+            raise TraceFormatError(self.path, message, line=line, field=name, hint=LENIENT_HINT)
         self.malformed += 1
         if len(self.examples) < _MAX_EXAMPLES:
             where = f"line {line}: field {name}: " if name else f"line {line}: "

@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..errors import TraceFormatError
+from ..errors import LENIENT_HINT, TraceFormatError
 from ._io import open_text, read_bytes
 from .model import COLUMNS, Workload
 from .swf import N_FIELDS, read_swf
@@ -204,7 +204,7 @@ def read_swf_with_nodes(
         try:
             h = parse_node_list(field19) if field19 else []
         except ValueError as exc:
-            err = TraceFormatError(spath, str(exc), line=int(line_of[i]), field="node_list")
+            err = TraceFormatError(spath, str(exc), line=int(line_of[i]), field="node_list", hint=LENIENT_HINT)
             if not lenient:
                 raise err from None
             keep[i] = False
