@@ -125,7 +125,7 @@ def state_of(topo, holdings, reserved):
     return s
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.large_base_example])
+@settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.large_base_example])
 @given(cases())
 def test_fast_placement_matches_brute_force(case):
     """Rules 1-3: the fast search's placement has the brute force's best score."""
