@@ -66,6 +66,8 @@ class CpusetBackend:
     """Common part of the two hierarchies; ``self.parent`` is ``<base>/<prefix>``."""
 
     version = ""
+    effective_cpus_file = "cpuset.effective_cpus"  # v1 names; v2 says cpuset.cpus.effective
+    effective_mems_file = "cpuset.effective_mems"
 
     def __init__(self, base: Path, prefix: str) -> None:
         check_job_id(prefix)
@@ -84,10 +86,10 @@ class CpusetBackend:
 
     def machine_cpus(self) -> frozenset[int]:
         """CPUs the jobs' cpusets may use (the parent's effective CPUs)."""
-        return parse_cpulist(self._read("cpuset.effective_cpus", self.parent) or self._read("cpuset.cpus", self.parent))
+        return parse_cpulist(self._read(self.effective_cpus_file, self.parent) or self._read("cpuset.cpus", self.parent))
 
     def machine_mems(self) -> frozenset[int]:
-        return parse_cpulist(self._read("cpuset.effective_mems", self.parent) or self._read("cpuset.mems", self.parent))
+        return parse_cpulist(self._read(self.effective_mems_file, self.parent) or self._read("cpuset.mems", self.parent))
 
     def _read(self, name: str, d: Path) -> str:
         try:
@@ -185,6 +187,8 @@ class CpusetV1(CpusetBackend):
 
 class CpusetV2(CpusetBackend):
     version = "v2"
+    effective_cpus_file = "cpuset.cpus.effective"
+    effective_mems_file = "cpuset.mems.effective"
 
     def setup(self) -> None:
         controllers = self._read("cgroup.controllers", self.base).split()

@@ -1,0 +1,327 @@
+"""The node agent as a user runs it: a real `toposched node-agent` process, real cgroup
+cpusets, `toposched run-in`, kill -9 and restart.
+
+Tests that need cpusets skip only when the machine has none we may write (not root, or no
+cpuset controller); CI runs as root. Every cgroup is created under a unique prefix and
+removed at the end, even when a test fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from toposched.node.client import AgentClient, rank_hosts
+from toposched.node.cpulist import format_cpulist, parse_cpulist
+from toposched.node.cpuset import CgroupUnavailable, detect
+
+from conftest import REPO
+
+HWLOC = REPO / "tests" / "data" / "hwloc"
+CAB = HWLOC / "llnl-cab1234_node_hwloc.xml"
+TOKEN = "test-token-" + uuid.uuid4().hex
+CLI = [sys.executable, "-m", "toposched.cli"]
+
+
+def _backend_or_skip(mode: str, prefix: str):
+    if os.geteuid() != 0:
+        pytest.skip("needs root for cgroup cpusets (CI runs as root)")
+    try:
+        return detect(mode, prefix)
+    except CgroupUnavailable as exc:
+        pytest.skip(f"no {mode} cpuset hierarchy here: {exc}")
+
+
+def _cleanup_cgroups(parent: Path) -> None:
+    """Kill whatever is left in every job cpuset under ``parent`` and remove them all."""
+    if not parent.is_dir():
+        return
+    for d in sorted(parent.iterdir()):
+        if d.is_dir():
+            for _ in range(200):
+                pids = (d / "cgroup.procs").read_text().split()
+                if not pids:
+                    break
+                for p in pids:
+                    try:
+                        os.kill(int(p), signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                time.sleep(0.01)
+            d.rmdir()
+    parent.rmdir()
+
+
+class Agent:
+    """A `toposched node-agent` subprocess on a unix socket in a scratch directory."""
+
+    def __init__(self, tmp: Path, topology: str, cpusets: str, prefix: str, extra: list[str] | None = None) -> None:
+        self.tmp = tmp
+        self.sock = tmp / "agent.sock"
+        self.token_file = tmp / "token"
+        if not self.token_file.exists():
+            self.token_file.write_text(TOKEN + "\n")
+            self.token_file.chmod(0o600)
+        self.args = [*CLI, "node-agent", "--topology", topology, "--state", str(tmp / "state"),
+                     "--listen", f"unix:{self.sock}", "--token-file", str(self.token_file),
+                     "--cpusets", cpusets, "--cgroup-prefix", prefix, *(extra or [])]
+        self.proc: subprocess.Popen | None = None
+        self.log: list[str] = []
+
+    def start(self) -> "Agent":
+        self.proc = subprocess.Popen(self.args, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            line = self.proc.stderr.readline()
+            if not line:
+                raise AssertionError(f"agent exited ({self.proc.wait()}): {''.join(self.log)}")
+            self.log.append(line)
+            if "listening on" in line:
+                return self
+        raise AssertionError("agent did not start in 30 s")
+
+    @property
+    def client(self) -> AgentClient:
+        return AgentClient(f"unix:{self.sock}", TOKEN)
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@pytest.fixture(params=["v1", "v2"])
+def live_agent(request, tmp_path):
+    """An agent on the live topology with real cpusets of the given cgroup version."""
+    prefix = f"toposched_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    backend = _backend_or_skip(request.param, prefix)
+    if shutil.which("lstopo-no-graphics") is None and shutil.which("lstopo") is None:
+        pytest.skip("hwloc's lstopo is not installed (scripts/test.sh installs it as root)")
+    agent = Agent(tmp_path, "live", request.param, prefix)
+    try:
+        yield agent.start(), backend
+    finally:
+        agent.stop()
+        _cleanup_cgroups(backend.parent)
+
+
+def _status_field(text: str, name: str) -> str:
+    return next(line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith(name + ":"))
+
+
+def test_run_in_process_tree_sees_exactly_the_job_cpus(live_agent):
+    agent, backend = live_agent
+    code, alloc = agent.client.allocate("101", "CORES=1;MEMORY_MANDATORY")
+    assert code == 200, alloc
+    assert Path(alloc["cgroup"]) == backend.path("101")
+    assert backend.cpus("101") == parse_cpulist(alloc["cpus"])
+    # The command and a grandchild it starts both run inside the cpuset.
+    script = "grep -E '^(Cpus|Mems)_allowed_list' /proc/self/status; sh -c 'grep ^Cpus_allowed_list /proc/self/status'"
+    out = subprocess.run([*CLI, "run-in", "--job", "101", "--agent", f"unix:{agent.sock}", "--", "sh", "-c", script],
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    cpus = [line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Cpus_allowed_list")]
+    mems = _status_field(out, "Mems_allowed_list")
+    assert len(cpus) == 2 and all(parse_cpulist(c) == parse_cpulist(alloc["cpus"]) for c in cpus)
+    assert parse_cpulist(mems) == parse_cpulist(alloc["mems"])
+    # A second job gets the other CPUs; both are listed by the agent.
+    state = agent.client.state()
+    assert set(state["allocations"]) == {"101"}
+
+
+def test_release_kills_leftovers_and_removes_the_cpuset(live_agent):
+    agent, backend = live_agent
+    assert agent.client.allocate("202", "PUS=1")[0] == 200
+    sleeper = subprocess.Popen([*CLI, "run-in", "--job", "202", "--agent", f"unix:{agent.sock}", "--", "sleep", "300"])
+    deadline = time.monotonic() + 30
+    while sleeper.pid not in backend.procs("202") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sleeper.pid in backend.procs("202")
+    assert parse_cpulist(_status_field(Path(f"/proc/{sleeper.pid}/status").read_text(), "Cpus_allowed_list")) == backend.cpus("202")
+    code, body = agent.client.release("202")
+    assert code == 200 and body["killed_processes"] == 1
+    assert sleeper.wait(timeout=10) == -signal.SIGKILL
+    assert not backend.path("202").exists()
+    # Released twice is harmless; the CPUs are free again.
+    assert agent.client.release("202") == (200, {"already_released": True, "job": "202", "released": True})
+    assert agent.client.allocate("203", "PUS=1")[0] == 200
+
+
+def test_kill9_restart_keeps_live_cpusets_and_removes_orphans(live_agent, tmp_path):
+    agent, backend = live_agent
+    assert agent.client.allocate("301", "PUS=1")[0] == 200
+    assert agent.client.allocate("302", "PUS=1;SHARED")[0] == 200
+    worker = subprocess.Popen([*CLI, "run-in", "--job", "301", "--agent", f"unix:{agent.sock}", "--", "sleep", "300"])
+    deadline = time.monotonic() + 30
+    while worker.pid not in backend.procs("301") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    before = agent.client.state()["allocations"]
+    agent.kill9()
+    # While the agent is down: a cpuset nobody acknowledged (a crash between creating and
+    # recording), with a process in it, and one acknowledged cpuset removed by hand.
+    orphan = backend.create("999", backend.cpus("301"), backend.machine_mems())
+    stray = subprocess.Popen(["sleep", "300"])
+    backend.attach("999", stray.pid)
+    backend.remove("302")
+    restarted = Agent(tmp_path, "live", backend.version, backend.prefix).start()
+    agent.proc = restarted.proc
+    try:
+        log = "".join(restarted.log)
+        assert "kept 2 allocations (1 cpusets re-created), removed 1 orphan cpusets (job_999)" in log
+        assert stray.wait(timeout=10) == -signal.SIGKILL
+        assert not orphan.exists()
+        assert worker.poll() is None and worker.pid in backend.procs("301")  # the live job runs on
+        assert backend.exists("302") and backend.cpus("302") == parse_cpulist(before["302"]["cpus"])
+        after = restarted.client.state()["allocations"]
+        assert {j: (a["cpus"], a["mems"]) for j, a in after.items()} == {j: (a["cpus"], a["mems"]) for j, a in before.items()}
+    finally:
+        worker.kill()
+        worker.wait()
+
+
+def test_no_cgroup_access_is_said_at_start(tmp_path):
+    """In a mount namespace where every cgroup hierarchy is read-only (as in many
+    containers), the agent refuses to start and says why, instead of pretending."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("needs root and util-linux unshare to make a private mount namespace")
+    mounts = [line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines() if line.split()[2] in ("cgroup", "cgroup2")]
+    if not mounts:
+        pytest.skip("no cgroup hierarchy mounted at all")
+    token = tmp_path / "token"
+    token.write_text(TOKEN)
+    token.chmod(0o600)
+    agent_cmd = " ".join([*CLI, "node-agent", "--topology", str(CAB), "--state", str(tmp_path / "s"),
+                          "--listen", f"unix:{tmp_path / 'a.sock'}", "--token-file", str(token),
+                          "--cgroup-prefix", f"toposched_test_ro_{uuid.uuid4().hex[:8]}"])
+    remounts = " && ".join(f"mount -o remount,bind,ro {m}" for m in mounts)
+    r = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", f"{remounts} && exec {agent_cmd}"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: no usable cgroup cpusets:"), r.stderr
+    assert "Read-only file system" in lines[0] and "--cpusets none" in lines[0]
+
+
+# --- the agent without cpusets: the Cab node's XML on any machine ----------------------
+
+@pytest.fixture
+def cab_agent(tmp_path):
+    agent = Agent(tmp_path, str(CAB), "none", "unused")
+    try:
+        yield agent.start()
+    finally:
+        agent.stop()
+
+
+def test_cab_topology_with_real_cpusets_is_refused_on_a_smaller_machine(tmp_path):
+    prefix = f"toposched_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    backend = _backend_or_skip("auto", prefix)
+    try:
+        if frozenset(range(16)) <= backend.machine_cpus():
+            pytest.skip("this machine has 16 CPUs: the Cab topology fits")
+        agent = Agent(tmp_path, str(CAB), "auto", prefix)
+        r = subprocess.run(agent.args, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2
+        assert r.stderr.startswith("error: topology ") and "has PUs 0-15 but" in r.stderr and "--cpusets none" in r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
+    finally:
+        _cleanup_cgroups(backend.parent)
+
+
+def test_cab_wait_versus_best_over_http(cab_agent):
+    c = cab_agent.client
+    assert c.health() == {"cpusets": "none", "host": "cab1234", "ok": True}
+    assert c.allocate("a", "CPU_LIST=0-5")[1]["cpus"] == "0-5"
+    assert c.allocate("b", "CPU_LIST=8-13")[1]["cpus"] == "8-13"
+    code, body = c.allocate("w", "CORES=4;WAIT")
+    assert code == 409 and body["status"] == "wait" and body["good_radius"] == "l3"
+    assert body["placement"]["radius"] == "machine"
+    code, body = c.allocate("n", "CORES=4")
+    assert (code, body["cpus"], body["radius"], body["numa_domains"]) == (200, "6-7,14-15", "machine", 2)
+    assert c.release("n")[0] == 200 and c.release("b")[0] == 200
+    code, body = c.allocate("w", "CORES=4;WAIT")
+    assert (code, body["cpus"], body["radius"]) == (200, "8-11", "l3")
+    # Same job, same requirement again: the same allocation (an epilog retrying is harmless).
+    code, again = c.allocate("w", "CORES=4;WAIT")
+    assert code == 200 and again["existing"] and again["cpus"] == "8-11"
+
+
+def test_bad_and_impossible_requests(cab_agent):
+    c = cab_agent.client
+    code, body = c.allocate("x", "CORES=two")
+    assert code == 400 and body["field"] == "CORES" and "whole number" in body["reason"]
+    code, body = c.allocate("x", "CORES=4;COLOUR=red")
+    assert code == 400 and body["field"] == "COLOUR"
+    code, body = c.allocate("x", "CORES=17")
+    assert code == 422 and body["status"] == "impossible" and "this node has 16" in body["reason"]
+    code, body = c.allocate("x", "CPU_LIST=14-17")
+    assert code == 422 and "16-17" in body["reason"]
+    code, body = c.allocate("x", "CORES=1;MEM_PER_NUMA_MB=20000")
+    assert code == 422 and "MEM_PER_NUMA_MB" in body["reason"]
+    code, body = c.allocate("../etc", "CORES=1")
+    assert code == 400 and body["field"] == "job"
+    code, body = c.request("POST", "/v1/allocate", None)
+    assert code == 400 and body["field"] == "job"
+    # Unauthenticated writes change nothing.
+    anon = AgentClient(c.address)
+    assert anon.allocate("y", "CORES=1")[0] == 401
+    assert AgentClient(c.address, "wrong").allocate("y", "CORES=1")[0] == 403
+    assert c.state()["allocations"] == {}
+    assert anon.query("CORES=2")["placement"]["radius"] == "l3"  # reads need no token
+    assert c.release("never")[0] == 404
+
+
+def test_memory_per_numa_domain_is_promised(cab_agent):
+    c = cab_agent.client
+    # Each Cab NUMA domain has about 16 GiB.
+    assert c.allocate("m1", "CORES=1;MEM_PER_NUMA_MB=12000;MEMORY_MANDATORY")[1]["mems"] == "0"
+    code, body = c.allocate("m2", "CORES=1;MEM_PER_NUMA_MB=12000")
+    assert code == 200 and body["cpus"] == "8" and body["mems"] == "0-1"
+    assert c.allocate("m3", "CORES=1;MEM_PER_NUMA_MB=12000")[1]["status"] == "busy"
+
+
+def test_token_file_readable_by_others_is_refused(tmp_path):
+    agent = Agent(tmp_path, str(CAB), "none", "unused")
+    agent.token_file.chmod(0o644)
+    r = subprocess.run(agent.args, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "chmod 600" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_rank_hosts_filters_and_ranks_by_best_radius(tmp_path):
+    """Seed 002's external scheduler over three agents (Cab XML, no cpusets)."""
+    agents = {}
+    try:
+        for name in ("cab1", "cab2", "cab3"):
+            d = tmp_path / name
+            d.mkdir()
+            agents[name] = Agent(d, str(CAB), "none", "unused", ["--host", name]).start()
+        c1, c2, c3 = (agents[n].client for n in ("cab1", "cab2", "cab3"))
+        c1.allocate("a", "CPU_LIST=0-5")    # cab1: 2 + 8 free, socket 1 whole
+        c2.allocate("a", "CPU_LIST=0-5,8-13")  # cab2: 2 + 2 free: 4 cores only across sockets
+        c3.allocate("a", "CPU_LIST=0-3")    # cab3: 4 + 8 free
+        ranking = rank_hosts("CORES=4", {n: a.client for n, a in agents.items()})
+        # cab3 fills its broken socket (keeps socket 1 whole) like cab1 cannot (2 free there).
+        assert ranking.hosts == ["cab3", "cab1", "cab2"]
+        assert [a["placement"]["cpus"] for _, a in ranking.ranked] == ["4-7", "8-11", "6-7,14-15"]
+        waiting = rank_hosts("CORES=4;WAIT", {n: a.client for n, a in agents.items()})
+        assert waiting.hosts == ["cab3", "cab1"] and waiting.rejected["cab2"].startswith("wait:")
+    finally:
+        for a in agents.values():
+            a.stop()
