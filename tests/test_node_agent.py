@@ -325,3 +325,26 @@ def test_rank_hosts_filters_and_ranks_by_best_radius(tmp_path):
     finally:
         for a in agents.values():
             a.stop()
+
+
+def test_slurm_prolog_and_epilog_scripts(live_agent):
+    """examples/slurm: the prolog allocates and creates the cpuset, the job runs through
+    run-in, the epilog kills what is left and removes it; a second epilog is harmless."""
+    agent, backend = live_agent
+    env = {**os.environ, "SLURM_JOB_ID": "555", "SLURM_JOB_UID": "0", "TOPOSCHED_AGENT": f"unix:{agent.sock}",
+           "TOPOSCHED_TOKEN_FILE": str(agent.token_file), "TOPOSCHED": " ".join(CLI), "TOPOSCHED_REQUIREMENT": "PUS=1"}
+    slurm = REPO / "examples" / "slurm"
+    subprocess.run([str(slurm / "toposched-prolog.sh")], env=env, check=True, timeout=60)
+    assert backend.exists("555")
+    job = subprocess.Popen([*CLI, "run-in", "--job", "555", "--agent", f"unix:{agent.sock}", "--", "sleep", "300"], env=env)
+    deadline = time.monotonic() + 30
+    while job.pid not in backend.procs("555") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert job.pid in backend.procs("555")
+    subprocess.run([str(slurm / "toposched-epilog.sh")], env=env, check=True, timeout=60)
+    assert job.wait(timeout=10) == -signal.SIGKILL and not backend.exists("555")
+    subprocess.run([str(slurm / "toposched-epilog.sh")], env=env, check=True, timeout=60)
+    # A job without a requirement gets no cpuset and does not fail the prolog.
+    env2 = {**env, "SLURM_JOB_ID": "556", "TOPOSCHED_REQUIREMENT": "", "PATH": "/usr/bin:/bin"}
+    subprocess.run([str(slurm / "toposched-prolog.sh")], env=env2, check=True, timeout=60)
+    assert not backend.exists("556")
