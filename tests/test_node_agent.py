@@ -64,9 +64,10 @@ def _cleanup_cgroups(parent: Path) -> None:
 class Agent:
     """A `toposched node-agent` subprocess on a unix socket in a scratch directory."""
 
-    def __init__(self, tmp: Path, topology: str, cpusets: str, prefix: str, extra: list[str] | None = None) -> None:
+    def __init__(self, tmp: Path, topology: str, cpusets: str, prefix: str, extra: list[str] | None = None,
+                 sock: Path | None = None) -> None:
         self.tmp = tmp
-        self.sock = tmp / "agent.sock"
+        self.sock = sock or tmp / "agent.sock"
         self.token_file = tmp / "token"
         if not self.token_file.exists():
             self.token_file.write_text(TOKEN + "\n")
@@ -348,3 +349,66 @@ def test_slurm_prolog_and_epilog_scripts(live_agent):
     env2 = {**env, "SLURM_JOB_ID": "556", "TOPOSCHED_REQUIREMENT": "", "PATH": "/usr/bin:/bin"}
     subprocess.run([str(slurm / "toposched-prolog.sh")], env=env2, check=True, timeout=60)
     assert not backend.exists("556")
+
+
+def test_non_root_job_binds_itself_through_the_agent(tmp_path):
+    """A job's user (not root) cannot write cgroup.procs; run-in asks the agent, which
+    checks the caller's uid from the kernel and moves exactly the caller. Another user is
+    refused."""
+    prefix = f"toposched_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    backend = _backend_or_skip("auto", prefix)
+    if shutil.which("lstopo-no-graphics") is None and shutil.which("lstopo") is None:
+        pytest.skip("hwloc's lstopo is not installed")
+    import tempfile
+    from toposched import cli
+
+    cli.build_parser()  # import every module now: the child below cannot read root's Python
+    import toposched.commands.run_in  # noqa: F401
+    import toposched.node.auth  # noqa: F401
+    public = Path(tempfile.mkdtemp(prefix="toposched-test-"))
+    public.chmod(0o755)
+    nobody = 65534
+    agent = Agent(tmp_path, "live", backend.version, prefix, sock=public / "agent.sock")
+    try:
+        agent.start()
+        assert agent.client.allocate("401", "PUS=1", uid=nobody)[0] == 200
+        assert agent.client.allocate("402", "PUS=1;SHARED", uid=12345)[0] == 200
+
+        def run_as_nobody(job: str) -> tuple[int, str]:
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # child: become nobody, then run-in as a user's batch script would
+                try:
+                    os.close(r)
+                    os.dup2(w, 1)
+                    os.dup2(w, 2)
+                    sys.stdout = os.fdopen(1, "w", closefd=False)  # not pytest's capture
+                    sys.stderr = os.fdopen(2, "w", closefd=False)
+                    os.setgroups([])
+                    os.setgid(nobody)
+                    os.setuid(nobody)
+                    code = cli.main(["run-in", "--job", job, "--agent", f"unix:{agent.sock}", "--",
+                                     "grep", "Cpus_allowed_list", "/proc/self/status"])
+                except BaseException:
+                    import traceback
+                    traceback.print_exc()
+                    code = 70
+                finally:
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                    os._exit(locals().get("code", 70))
+            os.close(w)
+            with os.fdopen(r) as f:
+                out = f.read()
+            return os.waitpid(pid, 0)[1], out
+
+        status, out = run_as_nobody("401")
+        assert os.waitstatus_to_exitcode(status) == 0, out
+        assert parse_cpulist(_status_field(out, "Cpus_allowed_list")) == backend.cpus("401")
+        status, out = run_as_nobody("402")
+        assert os.waitstatus_to_exitcode(status) == 2
+        assert "would not bind job 402: uid 65534 may not bind into job 402" in out
+    finally:
+        agent.stop()
+        shutil.rmtree(public, ignore_errors=True)
+        _cleanup_cgroups(backend.parent)
