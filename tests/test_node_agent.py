@@ -412,3 +412,28 @@ def test_non_root_job_binds_itself_through_the_agent(tmp_path):
         agent.stop()
         shutil.rmtree(public, ignore_errors=True)
         _cleanup_cgroups(backend.parent)
+
+
+def test_reconcile_releases_jobs_that_no_longer_exist(live_agent):
+    """The resource manager's list of live jobs is the truth after a missed release: every
+    other allocation is released, its processes killed, its cpuset removed."""
+    agent, backend = live_agent
+    assert agent.client.allocate("601", "PUS=1")[0] == 200
+    assert agent.client.allocate("602", "PUS=1;SHARED")[0] == 200
+    left = subprocess.Popen(["sleep", "300"])
+    backend.attach("602", left.pid)
+    r = subprocess.run([*CLI, "node-ctl", "--agent", f"unix:{agent.sock}", "--token-file", str(agent.token_file),
+                        "reconcile", "--jobs", "601"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == {"kept": ["601"], "killed_processes": 1, "released": ["602"]}
+    assert left.wait(timeout=10) == -signal.SIGKILL
+    assert backend.exists("601") and not backend.exists("602")
+    assert AgentClient(f"unix:{agent.sock}").reconcile([])[0] == 401  # a write: token needed
+
+
+def test_second_agent_on_the_same_socket_is_refused(cab_agent, tmp_path):
+    (tmp_path / "other").mkdir()
+    other = Agent(tmp_path / "other", str(CAB), "none", "unused", sock=cab_agent.sock)
+    r = subprocess.run(other.args, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "another process is serving on" in r.stderr
+    assert cab_agent.client.health()["ok"]

@@ -35,6 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     r = sub.add_parser("release", help="kill what is left of the job and remove its cpuset")
     r.add_argument("--job", required=True)
     sub.add_parser("state", help="allocations and free CPUs")
+    c = sub.add_parser("reconcile", help="release every allocation whose job is not listed (jobs still running here)")
+    c.add_argument("--jobs", required=True, metavar="ID,ID,...", help="comma-separated ids of the jobs still running on this host ('' for none)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,6 +52,9 @@ def run(args: argparse.Namespace) -> int:
         status, body = client.allocate(args.job, args.requirement, args.uid)
     elif args.action == "release":
         status, body = client.release(args.job)
+    elif args.action == "reconcile":
+        jobs = [j.strip() for j in args.jobs.split(",") if j.strip()]
+        status, body = client.request("POST", "/v1/reconcile", {"jobs": jobs})
     else:
         status, body = client.request("GET", "/v1/state")
     print(json.dumps(body, sort_keys=True))

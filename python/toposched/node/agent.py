@@ -14,12 +14,14 @@ API (docs/node-agent.md has examples; every body is JSON):
                            again: 200 with the existing allocation.
 ``POST /v1/release``       ``{"job": ID}`` -> 200 (processes left in the cpuset are killed,
                            then it is removed); again: 200 ``already_released``; unknown: 404
+``POST /v1/reconcile``     ``{"jobs": [ID, ...]}``: the jobs still running here (from the
+                           resource manager); every other allocation is released
 ``POST /v1/bind``          ``{"job": ID}`` over the unix socket: moves the *calling* process
                            (kernel-checked peer pid) into the job's cpuset; allowed to root,
                            to the job's ``uid``, or with the token (then ``"pid"`` may name
                            another process).
 
-``allocate`` and ``release`` need ``Authorization: Bearer <token>`` (401 without, 403 wrong).
+``allocate``, ``release`` and ``reconcile`` need ``Authorization: Bearer <token>`` (401 without, 403 wrong).
 Malformed requests get 400 naming the field. Each allocation is written to SQLite (WAL,
 synchronous=FULL) before it is answered, after its cpuset exists; a release removes the
 cpuset first, then the row. At start the agent keeps every stored allocation (re-creating a
@@ -158,7 +160,11 @@ class NodeAgent:
             assert p is not None
             holding = holding_for(job, req, p)
             if self.backend is not None:
-                self.backend.create(job, p.pus, p.mems)
+                try:
+                    self.backend.create(job, p.pus, p.mems)
+                except CgroupError:
+                    self._forget_cpuset(job)
+                    raise
             self.store.add(StoredAllocation(job, p.cpus, format_cpulist(p.mems), req.to_json(), req.exclusive,
                                             holding.mem_bytes_per_numa, uid, time.time()))
             self.state.add(holding)
@@ -166,6 +172,13 @@ class NodeAgent:
             self.requirements[job] = req.to_json()
             self.log(f"allocated job {job}: cpus {p.cpus} mems {format_cpulist(p.mems)} radius {p.radius}")
             return 200, {**self._allocation_json(job), "placement": p.to_json()}
+
+    def _forget_cpuset(self, job: str) -> None:
+        try:
+            assert self.backend is not None
+            self.backend.remove(job)
+        except CgroupError as exc:  # it will be an orphan, removed at the next start
+            self.log(f"could not remove the half-made cpuset of job {job}: {exc}")
 
     def release(self, job: str) -> tuple[int, dict]:
         check_job_id(job)
@@ -181,6 +194,23 @@ class NodeAgent:
             self.requirements.pop(job, None)
             self.log(f"released job {job}" + (f", killed {killed} leftover processes" if killed else ""))
             return 200, {"job": job, "released": True, "killed_processes": killed}
+
+    def reconcile(self, live_jobs: list[str]) -> tuple[int, dict]:
+        """Release every allocation whose job is not in ``live_jobs`` (the resource
+        manager's list of jobs still running on this host: it is the source of truth after
+        a missed release)."""
+        for j in live_jobs:
+            check_job_id(j)
+        live = set(live_jobs)
+        released, killed = [], 0
+        with self.lock:
+            for job in sorted(self.state.holdings):
+                if job not in live:
+                    code, body = self.release(job)
+                    released.append(job)
+                    killed += body.get("killed_processes", 0)
+            kept = sorted(self.state.holdings)
+        return 200, {"released": released, "kept": kept, "killed_processes": killed}
 
     def job(self, job: str) -> tuple[int, dict]:
         with self.lock:
@@ -299,7 +329,7 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         a = self.agent
         try:
-            if path in ("/v1/allocate", "/v1/release"):
+            if path in ("/v1/allocate", "/v1/release", "/v1/reconcile"):
                 refused = self._authorized()
                 if refused is not None:
                     self._send(refused, {"reason": "missing bearer token" if refused == 401 else "wrong bearer token"})
@@ -319,6 +349,11 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(*a.allocate(job, body["requirement"], uid))
             elif path == "/v1/release":
                 self._send(*a.release(self._job(body)))
+            elif path == "/v1/reconcile":
+                jobs = body.get("jobs")
+                if not isinstance(jobs, list) or not all(isinstance(j, str) for j in jobs):
+                    raise BadRequest("jobs", "must be a list of job id strings")
+                self._send(*a.reconcile(jobs))
             elif path == "/v1/bind":
                 job = self._job(body)
                 peer = self._peer()
@@ -365,7 +400,14 @@ def make_server(agent: NodeAgent, listen: str, token: str):
         path = Path(listen[5:])
         if path.exists() or path.is_symlink():
             if path.is_socket():
-                path.unlink()  # a stale socket of a previous run
+                probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                try:
+                    probe.connect(str(path))
+                    raise AgentStartError(f"--listen {listen}: another process is serving on {path}")
+                except (ConnectionRefusedError, FileNotFoundError):
+                    path.unlink()  # a stale socket of a previous run (kill -9 leaves it)
+                finally:
+                    probe.close()
             else:
                 raise AgentStartError(f"--listen {listen}: {path} exists and is not a socket")
         path.parent.mkdir(parents=True, exist_ok=True)

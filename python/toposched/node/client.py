@@ -93,6 +93,9 @@ class AgentClient:
     def release(self, job: str) -> tuple[int, dict]:
         return self.request("POST", "/v1/release", {"job": job})
 
+    def reconcile(self, live_jobs: list[str]) -> tuple[int, dict]:
+        return self.request("POST", "/v1/reconcile", {"jobs": list(live_jobs)})
+
     def bind(self, job: str, pid: int | None = None) -> tuple[int, dict]:
         body: dict = {"job": job}
         if pid is not None:
