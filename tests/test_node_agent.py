@@ -242,6 +242,7 @@ def test_cab_topology_with_real_cpusets_is_refused_on_a_smaller_machine(tmp_path
         assert r.returncode == 2
         assert r.stderr.startswith("error: topology ") and "has PUs 0-15 but" in r.stderr and "--cpusets none" in r.stderr
         assert len(r.stderr.strip().splitlines()) == 1
+        assert not backend.parent.exists()  # a refused start leaves no cgroup behind
     finally:
         _cleanup_cgroups(backend.parent)
 

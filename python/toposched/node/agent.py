@@ -82,11 +82,13 @@ class NodeAgent:
             have = self.backend.machine_cpus()
             missing = frozenset(topo.pus) - have
             if missing:
+                self.backend.discard_if_empty()
                 raise AgentStartError(
                     f"topology {topo.source} has PUs {format_cpulist(topo.pus)} but {self.backend.parent} may use only "
                     f"{format_cpulist(have)} (missing {format_cpulist(missing)}): use --topology live, or --cpusets none to place without binding")
             mems = self.backend.machine_mems()
             if not frozenset(topo.all_mems) <= mems:
+                self.backend.discard_if_empty()
                 raise AgentStartError(
                     f"topology {topo.source} has memory nodes {format_cpulist(topo.all_mems)} but the machine only "
                     f"{format_cpulist(mems)}: use --topology live, or --cpusets none")

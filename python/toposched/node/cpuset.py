@@ -97,6 +97,14 @@ class CpusetBackend:
         except OSError:
             return ""
 
+    def discard_if_empty(self) -> None:
+        """Remove the parent directory if it holds no job cpusets (a refused start)."""
+        if self.parent.is_dir() and not self.jobs():
+            try:
+                self.parent.rmdir()
+            except OSError:
+                pass
+
     # -- jobs ---------------------------------------------------------------------
     def path(self, job: str) -> Path:
         return self.parent / f"job_{check_job_id(job)}"
