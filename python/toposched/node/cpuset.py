@@ -24,7 +24,7 @@ from pathlib import Path
 from ..errors import ToposchedError
 from .cpulist import format_cpulist, parse_cpulist
 
-JOB_ID = re.compile(r"^[A-Za-z0-9_.\-]{1,100}$")
+JOB_ID = re.compile(r"^[A-Za-z0-9_.+\-]{1,100}$")  # Slurm: 123, 123_4 (arrays), 123+0 (het jobs)
 
 
 class CgroupUnavailable(ToposchedError):
@@ -37,7 +37,7 @@ class CgroupError(ToposchedError):
 
 def check_job_id(job: str) -> str:
     if not isinstance(job, str) or not JOB_ID.match(job) or job in (".", ".."):
-        raise ValueError(f"job id {job!r} must be 1-100 characters of A-Z a-z 0-9 _ . -")
+        raise ValueError(f"job id {job!r} must be 1-100 characters of A-Z a-z 0-9 _ . + -")
     return job
 
 
