@@ -441,3 +441,20 @@ def test_second_agent_on_the_same_socket_is_refused(cab_agent, tmp_path):
     r = subprocess.run(other.args, capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "another process is serving on" in r.stderr
     assert cab_agent.client.health()["ok"]
+
+
+def test_loopback_tcp_listen(tmp_path):
+    """--listen HOST:0 takes a free port and says which; the same API over TCP, where bind
+    needs the token (there is no kernel peer to check)."""
+    agent = Agent(tmp_path, str(CAB), "none", "unused")
+    agent.args[agent.args.index("--listen") + 1] = "127.0.0.1:0"
+    try:
+        agent.start()
+        where = agent.log[-1].strip().rsplit(" ", 1)[1]
+        assert where.startswith("127.0.0.1:") and int(where.rsplit(":", 1)[1]) > 0
+        c = AgentClient(where, TOKEN)
+        assert c.health()["ok"] and c.allocate("t1", "CORES=2")[1]["cpus"] == "0-1"
+        assert AgentClient(where).bind("t1")[0] == 401
+        assert AgentClient(where).release("t1")[0] == 401 and c.release("t1")[0] == 200
+    finally:
+        agent.stop()
