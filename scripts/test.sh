@@ -8,4 +8,6 @@ python3 -m pip install --quiet --disable-pip-version-check -e ".[test]"
 cargo test --quiet -p toposched-core
 # Headless Chromium for tests/test_report_browser.py (Debian's package; needs root to install).
 command -v chromium >/dev/null || { if [ "$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null || echo "warning: could not install chromium" >&2; else echo "warning: chromium not installed and not root: the browser test skips (fails under CI)" >&2; fi; }
+# hwloc's lstopo for the node agent's live topology (tests/test_node_*.py; Debian's package).
+command -v lstopo-no-graphics >/dev/null || { if [ "$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq hwloc >/dev/null || echo "warning: could not install hwloc" >&2; else echo "warning: hwloc not installed and not root: the live-topology tests skip" >&2; fi; }
 python3 -m pytest -q

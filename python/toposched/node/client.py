@@ -1,0 +1,152 @@
+"""Talking to node agents: one host (:class:`AgentClient`) or many (:func:`rank_hosts`, seed
+002's external scheduler: filter the hosts that can satisfy a requirement now, rank them by
+best radius).
+
+>>> # rank_hosts("CORES=4;WAIT", {"n01": AgentClient("unix:/run/toposched/n01.sock"), ...})
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from ..errors import ToposchedError
+
+
+class AgentUnreachable(ToposchedError):
+    pass
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    def __init__(self, path: str, timeout: float) -> None:
+        super().__init__("localhost", timeout=timeout)
+        self._path = path
+
+    def connect(self) -> None:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(self.timeout)
+        s.connect(self._path)
+        self.sock = s
+
+
+class AgentClient:
+    """A node agent at ``unix:PATH`` or ``HOST:PORT``; ``token`` for allocate and release."""
+
+    def __init__(self, address: str, token: str | None = None, timeout_s: float = 30.0) -> None:
+        self.address = address
+        self.token = token
+        self.timeout_s = timeout_s
+
+    def _conn(self) -> http.client.HTTPConnection:
+        if self.address.startswith("unix:"):
+            return _UnixConnection(self.address[5:], self.timeout_s)
+        host, _, port = self.address.rpartition(":")
+        return http.client.HTTPConnection(host.strip("[]"), int(port), timeout=self.timeout_s)
+
+    def request(self, method: str, path: str, body: dict | None = None, *, auth: bool = True) -> tuple[int, dict]:
+        """(HTTP status, JSON body). Raises :class:`AgentUnreachable` if no agent answers."""
+        headers = {"Content-Type": "application/json"}
+        if auth and self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        data = json.dumps(body).encode() if body is not None else None
+        conn = self._conn()
+        try:
+            conn.request(method, path, body=data, headers=headers)
+            resp = conn.getresponse()
+            raw = resp.read()
+        except OSError as exc:
+            raise AgentUnreachable(f"node agent at {self.address}: {exc}") from None
+        finally:
+            conn.close()
+        try:
+            return resp.status, json.loads(raw or b"{}")
+        except ValueError:
+            return resp.status, {"reason": raw.decode(errors="replace")}
+
+    def health(self) -> dict:
+        return self.request("GET", "/v1/health")[1]
+
+    def state(self) -> dict:
+        return self.request("GET", "/v1/state")[1]
+
+    def topology(self) -> dict:
+        return self.request("GET", "/v1/topology")[1]
+
+    def job(self, job: str) -> tuple[int, dict]:
+        return self.request("GET", f"/v1/jobs/{job}")
+
+    def query(self, requirement: str | dict) -> dict:
+        status, body = self.request("POST", "/v1/query", {"requirement": requirement})
+        if status != 200:
+            raise ToposchedError(f"node agent at {self.address}: query refused ({status}): {body.get('reason')}")
+        return body
+
+    def allocate(self, job: str, requirement: str | dict, uid: int | None = None) -> tuple[int, dict]:
+        body: dict = {"job": job, "requirement": requirement}
+        if uid is not None:
+            body["uid"] = uid
+        return self.request("POST", "/v1/allocate", body)
+
+    def release(self, job: str) -> tuple[int, dict]:
+        return self.request("POST", "/v1/release", {"job": job})
+
+    def reconcile(self, live_jobs: list[str]) -> tuple[int, dict]:
+        return self.request("POST", "/v1/reconcile", {"jobs": list(live_jobs)})
+
+    def bind(self, job: str, pid: int | None = None) -> tuple[int, dict]:
+        body: dict = {"job": job}
+        if pid is not None:
+            body["pid"] = pid
+        return self.request("POST", "/v1/bind", body)
+
+
+@dataclass
+class Ranking:
+    """Hosts that can take the job now, best first (``ranked``: (host, answer)); the
+    others with the reason (``rejected``: host -> status and reason)."""
+
+    ranked: list[tuple[str, dict]] = field(default_factory=list)
+    rejected: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def hosts(self) -> list[str]:
+        return [h for h, _ in self.ranked]
+
+
+def rank_key(answer: dict) -> tuple:
+    """The host score of a query answer (smaller is better): radius, NUMA domains, then
+    fragmentation (more fully free objects left is better)."""
+    r = answer["placement"]["rank_key"]
+    return (r[0], r[1], tuple(r[2]))
+
+
+def rank_answers(answers: Mapping[str, dict]) -> Ranking:
+    """Filter + rank from query answers already gathered (host -> answer)."""
+    out = Ranking()
+    ok = []
+    for host, ans in answers.items():
+        if ans.get("status") == "ok":
+            ok.append((rank_key(ans), host, ans))
+        else:
+            out.rejected[host] = f"{ans.get('status')}: {ans.get('reason', '')}"
+    ok.sort(key=lambda t: (t[0], t[1]))
+    out.ranked = [(h, a) for _, h, a in ok]
+    return out
+
+
+def rank_hosts(requirement: str | dict, agents: Mapping[str, AgentClient]) -> Ranking:
+    """Ask every host's agent about ``requirement``; keep those that can place it now (and,
+    for WAIT, well enough), best radius first; ties by host name."""
+    answers: dict[str, dict] = {}
+    rejected: dict[str, str] = {}
+    for host in sorted(agents):
+        try:
+            answers[host] = agents[host].query(requirement)
+        except ToposchedError as exc:
+            rejected[host] = f"unreachable: {exc}"
+    ranking = rank_answers(answers)
+    ranking.rejected.update(rejected)
+    return ranking

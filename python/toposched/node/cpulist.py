@@ -1,0 +1,51 @@
+"""Linux CPU list strings (``0-3,8,10-11``), as in ``cpuset.cpus`` and ``Cpus_allowed_list``.
+
+>>> format_cpulist({0, 1, 2, 3, 8, 10, 11})
+'0-3,8,10-11'
+>>> sorted(parse_cpulist("24-39,48-53")) == list(range(24, 40)) + list(range(48, 54))
+True
+>>> format_cpulist(set())
+''
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+
+class CpuListError(ValueError):
+    """A CPU list that cannot be read; the message says which part and why."""
+
+
+def parse_cpulist(text: str) -> frozenset[int]:
+    """The set of CPU numbers a list such as ``0-3,8`` names (empty text: the empty set)."""
+    out: set[int] = set()
+    text = text.strip()
+    if not text:
+        return frozenset()
+    for part in text.split(","):
+        part = part.strip()
+        lo_text, sep, hi_text = part.partition("-")
+        try:
+            lo = int(lo_text)
+            hi = int(hi_text) if sep else lo
+        except ValueError:
+            raise CpuListError(f"{part!r} is not a CPU number or a range A-B") from None
+        if lo < 0 or hi < lo:
+            raise CpuListError(f"{part!r} is not a valid range (need 0 <= A <= B)")
+        out.update(range(lo, hi + 1))
+    return frozenset(out)
+
+
+def format_cpulist(cpus: Iterable[int]) -> str:
+    """The shortest Linux list form of a set of CPU numbers."""
+    nums = sorted(set(cpus))
+    parts: list[str] = []
+    i = 0
+    while i < len(nums):
+        j = i
+        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
+            j += 1
+        parts.append(str(nums[i]) if i == j else f"{nums[i]}-{nums[j]}")
+        i = j + 1
+    return ",".join(parts)

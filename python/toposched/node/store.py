@@ -1,0 +1,83 @@
+"""The node agent's durable state: SQLite in WAL mode with ``synchronous=FULL`` under
+``--state``, so an allocation the agent has acknowledged survives ``kill -9`` and a power
+cut. One row per live allocation; released jobs are remembered so that a second release
+is answered "already released" rather than "unknown job"."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class StoredAllocation:
+    job: str
+    cpus: str
+    mems: str
+    requirement: dict
+    exclusive: bool
+    mem_bytes_per_numa: tuple[tuple[int, int], ...]
+    uid: int | None
+    created_s: float
+
+
+class AgentStore:
+    def __init__(self, state_dir: str | Path) -> None:
+        self.dir = Path(state_dir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.path = self.dir / "node-agent.sqlite"
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.executescript(
+            """
+            CREATE TABLE IF NOT EXISTS allocations (
+                job TEXT PRIMARY KEY, cpus TEXT NOT NULL, mems TEXT NOT NULL,
+                requirement TEXT NOT NULL, exclusive INTEGER NOT NULL,
+                mem_bytes_per_numa TEXT NOT NULL, uid INTEGER, created_s REAL NOT NULL);
+            CREATE TABLE IF NOT EXISTS released (job TEXT PRIMARY KEY, released_s REAL NOT NULL);
+            CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            """
+        )
+
+    def close(self) -> None:
+        self._db.close()
+
+    def get_meta(self, key: str) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    def add(self, a: StoredAllocation) -> None:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.execute(
+                "INSERT INTO allocations VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (a.job, a.cpus, a.mems, json.dumps(a.requirement, sort_keys=True), int(a.exclusive),
+                 json.dumps([list(x) for x in a.mem_bytes_per_numa]), a.uid, a.created_s),
+            )
+            self._db.execute("DELETE FROM released WHERE job=?", (a.job,))
+            self._db.execute("COMMIT")
+
+    def remove(self, job: str) -> None:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.execute("DELETE FROM allocations WHERE job=?", (job,))
+            self._db.execute("INSERT OR REPLACE INTO released VALUES (?, ?)", (job, time.time()))
+            self._db.execute("COMMIT")
+
+    def was_released(self, job: str) -> bool:
+        return self._db.execute("SELECT 1 FROM released WHERE job=?", (job,)).fetchone() is not None
+
+    def all(self) -> list[StoredAllocation]:
+        rows = self._db.execute("SELECT * FROM allocations ORDER BY created_s, job").fetchall()
+        return [StoredAllocation(r[0], r[1], r[2], json.loads(r[3]), bool(r[4]),
+                                 tuple(tuple(x) for x in json.loads(r[5])), r[6], r[7]) for r in rows]

@@ -1,0 +1,73 @@
+"""The agent's bookkeeping (no HTTP, no cgroups): random allocate/release sequences, with
+the agent re-opened from its SQLite state at random points as after kill -9."""
+
+from __future__ import annotations
+
+import itertools
+
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from toposched.node.agent import NodeAgent
+from toposched.node.cpulist import parse_cpulist
+from toposched.node.hwloc import read_hwloc_xml
+from toposched.node.store import AgentStore
+
+from conftest import REPO
+
+CAB = read_hwloc_xml(REPO / "tests" / "data" / "hwloc" / "llnl-cab1234_node_hwloc.xml")
+REQS = ["CORES=1", "CORES=3", "CORES=8;WAIT", "PUS=2;SHARED", "CORES=2;MEM_PER_NUMA_MB=6000", "CPU_LIST=4-5", "CORES=20"]
+
+ops = st.lists(st.one_of(
+    st.tuples(st.just("alloc"), st.integers(0, 9), st.sampled_from(REQS)),
+    st.tuples(st.just("release"), st.integers(0, 9), st.just("")),
+    st.tuples(st.just("restart"), st.just(0), st.just("")),
+), max_size=40)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(ops)
+def test_acknowledged_allocations_survive_restarts_and_never_collide(tmp_path_factory, seq):
+    state_dir = tmp_path_factory.mktemp("agent")
+
+    def open_agent():
+        a = NodeAgent(CAB, AgentStore(state_dir), None, log=lambda m: None)
+        a.start()
+        return a
+
+    agent = open_agent()
+    acked: dict[str, str] = {}  # job -> cpus, as answered
+    released: set[str] = set()  # jobs released since their last allocation
+    for op, j, req in seq:
+        job = f"j{j}"
+        if op == "alloc":
+            code, body = agent.allocate(job, req)
+            if code == 200:
+                assert acked.get(job, body["cpus"]) == body["cpus"]
+                acked[job] = body["cpus"]
+                released.discard(job)
+            else:
+                assert code in (409, 422)
+        elif op == "release":
+            code, body = agent.release(job)
+            if job in acked:
+                assert code == 200 and "already_released" not in body
+                released.add(job)
+            elif job in released:
+                assert code == 200 and body["already_released"]
+            else:
+                assert code == 404
+            acked.pop(job, None)
+        else:
+            agent.store.close()
+            agent = open_agent()
+        snap = agent.snapshot()["allocations"]
+        assert {k: v["cpus"] for k, v in snap.items()} == acked
+        # Exclusive holdings never overlap anything; memory promised never exceeds a domain.
+        hs = list(agent.state.holdings.values())
+        for a, b in itertools.combinations(hs, 2):
+            if a.exclusive or b.exclusive:
+                assert not (a.pus & b.pus)
+        for n in CAB.numa:
+            assert agent.state.numa_free_bytes(n) >= 0
+        assert all(parse_cpulist(c) <= frozenset(CAB.pus) for c in acked.values())
+    agent.store.close()
