@@ -109,7 +109,26 @@ class Agent:
                 self.proc.wait()
 
 
-@pytest.fixture(params=["v1", "v2"])
+def _cpuset_versions() -> list[str]:
+    """The cgroup versions whose cpuset controller this machine mounts (read from
+    /proc/self/mounts at collection): a kernel holds the cpuset controller in one hierarchy
+    only, so a machine tests v1 or v2, and tests the other where it is the one mounted."""
+    found = []
+    try:
+        mounts = [line.split() for line in Path("/proc/self/mounts").read_text().splitlines()]
+    except OSError:
+        return ["v1", "v2"]
+    for m in mounts:
+        if len(m) < 4:
+            continue
+        if m[2] == "cgroup" and "cpuset" in m[3].split(","):
+            found.append("v1")
+        elif m[2] == "cgroup2" and "cpuset" in Path(m[1], "cgroup.controllers").read_text().split() if Path(m[1], "cgroup.controllers").exists() else False:
+            found.append("v2")
+    return sorted(set(found)) or ["v1", "v2"]
+
+
+@pytest.fixture(params=_cpuset_versions())
 def live_agent(request, tmp_path):
     """An agent on the live topology with real cpusets of the given cgroup version."""
     prefix = f"toposched_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
