@@ -28,7 +28,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-DEFAULT_TRACE_DIR = Path(os.environ.get("TOPOSCHED_TRACES", "/work/shared/data/traces"))
+# ../shared/data/traces beside the repository (where CI keeps the shared data), unless set
+DEFAULT_TRACE_DIR = Path(os.environ.get("TOPOSCHED_TRACES", Path(__file__).resolve().parents[2] / "shared" / "data" / "traces"))
 QUICK_JOBS = 2_000
 
 
@@ -73,6 +74,8 @@ CASES: tuple[Case, ...] = (
     Case("thunder-easy-linear", *_THUNDER, "easy", "linear"),
     # issue 2: "EASY+isolated at least 300,000 jobs/s on Thunder placed on cab"
     Case("thunder-easy-isolated", *_THUNDER, "easy", "isolated", Target("loop_jobs_per_s", 300_000)),
+    # issue 17: "conservative backfilling on Thunder on cab under 1 s loop"
+    Case("thunder-conservative-linear", *_THUNDER, "conservative", "linear", Target("loop_jobs_per_s", 118_791)),
     Case("curie-fcfs-linear", *_CURIE, "fcfs", "linear"),
     Case("curie-easy-linear", *_CURIE, "easy", "linear", Target("e2e_s", 3.0)),
     Case("curie-easy-isolated", *_CURIE, "easy", "isolated"),

@@ -36,7 +36,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_TRACE_DIR = Path(os.environ.get("TOPOSCHED_TRACES", "/work/shared/data/traces"))
+# ../shared/data/traces beside the repository (where CI keeps the shared data), unless set
+DEFAULT_TRACE_DIR = Path(os.environ.get("TOPOSCHED_TRACES", Path(__file__).resolve().parents[2] / "shared" / "data" / "traces"))
 
 # name: (log, fabric, cores per node for the reader or None for the header's)
 CASES: dict[str, tuple[str, str, int | None]] = {
