@@ -11,10 +11,17 @@
 //! satisfied. Profile `classic` (17.02 `_eval_nodes_topo`): the lowest-level switch with
 //! enough usable nodes, fewest usable on ties (first index); inside it, repeatedly the
 //! leaf with the fewest usable nodes that holds the remainder, else the leaf with the most.
+//! Profile `select-linear` (Slurm 22.05 `select/linear`, `_job_test_topo`, the plugin of
+//! whole-node sites): the same lowest-level best-fit switch; inside it, repeatedly the leaf
+//! with the fewest usable nodes (first index on ties), whether or not it holds the
+//! remainder ("more leaf switches, better bandwidth", says its comment), all of its usable
+//! nodes taken.
 //! *When to use*: to replay what a Slurm site with a tree `topology.conf` would do.
 //! *Cost*: O(leaves² · levels) per selection in the current profile, O(leaves) classic.
 //! *Reference*: SchedMD/slurm `src/plugins/topology/tree/eval_nodes_tree.c` (25.11,
-//! fdcff640a9b2) and `select/cons_res/job_test.c` (slurm-17-02-0-1).
+//! fdcff640a9b2), `select/cons_res/job_test.c` (slurm-17-02-0-1) and
+//! `select/linear/select_linear.c` `_job_test_topo` phases 3-5 (slurm-22-05-8-1, the
+//! version Debian 12 ships).
 //!
 //! Nodes are fungible for this policy (any N free nodes can be placed), so queue policies
 //! reserve counts. Node weights are not modelled (all equal).
@@ -31,6 +38,21 @@ pub enum SlurmProfile {
     Current,
     /// 17.02 (the "smallest sub-tree, then best fit" that the SC18 paper cites).
     Classic,
+    /// 22.05 `select/linear` (whole nodes): fewest-usable leaf first inside the best fit.
+    SelectLinear,
+}
+
+impl SlurmProfile {
+    pub const NAMES: &'static [&'static str] = &["current", "classic", "select-linear"];
+
+    pub fn by_name(name: &str) -> Option<SlurmProfile> {
+        match name {
+            "current" => Some(SlurmProfile::Current),
+            "classic" => Some(SlurmProfile::Classic),
+            "select-linear" => Some(SlurmProfile::SelectLinear),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -155,8 +177,9 @@ impl SlurmTree {
         Some(chosen)
     }
 
-    fn select_classic(&mut self, topo: &Topology, state: &ClusterState, nodes: u32, guard: &Guard) -> Option<Vec<u32>> {
-        // Lowest-level switch with enough usable nodes; fewest usable, then first index.
+    /// Phase 3 of both the classic and the select/linear profiles: the leaves under the
+    /// lowest-level switch with enough usable nodes (fewest usable, then first index).
+    fn best_fit_leaves(&self, topo: &Topology, nodes: u32) -> Option<Vec<u32>> {
         let fewest = |it: &mut dyn Iterator<Item = (u32, u32)>| it.filter(|&(_, u)| u >= nodes).min_by_key(|&(i, u)| (u, i)).map(|(i, _)| i);
         let leaves: Vec<u32> = if let Some(l) = fewest(&mut (0..topo.n_leaves() as u32).map(|l| (l, self.leaf_usable[l as usize]))) {
             vec![l]
@@ -167,6 +190,11 @@ impl SlurmTree {
         } else {
             return None;
         };
+        Some(leaves)
+    }
+
+    fn select_classic(&mut self, topo: &Topology, state: &ClusterState, nodes: u32, guard: &Guard) -> Option<Vec<u32>> {
+        let leaves = self.best_fit_leaves(topo, nodes)?;
         let mut chosen = Vec::with_capacity(nodes as usize);
         while (chosen.len() as u32) < nodes {
             let rem = nodes - chosen.len() as u32;
@@ -180,6 +208,22 @@ impl SlurmTree {
             let take = self.leaf_usable[leaf as usize].min(rem);
             Self::take(topo, state, guard, leaf, take, &mut chosen);
             self.leaf_usable[leaf as usize] -= take;
+        }
+        Some(chosen)
+    }
+}
+
+impl SlurmTree {
+    fn select_linear(&mut self, topo: &Topology, state: &ClusterState, nodes: u32, guard: &Guard) -> Option<Vec<u32>> {
+        let leaves = self.best_fit_leaves(topo, nodes)?;
+        let mut chosen = Vec::with_capacity(nodes as usize);
+        while (chosen.len() as u32) < nodes {
+            let rem = nodes - chosen.len() as u32;
+            // phase 5: the leaf with the fewest usable nodes, first index on ties
+            let leaf = leaves.iter().copied().filter(|&l| self.leaf_usable[l as usize] > 0).min_by_key(|&l| (self.leaf_usable[l as usize], l))?;
+            let take = self.leaf_usable[leaf as usize].min(rem);
+            Self::take(topo, state, guard, leaf, take, &mut chosen);
+            self.leaf_usable[leaf as usize] = 0; // used up, as Slurm marks it
         }
         Some(chosen)
     }
@@ -203,6 +247,7 @@ impl Allocator for SlurmTree {
         match self.profile {
             SlurmProfile::Current => self.select_current(topo, state, nodes, guard),
             SlurmProfile::Classic => self.select_classic(topo, state, nodes, guard),
+            SlurmProfile::SelectLinear => self.select_linear(topo, state, nodes, guard),
         }
     }
 }
@@ -235,6 +280,36 @@ mod tests {
             assert_eq!(sorted(a.select(&t, &s, 2, &Guard::NONE).unwrap()), vec![1, 2], "{profile:?} N=2");
             assert!(a.select(&t, &s, 12, &Guard::NONE).is_none());
             assert_eq!(a.select(&t, &s, 11, &Guard::NONE).unwrap().len(), 11);
+        }
+    }
+
+    /// The FIFO stream of research/live-slurm.md (16 nodes, 4 leaves of 4, jobs of 3, 2, 5,
+    /// 1 nodes, none ending) as a real Slurm 22.05 with select/linear placed it:
+    /// n[01-03], n[05-06], n[04,07-10], n11 (ids here 0-based). The next two, 2 and 3
+    /// nodes, follow from the code: n[13-14] (the only leaf holding 2), then n12 (fewest
+    /// usable) and n[15-16].
+    #[test]
+    fn select_linear_reproduces_real_slurm_on_the_probe_stream() {
+        let t = Topology::fat_tree("probe", 4, 4, 1, None, None).unwrap();
+        let mut s = ClusterState::new(&t, &[]);
+        let mut a = SlurmTree::new(SlurmProfile::SelectLinear);
+        let expected: [&[u32]; 6] = [&[0, 1, 2], &[4, 5], &[3, 6, 7, 8, 9], &[10], &[12, 13], &[11, 14, 15]];
+        for (j, want) in expected.iter().enumerate() {
+            let got = sorted(a.select(&t, &s, want.len() as u32, &Guard::NONE).unwrap());
+            assert_eq!(&got, want, "job {j}");
+            let class = t.span_class(&got);
+            s.allocate(&t, j as u32, &got, class);
+        }
+        // the current (cons_tres) profile keeps the 5-node job on two leaves instead
+        let mut s = ClusterState::new(&t, &[]);
+        let mut c = SlurmTree::new(SlurmProfile::Current);
+        for (j, n) in [3u32, 2, 5].into_iter().enumerate() {
+            let got = sorted(c.select(&t, &s, n, &Guard::NONE).unwrap());
+            let class = t.span_class(&got);
+            s.allocate(&t, j as u32, &got, class);
+            if n == 5 {
+                assert_eq!(got, vec![3, 8, 9, 10, 11]);
+            }
         }
     }
 
