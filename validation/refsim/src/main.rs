@@ -77,6 +77,24 @@ impl Profile {
         }
     }
 
+    /// `m[i]` = the least free count over slices `0..=i`.
+    fn prefix_min(&self) -> Vec<i64> {
+        let mut m = Vec::with_capacity(self.free.len());
+        let mut low = i64::MAX;
+        for &f in &self.free {
+            low = low.min(f);
+            m.push(low);
+        }
+        m
+    }
+
+    /// The least free count over `[times[0], end)` (`end > times[0]`).
+    fn min_from_start(&self, prefix_min: &[i64], end: i64) -> i64 {
+        // slices starting before `end`: at least the first
+        let n = self.times.partition_point(|&t| t < end);
+        prefix_min[n.max(1) - 1]
+    }
+
     /// Earliest `s >= from` with at least `nodes` free during all of `[s, s + dur)` (at
     /// instant `s` itself when `dur` is 0).
     fn earliest(&self, nodes: i64, dur: i64, from: i64) -> Option<i64> {
@@ -181,16 +199,25 @@ impl Sim {
         if self.queue.len() < 2 {
             return;
         }
+        // nothing to backfill when no waiting job fits in the free nodes (saves the profile)
+        if !self.queue[1..].iter().any(|&r| self.jobs[r].nodes <= self.free) {
+            return;
+        }
         let mut prof = self.running_profile();
         let head = self.jobs[self.queue[0]];
         let at = prof.earliest(head.nodes, head.wall, self.now).expect("the head fits an empty machine");
         prof.add(at, head.wall, -head.nodes);
+        // A job fits from now on iff the profile's minimum over [now, now + wall) holds it:
+        // prefix minima answer that by a binary search, rebuilt after each start.
+        let mut pmin = prof.prefix_min();
         let mut k = 1;
         while k < self.queue.len() && self.free > 0 {
             let r = self.queue[k];
             let j = self.jobs[r];
-            if j.nodes <= self.free && prof.earliest(j.nodes, j.wall, self.now) == Some(self.now) {
+            if j.nodes <= self.free && prof.min_from_start(&pmin, self.now + j.wall.max(1)) >= j.nodes {
+                debug_assert_eq!(prof.earliest(j.nodes, j.wall, self.now), Some(self.now));
                 prof.add(self.now, j.wall, -j.nodes);
+                pmin = prof.prefix_min();
                 self.queue.remove(k);
                 self.begin(r);
             } else {
