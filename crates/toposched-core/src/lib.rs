@@ -4,8 +4,9 @@
 //! - [`topology`]: fat-tree fabrics, presets, hops.
 //! - [`workload`]: the job table the engine replays.
 //! - [`state`]: who holds which node.
-//! - [`alloc`]: allocation policies (which nodes): `linear`, `random`, `isolated`.
-//! - [`queue`]: queue policies (who goes next): `fcfs`, `easy`.
+//! - [`alloc`]: allocation policies (which nodes), one file each.
+//! - [`queue`]: queue policies (who goes next), one file each.
+//! - [`registry`]: every policy's name, docs, options schema and builder (generated list).
 //! - [`engine`]: the discrete-event loop and its total event order.
 //! - [`planner`]: free nodes over time, the projected future queue policies reason on.
 //! - [`metrics`]: APH, bounded slowdown, utilization sampling.
@@ -16,6 +17,7 @@ pub mod metrics;
 pub mod network;
 pub mod planner;
 pub mod queue;
+pub mod registry;
 pub mod state;
 pub mod topology;
 pub mod workload;

@@ -2,17 +2,36 @@
 //! of the invariants every schedule must keep.
 
 use proptest::prelude::*;
-use toposched_core::alloc::{self, AllocOptions, IsolatedOptions, LeafOrder, TieBreak};
-use toposched_core::queue::{self, EasyOptions};
+use toposched_core::alloc::{self, Allocator, IsolatedOptions, LeafOrder, RandomOptions, TieBreak};
+use toposched_core::registry::Options;
+use toposched_core::queue::{self, EasyOptions, QueuePolicy};
 use toposched_core::{Engine, EngineOptions, Job, JobStatus, Topology};
 
 fn job(id: i64, submit_s: i64, nodes: u32, walltime_s: i64, runtime_s: i64) -> Job {
     Job { id, submit_s, nodes, walltime_s, runtime_s }
 }
 
+fn options_of<T: serde::Serialize>(t: T) -> Options {
+    serde_json::to_value(t).unwrap().as_object().unwrap().clone()
+}
+
+/// A registered allocation policy with the options these tests vary.
+fn alloc_named(name: &str, seed: u64, iso: IsolatedOptions) -> Box<dyn Allocator> {
+    let o = match name {
+        "random" => options_of(RandomOptions { seed }),
+        "isolated" => options_of(iso),
+        _ => Options::new(),
+    };
+    alloc::by_name(name, &o).unwrap()
+}
+
+fn queue_named(name: &str, easy: EasyOptions) -> Box<dyn QueuePolicy> {
+    queue::by_name(name, &if name == "easy" { options_of(easy) } else { Options::new() }).unwrap()
+}
+
 fn run(topo: Topology, jobs: Vec<Job>, queue: &str, alloc_name: &str, iso: IsolatedOptions, easy: EasyOptions, opts: EngineOptions) -> Engine {
-    let a = alloc::by_name(alloc_name, &AllocOptions { seed: 42, isolated: iso, ..Default::default() }).unwrap();
-    let q = queue::by_name(queue, easy).unwrap();
+    let a = alloc_named(alloc_name, 42, iso);
+    let q = queue_named(queue, easy);
     let mut e = Engine::new(topo, jobs, a, q, opts, &[]).unwrap();
     assert!(e.step(u64::MAX).unwrap());
     e
@@ -119,8 +138,8 @@ fn run_on_lets_jobs_exceed_their_limit() {
 fn unsorted_input_is_refused_with_the_row() {
     let topo = Topology::preset("toy18").unwrap();
     let jobs = vec![job(1, 10, 1, 10, 10), job(2, 5, 1, 10, 10)];
-    let a = alloc::by_name("linear", &AllocOptions::default()).unwrap();
-    let q = queue::by_name("fcfs", EasyOptions::default()).unwrap();
+    let a = alloc_named("linear", 0, IsolatedOptions::default());
+    let q = queue_named("fcfs", EasyOptions::default());
     let err = Engine::new(topo, jobs, a, q, EngineOptions::default(), &[]).err().unwrap();
     assert!(err.0.contains("row 1") && err.0.contains("submit_s"), "{err}");
 }
@@ -210,8 +229,8 @@ proptest! {
         let alloc_name = ["linear", "random", "isolated", "slurm-tree"][ai];
         let opts = EngineOptions { kill_at_walltime: kill, record_reservations: true, check_interference_free: alloc_name == "isolated", ..Default::default() };
         let easy = EasyOptions { flux_window: flux, reserved_tiers_always: flux };
-        let a = alloc::by_name(alloc_name, &AllocOptions { seed: 7, ..Default::default() }).unwrap();
-        let q = queue::by_name(queue, easy).unwrap();
+        let a = alloc_named(alloc_name, 7, IsolatedOptions::default());
+        let q = queue_named(queue, easy);
         let mut e = Engine::new(topo, jobs, a, q, opts, &[]).unwrap();
         let done = e.step(u64::MAX);
         prop_assert!(done.is_ok(), "{:?}", done);
@@ -273,8 +292,8 @@ fn switches_limit_waits_then_gives_up() {
     let topo = Topology::preset("toy18").unwrap();
     let jobs = vec![job(1, 0, 1, 100, 100), job(2, 1, 3, 10, 10)];
     for (wait, start, leaves) in [(50i64, 51i64, vec![1u32, 2, 4]), (500, 100, vec![0, 1, 2])] {
-        let a = alloc::by_name("linear", &AllocOptions::default()).unwrap();
-        let q = queue::by_name("easy", EasyOptions::default()).unwrap();
+        let a = alloc_named("linear", 0, IsolatedOptions::default());
+        let q = queue_named("easy", EasyOptions::default());
         let mut e = Engine::new(topo.clone(), jobs.clone(), a, q, EngineOptions::default(), &[3, 6, 9, 12, 15]).unwrap();
         e.set_switches(vec![(0, 0), (1, wait)]).unwrap();
         assert!(e.step(u64::MAX).unwrap());
@@ -318,7 +337,7 @@ proptest! {
             } else {
                 Box::new(NoSkipping(alloc::Isolated::new(IsolatedOptions::default())))
             };
-            let mut e = Engine::new(topo.clone(), jobs.clone(), a, queue::by_name("easy", easy).unwrap(), EngineOptions::default(), &[]).unwrap();
+            let mut e = Engine::new(topo.clone(), jobs.clone(), a, queue_named("easy", easy), EngineOptions::default(), &[]).unwrap();
             e.step(u64::MAX).unwrap();
             schedules.push((0..jobs.len()).map(|i| (e.outcomes()[i].start_s, e.nodes_of(i as u32).to_vec())).collect::<Vec<_>>());
         }

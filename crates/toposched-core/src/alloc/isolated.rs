@@ -21,11 +21,13 @@
 //! `sched/sched_topo.c`.
 
 use super::{Allocator, Guard};
+use crate::registry::{parse_options, schema_of, AllocEntry};
 use crate::state::ClusterState;
 use crate::topology::Topology;
 
 /// Leaf order of T3 jobs inside a pod.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
 pub enum LeafOrder {
     /// Least-available leaf first, as the published plugin code does.
     #[default]
@@ -35,7 +37,8 @@ pub enum LeafOrder {
 }
 
 /// How equal availabilities are ordered.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
 pub enum TieBreak {
     /// By switch name (zero-padded preset names sort like indices); descending sorts reverse it.
     #[default]
@@ -44,11 +47,25 @@ pub enum TieBreak {
     Index,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// Options of `isolated`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
 pub struct IsolatedOptions {
+    /// T3 leaf order inside a pod: flux-topo (least-available first, the published code) or
+    /// paper (most-available first, as the paper's text says).
     pub leaf_order: LeafOrder,
+    /// How equal availabilities are ordered: by switch name (the published code) or by index.
     pub tie_break: TieBreak,
 }
+
+pub static POLICY: AllocEntry = AllocEntry {
+    name: "isolated",
+    summary: "interference-free T1/T2/T3 placement of Pollard et al. (SC18): no two jobs share an inter-switch link",
+    fungible: false,
+    topology_aware: true,
+    options: schema_of::<IsolatedOptions>,
+    build: |o| Ok(Box::new(Isolated::new(parse_options("isolated", o)?))),
+};
 
 /// The interference-free allocator.
 #[derive(Clone, Debug, Default)]

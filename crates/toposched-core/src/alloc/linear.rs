@@ -8,11 +8,24 @@
 //! *Reference*: brief §5.4.
 
 use super::{fits_in_machine, free_unguarded, Allocator, Guard};
+use crate::registry::{parse_options, schema_of, AllocEntry, NoOptions};
 use crate::state::ClusterState;
 use crate::topology::Topology;
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Linear;
+
+pub static POLICY: AllocEntry = AllocEntry {
+    name: "linear",
+    summary: "the lowest free node ids, whatever the topology (the topology-oblivious baseline)",
+    fungible: true,
+    topology_aware: false,
+    options: schema_of::<NoOptions>,
+    build: |o| {
+        parse_options::<NoOptions>("linear", o)?;
+        Ok(Box::new(Linear))
+    },
+};
 
 impl Allocator for Linear {
     fn name(&self) -> String {

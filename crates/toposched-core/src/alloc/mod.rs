@@ -4,15 +4,13 @@
 //! [`ClusterState`]. A policy never sees the queue: who goes next and which reservation
 //! holds is the queue policy's business (`crate::queue`).
 
-mod isolated;
-mod linear;
-mod random;
-mod slurm_tree;
+// `pub mod linear; ...` for every file of this directory, and `REGISTERED` (build.rs).
+include!(concat!(env!("OUT_DIR"), "/alloc_registry.rs"));
 
 pub use isolated::{Isolated, IsolatedOptions, LeafOrder, TieBreak};
 pub use linear::Linear;
-pub use random::Random;
-pub use slurm_tree::{SlurmProfile, SlurmTree};
+pub use random::{Random, RandomOptions};
+pub use slurm_tree::{SlurmProfile, SlurmTree, SlurmTreeOptions};
 
 use crate::state::{ClusterState, NodeSet};
 use crate::topology::Topology;
@@ -102,25 +100,11 @@ pub fn fits_in_machine(empty: &ClusterState, nodes: u32) -> Result<(), String> {
     }
 }
 
-/// Settings of the built-in allocation policies.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct AllocOptions {
-    /// Seed of `random`.
-    pub seed: u64,
-    pub isolated: IsolatedOptions,
-    pub slurm: SlurmProfile,
+/// Build a registered allocation policy from its CLI name and its options (a JSON object;
+/// an empty one for the defaults). See `crate::registry`.
+pub fn by_name(name: &str, options: &crate::registry::Options) -> Result<Box<dyn Allocator>, String> {
+    let entry = crate::registry::alloc(name).ok_or_else(|| {
+        format!("unknown allocation policy {name:?}; built-ins are: {}", crate::registry::alloc_names().join(", "))
+    })?;
+    (entry.build)(options)
 }
-
-/// Build an allocation policy from its CLI name.
-pub fn by_name(name: &str, opts: &AllocOptions) -> Option<Box<dyn Allocator>> {
-    match name {
-        "linear" => Some(Box::new(Linear)),
-        "random" => Some(Box::new(Random::new(opts.seed))),
-        "isolated" => Some(Box::new(Isolated::new(opts.isolated))),
-        "slurm-tree" => Some(Box::new(SlurmTree::new(opts.slurm))),
-        _ => None,
-    }
-}
-
-/// Names [`by_name`] accepts.
-pub const ALLOCATORS: &[&str] = &["linear", "random", "isolated", "slurm-tree"];

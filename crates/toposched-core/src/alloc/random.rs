@@ -12,8 +12,26 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::{fits_in_machine, free_unguarded, Allocator, Guard};
+use crate::registry::{parse_options, schema_of, AllocEntry};
 use crate::state::ClusterState;
 use crate::topology::Topology;
+
+/// Options of `random`.
+#[derive(Clone, Copy, Debug, Default, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct RandomOptions {
+    /// Seed of the ChaCha8 stream the nodes are drawn from (the run's --seed).
+    pub seed: u64,
+}
+
+pub static POLICY: AllocEntry = AllocEntry {
+    name: "random",
+    summary: "free nodes drawn uniformly at random from a seeded stream",
+    fungible: true,
+    topology_aware: false,
+    options: schema_of::<RandomOptions>,
+    build: |o| Ok(Box::new(Random::new(parse_options::<RandomOptions>("random", o)?.seed))),
+};
 
 #[derive(Clone, Debug)]
 pub struct Random {

@@ -27,11 +27,13 @@
 //! reserve counts. Node weights are not modelled (all equal).
 
 use super::{fits_in_machine, Allocator, Guard};
+use crate::registry::{parse_options, schema_of, AllocEntry};
 use crate::state::ClusterState;
 use crate::topology::Topology;
 
 /// Which Slurm generation's leaf choice to follow.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
 pub enum SlurmProfile {
     /// 21.08 and later (`_eval_nodes_topo` with `_topo_compare`-style climbing).
     #[default]
@@ -54,6 +56,24 @@ impl SlurmProfile {
         }
     }
 }
+
+/// Options of `slurm-tree`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct SlurmTreeOptions {
+    /// Leaf choice of Slurm 21.08+ select/cons_tres (current), 17.02 (classic), or 22.05
+    /// select/linear (select-linear).
+    pub slurm_profile: SlurmProfile,
+}
+
+pub static POLICY: AllocEntry = AllocEntry {
+    name: "slurm-tree",
+    summary: "Slurm's topology/tree node selection (best-fit switch, then leaves), in three Slurm generations",
+    fungible: true,
+    topology_aware: true,
+    options: schema_of::<SlurmTreeOptions>,
+    build: |o| Ok(Box::new(SlurmTree::new(parse_options::<SlurmTreeOptions>("slurm-tree", o)?.slurm_profile))),
+};
 
 #[derive(Clone, Debug, Default)]
 pub struct SlurmTree {

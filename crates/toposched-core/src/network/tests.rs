@@ -92,7 +92,7 @@ fn isolated_placements_share_nothing() {
     for (name, seed) in [("cab", 3u64), ("toy18", 4), ("hype", 5), ("quartz", 6)] {
         let t = Topology::preset(name).unwrap();
         let mut state = ClusterState::new(&t, &[]);
-        let mut a = alloc::by_name("isolated", &alloc::AllocOptions::default()).unwrap();
+        let mut a = alloc::by_name("isolated", &Default::default()).unwrap();
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let patterns = [Pattern::Pairs, Pattern::AllToAll, Pattern::Stencil(4), Pattern::Unstructured, Pattern::Flood, Pattern::SubA2a(8)];
         let mut jobs = Vec::new();
@@ -205,7 +205,7 @@ mod replay {
     use crate::alloc::{Allocator, Guard};
     use crate::engine::{Engine, EngineOptions, JobStatus};
     use crate::network::replay::{JobTraffic, NetReplay, Reference};
-    use crate::queue::{self, EasyOptions};
+    use crate::queue;
     use crate::workload::Job;
 
     /// Hands out the first listed node set of the requested size whose nodes are all free.
@@ -236,7 +236,7 @@ mod replay {
     #[allow(clippy::too_many_arguments)]
     fn run_with(topo: &Topology, jobs: Vec<Job>, lists: Vec<Vec<u32>>, phis: &[f64], pattern: Pattern, kill: bool, kill_on_overrun: bool) -> Engine {
         let opts = EngineOptions { kill_at_walltime: kill, ..EngineOptions::default() };
-        let q = queue::by_name("fcfs", EasyOptions::default()).unwrap();
+        let q = queue::by_name("fcfs", &Default::default()).unwrap();
         let traffic =
             phis.iter().map(|&phi| JobTraffic { pattern: 0, bytes: 1.0, ranks_per_node: 1, seed: 0, phi, service_level: 0 }).collect();
         let mut net = NetReplay::new(topo, NetConfig::default(), Reference::Alone, vec![pattern], traffic).unwrap();
@@ -403,8 +403,8 @@ mod replay {
         let run_with = |alloc: &str, reference: Reference| {
             let traffic = traffic.clone();
             let net = NetReplay::new(&t, NetConfig::default(), reference, pats.clone(), traffic).unwrap();
-            let a = alloc::by_name(alloc, &alloc::AllocOptions::default()).unwrap();
-            let q = queue::by_name("easy", EasyOptions::default()).unwrap();
+            let a = alloc::by_name(alloc, &Default::default()).unwrap();
+            let q = queue::by_name("easy", &Default::default()).unwrap();
             let mut e = Engine::new(t.clone(), jobs.clone(), a, q, EngineOptions::default(), &[]).unwrap();
             e.set_network(net).unwrap();
             assert!(e.step(u64::MAX).unwrap());
@@ -430,7 +430,7 @@ mod reference {
     use super::*;
     use crate::engine::{Engine, EngineOptions};
     use crate::network::replay::{JobTraffic, NetReplay, Reference};
-    use crate::queue::{self, EasyOptions};
+    use crate::queue;
     use crate::workload::Job;
 
     fn one_job(nodes: u32, alloc: &str, reference: Reference, pattern: Pattern) -> (i64, f64) {
@@ -438,9 +438,13 @@ mod reference {
         let jobs = vec![Job { id: 1, submit_s: 0, nodes, walltime_s: 100_000, runtime_s: 1000 }];
         let traffic = vec![JobTraffic { pattern: 0, bytes: 1.0, ranks_per_node: 1, seed: 3, phi: 0.5, service_level: 0 }];
         let net = NetReplay::new(&t, NetConfig::default(), reference, vec![pattern], traffic).unwrap();
-        let a = alloc::by_name(alloc, &alloc::AllocOptions { seed: 5, ..Default::default() }).unwrap();
+        let mut o = crate::registry::Options::new();
+        if alloc == "random" {
+            o.insert("seed".into(), 5.into());
+        }
+        let a = alloc::by_name(alloc, &o).unwrap();
         let mut e =
-            Engine::new(t, jobs, a, queue::by_name("fcfs", EasyOptions::default()).unwrap(), EngineOptions::default(), &[]).unwrap();
+            Engine::new(t, jobs, a, queue::by_name("fcfs", &Default::default()).unwrap(), EngineOptions::default(), &[]).unwrap();
         e.set_network(net).unwrap();
         e.step(u64::MAX).unwrap();
         let r = e.network().unwrap().result(0).unwrap();

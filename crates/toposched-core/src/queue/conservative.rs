@@ -39,6 +39,7 @@
 use super::{PassCtx, QueuePolicy};
 use crate::alloc::Guard;
 use crate::planner::Planner;
+use crate::registry::{parse_options, schema_of, NoOptions, QueueEntry};
 use crate::state::NodeSet;
 
 #[derive(Clone, Debug)]
@@ -49,6 +50,16 @@ struct Reservation {
     nodes: Vec<u32>,
     class: u8,
 }
+
+pub static POLICY: QueueEntry = QueueEntry {
+    name: "conservative",
+    summary: "conservative backfilling: every queued job holds a reservation no later job may delay",
+    options: schema_of::<NoOptions>,
+    build: |o| {
+        parse_options::<NoOptions>("conservative", o)?;
+        Ok(Box::new(Conservative::new()))
+    },
+};
 
 #[derive(Clone, Debug, Default)]
 pub struct Conservative {

@@ -42,16 +42,27 @@
 
 use super::{PassCtx, QueuePolicy};
 use crate::alloc::Guard;
+use crate::registry::{parse_options, schema_of, QueueEntry};
 use crate::state::NodeSet;
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// Options of `easy`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
 pub struct EasyOptions {
-    /// Reservation window as the flux-sched plugin records it (start = end + 2, inclusive
-    /// overlap test).
+    /// With a non-fungible allocation policy: reservation window as the flux-sched plugin
+    /// records it (start = expected end + 2 s, inclusive overlap test).
     pub flux_window: bool,
-    /// Reserved leaves/pods are closed to spanning backfill jobs whatever their end time.
+    /// With a non-fungible allocation policy: reserved leaves/pods are closed to spanning
+    /// backfill jobs even if they end before the reservation.
     pub reserved_tiers_always: bool,
 }
+
+pub static POLICY: QueueEntry = QueueEntry {
+    name: "easy",
+    summary: "EASY backfilling: the first job that cannot start gets a reservation no backfilled job may delay",
+    options: schema_of::<EasyOptions>,
+    build: |o| Ok(Box::new(Easy::new(parse_options("easy", o)?))),
+};
 
 /// One reservation, as the engine logs it for tests and reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,9 +7,20 @@
 
 use super::{PassCtx, QueuePolicy};
 use crate::alloc::Guard;
+use crate::registry::{parse_options, schema_of, NoOptions, QueueEntry};
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Fcfs;
+
+pub static POLICY: QueueEntry = QueueEntry {
+    name: "fcfs",
+    summary: "strict first come, first served: the first job that cannot start blocks the queue",
+    options: schema_of::<NoOptions>,
+    build: |o| {
+        parse_options::<NoOptions>("fcfs", o)?;
+        Ok(Box::new(Fcfs))
+    },
+};
 
 impl QueuePolicy for Fcfs {
     fn name(&self) -> String {

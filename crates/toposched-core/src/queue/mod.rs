@@ -4,9 +4,8 @@
 //! happen). It walks the queue (submit order, ties in trace order) and starts jobs through
 //! [`PassCtx::try_start`]; the allocation policy chooses the nodes.
 
-mod conservative;
-mod easy;
-mod fcfs;
+// `pub mod fcfs; ...` for every file of this directory, and `REGISTERED` (build.rs).
+include!(concat!(env!("OUT_DIR"), "/queue_registry.rs"));
 
 pub use conservative::Conservative;
 pub use easy::{Easy, EasyOptions, ReservationRecord};
@@ -78,15 +77,9 @@ pub trait QueuePolicy: Send + Sync {
     }
 }
 
-/// Names the CLI accepts.
-pub const QUEUES: &[&str] = &["fcfs", "easy", "conservative"];
-
-/// Build a queue policy from its CLI name.
-pub fn by_name(name: &str, easy: EasyOptions) -> Option<Box<dyn QueuePolicy>> {
-    match name {
-        "fcfs" => Some(Box::new(Fcfs)),
-        "easy" => Some(Box::new(Easy::new(easy))),
-        "conservative" => Some(Box::new(Conservative::new())),
-        _ => None,
-    }
+/// Build a registered queue policy from its CLI name and its options (see `crate::registry`).
+pub fn by_name(name: &str, options: &crate::registry::Options) -> Result<Box<dyn QueuePolicy>, String> {
+    let entry = crate::registry::queue(name)
+        .ok_or_else(|| format!("unknown queue policy {name:?}; built-ins are: {}", crate::registry::queue_names().join(", ")))?;
+    (entry.build)(options)
 }
