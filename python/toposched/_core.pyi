@@ -3,7 +3,7 @@
 tests/test_stub.py checks that this stub and the compiled module name the same things.
 """
 
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -76,14 +76,9 @@ class Simulation:
         *,
         queue: str = "easy",
         alloc: str | object | None = None,
-        seed: int = 0,
+        options: dict[str, bool | int | float | str] | None = None,
         kill_at_walltime: bool = True,
         queue_depth: int | None = None,
-        leaf_order: str = "flux-topo",
-        tie_break: str = "name",
-        slurm_profile: str = "current",
-        flux_window: bool = False,
-        reserved_tiers_always: bool = False,
         record_reservations: bool = False,
         check_interference_free: bool = False,
         down: list[int] | None = None,
@@ -106,6 +101,10 @@ class Simulation:
     def results(self) -> dict[str, npt.NDArray[np.generic]]: ...
     def skipped(self) -> list[tuple[int, str]]: ...
     def reservations(self) -> dict[str, npt.NDArray[np.int64]]: ...
+
+def policies() -> list[dict[str, Any]]:
+    """Every registered policy: name, kind ("queue"/"alloc"), summary, doc, fungible,
+    topology_aware, options (JSON schema)."""
 
 def aph(topology: Topology, nodes: list[int]) -> float | None: ...
 def ideal_aph(topology: Topology, n: int) -> float | None: ...

@@ -34,14 +34,14 @@ from .errors import InputError, ToposchedError
 from .simulate import RunConfig, _atomic, simulate
 from .transforms import SCENARIOS, apply_scenario, apply_transforms
 from .workload.model import Workload
-from . import _core
+from . import registry
 
 #: Built-in allocation policies (``toposched simulate --alloc``); ``module:Class`` names a
 #: policy written in Python. Policies in NO_SCENARIOS run scenario ``none`` only: the
 #: topology-oblivious ones, and ``as-logged`` (the log's own schedule, not a policy).
-ALLOCS: tuple[str, ...] = ("linear", "random", "isolated", "slurm-tree", "as-logged")
-NO_SCENARIOS: frozenset[str] = frozenset({"linear", "random", "as-logged"})
-QUEUES: tuple[str, ...] = tuple(_core.QUEUES)  # the engine's own list
+ALLOCS: tuple[str, ...] = (*registry.alloc_names(), "as-logged")
+NO_SCENARIOS: frozenset[str] = frozenset(a for a in ALLOCS if not registry.topology_aware(a))
+QUEUES: tuple[str, ...] = registry.queue_names()  # the engine's own list
 
 DEFAULT_ALLOCS: tuple[str, ...] = ("linear", "isolated")
 DEFAULT_SCENARIOS: tuple[str, ...] = SCENARIOS
@@ -50,7 +50,7 @@ DEFAULT_SCENARIOS: tuple[str, ...] = SCENARIOS
 def topology_aware(alloc: str) -> bool:
     """Whether the speedup scenarios apply to runs of ``alloc`` (every policy but
     ``linear``, ``random`` and ``as-logged``; a ``module:Class`` policy counts as aware)."""
-    return alloc not in NO_SCENARIOS
+    return registry.topology_aware(alloc)
 
 
 def run_name(alloc: str, scenario: str) -> str:

@@ -77,6 +77,36 @@ class RunConfig:
     utilization_step_s: int = 60
     #: Network model closed loop (``--network SPEC``, docs/network.md); None = off.
     network: str | None = None
+    #: Options of registered policies that have no field above (option name -> value; the
+    #: names are those of ``toposched.registry.options()``). A field above wins over nothing:
+    #: give each option once. Left out of the summary and of sweep run ids when empty.
+    policy_options: dict[str, Any] = field(default_factory=dict)
+
+
+def policy_options(config: RunConfig) -> dict[str, Any]:
+    """The options the run's own queue and allocation policies take, from RunConfig's
+    fields (``leaf_order``, ``seed``, ...) or ``policy_options``. An entry of
+    ``policy_options`` that the run's policies do not declare is an error naming the policy
+    it belongs to."""
+    from . import registry
+
+    alloc = config.alloc if isinstance(config.alloc, str) else None
+    for name in config.policy_options:
+        o = registry.option(name)
+        if o is None:
+            known = ", ".join(x.name for x in registry.options())
+            raise InputError("policy_options", f"unknown policy option {name!r}; options are: {known}")
+        if o.policy not in (config.queue, alloc):
+            raise InputError(o.flag, f"{o.flag} is an option of the {'queue' if o.kind == 'queue' else 'allocation'} policy {o.policy}, which this run does not use")
+    out: dict[str, Any] = {}
+    for o in registry.options_of((config.queue, alloc)):
+        if o.name in config.policy_options:
+            value = config.policy_options[o.name]
+        else:
+            value = getattr(config, o.name, None)
+        if value is not None:
+            out[o.name] = value
+    return out
 
 
 @dataclass
@@ -201,15 +231,10 @@ def simulate(
         cols["runtime_s"],
         queue=config.queue,
         alloc=alloc,
+        options=policy_options(config),
         queue_order=order,
-        seed=config.seed,
         kill_at_walltime=config.kill_at_walltime,
         queue_depth=config.queue_depth,
-        leaf_order=config.leaf_order,
-        tie_break=config.tie_break,
-        slurm_profile=config.slurm_profile,
-        flux_window=config.flux_window,
-        reserved_tiers_always=config.reserved_tiers_always,
         record_reservations=config.record_reservations,
         check_interference_free=config.check_interference_free,
         event_order=config.event_order,
@@ -408,6 +433,8 @@ def _policy_block(config: RunConfig) -> dict[str, Any]:
     from .policies import describe
 
     block = {f.name: getattr(config, f.name) for f in fields(config)}
+    if not block["policy_options"]:
+        del block["policy_options"]  # summaries of runs without such options stay as they were
     block["alloc"] = describe(config.alloc)
     block["queue_order"] = describe(config.queue_order)
     return block

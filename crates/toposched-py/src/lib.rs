@@ -1,6 +1,7 @@
 //! `toposched._core`: the Python face of toposched-core. Thin wrappers only: every rule
 //! lives in the core crate; this file converts arguments and arrays.
 
+mod json;
 mod network;
 mod policies;
 
@@ -9,9 +10,8 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use toposched_core::alloc::{self, AllocOptions, IsolatedOptions, LeafOrder, SlurmProfile, TieBreak};
 use toposched_core::metrics;
-use toposched_core::queue::{self, EasyOptions};
+use toposched_core::registry;
 use toposched_core::{Engine, EngineOptions, EventOrder, Job, JobStatus};
 
 /// A 2- or 3-level fat-tree (see toposched-core `topology`).
@@ -169,8 +169,7 @@ impl Simulation {
     #[new]
     #[pyo3(signature = (
         topology, job_id, submit_s, nodes, walltime_s, runtime_s, *,
-        queue="easy", alloc=None, seed=0, kill_at_walltime=true, queue_depth=None,
-        leaf_order="flux-topo", tie_break="name", slurm_profile="current", flux_window=false, reserved_tiers_always=false,
+        queue="easy", alloc=None, options=None, kill_at_walltime=true, queue_depth=None,
         record_reservations=false, check_interference_free=false, down=None,
         max_leaves=None, switch_wait_s=None, queue_order=None, event_order="per-instant"
     ))]
@@ -184,14 +183,9 @@ impl Simulation {
         runtime_s: PyReadonlyArray1<i64>,
         queue: &str,
         alloc: Option<&Bound<'_, PyAny>>,
-        seed: u64,
+        options: Option<&Bound<'_, PyDict>>,
         kill_at_walltime: bool,
         queue_depth: Option<usize>,
-        leaf_order: &str,
-        tie_break: &str,
-        slurm_profile: &str,
-        flux_window: bool,
-        reserved_tiers_always: bool,
         record_reservations: bool,
         check_interference_free: bool,
         down: Option<Vec<u32>>,
@@ -217,33 +211,19 @@ impl Simulation {
                 .map_err(|_| PyValueError::new_err(format!("job row {i} (id {}): field 'nodes' out of range: {}", id[i], n[i])))?;
             jobs.push(Job { id: id[i], submit_s: sub[i], nodes, walltime_s: wt[i], runtime_s: rt[i] });
         }
-        let leaf_order = match leaf_order {
-            "flux-topo" => LeafOrder::FluxTopo,
-            "paper" => LeafOrder::Paper,
-            other => return Err(PyValueError::new_err(format!("leaf_order must be 'flux-topo' or 'paper', not {other:?}"))),
+        let options = options.map(json::dict_to_options).transpose()?.unwrap_or_default();
+        let alloc_name: Option<String> = match alloc {
+            None => Some("linear".into()),
+            Some(a) if a.is_instance_of::<pyo3::types::PyString>() => Some(a.extract()?),
+            Some(_) => None,
         };
-        let tie_break = match tie_break {
-            "name" => TieBreak::Name,
-            "index" => TieBreak::Index,
-            other => return Err(PyValueError::new_err(format!("tie_break must be 'name' or 'index', not {other:?}"))),
+        let (mut queue_policy, built) =
+            registry::build(queue, alloc_name.as_deref(), &options).map_err(PyValueError::new_err)?;
+        let allocator: Box<dyn toposched_core::alloc::Allocator> = match (built, alloc) {
+            (Some(a), _) => a,
+            (None, Some(obj)) => Box::new(policies::PyAllocator::new(obj.py(), obj.clone().unbind())?),
+            (None, None) => unreachable!("no allocation policy object means linear"),
         };
-        let slurm = SlurmProfile::by_name(slurm_profile).ok_or_else(|| {
-            PyValueError::new_err(format!("slurm_profile must be one of {}, not {slurm_profile:?}", SlurmProfile::NAMES.join(", ")))
-        })?;
-        let alloc_opts = AllocOptions { seed, isolated: IsolatedOptions { leaf_order, tie_break }, slurm };
-        let allocator: Box<dyn alloc::Allocator> = match alloc {
-            None => Box::new(alloc::Linear),
-            Some(a) if a.is_instance_of::<pyo3::types::PyString>() => {
-                let name: String = a.extract()?;
-                alloc::by_name(&name, &alloc_opts).ok_or_else(|| {
-                    PyValueError::new_err(format!("unknown allocation policy {name:?}; built-ins are: {}", alloc::ALLOCATORS.join(", ")))
-                })?
-            }
-            Some(obj) => Box::new(policies::PyAllocator::new(obj.py(), obj.clone().unbind())?),
-        };
-        let mut queue_policy = queue::by_name(queue, EasyOptions { flux_window, reserved_tiers_always }).ok_or_else(|| {
-            PyValueError::new_err(format!("unknown queue policy {queue:?}; built-ins are: {}", queue::QUEUES.join(", ")))
-        })?;
         if let Some(order) = queue_order {
             queue_policy = Box::new(policies::PyQueueOrder::new(order.py(), order.clone().unbind(), queue_policy)?);
         }
@@ -409,6 +389,36 @@ fn busy_nodes_sampled<'py>(
     Ok(PyArray1::from_vec(py, busy.into_iter().map(i64::from).collect()))
 }
 
+/// Every registered policy: a list of dicts with `name`, `kind` ("queue" or "alloc"),
+/// `summary`, `doc` (the policy file's documentation), `fungible` and `topology_aware`
+/// (allocation policies; None for queue policies) and `options` (the JSON schema of its
+/// options: `properties` maps each option to its type, `description` and `default`).
+#[pyfunction(name = "policies")]
+fn policies_of_registry(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
+    let mut out = Vec::new();
+    let mut push = |kind: &str, name: &str, summary: &str, doc: &str, flags: Option<(bool, bool)>, schema: schemars::Schema| -> PyResult<()> {
+        let d = PyDict::new(py);
+        d.set_item("name", name)?;
+        d.set_item("kind", kind)?;
+        d.set_item("summary", summary)?;
+        d.set_item("doc", doc)?;
+        d.set_item("fungible", flags.map(|f| f.0))?;
+        d.set_item("topology_aware", flags.map(|f| f.1))?;
+        d.set_item("options", json::to_py(py, schema.as_value())?)?;
+        out.push(d);
+        Ok(())
+    };
+    for r in registry::queues() {
+        let p = r.policy;
+        push("queue", p.name, p.summary, r.doc, None, (p.options)())?;
+    }
+    for r in registry::allocs() {
+        let p = r.policy;
+        push("alloc", p.name, p.summary, r.doc, Some((p.fungible, p.topology_aware)), (p.options)())?;
+    }
+    Ok(out)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Topology>()?;
@@ -417,8 +427,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ideal_aph, m)?)?;
     m.add_function(wrap_pyfunction!(busy_nodes_sampled, m)?)?;
     m.add("PRESETS", toposched_core::topology::PRESETS.to_vec())?;
-    m.add("ALLOCATORS", alloc::ALLOCATORS.to_vec())?;
-    m.add("QUEUES", queue::QUEUES.to_vec())?;
+    m.add("ALLOCATORS", registry::alloc_names())?;
+    m.add("QUEUES", registry::queue_names())?;
+    m.add_function(wrap_pyfunction!(policies_of_registry, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     network::register(m)?;
     policies::register(m)?;

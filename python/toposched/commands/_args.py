@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING, Any
+
+from ..profiles import profile_settings
+
+if TYPE_CHECKING:
+    from ..registry import PolicyOption
 
 
 def positive_int(text: str) -> int:
@@ -28,12 +34,7 @@ def add_run_options(parser: argparse.ArgumentParser, *, seed_help: str = "seed o
     g.add_argument("--profile", choices=tuple(PROFILES), help="set a published system's values at once; flags given override it (flux-sc18: the SC18 flux plugin = --queue-depth 128 --flux-window --reserved-tiers-always --leaf-order flux-topo --tie-break name)")
     g.add_argument("--queue-order", metavar="MODULE:CLASS", help="reorder the queue at every pass with a QueueOrder written in Python (docs/python-policies.md)")
     g.add_argument("--seed", type=int, default=0, help=seed_help)
-    g.add_argument("--leaf-order", choices=("flux-topo", "paper"), help="isolated: T3 leaf order (default: flux-topo, the published code)")
-    g.add_argument("--tie-break", choices=("name", "index"), help="isolated: how equal availabilities are ordered (default: name)")
-    g.add_argument("--slurm-profile", choices=("current", "classic", "select-linear"), help="slurm-tree: leaf choice of Slurm 21.08+ select/cons_tres (current, default), 17.02 (classic), or 22.05 select/linear (select-linear)")
     g.add_argument("--switches", metavar="N[@SECONDS]", help="Slurm --switches for every job: wait up to SECONDS (default 300) for an allocation on at most N leaves")
-    g.add_argument("--flux-window", action="store_const", const=True, help="easy+isolated: reservation window as the flux plugin records it (+2 s, inclusive)")
-    g.add_argument("--reserved-tiers-always", action="store_const", const=True, help="easy+isolated: reserved leaves/pods closed to spanning jobs even if they end before the reservation")
     g.add_argument("--queue-depth", type=positive_int, help="consider at most this many queued jobs per pass (default: all; the flux plugin used 128)")
     g.add_argument("--event-order", choices=("per-instant", "per-event"), help="per-instant (default): at each instant all ends, then all submits, then one pass; per-event: a pass after each submit, then after each end in start order (the pyss simulator's order)")
     g.add_argument("--network", metavar="SPEC", help="network interference model: job ends follow predicted slowdowns (bins | random | column:NAME | KEY=VALUE,... | spec.json; docs/network.md)")
@@ -41,17 +42,48 @@ def add_run_options(parser: argparse.ArgumentParser, *, seed_help: str = "seed o
     kill.add_argument("--run-on", dest="kill_at_limit", action="store_const", const=False, help="let jobs run past their requested time (default: killed at it, unless the SWF header says AllowOveruse: yes)")
     kill.add_argument("--kill-at-limit", dest="kill_at_limit", action="store_const", const=True, help="kill jobs at their requested time even when the log's header says AllowOveruse: yes")
     g.add_argument("--check-invariants", action="store_true", help="check the interference-free invariant after every pass (isolated)")
+    add_policy_options(parser)
+
+
+def _policy_help(o: PolicyOption) -> str:
+    default = o.default
+    if o.type == "boolean":
+        default = "on" if default else "off"
+    return f"{o.policy}: {o.description} (default: {default})"
+
+
+def add_policy_options(parser: argparse.ArgumentParser) -> None:
+    """One flag per option of every registered policy (``leaf_order`` -> ``--leaf-order``),
+    generated from the core's registry: a new policy's options appear here without an edit.
+    ``seed`` is the run's ``--seed`` (it also draws the v1/v2 scenarios), defined above."""
+    from ..registry import policies
+
+    for p in policies():
+        opts = [o for o in p.options if o.name not in _RUN_LEVEL_OPTIONS]
+        if not opts:
+            continue
+        g = parser.add_argument_group(f"{p.name} ({'queue' if p.kind == 'queue' else 'allocation'} policy) options")
+        for o in opts:
+            if o.type == "boolean":
+                g.add_argument(o.flag, dest=o.name, action="store_const", const=True, help=_policy_help(o))
+            elif o.choices is not None:
+                g.add_argument(o.flag, dest=o.name, choices=o.choices, help=_policy_help(o))
+            elif o.type == "integer":
+                g.add_argument(o.flag, dest=o.name, type=int, metavar="N", help=_policy_help(o))
+            elif o.type == "number":
+                g.add_argument(o.flag, dest=o.name, type=float, metavar="X", help=_policy_help(o))
+            else:
+                g.add_argument(o.flag, dest=o.name, metavar="VALUE", help=_policy_help(o))
+
+
+#: Registered options that are run-level flags of their own (defined in add_run_options).
+_RUN_LEVEL_OPTIONS = frozenset({"seed"})
 
 
 #: RunConfig fields set from flags of :func:`add_run_options` (flag dest -> field).
 _RUN_FIELDS = {
     "queue_order": "queue_order",
-    "leaf_order": "leaf_order",
-    "tie_break": "tie_break",
-    "slurm_profile": "slurm_profile",
     "switches": "switches",
-    "flux_window": "flux_window",
-    "reserved_tiers_always": "reserved_tiers_always",
     "queue_depth": "queue_depth",
     "event_order": "event_order",
     "network": "network",
@@ -60,10 +92,17 @@ _RUN_FIELDS = {
 }
 
 
-def run_options(args: argparse.Namespace) -> dict:
+def run_options(args: argparse.Namespace, *, queues: list[str] | tuple[str, ...] | None = None, allocs: list[str] | tuple[str, ...] | None = None) -> dict[str, Any]:
     """RunConfig fields (without queue and alloc) from the flags of :func:`add_run_options`:
-    the profile's values, then every flag actually given."""
-    from ..profiles import profile_settings
+    the profile's values, then every flag actually given. A policy option given explicitly
+    while none of ``queues``/``allocs`` (the policies of the command's runs) declares it is
+    an error naming the policy it belongs to (a profile's values are exempt: a profile
+    describes a whole system)."""
+    from dataclasses import fields
+
+    from ..errors import InputError
+    from ..registry import options
+    from ..simulate import RunConfig
 
     out = profile_settings(args.profile)
     for dest, name in _RUN_FIELDS.items():
@@ -71,4 +110,20 @@ def run_options(args: argparse.Namespace) -> dict:
         if value is not None and not (dest == "check_invariants" and value is False):
             out[name] = value
     out["seed"] = args.seed
+    config_fields = {f.name for f in fields(RunConfig)}
+    used = set(queues or ()) | set(allocs or ())
+    for o in options():
+        if o.name in _RUN_LEVEL_OPTIONS:
+            continue
+        value = getattr(args, o.name, None)
+        if value is None:
+            continue
+        if queues is not None and allocs is not None and o.policy not in used:
+            kind = "queue" if o.kind == "queue" else "allocation"
+            flag = "--queue" if o.kind == "queue" else "--alloc"
+            raise InputError(o.flag, f"{o.flag} is an option of the {kind} policy {o.policy}, which this run does not use (choose it with {flag} {o.policy})")
+        if o.name in config_fields:
+            out[o.name] = value
+        else:
+            out.setdefault("policy_options", {})[o.name] = value
     return out

@@ -6,6 +6,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from ..registry import alloc_names, policy
 from ._args import add_run_options, positive_int as _positive_int, run_options
 from .. import _core
 
@@ -28,7 +29,8 @@ See docs/semantics.md for the exact scheduling rules and docs/workloads.md for h
 """
 
 
-BUILTIN_ALLOCS = ("linear", "random", "isolated", "slurm-tree", "as-logged")
+#: The registered allocation policies (the core's registry) and as-logged (docs/as-logged.md).
+BUILTIN_ALLOCS = (*alloc_names(), "as-logged")
 
 
 def _alloc_name(text: str) -> str:
@@ -57,7 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     g = parser.add_argument_group("policies")
     g.add_argument("--queue", default="easy", choices=_core.QUEUES, help="queue policy (default: easy)")
-    g.add_argument("--alloc", default="linear", type=_alloc_name, metavar="POLICY", help="allocation policy: linear (default), random, isolated, slurm-tree, as-logged (start times and nodes from the log, docs/as-logged.md), or module:Class for a policy written in Python (docs/python-policies.md)")
+    g.add_argument("--alloc", default="linear", type=_alloc_name, metavar="POLICY", help="allocation policy (default: linear): " + "; ".join(f"{n}: {policy(n).summary}" for n in alloc_names()) + "; as-logged: start times and nodes from the log (docs/as-logged.md); or module:Class for a policy written in Python (docs/python-policies.md)")
     add_run_options(parser)
     g = parser.add_argument_group("reading the log (see docs/workloads.md)")
     g.add_argument("--cores-per-node", type=_positive_int, help="processors per node to turn processor counts into nodes (default: from the SWF header MaxProcs/MaxNodes, else 1)")
@@ -99,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         from ..transforms import apply_transforms
 
         workload = apply_transforms(workload, list(args.transform), fabric_nodes=fabric.n_nodes)
-    config = RunConfig(queue=args.queue, alloc=args.alloc, **run_options(args))
+    config = RunConfig(queue=args.queue, alloc=args.alloc, **run_options(args, queues=[args.queue], allocs=[args.alloc]))
     t1 = time.perf_counter()
     from ..progress import Progress, log
 

@@ -80,12 +80,45 @@ SCENARIO_KEYS = ("speedup", "seeds", "network")
 #: RunConfig fields the matrix sets itself (not allowed in [run]).
 MATRIX_FIELDS = ("queue", "alloc", "seed", "network")
 #: Fixed choices of some RunConfig fields.
-CONFIG_CHOICES = {
-    "leaf_order": ("flux-topo", "paper"),
-    "tie_break": ("name", "index"),
-    "slurm_profile": ("current", "classic", "select-linear"),
+ENGINE_CHOICES = {
     "event_order": ("per-instant", "per-event"),
 }
+
+
+def _config_choices() -> dict[str, tuple[str, ...]]:
+    """Fixed choices of the engine settings and of every enumerated policy option (from
+    the core's registry: the same schema the CLI flags come from)."""
+    from .. import registry
+
+    return {**ENGINE_CHOICES, **{o.name: o.choices for o in registry.options() if o.choices is not None}}
+
+
+def _policy_only_options() -> dict[str, Any]:
+    """Registered policy options that are not RunConfig fields: [run] accepts them too,
+    and each run gets those of its own policies in ``policy_options``."""
+    from .. import registry
+
+    cfg = _config_fields()
+    return {o.name: o for o in registry.options() if o.name not in cfg}
+
+
+def _run_config(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A run's RunConfig as JSON: options of policies the run does not use are dropped,
+    and ``policy_options`` is left out when empty (so run ids stay as they were)."""
+    from dataclasses import asdict
+
+    from ..simulate import RunConfig
+
+    extra = _policy_only_options()
+    used = (kwargs.get("queue"), kwargs.get("alloc"))
+    policy_opts = {k: kwargs.pop(k) for k in list(kwargs) if k in extra}
+    policy_opts = {k: v for k, v in policy_opts.items() if extra[k].policy in used}
+    if policy_opts:
+        kwargs["policy_options"] = policy_opts
+    cfg = asdict(RunConfig(**kwargs))
+    if not cfg["policy_options"]:
+        del cfg["policy_options"]
+    return cfg
 #: What an [[exclude]] table may name (besides [run] fields).
 AXES = ("workload", "fabric", "queue", "alloc", "speedup", "seed", "network")
 
@@ -544,9 +577,9 @@ def _choices(c: _Checker, table: dict[str, Any], key: str, where: str, allowed: 
 def _builtin_allocs() -> list[str]:
     import importlib.util
 
-    from .. import _core
+    from ..registry import alloc_names
 
-    names = list(_core.ALLOCATORS)
+    names = list(alloc_names())
     if importlib.util.find_spec("toposched.aslogged") is not None:
         names.append("as-logged")
     return names
@@ -645,7 +678,8 @@ def _run_axes(c: _Checker, raw: Any) -> dict[str, list[Any]]:
     t = c.table(raw, "run")
     if t is None:
         return {}
-    cfg = _config_fields()
+    cfg = {k: v for k, v in _config_fields().items() if k != "policy_options"}
+    cfg.update(_policy_only_options())
     allowed = [k for k in cfg if k not in MATRIX_FIELDS]
     defaults = _config_defaults()
     axes: dict[str, list[Any]] = {}
@@ -681,14 +715,26 @@ _BAD = object()
 
 
 def _config_value(c: _Checker, key: str, v: Any, where: str, f: Any, default: Any) -> Any:
-    ann = str(f.type)
+    from ..registry import PolicyOption
+
+    if isinstance(f, PolicyOption) and f.choices is None:
+        # A policy option without a RunConfig field: its type from the registry's schema.
+        if f.type == "boolean":
+            r = c.boolean(v, where)
+        elif f.type == "integer":
+            r = c.integer(v, where, f.minimum)
+        else:
+            r = c.string(v, where)
+        return _BAD if r is None else r
+    ann = str(getattr(f, "type", ""))
     if key == "queue_order":
         if not isinstance(v, str) or ":" not in v:
             c.err(where, f"expected a module:Class string (a QueueOrder written in Python), got {v!r}")
             return _BAD
         return v if _python_policy(c, v, where) else _BAD
-    if key in CONFIG_CHOICES:
-        r = c.string(v, where, CONFIG_CHOICES[key])
+    choices = _config_choices()
+    if key in choices:
+        r = c.string(v, where, choices[key])
     elif ann.startswith("bool") or isinstance(default, bool):
         r = c.boolean(v, where)
     elif "int" in ann:
@@ -794,7 +840,7 @@ def parse_sweep(text: str, path: str | Path = "<sweep>", *, base: str | Path | N
                                 "workload": wl,
                                 "fabric": {k: v for k, v in fab.items() if k != "params_name"},
                                 "scenario": scenario,
-                                "config": asdict(RunConfig(**kwargs)),
+                                "config": _run_config(kwargs),
                             }
                             code = {k: policy_code_sha256(kwargs.get(k)) for k in ("alloc", "queue_order")}
                             code = {k: v for k, v in code.items() if v is not None}

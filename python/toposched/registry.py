@@ -1,0 +1,204 @@
+"""The policy registry as the Rust core declares it (``_core.policies()``).
+
+Every queue and allocation policy is one Rust file declaring its name, summary, options
+(a serde/schemars struct whose field doc comments are the option docs) and builder;
+``build.rs`` collects them. This module turns that into what the Python front needs: the
+names ``--queue``/``--alloc`` accept, one CLI flag per option (``leaf_order`` ->
+``--leaf-order``), the choices sweeps validate against, and the catalogue of
+docs/policies.md. Nothing here lists a policy by name.
+
+>>> [p.name for p in policies() if p.kind == "queue"]
+['conservative', 'easy', 'fcfs']
+>>> option("leaf_order").flag, option("leaf_order").policy, option("leaf_order").choices
+('--leaf-order', 'isolated', ('flux-topo', 'paper'))
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from . import _core
+
+
+@dataclass(frozen=True)
+class PolicyOption:
+    """One option of one policy."""
+
+    name: str
+    #: The policy that declares it (option names are unique across policies).
+    policy: str
+    #: ``"queue"`` or ``"alloc"``.
+    kind: str
+    description: str
+    default: Any
+    #: JSON type: ``"boolean"``, ``"integer"``, ``"number"`` or ``"string"``.
+    type: str
+    #: The accepted values of an enumerated option, else None.
+    choices: tuple[str, ...] | None = None
+    #: Smallest accepted value of an integer option, else None.
+    minimum: int | None = None
+
+    @property
+    def flag(self) -> str:
+        """The CLI flag: ``--`` and the name in kebab case."""
+        return "--" + self.name.replace("_", "-")
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A registered policy."""
+
+    name: str
+    kind: str
+    summary: str
+    doc: str
+    options: tuple[PolicyOption, ...]
+    #: Allocation policies only (None for queue policies).
+    fungible: bool | None = None
+    topology_aware: bool | None = None
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _option(name: str, prop: Mapping[str, Any], defs: Mapping[str, Any], policy: str, kind: str) -> PolicyOption:
+    target: Mapping[str, Any] = prop
+    if "$ref" in prop:
+        target = defs[str(prop["$ref"]).rsplit("/", 1)[-1]]
+    choices: tuple[str, ...] | None = None
+    if "oneOf" in target:
+        choices = tuple(str(v["const"]) for v in target["oneOf"])
+        typ = "string"
+    elif "enum" in target:
+        choices = tuple(str(v) for v in target["enum"])
+        typ = "string"
+    else:
+        typ = str(target.get("type", "string"))
+    minimum = target.get("minimum")
+    return PolicyOption(
+        name=name,
+        policy=policy,
+        kind=kind,
+        description=_one_line(str(prop.get("description", ""))),
+        default=prop.get("default"),
+        type=typ,
+        choices=choices,
+        minimum=int(minimum) if minimum is not None else None,
+    )
+
+
+@functools.cache
+def policies() -> tuple[Policy, ...]:
+    """Every registered policy: queue policies, then allocation policies, each in the
+    core's (file-name) order."""
+    out = []
+    for p in _core.policies():
+        schema = p["options"]
+        defs = schema.get("$defs", {})
+        opts = tuple(_option(n, prop, defs, p["name"], p["kind"]) for n, prop in schema.get("properties", {}).items())
+        out.append(
+            Policy(
+                name=p["name"],
+                kind=p["kind"],
+                summary=p["summary"],
+                doc=p["doc"],
+                options=opts,
+                fungible=p["fungible"],
+                topology_aware=p["topology_aware"],
+            )
+        )
+    return tuple(out)
+
+
+def policy(name: str) -> Policy | None:
+    return next((p for p in policies() if p.name == name), None)
+
+
+def queue_names() -> tuple[str, ...]:
+    return tuple(p.name for p in policies() if p.kind == "queue")
+
+
+def alloc_names() -> tuple[str, ...]:
+    return tuple(p.name for p in policies() if p.kind == "alloc")
+
+
+def options() -> tuple[PolicyOption, ...]:
+    """Every option of every policy."""
+    return tuple(o for p in policies() for o in p.options)
+
+
+def option(name: str) -> PolicyOption | None:
+    return next((o for o in options() if o.name == name), None)
+
+
+def options_of(names: tuple[str | None, ...] | list[str | None]) -> tuple[PolicyOption, ...]:
+    """The options of the named policies (names not registered, such as ``module:Class``
+    or ``as-logged``, have none)."""
+    wanted = set(n for n in names if isinstance(n, str))
+    return tuple(o for o in options() if o.policy in wanted)
+
+
+def topology_aware(alloc: str) -> bool:
+    """Whether placement depends on the fabric (the speedup scenarios apply). Policies
+    written in Python count as aware; ``as-logged`` does not."""
+    p = policy(alloc)
+    if p is not None:
+        return bool(p.topology_aware)
+    return alloc != "as-logged"
+
+
+#: docs/policies.md holds the generated catalogue between these lines.
+DOCS_BEGIN = "<!-- generated from _core.policies() by `python -m toposched.registry docs/policies.md`; do not edit -->"
+DOCS_END = "<!-- end of generated catalogue -->"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def catalogue_markdown() -> str:
+    """The registry as Markdown: every policy, its flags and options (docs/policies.md;
+    tests/test_registry.py fails when the file drifts from it)."""
+    lines = [DOCS_BEGIN, "", "## Registered policies and options", ""]
+    lines.append(
+        "Every policy below is one Rust file declaring `pub static POLICY` (ARCHITECTURE.md, "
+        "\"Adding a policy\"). An option belongs to one policy and is the CLI flag shown; giving "
+        "it with a run that does not use its policy is an error naming the policy. In a sweep's "
+        "`[run]` table, or `RunConfig`, it is the option name."
+    )
+    for kind, title in (("queue", "Queue policies (`--queue`)"), ("alloc", "Allocation policies (`--alloc`)")):
+        lines += ["", f"### {title}", ""]
+        for p in policies():
+            if p.kind != kind:
+                continue
+            flags = ""
+            if kind == "alloc":
+                flags = " Reservations: " + ("node counts (fungible)." if p.fungible else "node sets (not fungible).")
+                flags += " Speedup scenarios: " + ("apply (topology-aware)." if p.topology_aware else "do not apply (topology-oblivious).")
+            lines.append(f"- **`{p.name}`**: {p.summary}.{flags}")
+            for o in p.options:
+                values = " \\| ".join(f"`{c}`" for c in o.choices) if o.choices else o.type
+                default = str(o.default).lower() if isinstance(o.default, bool) else o.default
+                lines.append(f"  - `{o.flag}` ({values}; default `{default}`): {o.description}")
+    lines += ["", DOCS_END]
+    return "\n".join(lines) + "\n"
+
+
+def docs_with_catalogue(text: str) -> str:
+    """``text`` (docs/policies.md) with its generated block replaced by the current one."""
+    if DOCS_BEGIN not in text or DOCS_END not in text:
+        return text.rstrip("\n") + "\n\n" + catalogue_markdown()
+    head, rest = text.split(DOCS_BEGIN, 1)
+    _, tail = rest.split(DOCS_END, 1)
+    return head + catalogue_markdown() + tail.lstrip("\n")
+
+
+if __name__ == "__main__":  # python -m toposched.registry docs/policies.md
+    import sys
+    from pathlib import Path
+
+    target = Path(sys.argv[1])
+    target.write_text(docs_with_catalogue(target.read_text()))
