@@ -97,7 +97,7 @@ def policy_options(config: RunConfig) -> dict[str, Any]:
             known = ", ".join(x.name for x in registry.options())
             raise InputError("policy_options", f"unknown policy option {name!r}; options are: {known}")
         if o.policy not in (config.queue, alloc):
-            raise InputError(o.flag, f"{o.flag} is an option of the {'queue' if o.kind == 'queue' else 'allocation'} policy {o.policy}, which this run does not use")
+            raise InputError(o.flag, f"an option of the {'queue' if o.kind == 'queue' else 'allocation'} policy {o.policy}, which this run does not use")
     out: dict[str, Any] = {}
     for o in registry.options_of((config.queue, alloc)):
         if o.name in config.policy_options:

@@ -121,7 +121,7 @@ def run_options(args: argparse.Namespace, *, queues: list[str] | tuple[str, ...]
         if queues is not None and allocs is not None and o.policy not in used:
             kind = "queue" if o.kind == "queue" else "allocation"
             flag = "--queue" if o.kind == "queue" else "--alloc"
-            raise InputError(o.flag, f"{o.flag} is an option of the {kind} policy {o.policy}, which this run does not use (choose it with {flag} {o.policy})")
+            raise InputError(o.flag, f"an option of the {kind} policy {o.policy}, which this run does not use (choose it with {flag} {o.policy})")
         if o.name in config_fields:
             out[o.name] = value
         else:

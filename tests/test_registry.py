@@ -1,0 +1,143 @@
+"""The policy registry (crates/toposched-core/src/registry.rs, toposched.registry): the CLI,
+the sweep validation and docs/policies.md all come from it, and options reach only the
+policy that declares them."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import EXAMPLE_TRACE
+from toposched import _core, registry
+from toposched.cli import main
+from toposched.commands import simulate as simulate_cmd
+from toposched.errors import InputError
+from toposched.simulate import RunConfig, policy_options, simulate
+from toposched.topology import load_fabric
+from toposched.workload.model import Workload
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "policies.md"
+
+
+def test_docs_catalogue_is_the_registry():
+    """docs/policies.md carries the generated catalogue, unchanged: regenerate it with
+    `python -m toposched.registry docs/policies.md` after changing a policy."""
+    text = DOCS.read_text()
+    assert registry.DOCS_BEGIN in text
+    assert registry.docs_with_catalogue(text) == text, "docs/policies.md drifted from _core.policies(): run python -m toposched.registry docs/policies.md"
+
+
+def test_registry_lists_the_engine_names_and_option_names_are_unique():
+    assert registry.queue_names() == tuple(_core.QUEUES)
+    assert registry.alloc_names() == tuple(_core.ALLOCATORS)
+    names = [o.name for o in registry.options()]
+    assert len(names) == len(set(names))
+    for p in registry.policies():
+        assert p.summary and p.doc, p.name
+        for o in p.options:
+            assert o.description and o.default is not None, (p.name, o.name)
+
+
+def test_the_documented_flags_keep_their_spellings_and_values():
+    """The flags users have scripts for, with the values they had before the registry."""
+    want = {
+        "--leaf-order": ("isolated", ("flux-topo", "paper")),
+        "--tie-break": ("isolated", ("name", "index")),
+        "--slurm-profile": ("slurm-tree", ("current", "classic", "select-linear")),
+        "--flux-window": ("easy", None),
+        "--reserved-tiers-always": ("easy", None),
+        "--seed": ("random", None),
+    }
+    got = {o.flag: (o.policy, o.choices) for o in registry.options()}
+    for flag, expected in want.items():
+        assert got[flag] == expected, flag
+
+
+def test_every_option_is_a_cli_flag_of_simulate():
+    parser = argparse.ArgumentParser()
+    simulate_cmd.add_arguments(parser)
+    flags = {s for a in parser._actions for s in a.option_strings}
+    for o in registry.options():
+        assert o.flag in flags, o.flag
+    args = parser.parse_args(["--trace", "x", "--system", "cab", "--out", "o", "--alloc", "isolated", "--leaf-order", "paper", "--flux-window"])
+    assert args.leaf_order == "paper" and args.flux_window is True
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--trace", "x", "--system", "cab", "--out", "o", "--leaf-order", "sideways"])
+
+
+def test_an_option_of_a_policy_not_in_use_is_one_clear_error(tmp_path, capsys):
+    code = main(["simulate", "--trace", str(EXAMPLE_TRACE), "--system", "cab", "--alloc", "linear", "--leaf-order", "paper", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code != 0
+    assert "--leaf-order" in err and "isolated" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    code = main(["simulate", "--trace", str(EXAMPLE_TRACE), "--system", "cab", "--queue", "fcfs", "--alloc", "isolated", "--flux-window", "--out", str(tmp_path / "p")])
+    err = capsys.readouterr().err
+    assert code != 0 and "--flux-window" in err and "easy" in err
+
+
+def _jobs():
+    return dict(
+        job_id=np.array([1, 2, 3], dtype=np.int64),
+        submit_s=np.array([0, 0, 5], dtype=np.int64),
+        nodes=np.array([4, 12, 2], dtype=np.int64),
+        walltime_s=np.array([100, 100, 50], dtype=np.int64),
+        runtime_s=np.array([60, 80, 40], dtype=np.int64),
+    )
+
+
+def test_binding_routes_options_and_names_the_owner_of_a_misplaced_one():
+    topo = _core.Topology.preset("toy18")
+    j = _jobs()
+    cols = (j["job_id"], j["submit_s"], j["nodes"], j["walltime_s"], j["runtime_s"])
+    sim = _core.Simulation(topo, *cols, queue="easy", alloc="isolated", options={"leaf_order": "paper", "flux_window": True})
+    assert sim.step()
+    with pytest.raises(ValueError, match="leaf_order.*isolated"):
+        _core.Simulation(topo, *cols, queue="easy", alloc="linear", options={"leaf_order": "paper"})
+    with pytest.raises(ValueError, match="isolated: unknown variant `sideways`"):
+        _core.Simulation(topo, *cols, queue="easy", alloc="isolated", options={"leaf_order": "sideways"})
+    with pytest.raises(ValueError, match="unknown policy option"):
+        _core.Simulation(topo, *cols, alloc="linear", options={"leaf_odrer": "paper"})
+    with pytest.raises(ValueError, match="easy: invalid type"):
+        _core.Simulation(topo, *cols, queue="easy", options={"flux_window": "yes"})
+
+
+def test_runconfig_passes_only_the_options_of_the_runs_policies():
+    assert policy_options(RunConfig(queue="easy", alloc="isolated", leaf_order="paper")) == {
+        "flux_window": False,
+        "reserved_tiers_always": False,
+        "leaf_order": "paper",
+        "tie_break": "name",
+    }
+    assert policy_options(RunConfig(queue="fcfs", alloc="random", seed=4, leaf_order="paper")) == {"seed": 4}
+    with pytest.raises(InputError, match="--flux-window.*easy"):
+        policy_options(RunConfig(queue="fcfs", alloc="linear", policy_options={"flux_window": True}))
+    with pytest.raises(InputError, match="unknown policy option"):
+        policy_options(RunConfig(policy_options={"nope": 1}))
+
+
+def test_registry_options_change_schedules_as_the_old_keywords_did():
+    """Same run through RunConfig fields and through policy_options: same schedule; and the
+    option matters (paper vs flux-topo T3 leaf order differ on this workload)."""
+    rng = np.random.default_rng(3)
+    n = 60
+    cols = {
+        "job_id": np.arange(1, n + 1),
+        "submit_s": np.sort(rng.integers(0, 2000, n)),
+        "nodes": rng.integers(1, 700, n),
+        "walltime_s": np.full(n, 3600),
+        "runtime_s": rng.integers(100, 3600, n),
+        "procs": rng.integers(1, 700, n),
+        "line": np.arange(1, n + 1),
+    }
+    cols["procs"] = cols["nodes"]
+    w = Workload(columns=cols, source="inline", format="test")
+    fabric = load_fabric("cab")
+    a = simulate(w, fabric, RunConfig(queue="easy", alloc="isolated", leaf_order="paper"))
+    b = simulate(w, fabric, RunConfig(queue="easy", alloc="isolated", leaf_order="flux-topo", policy_options={"leaf_order": "paper"}))
+    c = simulate(w, fabric, RunConfig(queue="easy", alloc="isolated"))
+    assert a.jobs.column("node_ids").to_pylist() == b.jobs.column("node_ids").to_pylist()
+    assert a.jobs.column("node_ids").to_pylist() != c.jobs.column("node_ids").to_pylist()
