@@ -224,9 +224,11 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
 
     #[test]
-    fn schedules_keep_their_invariants((topo, jobs) in case(), qi in 0usize..3, ai in 0usize..4, kill in any::<bool>(), flux in any::<bool>()) {
-        let queue = ["fcfs", "easy", "conservative"][qi];
-        let alloc_name = ["linear", "random", "isolated", "slurm-tree"][ai];
+    fn schedules_keep_their_invariants((topo, jobs) in case(), qi in 0usize..64, ai in 0usize..64, kill in any::<bool>(), flux in any::<bool>()) {
+        // Every registered pair (a new policy file is tested here without an edit).
+        let (queues, allocs) = (toposched_core::registry::queue_names(), toposched_core::registry::alloc_names());
+        let queue = queues[qi % queues.len()];
+        let alloc_name = allocs[ai % allocs.len()];
         let opts = EngineOptions { kill_at_walltime: kill, record_reservations: true, check_interference_free: alloc_name == "isolated", ..Default::default() };
         let easy = EasyOptions { flux_window: flux, reserved_tiers_always: flux };
         let a = alloc_named(alloc_name, 7, IsolatedOptions::default());
@@ -238,8 +240,9 @@ proptest! {
     }
 
     #[test]
-    fn same_inputs_same_schedule((topo, jobs) in case(), ai in 0usize..3) {
-        let alloc_name = ["linear", "random", "isolated"][ai];
+    fn same_inputs_same_schedule((topo, jobs) in case(), ai in 0usize..64) {
+        let allocs = toposched_core::registry::alloc_names();
+        let alloc_name = allocs[ai % allocs.len()];
         let mut runs = Vec::new();
         for _ in 0..2 {
             let e = run(topo.clone(), jobs.clone(), "easy", alloc_name, IsolatedOptions::default(), EasyOptions::default(), EngineOptions::default());
