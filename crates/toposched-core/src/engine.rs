@@ -34,58 +34,13 @@ use std::collections::{BTreeSet, BinaryHeap};
 
 use crate::alloc::Allocator;
 use crate::network::replay::NetReplay;
-use crate::queue::ReservationRecord;
-use crate::queue::{PassCtx, QueuePolicy};
+use crate::pass::Core;
+pub use crate::pass::{EventOrder, JobStatus, Outcome};
+use crate::pass::{PassCtx, ReservationRecord};
+use crate::queue::QueuePolicy;
 use crate::state::ClusterState;
 use crate::topology::Topology;
 use crate::workload::{validate, Job};
-
-/// What became of a job.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum JobStatus {
-    /// Not submitted yet, or waiting in the queue.
-    Pending,
-    Running,
-    Done,
-    /// Could never be placed on this fabric with this policy; see [`Engine::skipped`].
-    Skipped,
-}
-
-/// Per-job result, indexed by job row.
-#[derive(Clone, Copy, Debug)]
-pub struct Outcome {
-    pub status: JobStatus,
-    pub start_s: i64,
-    pub end_s: i64,
-    /// 1 = one leaf, 2 = one pod, 3 = several pods.
-    pub class: u8,
-    /// Log run time exceeded the limit and the job was killed at it.
-    pub killed: bool,
-    node_off: u32,
-    node_len: u32,
-}
-
-/// When scheduling passes run within one instant (docs/semantics.md).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum EventOrder {
-    /// All ends, then all submissions, then one pass (the default).
-    #[default]
-    PerInstant,
-    /// Submissions first, then ends in start order, one pass after each (pyss's order).
-    PerEvent,
-}
-
-impl EventOrder {
-    pub const NAMES: &'static [&'static str] = &["per-instant", "per-event"];
-
-    pub fn by_name(name: &str) -> Option<EventOrder> {
-        match name {
-            "per-instant" => Some(EventOrder::PerInstant),
-            "per-event" => Some(EventOrder::PerEvent),
-            _ => None,
-        }
-    }
-}
 
 /// Engine settings that are not policies.
 #[derive(Clone, Copy, Debug)]
@@ -110,150 +65,6 @@ impl Default for EngineOptions {
             record_reservations: false,
             check_interference_free: false,
             event_order: EventOrder::PerInstant,
-        }
-    }
-}
-
-/// The machine state a queue policy works on.
-pub struct Core {
-    pub now: i64,
-    pub state: ClusterState,
-    /// Waiting jobs (rows), in queue order.
-    pub queue: Vec<u32>,
-    /// Running jobs ordered by expected end `start + walltime`, then row.
-    pub running: BTreeSet<(i64, u32)>,
-    /// Bumped at every start and end: lets policies cache work while nothing changed.
-    pub version: u64,
-    /// (end, start sequence, row): the sequence is 0 in the per-instant order (ends at one
-    /// instant then go by row) and the start count in the per-event order (start order).
-    ends: BinaryHeap<Reverse<(i64, u64, u32)>>,
-    /// Per-event order only: start sequence of each job row.
-    start_seq: Vec<u64>,
-    starts: u64,
-    event_order: EventOrder,
-    /// Instants at which the queue policy asked for a pass (e.g. a reservation starts).
-    wakeups: BinaryHeap<Reverse<i64>>,
-    /// Jobs that have ended so far (lets policies notice early ends).
-    pub ended: u64,
-    outcomes: Vec<Outcome>,
-    node_lists: Vec<u32>,
-    kill_at_walltime: bool,
-    record_reservations: bool,
-    reservations: Vec<ReservationRecord>,
-    /// Slurm `--switches=N@wait` per job row: (max leaves, max wait s); empty = none.
-    switches: Vec<(u32, i64)>,
-    /// When each job was first tried (for the switch wait), -1 before.
-    first_tried: Vec<i64>,
-    /// The network model's closed loop (`--network`), if on: it owns the end times.
-    net: Option<Box<NetReplay>>,
-}
-
-impl Core {
-    /// Nodes held (or last held) by a started job.
-    pub fn nodes_of(&self, job: u32) -> &[u32] {
-        let o = &self.outcomes[job as usize];
-        &self.node_lists[o.node_off as usize..(o.node_off + o.node_len) as usize]
-    }
-    pub fn class_of(&self, job: u32) -> u8 {
-        self.outcomes[job as usize].class
-    }
-
-    /// Start `job` now on `nodes`. Called by [`PassCtx::try_start`].
-    pub(crate) fn start(&mut self, topo: &Topology, jobs: &[Job], job: u32, mut nodes: Vec<u32>) {
-        let spec = jobs[job as usize];
-        assert_eq!(nodes.len(), spec.nodes as usize, "allocator returned the wrong node count for job row {job}");
-        nodes.sort_unstable();
-        let class = topo.span_class(&nodes);
-        self.state.allocate(topo, job, &nodes, class);
-        let killed = self.kill_at_walltime && spec.runtime_s > spec.walltime_s;
-        let run = if killed { spec.walltime_s } else { spec.runtime_s };
-        let end = self.now + run;
-        let o = &mut self.outcomes[job as usize];
-        o.status = JobStatus::Running;
-        o.start_s = self.now;
-        o.end_s = end;
-        o.class = class;
-        o.killed = killed;
-        o.node_off = self.node_lists.len() as u32;
-        o.node_len = nodes.len() as u32;
-        self.node_lists.extend_from_slice(&nodes);
-        self.running.insert((self.now + spec.walltime_s, job));
-        if self.event_order == EventOrder::PerEvent {
-            self.starts += 1;
-            self.start_seq[job as usize] = self.starts;
-        }
-        match self.net.as_mut() {
-            // the end is pushed by `flush_network` once the instant's starts are known
-            Some(net) => net.on_start(job, &nodes, self.now),
-            None => self.push_end(end, job),
-        }
-        self.version += 1;
-    }
-
-    fn push_end(&mut self, end: i64, job: u32) {
-        let seq = self.start_seq.get(job as usize).copied().unwrap_or(0);
-        self.ends.push(Reverse((end, seq, job)));
-    }
-
-    /// A heap entry for a job whose end has moved since (network model) or that has ended.
-    #[inline]
-    fn end_is_stale(&self, end: i64, job: u32) -> bool {
-        let o = &self.outcomes[job as usize];
-        o.status != JobStatus::Running || o.end_s != end
-    }
-
-    /// Network model: after the instant's pass, push the ends that moved.
-    fn flush_network(&mut self) {
-        if let Some(net) = self.net.as_mut() {
-            for &(job, end) in net.flush(self.now) {
-                self.outcomes[job as usize].end_s = end;
-                let seq = self.start_seq.get(job as usize).copied().unwrap_or(0);
-                self.ends.push(Reverse((end, seq, job)));
-            }
-        }
-    }
-
-    /// Ask for a scheduling pass at `t` (ignored if `t` is not in the future).
-    pub fn wake_at(&mut self, t: i64) {
-        if t > self.now {
-            self.wakeups.push(Reverse(t));
-        }
-    }
-
-    /// True when some job has a `--switches` limit (a refusal that is not monotone in size).
-    pub fn has_switch_limits(&self) -> bool {
-        self.switches.iter().any(|&(l, _)| l > 0)
-    }
-
-    /// Slurm's `--switches=N@wait` rule: a selection spanning more than N leaves is
-    /// refused until the job has waited `wait` seconds since it was first tried.
-    pub(crate) fn switches_allow(&mut self, topo: &Topology, job: u32, nodes: &[u32]) -> bool {
-        let Some(&(max_leaves, wait_s)) = self.switches.get(job as usize) else { return true };
-        if max_leaves == 0 {
-            return true;
-        }
-        let first = &mut self.first_tried[job as usize];
-        if *first < 0 {
-            *first = self.now;
-        }
-        if self.now - *first >= wait_s {
-            return true;
-        }
-        let first = *first;
-        let mut leaves: Vec<u32> = nodes.iter().map(|&n| topo.leaf_of(n)).collect();
-        leaves.sort_unstable();
-        leaves.dedup();
-        let ok = leaves.len() as u32 <= max_leaves;
-        if !ok {
-            // Try again when the wait runs out, even if nothing else happens by then.
-            self.wake_at(first + wait_s);
-        }
-        ok
-    }
-
-    pub(crate) fn log_reservation(&mut self, pass_s: i64, job: u32, start_s: i64) {
-        if self.record_reservations {
-            self.reservations.push(ReservationRecord { pass_s, job, start_s });
         }
     }
 }
@@ -495,13 +306,7 @@ impl Engine {
         if self.core.queue.is_empty() {
             return Ok(());
         }
-        let mut ctx = PassCtx {
-            topo: &self.topo,
-            jobs: &self.jobs,
-            alloc: self.alloc.as_mut(),
-            core: &mut self.core,
-            queue_depth: self.opts.queue_depth,
-        };
+        let mut ctx = PassCtx::new(&self.topo, &self.jobs, self.alloc.as_mut(), &mut self.core, self.opts.queue_depth);
         self.queue_policy.pass(&mut ctx);
         self.passes += 1;
         if let Some(e) = self.alloc.take_error().or_else(|| self.queue_policy.take_error()) {

@@ -117,11 +117,15 @@ pub fn owner_of(name: &str) -> Option<(&'static str, &'static str)> {
     None
 }
 
+/// The policies of a run: the queue policy, and the allocation policy unless it is not a
+/// registered one.
+pub type BuiltPolicies = (Box<dyn QueuePolicy>, Option<Box<dyn Allocator>>);
+
 /// Build the queue and allocation policies of a run from one flat options object. Each
 /// option goes to the policy that declares it; an option of a policy the run does not use,
 /// or of none, is an error naming its owner. `alloc` None means the allocation policy is
 /// not a registered one (a policy written in Python): then no allocation option may be given.
-pub fn build(queue: &str, alloc: Option<&str>, options: &Options) -> Result<(Box<dyn QueuePolicy>, Option<Box<dyn Allocator>>), String> {
+pub fn build(queue: &str, alloc: Option<&str>, options: &Options) -> Result<BuiltPolicies, String> {
     let q = self::queue(queue).ok_or_else(|| format!("unknown queue policy {queue:?}; built-ins are: {}", queue_names().join(", ")))?;
     let a = match alloc {
         Some(name) => Some(self::alloc(name).ok_or_else(|| {

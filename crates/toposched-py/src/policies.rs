@@ -171,8 +171,7 @@ impl QueuePolicy for PyQueueOrder {
         let now = ctx.now();
         let keyed: Result<Vec<(Py<PyAny>, usize, u32)>, String> = Python::with_gil(|py| {
             let b = self.obj.bind(py);
-            ctx.core
-                .queue
+            ctx.queue()
                 .iter()
                 .enumerate()
                 .map(|(i, &row)| {
@@ -213,7 +212,7 @@ impl QueuePolicy for PyQueueOrder {
             self.error = Some(format!("queue order {}: keys cannot be compared: {e}", self.name));
             return;
         }
-        ctx.core.queue = keyed.into_iter().map(|k| k.2).collect();
+        *ctx.queue_mut() = keyed.into_iter().map(|k| k.2).collect();
         self.inner.pass(ctx);
     }
 

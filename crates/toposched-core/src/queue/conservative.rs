@@ -85,11 +85,11 @@ impl Conservative {
     /// every queued job's reservation holds its nodes over its window.
     fn planner(&self, ctx: &PassCtx) -> Planner {
         let now = ctx.now();
-        let mut changes: Vec<(i64, i64)> = Vec::with_capacity(ctx.core.running.len() + 2 * ctx.core.queue.len());
-        for &(expected_end, r) in &ctx.core.running {
+        let mut changes: Vec<(i64, i64)> = Vec::with_capacity(ctx.running().len() + 2 * ctx.queue().len());
+        for &(expected_end, r) in ctx.running() {
             changes.push((expected_end.max(now + 1), ctx.jobs[r as usize].nodes as i64));
         }
-        for &q in &ctx.core.queue {
+        for &q in ctx.queue() {
             if let Some(res) = &self.reservations[q as usize] {
                 let n = ctx.jobs[q as usize].nodes as i64;
                 changes.push((res.start, -n));
@@ -128,15 +128,15 @@ impl Conservative {
         let topo = ctx.topo;
         let spec = ctx.jobs[job as usize];
         let others: Vec<&Reservation> =
-            ctx.core.queue.iter().filter(|&&q| q != job).filter_map(|&q| self.reservations[q as usize].as_ref()).collect();
+            ctx.queue().iter().filter(|&&q| q != job).filter_map(|&q| self.reservations[q as usize].as_ref()).collect();
         let mut candidates: Vec<i64> = vec![now];
-        candidates.extend(ctx.core.running.iter().map(|&(e, _)| e.max(now + 1)));
+        candidates.extend(ctx.running().iter().map(|&(e, _)| e.max(now + 1)));
         candidates.extend(others.iter().map(|r| r.end.max(now)));
         candidates.retain(|&t| t <= limit);
         candidates.sort_unstable();
         candidates.dedup();
-        let running: Vec<(i64, u32)> = ctx.core.running.iter().copied().collect();
-        let mut projected = ctx.core.state.clone();
+        let running: Vec<(i64, u32)> = ctx.running().iter().copied().collect();
+        let mut projected = ctx.state().clone();
         let mut released = 0;
         let mut excluded = NodeSet::new(topo.n_nodes());
         let mut leaves = vec![false; topo.n_leaves()];
@@ -144,7 +144,7 @@ impl Conservative {
         for t in candidates {
             while released < running.len() && running[released].0.max(now + 1) <= t {
                 let r = running[released].1;
-                projected.release(topo, r, ctx.core.nodes_of(r), ctx.core.class_of(r));
+                projected.release(topo, r, ctx.nodes_of(r), ctx.class_of(r));
                 released += 1;
             }
             if spec.nodes > projected.n_free() {
@@ -203,12 +203,12 @@ impl QueuePolicy for Conservative {
     fn pass(&mut self, ctx: &mut PassCtx) {
         let now = ctx.now();
         self.ensure_len(ctx.jobs.len());
-        let queue = ctx.core.queue.clone();
+        let queue = ctx.queue().to_vec();
         let mut plan = if ctx.alloc.fungible() { Some(self.planner(ctx)) } else { None };
         let position = |q: u32| queue.iter().position(|&x| x == q).unwrap_or(usize::MAX);
         // 2. compression after ends
-        if ctx.core.ended != self.ended_seen {
-            self.ended_seen = ctx.core.ended;
+        if ctx.ended() != self.ended_seen {
+            self.ended_seen = ctx.ended();
             let mut order: Vec<(i64, usize, u32)> = queue
                 .iter()
                 .enumerate()
@@ -221,7 +221,7 @@ impl QueuePolicy for Conservative {
                 }
                 let held = self.reservations[q as usize].clone();
                 if let Some(better) = self.reserve(plan.as_mut(), ctx, q, held.as_ref(), start - 1) {
-                    ctx.core.log_reservation(now, q, better.start);
+                    ctx.log_reservation(now, q, better.start);
                     self.reservations[q as usize] = Some(better);
                 }
             }
@@ -231,7 +231,7 @@ impl QueuePolicy for Conservative {
             if self.reservations[q as usize].is_none() {
                 match self.reserve(plan.as_mut(), ctx, q, None, i64::MAX) {
                     Some(r) => {
-                        ctx.core.log_reservation(now, q, r.start);
+                        ctx.log_reservation(now, q, r.start);
                         self.reservations[q as usize] = Some(r);
                     }
                     // Cannot happen for a job that passed the submit check (with every
@@ -272,15 +272,15 @@ impl QueuePolicy for Conservative {
                 // expected to free; such jobs are assumed to end within a second), or when
                 // the job's --switches limit refuses the reserved nodes for now.
                 let again = self.reserve(plan.as_mut(), ctx, q, Some(&res), i64::MAX).expect("an empty machine fits every queued job");
-                ctx.core.log_reservation(now, q, again.start);
+                ctx.log_reservation(now, q, again.start);
                 self.reservations[q as usize] = Some(again);
             }
         }
-        ctx.core.queue.retain(|q| !started.contains(q));
+        ctx.queue_mut().retain(|q| !started.contains(q));
         // 4. wake at every reservation start
-        let starts: Vec<i64> = ctx.core.queue.iter().filter_map(|&q| self.reservations[q as usize].as_ref().map(|r| r.start)).collect();
+        let starts: Vec<i64> = ctx.queue().iter().filter_map(|&q| self.reservations[q as usize].as_ref().map(|r| r.start)).collect();
         for s in starts {
-            ctx.core.wake_at(s);
+            ctx.wake_at(s);
         }
     }
 }

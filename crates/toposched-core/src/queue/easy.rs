@@ -64,17 +64,6 @@ pub static POLICY: QueueEntry = QueueEntry {
     build: |o| Ok(Box::new(Easy::new(parse_options("easy", o)?))),
 };
 
-/// One reservation, as the engine logs it for tests and reports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ReservationRecord {
-    /// When the pass ran.
-    pub pass_s: i64,
-    /// Job row of the head.
-    pub job: u32,
-    /// The shadow time: the latest the head may start.
-    pub start_s: i64,
-}
-
 #[derive(Clone, Debug, Default)]
 struct NodeReservation {
     head: u32,
@@ -103,7 +92,7 @@ impl Easy {
         let now = ctx.now();
         let mut avail = ctx.n_free();
         let mut shadow = now;
-        let mut ends = ctx.core.running.iter().map(|&(expected_end, job)| (expected_end.max(now), job)).peekable();
+        let mut ends = ctx.running().iter().map(|&(expected_end, job)| (expected_end.max(now), job)).peekable();
         while avail < head_nodes {
             let Some((end, job)) = ends.next() else { break };
             avail += ctx.jobs[job as usize].nodes;
@@ -117,24 +106,26 @@ impl Easy {
 
     /// Node-set reservation, recomputed only when the machine state or the head changed.
     fn node_reservation(&mut self, ctx: &mut PassCtx, head: u32) -> Option<&NodeReservation> {
-        let version = ctx.core.version;
+        let version = ctx.version();
         if self.cached.as_ref().is_some_and(|r| r.head == head && r.version == version) {
             return self.cached.as_ref();
         }
         let now = ctx.now();
         let need = ctx.jobs[head as usize].nodes;
-        let mut projected = ctx.core.state.clone();
+        let mut projected = ctx.state().clone();
         let mut found = None;
-        let mut ends = ctx.core.running.iter().map(|&(expected_end, job)| (expected_end.max(now), job)).peekable();
+        let topo = ctx.topo;
+        let (core, alloc) = ctx.split();
+        let mut ends = core.running().iter().map(|&(expected_end, job)| (expected_end.max(now), job)).peekable();
         while let Some((end, job)) = ends.next() {
-            projected.release(ctx.topo, job, ctx.core.nodes_of(job), ctx.core.class_of(job));
+            projected.release(topo, job, core.nodes_of(job), core.class_of(job));
             // Every job expected to end at this same instant is released too before the
             // set is chosen (the shadow time is an instant, not a job).
             if ends.peek().is_some_and(|&(next, _)| next == end) {
                 continue;
             }
-            if need <= projected.n_free() && ctx.alloc.feasible(ctx.topo, &projected, need, &Guard::NONE) {
-                let nodes = ctx.alloc.select(ctx.topo, &projected, need, &Guard::NONE);
+            if need <= projected.n_free() && alloc.feasible(topo, &projected, need, &Guard::NONE) {
+                let nodes = alloc.select(topo, &projected, need, &Guard::NONE);
                 found = nodes.map(|n| (end, n));
                 break;
             }
@@ -238,13 +229,13 @@ impl Easy {
                 };
                 let nodes = ctx.jobs[job as usize].nodes;
                 // A --switches refusal is not monotone in size: no skipping then.
-                let class = if ctx.core.has_switch_limits() { None } else { ctx.alloc.monotone_class(ctx.topo, nodes) };
-                if hopeless.covers(ctx.core.version, class, kind, nodes) {
+                let class = if ctx.has_switch_limits() { None } else { ctx.alloc.monotone_class(ctx.topo, nodes) };
+                if hopeless.covers(ctx.version(), class, kind, nodes) {
                     return false;
                 }
                 let started = ctx.try_start(job, &guard);
                 if !started {
-                    hopeless.record(ctx.core.version, class, kind, nodes);
+                    hopeless.record(ctx.version(), class, kind, nodes);
                 }
                 started
             }
@@ -258,7 +249,7 @@ impl QueuePolicy for Easy {
     }
 
     fn pass(&mut self, ctx: &mut PassCtx) {
-        let queue = std::mem::take(&mut ctx.core.queue);
+        let queue = std::mem::take(ctx.queue_mut());
         let depth = queue.len().min(ctx.queue_depth);
         let mut started = vec![false; depth];
         // Phase 1
@@ -285,7 +276,7 @@ impl QueuePolicy for Easy {
             // No reservation means even an empty machine could not place the head now (it
             // cannot happen for jobs that passed the submit check): nothing is backfilled.
             if let Some(mut res) = reservation {
-                ctx.core.log_reservation(now, head, res.start_s());
+                ctx.log_reservation(now, head, res.start_s());
                 let mut hopeless = Hopeless::default();
                 for i in head_pos + 1..depth {
                     let free = ctx.n_free();
@@ -307,6 +298,6 @@ impl QueuePolicy for Easy {
                 rest.push(job);
             }
         }
-        ctx.core.queue = rest;
+        *ctx.queue_mut() = rest;
     }
 }

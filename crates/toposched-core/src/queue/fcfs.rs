@@ -28,13 +28,13 @@ impl QueuePolicy for Fcfs {
     }
     fn pass(&mut self, ctx: &mut PassCtx) {
         let mut started = 0;
-        while started < ctx.core.queue.len() && started < ctx.queue_depth {
-            let job = ctx.core.queue[started];
+        while started < ctx.queue().len() && started < ctx.queue_depth {
+            let job = ctx.queue()[started];
             if !ctx.try_start(job, &Guard::NONE) {
                 break;
             }
             started += 1;
         }
-        ctx.core.queue.drain(..started);
+        ctx.queue_mut().drain(..started);
     }
 }

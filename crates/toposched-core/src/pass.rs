@@ -1,0 +1,327 @@
+//! One scheduling pass's view of the machine: `Core` (the engine's mutable state, private
+//! to the engine) and `PassCtx`, all a queue policy may read or do. Queue policies get only
+//! a `PassCtx`, whose `core` is private: every start goes through `try_start` /
+//! `try_start_on`, which check free nodes, counts and the job's `--switches` limit.
+//! Neither the engine nor the queue policies are imported here (no module cycle).
+
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap};
+
+use crate::alloc::{Allocator, Guard};
+use crate::network::replay::NetReplay;
+use crate::state::ClusterState;
+use crate::topology::Topology;
+use crate::workload::Job;
+
+/// What became of a job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobStatus {
+    /// Not submitted yet, or waiting in the queue.
+    Pending,
+    Running,
+    Done,
+    /// Could never be placed on this fabric with this policy; see [`Engine::skipped`].
+    Skipped,
+}
+
+/// Per-job result, indexed by job row.
+#[derive(Clone, Copy, Debug)]
+pub struct Outcome {
+    pub status: JobStatus,
+    pub start_s: i64,
+    pub end_s: i64,
+    /// 1 = one leaf, 2 = one pod, 3 = several pods.
+    pub class: u8,
+    /// Log run time exceeded the limit and the job was killed at it.
+    pub killed: bool,
+    pub(crate) node_off: u32,
+    pub(crate) node_len: u32,
+}
+
+/// When scheduling passes run within one instant (docs/semantics.md).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EventOrder {
+    /// All ends, then all submissions, then one pass (the default).
+    #[default]
+    PerInstant,
+    /// Submissions first, then ends in start order, one pass after each (pyss's order).
+    PerEvent,
+}
+
+impl EventOrder {
+    pub const NAMES: &'static [&'static str] = &["per-instant", "per-event"];
+
+    pub fn by_name(name: &str) -> Option<EventOrder> {
+        match name {
+            "per-instant" => Some(EventOrder::PerInstant),
+            "per-event" => Some(EventOrder::PerEvent),
+            _ => None,
+        }
+    }
+}
+
+/// One reservation, as the engine logs it for tests and reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReservationRecord {
+    /// When the pass ran.
+    pub pass_s: i64,
+    /// Job row of the head.
+    pub job: u32,
+    /// The shadow time: the latest the head may start.
+    pub start_s: i64,
+}
+
+/// The machine state a queue policy works on.
+pub struct Core {
+    pub(crate) now: i64,
+    pub(crate) state: ClusterState,
+    /// Waiting jobs (rows), in queue order.
+    pub(crate) queue: Vec<u32>,
+    /// Running jobs ordered by expected end `start + walltime`, then row.
+    pub(crate) running: BTreeSet<(i64, u32)>,
+    /// Bumped at every start and end: lets policies cache work while nothing changed.
+    pub(crate) version: u64,
+    /// (end, start sequence, row): the sequence is 0 in the per-instant order (ends at one
+    /// instant then go by row) and the start count in the per-event order (start order).
+    pub(crate) ends: BinaryHeap<Reverse<(i64, u64, u32)>>,
+    /// Per-event order only: start sequence of each job row.
+    pub(crate) start_seq: Vec<u64>,
+    pub(crate) starts: u64,
+    pub(crate) event_order: EventOrder,
+    /// Instants at which the queue policy asked for a pass (e.g. a reservation starts).
+    pub(crate) wakeups: BinaryHeap<Reverse<i64>>,
+    /// Jobs that have ended so far (lets policies notice early ends).
+    pub(crate) ended: u64,
+    pub(crate) outcomes: Vec<Outcome>,
+    pub(crate) node_lists: Vec<u32>,
+    pub(crate) kill_at_walltime: bool,
+    pub(crate) record_reservations: bool,
+    pub(crate) reservations: Vec<ReservationRecord>,
+    /// Slurm `--switches=N@wait` per job row: (max leaves, max wait s); empty = none.
+    pub(crate) switches: Vec<(u32, i64)>,
+    /// When each job was first tried (for the switch wait), -1 before.
+    pub(crate) first_tried: Vec<i64>,
+    /// The network model's closed loop (`--network`), if on: it owns the end times.
+    pub(crate) net: Option<Box<NetReplay>>,
+}
+
+impl Core {
+    /// Running jobs ordered by expected end `start + walltime`, then row.
+    pub fn running(&self) -> &BTreeSet<(i64, u32)> {
+        &self.running
+    }
+    /// Nodes held (or last held) by a started job.
+    pub fn nodes_of(&self, job: u32) -> &[u32] {
+        let o = &self.outcomes[job as usize];
+        &self.node_lists[o.node_off as usize..(o.node_off + o.node_len) as usize]
+    }
+    pub fn class_of(&self, job: u32) -> u8 {
+        self.outcomes[job as usize].class
+    }
+
+    /// Start `job` now on `nodes`. Called by [`PassCtx::try_start`].
+    pub(crate) fn start(&mut self, topo: &Topology, jobs: &[Job], job: u32, mut nodes: Vec<u32>) {
+        let spec = jobs[job as usize];
+        assert_eq!(nodes.len(), spec.nodes as usize, "allocator returned the wrong node count for job row {job}");
+        nodes.sort_unstable();
+        let class = topo.span_class(&nodes);
+        self.state.allocate(topo, job, &nodes, class);
+        let killed = self.kill_at_walltime && spec.runtime_s > spec.walltime_s;
+        let run = if killed { spec.walltime_s } else { spec.runtime_s };
+        let end = self.now + run;
+        let o = &mut self.outcomes[job as usize];
+        o.status = JobStatus::Running;
+        o.start_s = self.now;
+        o.end_s = end;
+        o.class = class;
+        o.killed = killed;
+        o.node_off = self.node_lists.len() as u32;
+        o.node_len = nodes.len() as u32;
+        self.node_lists.extend_from_slice(&nodes);
+        self.running.insert((self.now + spec.walltime_s, job));
+        if self.event_order == EventOrder::PerEvent {
+            self.starts += 1;
+            self.start_seq[job as usize] = self.starts;
+        }
+        match self.net.as_mut() {
+            // the end is pushed by `flush_network` once the instant's starts are known
+            Some(net) => net.on_start(job, &nodes, self.now),
+            None => self.push_end(end, job),
+        }
+        self.version += 1;
+    }
+
+    pub(crate) fn push_end(&mut self, end: i64, job: u32) {
+        let seq = self.start_seq.get(job as usize).copied().unwrap_or(0);
+        self.ends.push(Reverse((end, seq, job)));
+    }
+
+    /// A heap entry for a job whose end has moved since (network model) or that has ended.
+    #[inline]
+    pub(crate) fn end_is_stale(&self, end: i64, job: u32) -> bool {
+        let o = &self.outcomes[job as usize];
+        o.status != JobStatus::Running || o.end_s != end
+    }
+
+    /// Network model: after the instant's pass, push the ends that moved.
+    pub(crate) fn flush_network(&mut self) {
+        if let Some(net) = self.net.as_mut() {
+            for &(job, end) in net.flush(self.now) {
+                self.outcomes[job as usize].end_s = end;
+                let seq = self.start_seq.get(job as usize).copied().unwrap_or(0);
+                self.ends.push(Reverse((end, seq, job)));
+            }
+        }
+    }
+
+    /// Ask for a scheduling pass at `t` (ignored if `t` is not in the future).
+    pub(crate) fn wake_at(&mut self, t: i64) {
+        if t > self.now {
+            self.wakeups.push(Reverse(t));
+        }
+    }
+
+    /// True when some job has a `--switches` limit (a refusal that is not monotone in size).
+    pub(crate) fn has_switch_limits(&self) -> bool {
+        self.switches.iter().any(|&(l, _)| l > 0)
+    }
+
+    /// Slurm's `--switches=N@wait` rule: a selection spanning more than N leaves is
+    /// refused until the job has waited `wait` seconds since it was first tried.
+    pub(crate) fn switches_allow(&mut self, topo: &Topology, job: u32, nodes: &[u32]) -> bool {
+        let Some(&(max_leaves, wait_s)) = self.switches.get(job as usize) else { return true };
+        if max_leaves == 0 {
+            return true;
+        }
+        let first = &mut self.first_tried[job as usize];
+        if *first < 0 {
+            *first = self.now;
+        }
+        if self.now - *first >= wait_s {
+            return true;
+        }
+        let first = *first;
+        let mut leaves: Vec<u32> = nodes.iter().map(|&n| topo.leaf_of(n)).collect();
+        leaves.sort_unstable();
+        leaves.dedup();
+        let ok = leaves.len() as u32 <= max_leaves;
+        if !ok {
+            // Try again when the wait runs out, even if nothing else happens by then.
+            self.wake_at(first + wait_s);
+        }
+        ok
+    }
+
+    pub(crate) fn log_reservation(&mut self, pass_s: i64, job: u32, start_s: i64) {
+        if self.record_reservations {
+            self.reservations.push(ReservationRecord { pass_s, job, start_s });
+        }
+    }
+}
+
+/// Everything a queue policy may read or do during one pass.
+pub struct PassCtx<'a> {
+    pub topo: &'a Topology,
+    pub jobs: &'a [Job],
+    pub alloc: &'a mut dyn Allocator,
+    /// Private: a queue policy reads the machine through the accessors below and starts
+    /// jobs only through `try_start` / `try_start_on`, which apply the checks.
+    core: &'a mut Core,
+    /// Only the first `queue_depth` queued jobs are considered in a pass.
+    pub queue_depth: usize,
+}
+
+impl<'a> PassCtx<'a> {
+    pub(crate) fn new(topo: &'a Topology, jobs: &'a [Job], alloc: &'a mut dyn Allocator, core: &'a mut Core, queue_depth: usize) -> PassCtx<'a> {
+        PassCtx { topo, jobs, alloc, core, queue_depth }
+    }
+}
+
+impl PassCtx<'_> {
+    /// The machine read-only together with the allocation policy (a policy that projects
+    /// the future asks the allocator while it walks the running jobs).
+    pub fn split(&mut self) -> (&Core, &mut dyn Allocator) {
+        (&*self.core, &mut *self.alloc)
+    }
+    /// Who holds which node now.
+    pub fn state(&self) -> &ClusterState {
+        &self.core.state
+    }
+    /// Waiting jobs (rows), in queue order.
+    pub fn queue(&self) -> &[u32] {
+        &self.core.queue
+    }
+    /// The queue, to remove the jobs a pass started (or, for a queue order, to permute it):
+    /// the relative order of the others must not change and no job may be added.
+    pub fn queue_mut(&mut self) -> &mut Vec<u32> {
+        &mut self.core.queue
+    }
+    /// Running jobs ordered by expected end `start + walltime`, then row.
+    pub fn running(&self) -> &BTreeSet<(i64, u32)> {
+        &self.core.running
+    }
+    /// Bumped at every start and end: lets policies cache work while nothing changed.
+    pub fn version(&self) -> u64 {
+        self.core.version
+    }
+    /// Jobs that have ended so far (lets policies notice early ends).
+    pub fn ended(&self) -> u64 {
+        self.core.ended
+    }
+    /// Nodes held by a running job.
+    pub fn nodes_of(&self, job: u32) -> &[u32] {
+        self.core.nodes_of(job)
+    }
+    /// Span class of a running job.
+    pub fn class_of(&self, job: u32) -> u8 {
+        self.core.class_of(job)
+    }
+    /// True when some job has a `--switches` limit (a refusal that is not monotone in size).
+    pub fn has_switch_limits(&self) -> bool {
+        self.core.has_switch_limits()
+    }
+    /// Ask for a scheduling pass at `t` (ignored if `t` is not in the future).
+    pub fn wake_at(&mut self, t: i64) {
+        self.core.wake_at(t)
+    }
+    /// Record a reservation (kept only with `record_reservations`).
+    pub fn log_reservation(&mut self, pass_s: i64, job: u32, start_s: i64) {
+        self.core.log_reservation(pass_s, job, start_s)
+    }
+    pub fn now(&self) -> i64 {
+        self.core.now
+    }
+    pub fn n_free(&self) -> u32 {
+        self.core.state.n_free()
+    }
+    /// Ask the allocation policy for nodes and start the job on them if it finds some.
+    pub fn try_start(&mut self, job: u32, guard: &Guard) -> bool {
+        let nodes = self.jobs[job as usize].nodes;
+        if nodes > self.core.state.n_free() {
+            return false;
+        }
+        match self.alloc.select(self.topo, &self.core.state, nodes, guard) {
+            Some(chosen) if self.core.switches_allow(self.topo, job, &chosen) => {
+                self.core.start(self.topo, self.jobs, job, chosen);
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+impl PassCtx<'_> {
+    /// Start `job` on exactly `nodes` (a binding reservation) if they are all free and the
+    /// job's `--switches` limit allows them now.
+    pub fn try_start_on(&mut self, job: u32, nodes: &[u32]) -> bool {
+        if nodes.len() != self.jobs[job as usize].nodes as usize || !nodes.iter().all(|&n| self.core.state.is_free(n)) {
+            return false;
+        }
+        if !self.core.switches_allow(self.topo, job, nodes) {
+            return false;
+        }
+        self.core.start(self.topo, self.jobs, job, nodes.to_vec());
+        true
+    }
+}
+
