@@ -110,7 +110,7 @@ impl Engine {
             return Err(SimError(format!("down node {d} is not on the fabric ({} nodes)", topo.n_nodes())));
         }
         let state = ClusterState::new(&topo, down);
-        let blank = Outcome { status: JobStatus::Pending, start_s: -1, end_s: -1, class: 0, killed: false, node_off: 0, node_len: 0 };
+        let blank = Outcome { status: JobStatus::Pending, start_s: -1, end_s: -1, class: None, killed: false, node_off: 0, node_len: 0 };
         let core = Core {
             now: i64::MIN,
             state: state.clone(),
@@ -265,7 +265,7 @@ impl Engine {
             let spec = self.jobs[job as usize];
             let start = self.core.outcomes[job as usize].start_s;
             self.core.running.remove(&(start + spec.walltime_s, job));
-            let class = self.core.outcomes[job as usize].class;
+            let class = self.core.class_of(job);
             let o = self.core.outcomes[job as usize];
             let nodes = &self.core.node_lists[o.node_off as usize..(o.node_off + o.node_len) as usize];
             self.core.state.release(&self.topo, job, nodes, class);
@@ -328,7 +328,7 @@ impl Engine {
             for &n in self.core.nodes_of(job) {
                 let leaf = self.topo.leaf_of(n);
                 let pod = self.topo.pod_of_leaf(leaf);
-                let checks = [(class >= 2, &leaf_job[leaf as usize], "leaf", leaf), (class >= 3, &pod_job[pod as usize], "pod", pod)];
+                let checks = [(class.spans_leaves(), &leaf_job[leaf as usize], "leaf", leaf), (class.spans_pods(), &pod_job[pod as usize], "pod", pod)];
                 for (applies, holder, what, id) in checks {
                     if applies && *holder != u32::MAX && *holder != job {
                         return Err(SimError(format!(
@@ -337,10 +337,10 @@ impl Engine {
                         )));
                     }
                 }
-                if class >= 2 {
+                if class.spans_leaves() {
                     leaf_job[leaf as usize] = job;
                 }
-                if class >= 3 {
+                if class.spans_pods() {
                     pod_job[pod as usize] = job;
                 }
             }

@@ -10,7 +10,7 @@ use std::collections::{BTreeSet, BinaryHeap};
 use crate::alloc::{Allocator, Guard};
 use crate::network::replay::NetReplay;
 use crate::state::ClusterState;
-use crate::topology::Topology;
+use crate::topology::{SpanClass, Topology};
 use crate::workload::Job;
 
 /// What became of a job.
@@ -30,8 +30,8 @@ pub struct Outcome {
     pub status: JobStatus,
     pub start_s: i64,
     pub end_s: i64,
-    /// 1 = one leaf, 2 = one pod, 3 = several pods.
-    pub class: u8,
+    /// How far the job's nodes spread; None if it never started.
+    pub class: Option<SpanClass>,
     /// Log run time exceeded the limit and the job was killed at it.
     pub killed: bool,
     pub(crate) node_off: u32,
@@ -115,8 +115,8 @@ impl Core {
         let o = &self.outcomes[job as usize];
         &self.node_lists[o.node_off as usize..(o.node_off + o.node_len) as usize]
     }
-    pub fn class_of(&self, job: u32) -> u8 {
-        self.outcomes[job as usize].class
+    pub fn class_of(&self, job: u32) -> SpanClass {
+        self.outcomes[job as usize].class.expect("class_of a job that never started")
     }
 
     /// Start `job` now on `nodes`. Called by [`PassCtx::try_start`].
@@ -133,7 +133,7 @@ impl Core {
         o.status = JobStatus::Running;
         o.start_s = self.now;
         o.end_s = end;
-        o.class = class;
+        o.class = Some(class);
         o.killed = killed;
         o.node_off = self.node_lists.len() as u32;
         o.node_len = nodes.len() as u32;
@@ -273,7 +273,7 @@ impl PassCtx<'_> {
         self.core.nodes_of(job)
     }
     /// Span class of a running job.
-    pub fn class_of(&self, job: u32) -> u8 {
+    pub fn class_of(&self, job: u32) -> SpanClass {
         self.core.class_of(job)
     }
     /// True when some job has a `--switches` limit (a refusal that is not monotone in size).

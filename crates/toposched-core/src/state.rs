@@ -5,7 +5,7 @@
 //! scheduling pass, as the paper's plugin does), which the brief (§2.5) shows gives the
 //! same decisions.
 
-use crate::topology::Topology;
+use crate::topology::{SpanClass, Topology};
 
 /// Marker in [`ClusterState::owner`] for a free node.
 pub const FREE: u32 = u32::MAX;
@@ -175,9 +175,9 @@ impl ClusterState {
         topo.leaf_nodes(leaf).filter(|&n| self.owner[n as usize] != DOWN).count() as u32
     }
 
-    /// Give `nodes` to `job`; `class` is the job's span class (1, 2 or 3).
+    /// Give `nodes` to `job`; `class` is the job's span class.
     /// Panics if a node is not free: that would be an allocator bug, never a user error.
-    pub fn allocate(&mut self, topo: &Topology, job: u32, nodes: &[u32], class: u8) {
+    pub fn allocate(&mut self, topo: &Topology, job: u32, nodes: &[u32], class: SpanClass) {
         for &n in nodes {
             assert_eq!(self.owner[n as usize], FREE, "node {n} given to job {job} is not free");
             self.owner[n as usize] = job;
@@ -186,10 +186,10 @@ impl ClusterState {
             let pod = topo.pod_of_leaf(leaf);
             self.leaf_free[leaf as usize] -= 1;
             self.pod_free[pod as usize] -= 1;
-            if class >= 2 {
+            if class.spans_leaves() {
                 self.leaf_spanning[leaf as usize] += 1;
             }
-            if class >= 3 {
+            if class.spans_pods() {
                 self.pod_spanning[pod as usize] += 1;
             }
         }
@@ -197,7 +197,7 @@ impl ClusterState {
     }
 
     /// Take `nodes` back from `job`.
-    pub fn release(&mut self, topo: &Topology, job: u32, nodes: &[u32], class: u8) {
+    pub fn release(&mut self, topo: &Topology, job: u32, nodes: &[u32], class: SpanClass) {
         for &n in nodes {
             assert_eq!(self.owner[n as usize], job, "node {n} released by job {job} is not held by it");
             self.owner[n as usize] = FREE;
@@ -206,10 +206,10 @@ impl ClusterState {
             let pod = topo.pod_of_leaf(leaf);
             self.leaf_free[leaf as usize] += 1;
             self.pod_free[pod as usize] += 1;
-            if class >= 2 {
+            if class.spans_leaves() {
                 self.leaf_spanning[leaf as usize] -= 1;
             }
-            if class >= 3 {
+            if class.spans_pods() {
                 self.pod_spanning[pod as usize] -= 1;
             }
         }
@@ -250,10 +250,10 @@ mod tests {
         let mut s = ClusterState::new(&t, &[4]);
         assert_eq!(s.n_free(), 17);
         assert_eq!(s.leaf_free(1), 2);
-        s.allocate(&t, 7, &[0, 3], 2);
+        s.allocate(&t, 7, &[0, 3], crate::topology::SpanClass::Pod);
         assert!(s.leaf_has_spanning(0) && s.leaf_has_spanning(1) && !s.pod_has_spanning(0));
         assert_eq!(s.pod_free(0), 6);
-        s.release(&t, 7, &[0, 3], 2);
+        s.release(&t, 7, &[0, 3], crate::topology::SpanClass::Pod);
         assert!(!s.leaf_has_spanning(0));
         assert_eq!(s.n_free(), 17);
         assert_eq!(s.n_healthy(), 17);
@@ -264,7 +264,7 @@ mod tests {
     fn double_allocation_panics() {
         let t = Topology::preset("toy18").unwrap();
         let mut s = ClusterState::new(&t, &[]);
-        s.allocate(&t, 1, &[0], 1);
-        s.allocate(&t, 2, &[0], 1);
+        s.allocate(&t, 1, &[0], crate::topology::SpanClass::Leaf);
+        s.allocate(&t, 2, &[0], crate::topology::SpanClass::Leaf);
     }
 }

@@ -266,24 +266,53 @@ impl Topology {
         ((pod as u64) * self.leaves_per_pod as u64 + leaf_in_pod) * self.nodes_per_leaf as u64 + port
     }
 
-    /// How far a node set spreads: 1 = one leaf, 2 = several leaves of one pod, 3 = several
-    /// pods. This is the allocation class reported per job; for the `isolated` policy it
-    /// equals the job's tier (T1/T2/T3).
-    pub fn span_class(&self, nodes: &[u32]) -> u8 {
-        let Some(&first) = nodes.first() else { return 1 };
+    /// How far a node set spreads. This is the allocation class reported per job; for the
+    /// `isolated` policy it equals the job's tier (T1/T2/T3).
+    pub fn span_class(&self, nodes: &[u32]) -> SpanClass {
+        let Some(&first) = nodes.first() else { return SpanClass::Leaf };
         let leaf0 = self.leaf_of(first);
         let pod0 = self.pod_of_leaf(leaf0);
-        let mut class = 1;
+        let mut class = SpanClass::Leaf;
         for &n in &nodes[1..] {
             let l = self.leaf_of(n);
             if l != leaf0 {
                 if self.pod_of_leaf(l) != pod0 {
-                    return 3;
+                    return SpanClass::Pods;
                 }
-                class = 2;
+                class = SpanClass::Pod;
             }
         }
         class
+    }
+}
+
+/// How far a node set spreads over the fabric (reported as 1, 2, 3 in `alloc_class`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(u8)]
+pub enum SpanClass {
+    /// One leaf: the job's traffic stays under one leaf switch.
+    Leaf = 1,
+    /// Several leaves of one pod: it uses leaf uplinks.
+    Pod = 2,
+    /// Several pods: it uses pod uplinks too.
+    Pods = 3,
+}
+
+impl SpanClass {
+    /// The job uses the uplinks of the leaves it is on.
+    #[inline]
+    pub fn spans_leaves(self) -> bool {
+        self >= SpanClass::Pod
+    }
+    /// The job uses the uplinks of the pods it is on.
+    #[inline]
+    pub fn spans_pods(self) -> bool {
+        self == SpanClass::Pods
+    }
+    /// 1, 2 or 3, as outputs write it.
+    #[inline]
+    pub fn number(self) -> u8 {
+        self as u8
     }
 }
 
@@ -355,9 +384,9 @@ mod tests {
         assert_eq!(t.padded_id(4), 4);
         assert_eq!(t.padded_id(5), 6); // pod 1 leaf 0 = global padded leaf 2
         assert_eq!(t.max_pod_nodes(), 5);
-        assert_eq!(t.span_class(&[0, 1]), 1);
-        assert_eq!(t.span_class(&[0, 3]), 2);
-        assert_eq!(t.span_class(&[4, 5]), 3);
+        assert_eq!(t.span_class(&[0, 1]), SpanClass::Leaf);
+        assert_eq!(t.span_class(&[0, 3]), SpanClass::Pod);
+        assert_eq!(t.span_class(&[4, 5]), SpanClass::Pods);
     }
 
     #[test]

@@ -311,7 +311,7 @@ impl Simulation {
             });
             start.push(o.start_s);
             end.push(o.end_s);
-            class.push(o.class as i8);
+            class.push(o.class.map_or(0, |c| c.number() as i8));
             killed.push(o.killed);
             let nodes: &[u32] = if o.start_s >= 0 && matches!(o.status, JobStatus::Running | JobStatus::Done) {
                 e.nodes_of(i as u32)

@@ -23,7 +23,7 @@
 use super::{Allocator, Guard};
 use crate::registry::{parse_options, schema_of, AllocEntry};
 use crate::state::ClusterState;
-use crate::topology::Topology;
+use crate::topology::{SpanClass, Topology};
 
 /// Leaf order of T3 jobs inside a pod.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
@@ -83,13 +83,13 @@ pub struct Isolated {
 
 /// T1, T2 or T3 for a job of `nodes` nodes on `topo` (brief §2.3: `<=` comparisons, K and
 /// p the largest leaf and pod).
-pub fn tier(topo: &Topology, nodes: u32) -> u8 {
+pub fn tier(topo: &Topology, nodes: u32) -> SpanClass {
     if nodes <= topo.nodes_per_leaf() {
-        1
+        SpanClass::Leaf
     } else if nodes <= topo.max_pod_nodes() {
-        2
+        SpanClass::Pod
     } else {
-        3
+        SpanClass::Pods
     }
 }
 
@@ -197,13 +197,13 @@ impl Allocator for Isolated {
             (leaf, pod)
         });
         match tier(topo, nodes) {
-            1 if best_leaf < nodes => {
+            SpanClass::Leaf if best_leaf < nodes => {
                 Err(format!("T1 job of {nodes} nodes needs one leaf with {nodes} healthy nodes; the best leaf has {best_leaf}"))
             }
-            2 if best_pod < nodes => {
+            SpanClass::Pod if best_pod < nodes => {
                 Err(format!("T2 job of {nodes} nodes needs one pod with {nodes} healthy nodes; the best pod has {best_pod}"))
             }
-            3 if empty.n_healthy() < nodes => {
+            SpanClass::Pods if empty.n_healthy() < nodes => {
                 Err(format!("asks for {nodes} nodes; the machine has {} healthy nodes", empty.n_healthy()))
             }
             _ => Ok(()),
@@ -217,7 +217,7 @@ impl Allocator for Isolated {
         self.compute_avail(topo, state, guard);
         let mut chosen = Vec::with_capacity(nodes as usize);
         match tier(topo, nodes) {
-            1 => {
+            SpanClass::Leaf => {
                 self.sorted_pods(topo, nodes, false);
                 for i in 0..self.order.len() {
                     let pod = self.order[i];
@@ -232,7 +232,7 @@ impl Allocator for Isolated {
                 }
                 None
             }
-            2 => {
+            SpanClass::Pod => {
                 self.sorted_pods(topo, nodes, false);
                 for i in 0..self.order.len() {
                     let pod = self.order[i];
@@ -267,7 +267,7 @@ impl Allocator for Isolated {
     /// Within a tier, placement is a threshold on free nodes of one leaf (T1), of the open
     /// leaves of one pod (T2) or of all open leaves (T3): monotone in the job's size.
     fn monotone_class(&self, topo: &Topology, nodes: u32) -> Option<u8> {
-        Some(tier(topo, nodes))
+        Some(tier(topo, nodes).number())
     }
 
     fn feasible(&mut self, topo: &Topology, state: &ClusterState, nodes: u32, guard: &Guard) -> bool {
@@ -277,8 +277,8 @@ impl Allocator for Isolated {
         self.compute_avail(topo, state, guard);
         let open_avail = |l: u32| if Self::leaf_open(state, guard, l) { self.leaf_avail[l as usize] } else { 0 };
         match tier(topo, nodes) {
-            1 => self.leaf_avail.iter().any(|&a| a >= nodes),
-            2 => (0..topo.n_pods() as u32).any(|p| topo.pod_leaves(p).map(open_avail).sum::<u32>() >= nodes),
+            SpanClass::Leaf => self.leaf_avail.iter().any(|&a| a >= nodes),
+            SpanClass::Pod => (0..topo.n_pods() as u32).any(|p| topo.pod_leaves(p).map(open_avail).sum::<u32>() >= nodes),
             _ => {
                 (0..topo.n_pods() as u32)
                     .filter(|&p| Self::pod_open(state, guard, p))
@@ -329,7 +329,7 @@ mod tests {
     #[test]
     fn e1_thresholds() {
         let t = toy();
-        assert_eq!([3, 4, 9, 10, 18].map(|n| tier(&t, n)), [1, 2, 2, 3, 3]);
+        assert_eq!([3, 4, 9, 10, 18].map(|n| tier(&t, n).number()), [1, 2, 2, 3, 3]);
         let empty = ClusterState::new(&t, &[]);
         assert!(Isolated::default().check_fits_ever(&t, &empty, 18).is_ok());
         assert!(Isolated::default().check_fits_ever(&t, &empty, 19).is_err());

@@ -61,7 +61,7 @@ mod tests {
     fn takes_lowest_free_ids() {
         let t = Topology::preset("toy18").unwrap();
         let mut s = ClusterState::new(&t, &[1]);
-        s.allocate(&t, 0, &[0, 3], 2);
+        s.allocate(&t, 0, &[0, 3], crate::topology::SpanClass::Pod);
         let got = Linear.select(&t, &s, 3, &Guard::NONE).unwrap();
         assert_eq!(got, vec![2, 4, 5]);
         assert!(Linear.select(&t, &s, 16, &Guard::NONE).is_none());

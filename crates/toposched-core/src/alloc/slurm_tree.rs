@@ -281,7 +281,7 @@ mod tests {
         let t = Topology::preset("toy18").unwrap();
         let mut s = ClusterState::new(&t, &[]);
         for (j, n) in [0u32, 6, 7, 9, 10, 11, 17].into_iter().enumerate() {
-            s.allocate(&t, j as u32, &[n], 1);
+            s.allocate(&t, j as u32, &[n], crate::topology::SpanClass::Leaf);
         }
         (t, s)
     }
@@ -343,7 +343,7 @@ mod tests {
         let t = Topology::preset("toy18").unwrap();
         let mut s = ClusterState::new(&t, &[]);
         for (j, n) in [13u32, 14, 15, 16, 17].into_iter().enumerate() {
-            s.allocate(&t, j as u32, &[n], 1);
+            s.allocate(&t, j as u32, &[n], crate::topology::SpanClass::Leaf);
         }
         let classic = sorted(SlurmTree::new(SlurmProfile::Classic).select(&t, &s, 5, &Guard::NONE).unwrap());
         assert_eq!(classic, vec![0, 1, 2, 3, 4]);

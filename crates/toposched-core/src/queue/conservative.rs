@@ -41,6 +41,7 @@ use crate::alloc::Guard;
 use crate::planner::Planner;
 use crate::registry::{parse_options, schema_of, NoOptions, QueueEntry};
 use crate::state::NodeSet;
+use crate::topology::SpanClass;
 
 #[derive(Clone, Debug)]
 struct Reservation {
@@ -48,7 +49,7 @@ struct Reservation {
     end: i64,
     /// Node set (non-fungible policies only).
     nodes: Vec<u32>,
-    class: u8,
+    class: SpanClass,
 }
 
 pub static POLICY: QueueEntry = QueueEntry {
@@ -111,7 +112,7 @@ impl Conservative {
         match plan.earliest(n, spec.walltime_s, ctx.now(), limit) {
             Some(start) => {
                 plan.add(start, spec.walltime_s, -n);
-                Some(Reservation { start, end: start + spec.walltime_s, nodes: Vec::new(), class: 0 })
+                Some(Reservation { start, end: start + spec.walltime_s, nodes: Vec::new(), class: SpanClass::Leaf })
             }
             None => {
                 if let Some(h) = held {
@@ -157,10 +158,10 @@ impl Conservative {
             for r in others.iter().filter(|r| r.start < window_end && r.end > t) {
                 for &n in &r.nodes {
                     excluded.insert(n);
-                    if r.class >= 2 {
+                    if r.class.spans_leaves() {
                         leaves[topo.leaf_of(n) as usize] = true;
                     }
-                    if r.class >= 3 {
+                    if r.class.spans_pods() {
                         pods[topo.pod_of(n) as usize] = true;
                     }
                 }

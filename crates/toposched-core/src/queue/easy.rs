@@ -144,10 +144,10 @@ impl Easy {
         r.pods_closed.resize(topo.n_pods(), false);
         for &n in &nodes {
             r.nodes.insert(n);
-            if class >= 2 {
+            if class.spans_leaves() {
                 r.leaves_closed[topo.leaf_of(n) as usize] = true;
             }
-            if class >= 3 {
+            if class.spans_pods() {
                 r.pods_closed[topo.pod_of(n) as usize] = true;
             }
         }
