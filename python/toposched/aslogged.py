@@ -4,7 +4,7 @@ Nothing is scheduled. Each job starts when the log says it started (``logged_sta
 on the nodes the log names (``logged_hosts``: extended SWF node lists, sacct
 ``NodeList``, PBS ``exec_host``), and runs for its logged run time. The result has the
 same tables and summary as :func:`toposched.simulate.simulate` (it goes through the same
-``_collect``), so APH, span classes, waits and utilization of the real schedule can be
+``collect`` of toposched.results), so APH, span classes, waits and utilization of the real schedule can be
 set beside those of any policy.
 
 Host names are mapped onto the fabric's node names (``Fabric.spec.node_names``): an
@@ -42,7 +42,8 @@ import numpy as np
 
 from .errors import InputError
 from .fabric_spec import FabricSpec, LeafSpec, PodSpec
-from .simulate import RunConfig, SimResult, _collect
+from .config import RunConfig
+from .results import Outcome, SimResult, busy_nodes, collect
 from .topology import Fabric
 from .workload.model import COLUMNS, Workload
 
@@ -237,26 +238,6 @@ def map_hosts(workload: Workload, fabric: Fabric) -> HostMapping:
     return HostMapping(node_ids, reasons, unmapped, len(by_short), why)
 
 
-class _LoggedRun:
-    """What :func:`toposched.simulate._collect` reads from a native Simulation."""
-
-    def __init__(self, results: dict[str, np.ndarray], skipped: list[tuple[int, str]]) -> None:
-        self._results = results
-        self._skipped = skipped
-        self.passes = 0
-        self.submitted = len(results["status"])
-
-    def results(self) -> dict[str, np.ndarray]:
-        return self._results
-
-    def skipped(self) -> list[tuple[int, str]]:
-        return self._skipped
-
-    def reservations(self) -> dict[str, np.ndarray]:
-        empty = np.zeros(0, dtype=np.int64)
-        return {"pass_s": empty, "job_row": empty, "start_s": empty}
-
-
 def _merged_busy(node_rows: list[tuple[np.ndarray, int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, set[int]]:
     """Per node, the union of the [start, end) intervals of the jobs on it, and the rows
     of jobs that hold a node another job holds at the same time."""
@@ -374,7 +355,7 @@ def replay_as_logged(workload: Workload, fabric: Fabric, config: RunConfig = Run
     w2 = dataclasses.replace(workload, columns=new_cols, repairs=repairs)
 
     cfg = dataclasses.replace(config, queue="as-logged", alloc="as-logged")
-    result = _collect(_LoggedRun(results, skipped), w2, fabric, cfg, True)
+    result = collect(Outcome(results=results, skipped=skipped), w2, fabric, cfg, True)
 
     # Utilization from the union of busy intervals per node (see the docstring).
     m_start, m_end, ones, sharing = _merged_busy(placed)
@@ -383,11 +364,9 @@ def replay_as_logged(workload: Workload, fabric: Fabric, config: RunConfig = Run
     if s["first_submit_s"] is not None:
         import pyarrow as pa
 
-        from .simulate import _core_busy
-
         t0, t1, step = int(s["first_submit_s"]), int(s["last_end_s"]), cfg.utilization_step_s
         if len(m_start):
-            busy = _core_busy(m_start, m_end, ones, t0, t1, step)
+            busy = busy_nodes(m_start, m_end, ones, t0, t1, step)
         else:  # only zero-length jobs: nothing is ever busy
             busy = np.zeros(len(result.utilization), np.int64)
         util = busy / max(fabric.n_nodes, 1)

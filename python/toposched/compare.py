@@ -31,7 +31,8 @@ from typing import Any, Callable
 
 from . import __version__
 from .errors import InputError, ToposchedError
-from .simulate import RunConfig, _atomic, simulate
+from .files import write_atomic as _atomic
+from .simulate import RunConfig, simulate
 from .transforms import SCENARIOS, apply_scenario, apply_transforms
 from .workload.model import Workload
 from . import registry
