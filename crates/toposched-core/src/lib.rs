@@ -15,6 +15,7 @@ pub mod alloc;
 pub mod engine;
 pub mod metrics;
 pub mod network;
+pub mod options;
 pub mod pass;
 pub mod planner;
 pub mod queue;

@@ -11,45 +11,11 @@
 //! Options live in one flat namespace: an option name belongs to exactly one policy (tested),
 //! so `{"leaf_order": "paper"}` needs no policy prefix and maps to the CLI flag `--leaf-order`.
 
-use serde::de::DeserializeOwned;
-use serde_json::{Map, Value};
-
 use crate::alloc::Allocator;
+pub use crate::alloc::AllocEntry;
+pub use crate::options::{option_names, parse_options, schema_of, NoOptions, Options, Registered};
 use crate::queue::QueuePolicy;
-
-/// Options of one policy, as a JSON object (`{}` for the defaults).
-pub type Options = Map<String, Value>;
-
-/// A registered allocation policy.
-pub struct AllocEntry {
-    /// Name as the CLI spells it (`--alloc NAME`).
-    pub name: &'static str,
-    /// One line for `--help` and the catalogue.
-    pub summary: &'static str,
-    /// Any free nodes serve a job equally: reservations can be counts (brief §2.6). Must
-    /// agree with [`Allocator::fungible`] of what `build` returns (tested).
-    pub fungible: bool,
-    /// Placement depends on the fabric, so the speedup scenarios apply to its runs.
-    pub topology_aware: bool,
-    /// JSON schema of the options object (`schemars::schema_for!(TheOptions)`).
-    pub options: fn() -> schemars::Schema,
-    /// The policy, from its options (already checked to be a JSON object).
-    pub build: fn(&Options) -> Result<Box<dyn Allocator>, String>,
-}
-
-/// A registered queue policy.
-pub struct QueueEntry {
-    pub name: &'static str,
-    pub summary: &'static str,
-    pub options: fn() -> schemars::Schema,
-    pub build: fn(&Options) -> Result<Box<dyn QueuePolicy>, String>,
-}
-
-/// A policy entry and the long documentation of its file.
-pub struct Registered<E: 'static> {
-    pub policy: &'static E,
-    pub doc: &'static str,
-}
+pub use crate::queue::QueueEntry;
 
 /// Every allocation policy, in file-name order.
 pub fn allocs() -> &'static [Registered<AllocEntry>] {
@@ -75,31 +41,6 @@ pub fn alloc_names() -> Vec<&'static str> {
 
 pub fn queue_names() -> Vec<&'static str> {
     queues().iter().map(|r| r.policy.name).collect()
-}
-
-/// Parse a policy's options, naming the policy in every error.
-pub fn parse_options<T: DeserializeOwned>(policy: &str, options: &Options) -> Result<T, String> {
-    serde_json::from_value(Value::Object(options.clone())).map_err(|e| format!("{policy}: {e}"))
-}
-
-/// JSON schema of an options struct, for [`AllocEntry::options`].
-pub fn schema_of<T: schemars::JsonSchema>() -> schemars::Schema {
-    schemars::schema_for!(T)
-}
-
-/// The options of a policy without any.
-#[derive(Clone, Copy, Debug, Default, serde::Deserialize, schemars::JsonSchema)]
-#[serde(default, deny_unknown_fields)]
-pub struct NoOptions {}
-
-/// Option names a schema declares, in declaration order.
-pub fn option_names(schema: &schemars::Schema) -> Vec<String> {
-    schema
-        .as_object()
-        .and_then(|o| o.get("properties"))
-        .and_then(Value::as_object)
-        .map(|p| p.keys().cloned().collect())
-        .unwrap_or_default()
 }
 
 /// Which policy declares option `name`: `("alloc" | "queue", policy name)`.
@@ -167,6 +108,7 @@ pub fn build(queue: &str, alloc: Option<&str>, options: &Options) -> Result<Buil
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
     use crate::state::ClusterState;
     use crate::topology::Topology;
 

@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 
-from .runner import MARKER, RUNS, run_status
+from .layout import MARKER, RUNS, run_status
 
 CATALOG = "catalog.duckdb"
 
@@ -343,7 +343,7 @@ def _rebuild_unless_running(out: Path, path: Path) -> None:
     """Rebuild the catalog when no sweep holds the directory's lock; while a sweep runs,
     its driver alone writes the catalog (every 30 s and at its end)."""
     from ..errors import ToposchedError
-    from .runner import SweepLock
+    from .layout import SweepLock
 
     if not (out / RUNS).is_dir() and not path.exists():
         raise ToposchedError(f"{out}: not a sweep directory (no {RUNS}/ and no {CATALOG})")

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .catalog import catalog_rows
-from .runner import _write_atomic
+from ..files import write_text_atomic as _write_atomic
 
 __all__ = ["write_report", "METRICS"]
 

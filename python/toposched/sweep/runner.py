@@ -26,7 +26,6 @@ gives a new run; re-running the same sweep skips every complete run.
 from __future__ import annotations
 
 import errno
-import fcntl
 import json
 import os
 import shutil
@@ -44,13 +43,11 @@ from typing import Any, Callable
 
 from .. import __version__
 from ..errors import ToposchedError
+from .layout import MARKER, RUNS, TMP_PREFIX, SweepLock, run_status
 from .spec import RunSpec, Sweep, sha256_file
 from ..files import file_mode as _file_mode
 from ..files import write_text_atomic as _write_atomic
 
-RUNS = "runs"
-MARKER = "run.json"
-TMP_PREFIX = ".tmp-"
 
 __all__ = ["SweepOutcome", "execute_run", "run_status", "run_sweep", "clean_stale", "SweepLock"]
 
@@ -69,17 +66,6 @@ def _fix_modes(directory: Path) -> None:
 
 def _json(obj: Any) -> str:
     return json.dumps(obj, indent=2, sort_keys=True) + "\n"
-
-
-def run_status(run_dir: Path) -> dict[str, Any] | None:
-    """The run's marker (``run.json``) if the directory holds a finished run, else None."""
-    try:
-        marker = json.loads((run_dir / MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(marker, dict) or marker.get("status") not in ("complete", "failed"):
-        return None
-    return marker
 
 
 def _is_complete(run_dir: Path) -> bool:
@@ -224,32 +210,6 @@ def record_lost_run(runs_dir: Path, run: RunSpec, error: str, details: str) -> N
 
 
 # ----------------------------------------------------------------------------- the driver
-
-
-class SweepLock:
-    """``DIR/.lock``, held by the one driver working on DIR (flock: released if it dies)."""
-
-    def __init__(self, out: Path) -> None:
-        self.path = out / ".lock"
-        self.fd: int | None = None
-
-    def __enter__(self) -> "SweepLock":
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(self.fd)
-            self.fd = None
-            raise ToposchedError(f"{self.path.parent}: another toposched sweep is working on this directory (lock {self.path} is held)") from None
-        os.ftruncate(self.fd, 0)
-        os.write(self.fd, f"{socket.gethostname()} {os.getpid()}\n".encode())
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.fd is not None:
-            fcntl.flock(self.fd, fcntl.LOCK_UN)
-            os.close(self.fd)
-            self.fd = None
 
 
 def clean_stale(out: Path) -> list[str]:

@@ -781,9 +781,7 @@ def parse_sweep(text: str, path: str | Path = "<sweep>", *, base: str | Path | N
     """Check a sweep file's text and expand it into runs; raise :class:`SweepSpecError`
     listing every problem. Relative paths are read from ``base`` (default: the file's
     directory)."""
-    from dataclasses import asdict
 
-    from ..simulate import RunConfig
 
     shown = str(path)
     try:

@@ -20,8 +20,8 @@
 //! *Reference*: Pollard, Jain, Herbein, Bhatele, SC18; sampollard/flux-sched@668c0dc
 //! `sched/sched_topo.c`.
 
-use super::{Allocator, Guard};
-use crate::registry::{parse_options, schema_of, AllocEntry};
+use super::{AllocEntry, Allocator, Guard};
+use crate::options::{parse_options, schema_of};
 use crate::state::ClusterState;
 use crate::topology::{SpanClass, Topology};
 

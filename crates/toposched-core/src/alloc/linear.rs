@@ -7,8 +7,8 @@
 //! *Cost*: O(nodes / 64 + job size) per selection.
 //! *Reference*: brief §5.4.
 
-use super::{fits_in_machine, free_unguarded, Allocator, Guard};
-use crate::registry::{parse_options, schema_of, AllocEntry, NoOptions};
+use super::{AllocEntry, Allocator, Guard, fits_in_machine, free_unguarded};
+use crate::options::{parse_options, schema_of, NoOptions};
 use crate::state::ClusterState;
 use crate::topology::Topology;
 

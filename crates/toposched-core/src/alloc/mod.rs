@@ -12,6 +12,7 @@ pub use linear::Linear;
 pub use random::{Random, RandomOptions};
 pub use slurm_tree::{SlurmProfile, SlurmTree, SlurmTreeOptions};
 
+use crate::options::Options;
 use crate::state::{ClusterState, NodeSet};
 use crate::topology::Topology;
 
@@ -100,11 +101,31 @@ pub fn fits_in_machine(empty: &ClusterState, nodes: u32) -> Result<(), String> {
     }
 }
 
+/// What an allocation policy file declares as `pub static POLICY` (collected by build.rs
+/// into [`REGISTERED`]; `crate::registry` reads it).
+pub struct AllocEntry {
+    /// Name as the CLI spells it (`--alloc NAME`).
+    pub name: &'static str,
+    /// One line for `--help` and the catalogue.
+    pub summary: &'static str,
+    /// Any free nodes serve a job equally: reservations can be counts (brief §2.6). Must
+    /// agree with [`Allocator::fungible`] of what `build` returns (tested).
+    pub fungible: bool,
+    /// Placement depends on the fabric, so the speedup scenarios apply to its runs.
+    pub topology_aware: bool,
+    /// JSON schema of the options object (`schemars::schema_for!(TheOptions)`).
+    pub options: fn() -> schemars::Schema,
+    /// The policy, from its options (already checked to be a JSON object).
+    pub build: fn(&Options) -> Result<Box<dyn Allocator>, String>,
+}
+
+
 /// Build a registered allocation policy from its CLI name and its options (a JSON object;
 /// an empty one for the defaults). See `crate::registry`.
-pub fn by_name(name: &str, options: &crate::registry::Options) -> Result<Box<dyn Allocator>, String> {
-    let entry = crate::registry::alloc(name).ok_or_else(|| {
-        format!("unknown allocation policy {name:?}; built-ins are: {}", crate::registry::alloc_names().join(", "))
+pub fn by_name(name: &str, options: &Options) -> Result<Box<dyn Allocator>, String> {
+    let entry = REGISTERED.iter().map(|r| r.policy).find(|p| p.name == name).ok_or_else(|| {
+        let names: Vec<&str> = REGISTERED.iter().map(|r| r.policy.name).collect();
+        format!("unknown allocation policy {name:?}; built-ins are: {}", names.join(", "))
     })?;
     (entry.build)(options)
 }

@@ -11,8 +11,8 @@ use rand::seq::index::sample;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::{fits_in_machine, free_unguarded, Allocator, Guard};
-use crate::registry::{parse_options, schema_of, AllocEntry};
+use super::{AllocEntry, Allocator, Guard, fits_in_machine, free_unguarded};
+use crate::options::{parse_options, schema_of};
 use crate::state::ClusterState;
 use crate::topology::Topology;
 

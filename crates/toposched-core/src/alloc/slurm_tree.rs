@@ -26,8 +26,8 @@
 //! Nodes are fungible for this policy (any N free nodes can be placed), so queue policies
 //! reserve counts. Node weights are not modelled (all equal).
 
-use super::{fits_in_machine, Allocator, Guard};
-use crate::registry::{parse_options, schema_of, AllocEntry};
+use super::{AllocEntry, Allocator, Guard, fits_in_machine};
+use crate::options::{parse_options, schema_of};
 use crate::state::ClusterState;
 use crate::topology::Topology;
 

@@ -36,10 +36,10 @@
 //! pass: O(breakpoints) per reservation made or moved. Non-fungible policies project the
 //! node state at each candidate start: an allocation call per candidate.
 
-use super::{PassCtx, QueuePolicy};
+use super::{PassCtx, QueueEntry, QueuePolicy};
 use crate::alloc::Guard;
 use crate::planner::Planner;
-use crate::registry::{parse_options, schema_of, NoOptions, QueueEntry};
+use crate::options::{parse_options, schema_of, NoOptions};
 use crate::state::NodeSet;
 use crate::topology::SpanClass;
 

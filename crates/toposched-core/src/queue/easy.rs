@@ -40,9 +40,9 @@
 //! O(running) for fungible policies and O(running x allocation) otherwise, cached while
 //! the machine state does not change.
 
-use super::{PassCtx, QueuePolicy};
+use super::{PassCtx, QueueEntry, QueuePolicy};
 use crate::alloc::Guard;
-use crate::registry::{parse_options, schema_of, QueueEntry};
+use crate::options::{parse_options, schema_of};
 use crate::state::NodeSet;
 
 /// Options of `easy`.

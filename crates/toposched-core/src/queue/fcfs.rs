@@ -5,9 +5,9 @@
 //! *When to use*: the baseline without backfilling.
 //! *Cost*: O(started jobs) per pass.
 
-use super::{PassCtx, QueuePolicy};
+use super::{PassCtx, QueueEntry, QueuePolicy};
 use crate::alloc::Guard;
-use crate::registry::{parse_options, schema_of, NoOptions, QueueEntry};
+use crate::options::{parse_options, schema_of, NoOptions};
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Fcfs;

@@ -12,6 +12,7 @@ pub use easy::{Easy, EasyOptions};
 pub use fcfs::Fcfs;
 
 pub use crate::pass::{PassCtx, ReservationRecord};
+use crate::options::Options;
 
 /// A queue policy.
 pub trait QueuePolicy: Send + Sync {
@@ -26,9 +27,21 @@ pub trait QueuePolicy: Send + Sync {
     }
 }
 
+/// What a queue policy file declares as `pub static POLICY` (collected by build.rs into
+/// [`REGISTERED`]; `crate::registry` reads it).
+pub struct QueueEntry {
+    pub name: &'static str,
+    pub summary: &'static str,
+    pub options: fn() -> schemars::Schema,
+    pub build: fn(&Options) -> Result<Box<dyn QueuePolicy>, String>,
+}
+
+
 /// Build a registered queue policy from its CLI name and its options (see `crate::registry`).
-pub fn by_name(name: &str, options: &crate::registry::Options) -> Result<Box<dyn QueuePolicy>, String> {
-    let entry = crate::registry::queue(name)
-        .ok_or_else(|| format!("unknown queue policy {name:?}; built-ins are: {}", crate::registry::queue_names().join(", ")))?;
+pub fn by_name(name: &str, options: &Options) -> Result<Box<dyn QueuePolicy>, String> {
+    let entry = REGISTERED.iter().map(|r| r.policy).find(|p| p.name == name).ok_or_else(|| {
+        let names: Vec<&str> = REGISTERED.iter().map(|r| r.policy.name).collect();
+        format!("unknown queue policy {name:?}; built-ins are: {}", names.join(", "))
+    })?;
     (entry.build)(options)
 }
