@@ -6,6 +6,13 @@ cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 python3 -m pip install --quiet --disable-pip-version-check -e ".[test]"
 cargo test --quiet -p toposched-core
+# Habits (ARCHITECTURE.md, rules): clippy with warnings as errors on both crates, ruff on the
+# Python, mypy --strict on the modules listed in pyproject.toml [tool.mypy] (the stub's
+# signatures are checked by mypy.stubtest in tests/test_stub.py).
+cargo clippy --version >/dev/null 2>&1 || rustup component add clippy
+cargo clippy --quiet --release --all-targets -- -D warnings
+python3 -m ruff check python tests
+python3 -m mypy
 # Headless Chromium for tests/test_report_browser.py (Debian's package; needs root to install).
 command -v chromium >/dev/null || { if [ "$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null || echo "warning: could not install chromium" >&2; else echo "warning: chromium not installed and not root: the browser test skips (fails under CI)" >&2; fi; }
 # hwloc's lstopo for the node agent's live topology (tests/test_node_*.py; Debian's package).

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import doctest
 import importlib
-import os
 import re
-from pathlib import Path
 
 import pytest
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from toposched.node.client import AgentClient, rank_hosts
-from toposched.node.cpulist import format_cpulist, parse_cpulist
+from toposched.node.cpulist import parse_cpulist
 from toposched.node.cpuset import CgroupUnavailable, detect
 
 from conftest import REPO

@@ -59,9 +59,9 @@ def test_hwloc2_distances_and_smt():
 
 def test_wide_bitmaps():
     # hwloc writes masks wider than 32 bits as comma-separated words, most significant first.
-    t = parse_hwloc_xml(_xml(f'<object type="Machine" cpuset="0x00000002,0x00000001">'
-                             f'<object type="Core" os_index="0" cpuset="0x00000001"><object type="PU" os_index="0"/></object>'
-                             f'<object type="Core" os_index="1" cpuset="0x00000002,0x0"><object type="PU" os_index="33"/></object></object>'))
+    t = parse_hwloc_xml(_xml('<object type="Machine" cpuset="0x00000002,0x00000001">'
+                             '<object type="Core" os_index="0" cpuset="0x00000001"><object type="PU" os_index="0"/></object>'
+                             '<object type="Core" os_index="1" cpuset="0x00000002,0x0"><object type="PU" os_index="33"/></object></object>'))
     assert t.pus == (0, 33) and [sorted(c.pus) for c in t.cores] == [[0], [33]]
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 
-import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from toposched.node.hwloc import read_hwloc_xml, synthetic_topology

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import EXAMPLE_TRACE, REPO
+from conftest import EXAMPLE_TRACE
 from toposched.check import check_schedule
 from toposched.errors import SimulationError
 from toposched.policies import AllocationPolicy, QueueOrder

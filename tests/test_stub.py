@@ -4,6 +4,8 @@ Python and Rust tables."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -36,6 +38,13 @@ def test_stub_matches_module():
     for cls, methods in classes.items():
         actual = {n for n in dir(getattr(_core, cls)) if not n.startswith("_")}
         assert methods == actual, cls
+
+
+def test_stub_signatures_match_the_module():
+    """mypy's stubtest: every function's and method's parameters, defaults and kinds in the
+    stub are those of the compiled module (PyO3 text signatures), not only the names."""
+    r = subprocess.run([sys.executable, "-m", "mypy.stubtest", "toposched._core"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
 
 
 @pytest.mark.parametrize("name", PRESETS)

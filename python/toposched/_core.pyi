@@ -3,7 +3,7 @@
 tests/test_stub.py checks that this stub and the compiled module name the same things.
 """
 
-from typing import Any, Final
+from typing import Any, Final, final
 
 import numpy as np
 import numpy.typing as npt
@@ -13,6 +13,7 @@ ALLOCATORS: Final[list[str]]
 QUEUES: Final[list[str]]
 __version__: Final[str]
 
+@final
 class Topology:
     """A 2- or 3-level fat-tree; node ids are dense and leaf-major."""
 
@@ -62,6 +63,7 @@ class Topology:
     def padded_ids(self) -> npt.NDArray[np.int64]: ...
     def hops(self, a: int, b: int) -> int: ...
 
+@final
 class Simulation:
     """One replay: construct, call ``step`` until it returns True, read ``results``."""
 
@@ -119,11 +121,11 @@ def busy_nodes_sampled(
 
 # ---- network model (crates/toposched-py/src/network.rs; docs/network.md) ----
 
-from typing import Any  # noqa: E402
 
 PATTERNS: Final[list[str]]
 CATALYST_SL_WEIGHTS: Final[list[float]]
 
+@final
 class NetworkModel:
     """Links, static D-mod-k routes and the job-level fair-bottleneck sharing model of a fabric."""
 
@@ -131,7 +133,7 @@ class NetworkModel:
         self,
         topology: Topology,
         *,
-        bandwidth: tuple[float, float, float] = (1.0, 1.0, 1.0),
+        bandwidth: tuple[float, float, float] = ...,  # (1.0, 1.0, 1.0)
         fairness: str = "flows",
         sl_weights: list[float] | None = None,
     ) -> None: ...
@@ -180,7 +182,7 @@ def network_attach(
     seed: npt.NDArray[np.int64] | None = None,
     service_level: npt.NDArray[np.int64] | None = None,
     reference: str = "alone",
-    bandwidth: tuple[float, float, float] = (1.0, 1.0, 1.0),
+    bandwidth: tuple[float, float, float] = ...,  # (1.0, 1.0, 1.0)
     fairness: str = "flows",
     sl_weights: list[float] | None = None,
     overrun: str = "run-on",

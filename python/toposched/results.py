@@ -126,9 +126,15 @@ class SimResult:
         _atomic(paths["jobs"], lambda p: pq.write_table(self.jobs, p))
         _atomic(paths["utilization"], lambda p: pq.write_table(self.utilization, p))
         _atomic(paths["skipped"], lambda p: pq.write_table(self.skipped, p))
-        _atomic(paths["fabric"], lambda p: Path(p).write_text(json.dumps(self.fabric.describe(), indent=1) + "\n"))
-        _atomic(paths["summary"], lambda p: Path(p).write_text(json.dumps(self.summary, indent=2, sort_keys=True) + "\n"))
+        fabric_text = json.dumps(self.fabric.describe(), indent=1) + "\n"
+        summary_text = json.dumps(self.summary, indent=2, sort_keys=True) + "\n"
+        _atomic(paths["fabric"], lambda p: _write_text(p, fabric_text))
+        _atomic(paths["summary"], lambda p: _write_text(p, summary_text))
         return paths
+
+
+def _write_text(path: str, text: str) -> None:
+    Path(path).write_text(text)
 
 
 def _stats(x: np.ndarray) -> dict[str, float | None]:

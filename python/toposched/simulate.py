@@ -74,7 +74,7 @@ def simulate(
         alloc=alloc,
         options=policy_options(config),
         queue_order=order,
-        kill_at_walltime=config.kill_at_walltime,
+        kill_at_walltime=kill,
         queue_depth=config.queue_depth,
         record_reservations=config.record_reservations,
         check_interference_free=config.check_interference_free,

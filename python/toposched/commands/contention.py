@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import html
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -200,7 +199,6 @@ def write_outputs(analysis: Any, doc: dict[str, Any], out_dir: str | Path, *, fi
     put_table("leaf_demand.parquet", analysis.leaf_demand_table())
     put_table("job_slowdowns.parquet", analysis.job_slowdowns_table())
     put_table("job_exposure.parquet", analysis.job_exposure_table())
-    Js = doc.get("comm_fractions", [])
     rows = sweep_rows("base", [{"uplink_sweep": doc["uplink_sweep"], "nodes_per_leaf": doc["schedule"]["nodes_per_leaf"], "cores_per_node": doc["schedule"]["cores_per_node"]}])
     rows += sweep_rows("crossbar", doc.get("crossbar_sweep", []))
     rows += sweep_rows("cores_per_node", doc.get("cores_per_node_sweep", []))

@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     except CpuListError as exc:
         raise ToposchedError(f"--reserve-cpus: {exc}") from None
     if not reserved <= frozenset(topology.pus):
-        raise ToposchedError(f"--reserve-cpus names PUs the topology does not have")
+        raise ToposchedError("--reserve-cpus names PUs the topology does not have")
     backend = None if args.cpusets == "none" else detect(args.cpusets, args.cgroup_prefix, args.cgroup_root)
     store = AgentStore(args.state)
     agent = NodeAgent(topology, store, backend, reserved_pus=reserved, host=args.host)

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import hashlib
 import html
-import os
 import re
 from pathlib import Path
 from typing import Any, Iterable, Sequence
