@@ -11,6 +11,7 @@
 
 pub mod alloc;
 pub mod engine;
+pub mod live;
 pub mod metrics;
 pub mod network;
 pub mod queue;
