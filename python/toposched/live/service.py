@@ -153,7 +153,9 @@ class Service:
         with self.lock:
             a = self.table.allocate(job, nodes, walltime_s, reserve)
             now = self.table.now_s()
-        self.metrics.decision(a.outcome)
+        self.metrics.decision("repeated" if a.repeated else a.outcome)
+        if a.outcome == "placed" and a.repeated:
+            return 200, {"job": job, "nodes": a.nodes}
         if a.outcome == "placed":
             self._log(f"placed {job} ({nodes} nodes) on {hostlist.collect_hostlist(a.nodes)}")
             return 200, {"job": job, "nodes": a.nodes}
@@ -261,6 +263,8 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(code)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
+        if self.close_connection:
+            self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.write(data)
 

@@ -25,6 +25,8 @@ class Answer:
     nodes: list[str] | None = None
     start_at_s: int | None = None
     reason: str | None = None
+    #: the job already held these nodes (a retried request): nothing was decided
+    repeated: bool = False
 
 
 class UnknownNode(ValueError):
@@ -90,7 +92,9 @@ class LiveTable:
         if outcome == "placed":
             assert ids is not None
             names = self.node_names(ids)
-            if not self._is_persisted(job):
+            if self._is_persisted(job):
+                return Answer("placed", names, repeated=True)
+            else:
                 try:
                     with self.store.tx():
                         self.store.put_allocation(job, names, now, walltime_s)
@@ -129,6 +133,11 @@ class LiveTable:
         before = self.placer.jobs()
         rows_ids = []
         rows_names = []
+        owner: dict[str, str] = {}
+        for job, (names, _, _) in sorted(table.items()):
+            for n in names:
+                if (other := owner.setdefault(n, job)) != job:
+                    raise ValueError(f"node {n} is given to both job {other} and job {job}")
         for job, (names, start_s, walltime_s) in sorted(table.items()):
             ids = self.node_ids(names)
             s = now if start_s is None else start_s
