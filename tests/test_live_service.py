@@ -233,7 +233,7 @@ def test_put_state_replaces_the_table(svc):
     code, err = c.request("PUT", "/v1/state", {"allocations": {"x": ["hype1"], "y": ["hype1"]}})
     assert code == 400 and "hype1 is given to both job x and job y" in err["error"]
     assert set(c.state()["allocations"]) == {"s1", "s2"}
-    assert c.allocate("n", 90, 10)[0] == 409 and c.allocate("n", 90, 10, reserve=True)[0] == 202
+    assert c.allocate("n", 91, 10)[0] == 409 and c.allocate("n", 91, 10, reserve=True)[0] == 202
 
 
 def test_unix_socket(tmp_path):
