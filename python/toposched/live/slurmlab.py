@@ -76,6 +76,8 @@ class SlurmLab:
     accounting: bool = True
     #: topology/tree (Slurm's own topology-aware placement) or topology/none
     topology_plugin: str = "topology/tree"
+    #: more partitions over the same nodes, not held (e.g. to run a stream under Slurm's own placement)
+    extra_partitions: tuple[str, ...] = ()
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -140,6 +142,7 @@ class SlurmLab:
             *acct,
             *node_lines,
             f"PartitionName={self.partition} Nodes={hostlist.collect_hostlist(self.nodes)} Default=YES MaxTime=INFINITE State=UP",
+            *(f"PartitionName={p} Nodes={hostlist.collect_hostlist(self.nodes)} Default=NO MaxTime=INFINITE State=UP" for p in self.extra_partitions),
         ]
         self.conf.write_text("\n".join(conf) + "\n")
         (d / "topology.conf").write_text(topology_conf_text(self.fabric))
@@ -245,7 +248,7 @@ class SlurmLab:
     def stop(self) -> None:
         """Cancel jobs, let them end, stop every process started here (by pid)."""
         if "slurmctld" in self.procs and self.procs["slurmctld"].poll() is None:
-            self.run("scancel", "--full", "-p", self.partition, check=False)
+            self.run("scancel", "--full", check=False)
             deadline = time.monotonic() + 15
             while time.monotonic() < deadline:
                 r = self.run("squeue", "-h", "-o", "%i", check=False)
@@ -280,11 +283,11 @@ class SlurmLab:
 
     # jobs ------------------------------------------------------------------------------
 
-    def sbatch(self, nodes: int, time_limit_min: int, sleep_s: int, name: str, extra: list[str] | None = None) -> str:
+    def sbatch(self, nodes: int, time_limit_min: int, sleep_s: int, name: str, extra: list[str] | None = None, partition: str | None = None) -> str:
         script = self.workdir / "jobs" / f"{name}.sh"
         script.write_text(f"#!/bin/sh\nsleep {sleep_s}\n")
         r = self.run(
-            "sbatch", "--parsable", "-N", str(nodes), f"--time={time_limit_min}", "-J", name, "-p", self.partition,
+            "sbatch", "--parsable", "-N", str(nodes), f"--time={time_limit_min}", "-J", name, "-p", partition or self.partition,
             "-o", "/dev/null", "-e", "/dev/null", *(extra or []), str(script),
         )
         return r.stdout.strip().split(";")[0]

@@ -7,6 +7,8 @@ Tables:
 * ``allocations(job, nodes, start_s, walltime_s)``: jobs holding nodes (node names, JSON);
 * ``released(job, at_s)``: jobs released, so that releasing twice is harmless and not a 404;
 * ``drained(node)``: nodes drained by ``/v1/nodes/drain``;
+* ``placements(seq, job, nodes, at_s, source)``: every placement ever made, in order, for
+  audit (``source`` is ``allocate`` or ``put-state``);
 * ``meta(key, value)``: the fabric's node names and the policy the state was made under. A
   state directory is refused under another fabric or policy (its node names would mean
   other nodes).
@@ -29,6 +31,8 @@ CREATE TABLE IF NOT EXISTS allocations (
     job TEXT PRIMARY KEY, nodes TEXT NOT NULL, start_s INTEGER NOT NULL, walltime_s INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS released (job TEXT PRIMARY KEY, at_s INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS drained (node TEXT PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS placements (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, job TEXT NOT NULL, nodes TEXT NOT NULL, at_s INTEGER NOT NULL, source TEXT NOT NULL);
 """
 
 
@@ -88,6 +92,7 @@ class Store:
     def put_allocation(self, job: str, nodes: list[str], start_s: int, walltime_s: int) -> None:
         self.db.execute("INSERT INTO allocations VALUES (?, ?, ?, ?)", (job, json.dumps(nodes), start_s, walltime_s))
         self.db.execute("DELETE FROM released WHERE job=?", (job,))
+        self.db.execute("INSERT INTO placements (job, nodes, at_s, source) VALUES (?, ?, ?, 'allocate')", (job, json.dumps(nodes), start_s))
 
     def delete_allocation(self, job: str, at_s: int) -> None:
         self.db.execute("DELETE FROM allocations WHERE job=?", (job,))
@@ -97,6 +102,9 @@ class Store:
         self.db.execute("DELETE FROM allocations")
         self.db.executemany(
             "INSERT INTO allocations VALUES (?, ?, ?, ?)", [(j, json.dumps(n), s, w) for j, n, s, w in rows]
+        )
+        self.db.executemany(
+            "INSERT INTO placements (job, nodes, at_s, source) VALUES (?, ?, ?, 'put-state')", [(j, json.dumps(n), s) for j, n, s, _ in rows]
         )
 
     def set_drained(self, node: str, drained: bool) -> None:
