@@ -38,6 +38,7 @@ DATA = Path(__file__).parent / "data" / "atlas-window-120.swf"
 RUN_COMPRESSION = 200  # trace seconds per second of sleep
 ARRIVAL_SPAN_S = 40  # the stream's arrivals are spread over this many seconds
 MAX_SLEEP_S = 20
+DRAINED = "n05"  # drained in Slurm for a while mid-stream
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run slurmd and install Debian's slurm-wlm (CI is root)")
 
@@ -174,10 +175,21 @@ def test_bridge_places_a_real_trace_stream_on_real_slurm(tmp_path, capsys):
             time.sleep(1)
             bridge["p"] = subprocess.Popen(bridge_cmd, env=lab.env, stdout=bridge_log, stderr=bridge_log)
 
+        drain_window: dict[str, int] = {}
+
+        def drain_node():
+            lab.run("scontrol", "update", f"nodename={DRAINED}", "state=drain", "reason=toposched-e2e")
+            drain_window["from"] = int(time.time())
+
+        def resume_node():
+            drain_window["to"] = int(time.time())
+            lab.run("scontrol", "update", f"nodename={DRAINED}", "state=resume")
+
         try:
             t0 = time.monotonic()
             n = len(jobs)
-            submitted = submit_stream(lab, jobs, "topo", faults={n // 3: kill_service, 2 * n // 3: kill_bridge})
+            faults = {n // 3: kill_service, n // 2: drain_node, n // 2 + 8: resume_node, 2 * n // 3: kill_bridge}
+            submitted = submit_stream(lab, jobs, "topo", faults=faults)
             wait_until_done(lab, "topo", timeout_s=300)
             bridged_s = time.monotonic() - t0
         finally:
@@ -215,6 +227,13 @@ def test_bridge_places_a_real_trace_stream_on_real_slurm(tmp_path, capsys):
     leaf_of = dict(zip(spec.node_names, (int(x) for x in fabric.core.leaf_of_nodes())))
     pod_of_leaf = [int(x) for x in fabric.core.pod_of_leaves()]
     assert interference_violations(rows, leaf_of, pod_of_leaf) == []
+    # nothing started on the node while Slurm had it drained (1 s for the bridge to notice)
+    started_on_drained = [
+        r["JobIDRaw"] for r in rows
+        if DRAINED in hostlist.expand_hostlist(r["NodeList"]) and drain_window["from"] + 1 < epoch(r["Start"]) < drain_window["to"]
+    ]
+    assert started_on_drained == []
+    assert f"drained in the service: {DRAINED}" in (tmp_path / "bridge.log").read_text()
     multi_leaf = sum(1 for r in rows if len({leaf_of[n] for n in hostlist.expand_hostlist(r["NodeList"])}) > 1)
     assert multi_leaf >= 10  # the stream does exercise the invariants
     # the same dump read back by toposched's sacct reader, replayed as logged
