@@ -45,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
     fabric = load_fabric(args.system)
     lock_state_dir(args.state)
     table = LiveTable(
-        fabric, args.alloc, args.state, seed=args.seed, leaf_order=args.leaf_order, tie_break=args.tie_break, slurm_profile=args.slurm_profile
+        fabric, args.alloc, args.state, seed=args.seed, leaf_order=args.leaf_order, tie_break=args.tie_break, slurm_profile=args.slurm_profile,
+        autocommit=False,
     )
     return serve_forever(Service(table, token, log=None if args.quiet else sys.stderr), args.listen)

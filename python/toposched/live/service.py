@@ -1,34 +1,32 @@
 """``toposched serve``: the HTTP + JSON placement service (docs/live.md).
 
-Standard library only (``http.server``), one thread per connection, one lock around the
-allocation table: decisions are serialized, each one committed to SQLite before it is
-answered. Every POST and PUT needs ``Authorization: Bearer TOKEN`` (401 without, 403 with a
+Standard library only: asyncio with a small HTTP/1.1 parser (keep-alive), decisions
+serialized on the event loop, commits grouped in a worker thread (one fsync for all the
+decisions made meanwhile); every answer waits for the commit of its decision. Every POST and PUT needs ``Authorization: Bearer TOKEN`` (401 without, 403 with a
 wrong one); bad requests get 400 naming the field; no request can stop the service.
 """
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import hmac
 import json
 import os
 import signal
 import socket
-import socketserver
 import stat
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import hostlist
 
 from ..errors import ToposchedError
 from .metrics import Metrics
 from .openapi import openapi_document
-from .table import LiveTable, UnknownNode
+from .table import DurabilityError, LiveTable, UnknownNode
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
 MAX_JOB_ID_CHARS = 256
@@ -120,7 +118,9 @@ class Service:
     def __init__(self, table: LiveTable, token: str, *, log=sys.stderr) -> None:
         self.table = table
         self.token = token.encode()
-        self.lock = threading.Lock()
+        self.lock = table.lock
+        #: handlers wait for their commit themselves (direct callers); the server turns it off
+        self.sync_commit = True
         self.metrics = Metrics()
         self.log = log
         self.started_s = time.time()
@@ -128,6 +128,11 @@ class Service:
     def _log(self, text: str) -> None:
         if self.log is not None:
             print(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {text}", file=self.log, flush=True)
+
+    def _durable(self, seq: int) -> None:
+        """Wait for the decision's commit, unless the transport does (the asyncio server)."""
+        if self.sync_commit:
+            self.table.wait_durable(seq)
 
     def check_auth(self, header: str | None) -> tuple[int, str] | None:
         if not header:
@@ -153,11 +158,14 @@ class Service:
         with self.lock:
             a = self.table.allocate(job, nodes, walltime_s, reserve)
             now = self.table.now_s()
+            seq = self.table.seq
+        self._durable(seq)
         self.metrics.decision("repeated" if a.repeated else a.outcome)
         if a.outcome == "placed" and a.repeated:
             return 200, {"job": job, "nodes": a.nodes}
         if a.outcome == "placed":
-            self._log(f"placed {job} ({nodes} nodes) on {hostlist.collect_hostlist(a.nodes)}")
+            if self.log is not None:
+                self._log(f"placed {job} ({nodes} nodes) on {hostlist.collect_hostlist(a.nodes)}")
             return 200, {"job": job, "nodes": a.nodes}
         if a.outcome == "reserved":
             assert a.start_at_s is not None
@@ -182,9 +190,12 @@ class Service:
         job = _job_id(body)
         with self.lock:
             what, nodes = self.table.release(job)
+            seq = self.table.seq
+        self._durable(seq)
         if what == "released":
             self.metrics.decision("released")
-            self._log(f"released {job} from {hostlist.collect_hostlist(nodes)}")
+            if self.log is not None:
+                self._log(f"released {job} from {hostlist.collect_hostlist(nodes)}")
             return 200, {"job": job, "released": True, "nodes": nodes}
         if what == "already":
             return 200, {"job": job, "released": False, "note": "already released"}
@@ -212,6 +223,8 @@ class Service:
                 self.table.replace(table)
             except (UnknownNode, ValueError) as exc:
                 raise BadRequest(str(exc), "allocations") from None
+            seq = self.table.seq
+        self._durable(seq)
         self._log(f"state replaced: {len(table)} allocations")
         return 200, {"allocations": len(table)}
 
@@ -223,13 +236,19 @@ class Service:
                 changed = self.table.set_drained(names, drained)
             except UnknownNode as exc:
                 raise BadRequest(str(exc), "nodes") from None
+            seq = self.table.seq
+        self._durable(seq)
         if changed:
             self._log(f"{'drained' if drained else 'resumed'} {hostlist.collect_hostlist(changed)} {body.get('reason', '')}")
         return 200, {"changed": changed}
 
     def state(self) -> dict:
         with self.lock:
-            return self.table.snapshot()
+            snap = self.table.snapshot()
+            seq = self.table.seq
+        # show only what a restart would show
+        self._durable(seq)
+        return snap
 
     def metrics_text(self) -> str:
         with self.lock:
@@ -245,131 +264,171 @@ class Service:
 
 
 ROUTES_POST = {"/v1/allocate", "/v1/satisfiable", "/v1/release", "/v1/nodes/drain", "/v1/nodes/resume"}
+WRITE_ROUTES = ROUTES_POST | {"/v1/state"}
+MAX_HEAD_BYTES = 64 * 1024
+REASONS = {200: "OK", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
+           405: "Method Not Allowed", 409: "Conflict", 413: "Payload Too Large", 500: "Internal Server Error", 503: "Service Unavailable"}
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server_version = "toposched"
-    service: Service  # set on the subclass made by make_server
+def _parse_json(raw: bytes) -> dict:
+    if not raw.strip():
+        raise BadRequest("empty body: a JSON object is expected")
+    try:
+        body = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        raise BadRequest(f"body is not JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise BadRequest("body must be a JSON object")
+    return body
 
-    def address_string(self) -> str:  # unix sockets have no peer address
-        return self.client_address[0] if isinstance(self.client_address, tuple) and self.client_address else "unix"
 
-    def log_message(self, format: str, *args: Any) -> None:  # access log off: decisions are logged instead
-        pass
+def route(svc: Service, method: str, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, Any, str | None]:
+    """One request: (status, JSON-able body or text, content type for text). Never raises."""
+    path = path.split("?", 1)[0].rstrip("/") or "/"
+    try:
+        if method == "GET":
+            if path == "/v1/health":
+                return 200, {"status": "ok"}, None
+            if path == "/v1/openapi.json":
+                return 200, openapi_document(), None
+            if path == "/v1/state":
+                return 200, svc.state(), None
+            if path == "/metrics":
+                return 200, svc.metrics_text(), "text/plain; version=0.0.4; charset=utf-8"
+            return 404, {"error": f"no route GET {path}"}, None
+        known = (method == "POST" and path in ROUTES_POST) or (method == "PUT" and path == "/v1/state")
+        if not known:
+            return (405 if path in WRITE_ROUTES else 404), {"error": f"no route {method} {path}"}, None
+        denied = svc.check_auth(headers.get("authorization"))
+        if denied is not None:
+            return denied[0], {"error": denied[1]}, None
+        body = _parse_json(raw)
+        if path == "/v1/allocate":
+            code, out = svc.allocate(body)
+        elif path == "/v1/satisfiable":
+            code, out = svc.satisfiable(body)
+        elif path == "/v1/release":
+            code, out = svc.release(body)
+        elif path == "/v1/nodes/drain":
+            code, out = svc.drain(body, True)
+        elif path == "/v1/nodes/resume":
+            code, out = svc.drain(body, False)
+        else:
+            code, out = svc.put_state(body)
+        return code, out, None
+    except BadRequest as exc:
+        return 400, {"error": str(exc), "field": exc.field}, None
+    except DurabilityError as exc:
+        svc._log(str(exc))
+        return 503, {"error": f"{exc}; nothing more is acknowledged: restart the service"}, None
+    except Exception as exc:  # a bug: answer 500, keep serving
+        svc._log(f"error on {method} {path}: {type(exc).__name__}: {exc}")
+        return 500, {"error": f"internal error: {type(exc).__name__}: {exc}"}, None
 
-    def _send(self, code: int, body: Any, content_type: str = "application/json") -> None:
-        data = body.encode() if isinstance(body, str) else (json.dumps(body, sort_keys=True) + "\n").encode()
-        self.send_response(code)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
-        if self.close_connection:
-            self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(data)
 
-    def _route(self) -> str:
-        return self.path.split("?", 1)[0].rstrip("/") or "/"
+def _response(code: int, body: Any, ctype: str | None, close: bool) -> bytes:
+    data = body.encode() if isinstance(body, str) else (json.dumps(body, sort_keys=True) + "\n").encode()
+    head = (
+        f"HTTP/1.1 {code} {REASONS.get(code, 'Status')}\r\nServer: toposched\r\n"
+        f"Content-Type: {ctype or 'application/json'}\r\nContent-Length: {len(data)}\r\n"
+        + ("Connection: close\r\n" if close else "")
+        + "\r\n"
+    )
+    return head.encode("latin-1") + data
 
-    def _read_body(self) -> dict:
-        length = self.headers.get("Content-Length")
-        if length is None:
-            if self.headers.get("Transfer-Encoding"):
-                self.close_connection = True
-                raise BadRequest("chunked bodies are not accepted; send Content-Length")
-            return {}
-        try:
-            n = int(length)
-        except ValueError:
-            self.close_connection = True
-            raise BadRequest("bad Content-Length") from None
-        if n < 0 or n > MAX_BODY_BYTES:
-            self.close_connection = True
-            raise BadRequest(f"body larger than {MAX_BODY_BYTES} bytes")
-        raw = self.rfile.read(n)
-        if not raw.strip():
-            raise BadRequest("empty body: a JSON object is expected")
-        try:
-            body = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise BadRequest(f"body is not JSON: {exc}") from None
-        if not isinstance(body, dict):
-            raise BadRequest("body must be a JSON object")
-        return body
 
-    def _handle(self, method: str) -> None:
-        t0 = time.perf_counter()
-        route = self._route()
+class Committer:
+    """Group commit for the asyncio server: decisions are made on the event loop; the commit
+    (one transaction, one fsync for everything queued) runs in a worker thread while the loop
+    keeps deciding; each answer waits for the commit that covers its decision."""
+
+    def __init__(self, table: LiveTable) -> None:
+        self.table = table
+        self.inflight: asyncio.Future | None = None
+
+    async def durable(self, seq: int) -> None:
+        loop = asyncio.get_running_loop()
+        while self.table._durable < seq:
+            if self.inflight is None or self.inflight.done():
+                self.inflight = loop.run_in_executor(None, self.table.wait_durable, self.table.seq)
+            await asyncio.shield(self.inflight)
+
+
+class Server:
+    """HTTP/1.1 with keep-alive over TCP or a unix socket, on asyncio (a small parser: the
+    standard library's http.server costs several times more per request)."""
+
+    def __init__(self, service: Service) -> None:
+        self.service = service
+        self.committer = Committer(service.table)
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        sock = writer.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         svc = self.service
-        code = 500
         try:
-            if method == "GET":
-                if route == "/v1/health":
-                    code, body = 200, {"status": "ok"}
-                elif route == "/v1/openapi.json":
-                    code, body = 200, openapi_document()
-                elif route == "/v1/state":
-                    code, body = 200, svc.state()
-                elif route == "/metrics":
-                    code = 200
-                    self._send(200, svc.metrics_text(), "text/plain; version=0.0.4; charset=utf-8")
+            while True:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, ConnectionError):
                     return
-                else:
-                    code, body = 404, {"error": f"no route GET {route}"}
-            else:
-                known = (method == "POST" and route in ROUTES_POST) or (method == "PUT" and route == "/v1/state")
-                body_in = self._read_body() if known else None
-                if not known:
-                    self.close_connection = True
-                    code, body = (405 if route in ROUTES_POST | {"/v1/state"} else 404), {"error": f"no route {method} {route}"}
-                elif (denied := svc.check_auth(self.headers.get("Authorization"))) is not None:
-                    code, body = denied[0], {"error": denied[1]}
-                else:
-                    assert body_in is not None
-                    if route == "/v1/allocate":
-                        code, body = svc.allocate(body_in)
-                    elif route == "/v1/satisfiable":
-                        code, body = svc.satisfiable(body_in)
-                    elif route == "/v1/release":
-                        code, body = svc.release(body_in)
-                    elif route == "/v1/nodes/drain":
-                        code, body = svc.drain(body_in, True)
-                    elif route == "/v1/nodes/resume":
-                        code, body = svc.drain(body_in, False)
-                    else:
-                        code, body = svc.put_state(body_in)
-        except BadRequest as exc:
-            code, body = 400, {"error": str(exc), "field": exc.field}
-        except Exception as exc:  # a bug or a failing disk: answer 500, keep serving
-            code, body = 500, {"error": f"internal error: {type(exc).__name__}: {exc}"}
-            svc._log(f"error on {method} {route}: {type(exc).__name__}: {exc}")
-        try:
-            self._send(code, body)
+                except asyncio.LimitOverrunError:
+                    writer.write(_response(400, {"error": "request head too large"}, None, True))
+                    return
+                t0 = time.perf_counter()
+                lines = head.decode("latin-1").split("\r\n")
+                parts = lines[0].split(" ")
+                if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+                    writer.write(_response(400, {"error": "malformed request line"}, None, True))
+                    return
+                method, target, version = parts
+                headers = {}
+                for line in lines[1:]:
+                    if line:
+                        k, sep, v = line.partition(":")
+                        if not sep:
+                            writer.write(_response(400, {"error": "malformed header line"}, None, True))
+                            return
+                        headers[k.strip().lower()] = v.strip()
+                close = headers.get("connection", "").lower() == "close" or (version == "HTTP/1.0" and headers.get("connection", "").lower() != "keep-alive")
+                raw = b""
+                if "transfer-encoding" in headers:
+                    writer.write(_response(400, {"error": "chunked bodies are not accepted; send Content-Length"}, None, True))
+                    return
+                if "content-length" in headers:
+                    try:
+                        n = int(headers["content-length"])
+                        if n < 0:
+                            raise ValueError
+                    except ValueError:
+                        writer.write(_response(400, {"error": "bad Content-Length"}, None, True))
+                        return
+                    if n > MAX_BODY_BYTES:
+                        writer.write(_response(413, {"error": f"body larger than {MAX_BODY_BYTES} bytes"}, None, True))
+                        return
+                    try:
+                        raw = await reader.readexactly(n)
+                    except (asyncio.IncompleteReadError, ConnectionError):
+                        return
+                code, body, ctype = route(svc, method, target, headers, raw)
+                path = target.split("?", 1)[0].rstrip("/") or "/"
+                if code < 400 and (method != "GET" or path == "/v1/state"):
+                    try:
+                        await self.committer.durable(svc.table.seq)
+                    except DurabilityError as exc:
+                        code, body, ctype = 503, {"error": f"{exc}; nothing more is acknowledged: restart the service"}, None
+                writer.write(_response(code, body, ctype, close))
+                svc.metrics.observe(method, path if code != 404 else "other", code, time.perf_counter() - t0)
+                if writer.transport.get_write_buffer_size() > 1 << 20:
+                    await writer.drain()
+                if close:
+                    return
         finally:
-            svc.metrics.observe(method, route if code != 404 else "other", code, time.perf_counter() - t0)
-
-    def do_GET(self) -> None:
-        self._handle("GET")
-
-    def do_POST(self) -> None:
-        self._handle("POST")
-
-    def do_PUT(self) -> None:
-        self._handle("PUT")
-
-    def do_DELETE(self) -> None:
-        self._handle("DELETE")
-
-
-class _UnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    daemon_threads = True
-    block_on_close = False
-
-
-class _TCPServer(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    request_queue_size = 128
+            try:
+                writer.close()
+            except Exception:
+                pass
 
 
 def parse_listen(text: str) -> tuple[str, Any]:
@@ -385,9 +444,11 @@ def parse_listen(text: str) -> tuple[str, Any]:
     return "tcp", (host.strip("[]"), int(port))
 
 
-def make_server(service: Service, listen: str):
+async def _serve(service: Service, listen: str, ready: "Callable[[str], None]") -> None:
     kind, addr = parse_listen(listen)
-    handler = type("BoundHandler", (Handler,), {"service": service})
+    server = Server(service)
+    # durability is awaited per answer by the transport (group commit), not in the handlers
+    service.sync_commit = False
     if kind == "unix":
         p = Path(addr)
         if p.exists():
@@ -401,13 +462,26 @@ def make_server(service: Service, listen: str):
                 probe.close()
         old = os.umask(0o077)  # the socket is the owner's only; the token still applies
         try:
-            return _UnixHTTPServer(str(p), handler)
+            srv = await asyncio.start_unix_server(server.handle, path=str(p), limit=MAX_HEAD_BYTES)
         finally:
             os.umask(old)
-    try:
-        return _TCPServer(addr, handler)
-    except OSError as exc:
-        raise ServeError(f"--listen {listen}: {exc.strerror}") from None
+        where = listen
+    else:
+        try:
+            srv = await asyncio.start_server(server.handle, addr[0], addr[1], limit=MAX_HEAD_BYTES, reuse_address=True, backlog=256)
+        except OSError as exc:
+            raise ServeError(f"--listen {listen}: {exc.strerror}") from None
+        host, port = srv.sockets[0].getsockname()[:2]
+        where = f"{host}:{port}"
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    ready(where)
+    async with srv:
+        await stop.wait()
+    if kind == "unix":
+        Path(addr).unlink(missing_ok=True)
 
 
 def lock_state_dir(state_dir: str) -> int:
@@ -424,28 +498,17 @@ def lock_state_dir(state_dir: str) -> int:
 
 
 def serve_forever(service: Service, listen: str) -> int:
-    server = make_server(service, listen)
-    stop = threading.Event()
-
-    def on_signal(signum, frame):
-        if not stop.is_set():
-            stop.set()
-            threading.Thread(target=server.shutdown, daemon=True).start()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    where = listen if listen.startswith("unix:") else "{}:{}".format(*server.server_address[:2])
     t = service.table
-    print(
-        f"toposched serve: listening on {where}; fabric {t.fabric.name} ({len(t.names)} nodes), --alloc {t.alloc}, "
-        f"{len(t.placer.jobs())} allocations and {len(t.placer.drained())} drained nodes loaded",
-        flush=True,
-    )
+
+    def ready(where: str) -> None:
+        print(
+            f"toposched serve: listening on {where}; fabric {t.fabric.name} ({len(t.names)} nodes), --alloc {t.alloc}, "
+            f"{len(t.placer.jobs())} allocations and {len(t.placer.drained())} drained nodes loaded",
+            flush=True,
+        )
+
     try:
-        server.serve_forever(poll_interval=0.2)
+        asyncio.run(_serve(service, listen, ready))
     finally:
-        server.server_close()
-        if listen.startswith("unix:"):
-            Path(listen[5:]).unlink(missing_ok=True)
         t.store.close()
     return 0

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import threading
 from pathlib import Path
 
 from ..errors import ToposchedError
@@ -60,6 +61,9 @@ class Store:
             self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=FULL")
+            # Checkpoints run in a thread of their own (below), not inside a commit that an
+            # answer waits for.
+            self.db.execute("PRAGMA wal_autocheckpoint=0")
             self.db.executescript(SCHEMA)
         except sqlite3.Error as exc:
             raise StateError(f"--state {d}: cannot open {self.path.name}: {exc}") from None
@@ -73,6 +77,22 @@ class Store:
                 f"--state {d} holds the state of another fabric or policy ({was[0] if was else '?'}), not {description}; "
                 "give another --state directory"
             )
+
+        self._stop = threading.Event()
+        self._checkpointer = threading.Thread(target=self._checkpoint_loop, name="wal-checkpoint", daemon=True)
+        self._checkpointer.start()
+
+    def _checkpoint_loop(self) -> None:
+        """Copy the WAL into the database every second (PASSIVE: never blocks a commit)."""
+        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        try:
+            while not self._stop.wait(1.0):
+                try:
+                    db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                except sqlite3.Error:
+                    pass  # busy or failing disk: the next try, or the commits, will say
+        finally:
+            db.close()
 
     def tx(self) -> "_Tx":
         return _Tx(self.db)
@@ -114,6 +134,8 @@ class Store:
             self.db.execute("DELETE FROM drained WHERE node=?", (node,))
 
     def close(self) -> None:
+        self._stop.set()
+        self._checkpointer.join(timeout=5)
         self.db.close()
 
 

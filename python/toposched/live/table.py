@@ -1,13 +1,15 @@
 """The live allocation table: the core's :class:`toposched._core.Placer` (the replay's own
 allocators), node names, and the durable :class:`~toposched.live.store.Store`.
 
-Every write decides in the placer, then commits to the store, then returns; if the commit
-fails the placer is put back, so memory never runs ahead of what a restart would load.
-Not thread-safe: the HTTP service calls it under one lock.
+Every write decides in the placer, queues its store writes and, before anything is
+answered, waits until they are committed (group commit: concurrent requests share one
+fsync). Decisions are serialized under ``LiveTable.lock``; with ``autocommit`` (the
+default, for single-threaded use) each write commits before it returns.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -33,6 +35,10 @@ class UnknownNode(ValueError):
     pass
 
 
+class DurabilityError(RuntimeError):
+    """A commit failed: nothing more is acknowledged until the service restarts."""
+
+
 class LiveTable:
     def __init__(
         self,
@@ -45,6 +51,7 @@ class LiveTable:
         tie_break: str = "name",
         slurm_profile: str = "current",
         clock: Callable[[], float] = time.time,
+        autocommit: bool = True,
     ) -> None:
         self.fabric = fabric
         self.names: list[str] = list(fabric.spec.node_names)
@@ -60,6 +67,16 @@ class LiveTable:
         self.clock = clock
         description = f"fabric {fabric.name} ({len(self.names)} nodes), --alloc {alloc}"
         self.store = Store(state_dir, fabric_fingerprint(self.names, self.leaf_of, alloc), description)
+        #: decisions are serialized under this lock (the service holds it; see wait_durable)
+        self.lock = threading.Lock()
+        self.autocommit = autocommit
+        self._commit_lock = threading.Lock()
+        self._pending: list[Callable[[Store], None]] = []
+        self._seq = 0
+        self._durable = 0
+        self.broken: str | None = None
+        self._held: dict[str, list[str]] = {}
+        self._released: set[str] = set()
         self._load()
 
     def now_s(self) -> int:
@@ -69,6 +86,7 @@ class LiveTable:
         """Put back what the store holds: allocations first (a drained node may be held), then drains."""
         for job, nodes, start_s, walltime_s in self.store.allocations():
             self.placer.assign(job, self.node_ids(nodes), start_s, walltime_s)
+            self._held[job] = nodes
         for node in self.store.drained():
             self.placer.drain(self.ids[node])
 
@@ -85,52 +103,98 @@ class LiveTable:
     def node_names(self, ids: list[int]) -> list[str]:
         return [self.names[i] for i in ids]
 
-    # decisions
+    # durability: group commit -----------------------------------------------------------
+    #
+    # A decision changes the placer at once (under `lock`) and queues its store writes; the
+    # caller then waits in `wait_durable(seq)` until a commit covering it is done. The first
+    # waiter commits everything queued, in decision order, in one transaction (one fsync);
+    # requests that arrive meanwhile share the next one. So concurrent clients share fsyncs,
+    # and no answer leaves before its decision is on disk.
+
+    def _queue(self, op: Callable[[Store], None]) -> int:
+        self._pending.append(op)
+        self._seq += 1
+        return self._seq
+
+    @property
+    def seq(self) -> int:
+        """Number of the last decision made (durable or not)."""
+        return self._seq
+
+    def wait_durable(self, seq: int) -> None:
+        """Return once every decision up to `seq` is committed. Raises DurabilityError if a
+        commit failed: the service then refuses writes until restarted (the restart loads
+        what is on disk, which excludes everything never acknowledged)."""
+        while self._durable < seq:
+            if self.broken is not None:
+                raise DurabilityError(self.broken)
+            with self._commit_lock:
+                if self._durable >= seq:
+                    break
+                if self.broken is not None:
+                    raise DurabilityError(self.broken)
+                with self.lock:
+                    ops, self._pending = self._pending, []
+                    upto = self._seq
+                try:
+                    if ops:
+                        with self.store.tx():
+                            for op in ops:
+                                op(self.store)
+                except Exception as exc:
+                    self.broken = f"committing the state failed: {type(exc).__name__}: {exc}"
+                    raise DurabilityError(self.broken) from exc
+                self._durable = upto
+
+    def _done(self, seq: int) -> None:
+        if self.autocommit:
+            self.wait_durable(seq)
+
+    # decisions (callers hold `lock` unless autocommit) --------------------------------------
+
+    def _check_writable(self) -> None:
+        if self.broken is not None:
+            raise DurabilityError(self.broken)
+
     def allocate(self, job: str, nodes: int, walltime_s: int, reserve: bool = False) -> Answer:
+        self._check_writable()
         now = self.now_s()
+        repeated = job in self._held
         outcome, ids, start_s, reason = self.placer.allocate(job, nodes, walltime_s, now, reserve)
         if outcome == "placed":
             assert ids is not None
             names = self.node_names(ids)
-            if self._is_persisted(job):
+            if repeated:
                 return Answer("placed", names, repeated=True)
-            else:
-                try:
-                    with self.store.tx():
-                        self.store.put_allocation(job, names, now, walltime_s)
-                except Exception:
-                    self.placer.release(job)
-                    raise
+            self._held[job] = names
+            self._released.discard(job)
+            self._done(self._queue(lambda st: st.put_allocation(job, names, now, walltime_s)))
             return Answer("placed", names)
         if outcome == "reserved":
             assert ids is not None and start_s is not None
             return Answer("reserved", self.node_names(ids), start_at_s=start_s)
         return Answer(outcome, reason=reason)
 
-    def _is_persisted(self, job: str) -> bool:
-        return self.store.db.execute("SELECT 1 FROM allocations WHERE job=?", (job,)).fetchone() is not None
-
     def release(self, job: str) -> tuple[str, list[str]]:
         """('released', nodes), ('already', []) for a job released before, ('unknown', [])."""
+        self._check_writable()
         had_reservation = (r := self.placer.reservation()) is not None and r[0] == job
         ids = self.placer.release(job)
         if ids is None:
-            if self.store.was_released(job):
+            if job in self._released or self.store.was_released(job):
                 return "already", []
             return ("reservation-dropped" if had_reservation else "unknown"), []
-        try:
-            with self.store.tx():
-                self.store.delete_allocation(job, self.now_s())
-        except Exception:
-            self.placer.assign(job, ids, self.now_s(), 0)
-            raise
+        now = self.now_s()
+        del self._held[job]
+        self._released.add(job)
+        self._done(self._queue(lambda st: st.delete_allocation(job, now)))
         return "released", self.node_names(ids)
 
     def replace(self, table: dict[str, tuple[list[str], int | None, int | None]]) -> None:
         """The resource manager's view replaces the allocation table. ValueError (naming the
         job and node) if it does not fit the fabric; nothing changes then."""
+        self._check_writable()
         now = self.now_s()
-        before = self.placer.jobs()
         rows_ids = []
         rows_names = []
         owner: dict[str, str] = {}
@@ -145,28 +209,25 @@ class LiveTable:
             rows_ids.append((job, ids, s, w))
             rows_names.append((job, self.node_names(sorted(ids)), s, w))
         self.placer.replace_all(rows_ids)
-        try:
-            with self.store.tx():
-                self.store.replace_allocations(rows_names)
-        except Exception:
-            self.placer.replace_all(before)
-            raise
+        self._released.update(j for j in self._held if j not in table)
+        self._held = {job: names for job, names, _, _ in rows_names}
+        self._done(self._queue(lambda st: st.replace_allocations(rows_names)))
 
     def set_drained(self, names: list[str], drained: bool) -> list[str]:
         """Drain (or resume) nodes; returns those whose state changed."""
+        self._check_writable()
         ids = self.node_ids(names)
         changed = []
         for name, i in zip(names, ids):
-            if (self.placer.drain(i) if drained else self.placer.resume(i)):
+            if self.placer.drain(i) if drained else self.placer.resume(i):
                 changed.append(name)
-        try:
-            with self.store.tx():
+        if changed:
+
+            def write(st: Store) -> None:
                 for name in changed:
-                    self.store.set_drained(name, drained)
-        except Exception:
-            for i in self.node_ids(changed):
-                self.placer.resume(i) if drained else self.placer.drain(i)
-            raise
+                    st.set_drained(name, drained)
+
+            self._done(self._queue(write))
         return changed
 
     def satisfiable(self, nodes: int) -> dict[str, Any]:
