@@ -293,49 +293,64 @@ def test_isolated_table_keeps_i1_i2_and_never_double_books(tmp_path_factory, ops
     assert again.snapshot()["allocations"] == table.snapshot()["allocations"]
 
 
-@pytest.mark.parametrize("alloc", ["linear", "isolated", "slurm-tree"])
-def test_table_makes_the_replays_fcfs_decisions_on_a_real_trace(tmp_path, alloc):
-    """One code path: FCFS written against the service's table, on the bundled Atlas
-    trace, gives the nodes and start times of the replay (toposched simulate --queue fcfs)."""
+@pytest.mark.parametrize(
+    "queue, alloc", [("fcfs", "linear"), ("fcfs", "isolated"), ("fcfs", "slurm-tree"), ("easy", "linear"), ("easy", "isolated"), ("easy", "slurm-tree")]
+)
+def test_table_makes_the_replays_decisions_on_a_real_trace(tmp_path, queue, alloc):
+    """One code path: the bridge's pass (FCFS, or EASY with `reserve` until a job cannot
+    start) written against the service's table on a virtual clock, on the bundled Atlas
+    trace, gives the nodes and start times of the replay (toposched simulate --queue ...)."""
     from toposched.workload import read_trace
 
     w = read_trace(EXAMPLE_TRACE)
     n = 400
     cols = {k: np.ascontiguousarray(w[k][:n]) for k in ("job_id", "submit_s", "nodes", "walltime_s", "runtime_s")}
+    # arrivals 20 times denser, so that jobs queue: EASY then reserves and backfills (500+ times)
+    cols["submit_s"] = np.ascontiguousarray(cols["submit_s"] // 20)
     fabric = load_fabric("fattree:K=16,S=4,P=3")
-    sim = _core.Simulation(fabric.core, cols["job_id"], cols["submit_s"], cols["nodes"], cols["walltime_s"], cols["runtime_s"], queue="fcfs", alloc=alloc)
+    sim = _core.Simulation(fabric.core, cols["job_id"], cols["submit_s"], cols["nodes"], cols["walltime_s"], cols["runtime_s"], queue=queue, alloc=alloc)
     sim.step()
     res = sim.results()
     clock = {"t": 0}
     table = LiveTable(fabric, alloc, str(tmp_path / "st"), clock=lambda: clock["t"])
+    name = lambda i: f"{i:06d}"  # noqa: E731  (name order = row order: the replay breaks ties by row)
     ends: dict[int, int] = {}
-    queue: list[int] = []
+    queued: list[int] = []
     nxt = 0
     got: dict[int, tuple[int, list[int]]] = {}
+    reservations = 0
     while True:
-        cands = [t for t in ends.values()] + ([int(cols["submit_s"][nxt])] if nxt < n else [])
+        cands = list(ends.values()) + ([int(cols["submit_s"][nxt])] if nxt < n else [])
         if not cands:
             break
         t = min(cands)
         clock["t"] = t
         for i in sorted(i for i, e in ends.items() if e == t):
-            assert table.release(f"r{i}")[0] == "released"
+            assert table.release(name(i))[0] == "released"
             del ends[i]
         while nxt < n and cols["submit_s"][nxt] == t:
-            queue.append(nxt)
+            queued.append(nxt)
             nxt += 1
-        while queue:
-            i = queue[0]
-            a = table.allocate(f"r{i}", int(cols["nodes"][i]), int(cols["walltime_s"][i]))
-            if a.outcome == "refused":
-                break
-            queue.pop(0)
+        reserved = False
+        rest = []
+        for k, i in enumerate(queued):
+            a = table.allocate(name(i), int(cols["nodes"][i]), int(cols["walltime_s"][i]), reserve=queue == "easy" and not reserved)
             if a.outcome == "placed":
                 got[i] = (t, table.node_ids(a.nodes))
-                run = min(int(cols["runtime_s"][i]), int(cols["walltime_s"][i]))
-                # zero-length jobs end at once in the replay too (a new round at the same instant)
-                ends[i] = t + run
-        # zero-length jobs: handled at the next loop turn at the same t
+                # zero-length jobs end at once, in a new round at the same instant, as in the replay
+                ends[i] = t + min(int(cols["runtime_s"][i]), int(cols["walltime_s"][i]))
+            elif a.outcome == "never":
+                pass
+            elif a.outcome == "reserved":
+                reserved = True
+                reservations += 1
+                rest.append(i)
+            else:
+                rest.append(i)
+                if queue == "fcfs" or not reserved:
+                    rest += queued[k + 1 :]
+                    break
+        queued = rest
     off = res["node_offsets"]
     started = 0
     for i in range(n):
@@ -346,3 +361,4 @@ def test_table_makes_the_replays_fcfs_decisions_on_a_real_trace(tmp_path, alloc)
         assert got[i][0] == res["start_s"][i], i
         assert got[i][1] == list(res["node_ids"][off[i] : off[i + 1]]), i
     assert started > 250
+    assert (reservations > 300) if queue == "easy" else (reservations == 0)
