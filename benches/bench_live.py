@@ -9,7 +9,7 @@ disk, then:
 2. **latency**: one client sends allocate/release requests at a fixed rate (200 per second by
    default, open loop: each request is sent at its scheduled time) and reports p50/p99/max.
 
-    python benches/bench_live.py [--clients 4] [--seconds 10] [--rate 200] [--alloc isolated]
+    python benches/bench_live.py [--clients 16] [--seconds 10] [--rate 200] [--alloc isolated]
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--system", default="cab")
     ap.add_argument("--alloc", default="isolated")
-    ap.add_argument("--clients", type=int, default=4)
+    ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--rate", type=float, default=200.0)
     ap.add_argument("--state-dir", help="parent directory of the service's state (default: a temporary directory)")
