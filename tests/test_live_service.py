@@ -291,6 +291,8 @@ def test_isolated_table_keeps_i1_i2_and_never_double_books(tmp_path_factory, ops
     # the durable copy agrees with memory
     again = LiveTable(fabric, "isolated", str(table.store.path.parent), clock=lambda: 1000)
     assert again.snapshot()["allocations"] == table.snapshot()["allocations"]
+    again.store.close()
+    table.store.close()
 
 
 @pytest.mark.parametrize(

@@ -248,6 +248,18 @@ class Bridge:
             self._svc("POST", "/v1/nodes/resume", {"nodes": to_resume})
             counts["resumed"] = len(to_resume)
             self.log(f"resumed in the service: {hostlist.collect_hostlist(to_resume)}")
+        # a job released to nodes that have gone bad since would wait forever: hold it again
+        # and give its allocation back, so that the next pass places it elsewhere
+        for j in jobs:
+            if j.state == "PENDING" and j.priority > 0 and j.job in held and set(held[j.job]) & bad:
+                try:
+                    self.slurm.run("scontrol", "hold", j.job)
+                except SlurmError as exc:
+                    self.log(f"could not hold job {j.job} again: {exc}")
+                    continue
+                self._svc("POST", "/v1/release", {"job": j.job})
+                del held[j.job]
+                self.log(f"job {j.job} was waiting for nodes Slurm took out of service: held again, to be placed anew")
         # queue pass
         waiting = sorted((j for j in jobs if j.held), key=lambda j: (j.submit_s, int(j.job) if j.job.isdigit() else 0, j.job))
         reserved = False
