@@ -4,7 +4,6 @@ isolated; and the one-code-path claim (the service's table makes the replay's de
 
 from __future__ import annotations
 
-import json
 import socket
 import subprocess
 import sys
