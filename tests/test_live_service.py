@@ -4,6 +4,7 @@ isolated; and the one-code-path claim (the service's table makes the replay's de
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -164,57 +165,65 @@ def test_drained_nodes_are_avoided_and_survive_restart(tmp_path):
         s.stop()
 
 
-def test_kill9_keeps_exactly_the_acknowledged_allocations(tmp_path):
-    """A client allocates and releases in a loop; the service is killed with SIGKILL at a
-    random moment and restarted. Every acknowledged allocation is there, no acknowledged
-    release came back, and at most the one request in flight differs."""
+@pytest.mark.parametrize("clients", [1, 4])
+def test_kill9_keeps_exactly_the_acknowledged_allocations(tmp_path, clients):
+    """Clients allocate and release in loops (4 at once: their decisions share commits); the
+    service is killed with SIGKILL mid-stream and restarted. Every acknowledged allocation is
+    back with its nodes, no acknowledged release came back, and only requests in flight at
+    the kill may differ."""
+    import time
+
     s = ServiceProcess(tmp_path / "svc", system="hype", alloc="isolated").start()
     try:
-        acked: dict[str, list[str]] = {}
-        in_flight: list[str] = []
+        acked: list[dict[str, list[str]]] = [{} for _ in range(clients)]
+        released: list[set[str]] = [set() for _ in range(clients)]
+        in_flight: list[list[str]] = [[] for _ in range(clients)]
         stop = threading.Event()
-        rng = np.random.default_rng(3)
 
-        def work() -> None:
+        def work(w: int) -> None:
             c = s.client()
+            rng = np.random.default_rng(w)
             i = 0
             while not stop.is_set():
-                job = f"j{i}"
-                in_flight[:] = [job]
+                job = f"w{w}-j{i}"
+                in_flight[w][:] = [job]
                 try:
-                    code, body = c.request("POST", "/v1/allocate", {"job": job, "nodes": int(rng.integers(1, 20)), "walltime_s": 100})
+                    code, body = c.request("POST", "/v1/allocate", {"job": job, "nodes": int(rng.integers(1, 9)), "walltime_s": 100})
                 except OSError:
                     return
                 if code == 200:
-                    acked[job] = body["nodes"]
-                if len(acked) > 5:
-                    victim = sorted(acked)[0]
-                    in_flight[:] = [job, victim]
+                    acked[w][job] = body["nodes"]
+                if len(acked[w]) > 3:
+                    victim = sorted(acked[w])[0]
+                    in_flight[w][:] = [job, victim]
                     try:
                         code, _ = c.request("POST", "/v1/release", {"job": victim})
                     except OSError:
                         return
                     if code == 200:
-                        del acked[victim]
-                in_flight[:] = []
+                        del acked[w][victim]
+                        released[w].add(victim)
+                in_flight[w][:] = []
                 i += 1
 
-        t = threading.Thread(target=work)
-        t.start()
-        import time
-
+        threads = [threading.Thread(target=work, args=(w,)) for w in range(clients)]
+        for t in threads:
+            t.start()
         time.sleep(1.5)
         s.kill9()
         stop.set()
-        t.join(timeout=10)
+        for t in threads:
+            t.join(timeout=10)
         s.start()
         held = s.client().state()["allocations"]
-        for job, nodes in acked.items():
-            if job not in in_flight:
-                assert held.get(job) == nodes, job
-        extra = set(held) - set(acked)
-        assert extra <= set(in_flight), (extra, in_flight)
-        assert len(acked) >= 5
+        flying = {j for f in in_flight for j in f}
+        for w in range(clients):
+            assert len(acked[w]) + len(released[w]) >= 5
+            for job, nodes in acked[w].items():
+                if job not in flying:
+                    assert held.get(job) == nodes, job
+            assert not (released[w] - flying) & set(held)
+        assert set(held) - {j for a in acked for j in a} <= flying
         check_interference_free(s.client().state())
     finally:
         s.stop()
@@ -363,3 +372,35 @@ def test_table_makes_the_replays_decisions_on_a_real_trace(tmp_path, queue, allo
         assert got[i][1] == list(res["node_ids"][off[i] : off[i + 1]]), i
     assert started > 250
     assert (reservations > 300) if queue == "easy" else (reservations == 0)
+
+
+def test_a_failed_commit_is_never_acknowledged(tmp_path):
+    """If the disk fails a commit, that request gets 503, every later write too (memory must
+    not run ahead of the disk), and a restart holds only what was committed."""
+    import sqlite3
+
+    from toposched.live.service import Service, route
+
+    fabric = load_fabric("toy18")
+    table = LiveTable(fabric, "linear", str(tmp_path / "st"), autocommit=False)
+    svc = Service(table, "t" * 20, log=None)
+    auth = {"authorization": "Bearer " + "t" * 20}
+
+    def post(path, body):
+        return route(svc, "POST", path, auth, json.dumps(body).encode())[:2]
+
+    assert post("/v1/allocate", {"job": "ok", "nodes": 2, "walltime_s": 9})[0] == 200
+
+    def broken_disk(*args):
+        raise sqlite3.OperationalError("disk I/O error")
+
+    table.store.put_allocation = broken_disk
+    code, body = post("/v1/allocate", {"job": "lost", "nodes": 2, "walltime_s": 9})
+    assert code == 503 and "disk I/O error" in body["error"]
+    assert post("/v1/release", {"job": "ok"})[0] == 503
+    assert post("/v1/nodes/drain", {"nodes": ["toy18n10"]})[0] == 503
+    assert route(svc, "GET", "/v1/health", {}, b"")[0] == 200
+    table.store.close()
+    again = LiveTable(fabric, "linear", str(tmp_path / "st"))
+    assert list(again.snapshot()["allocations"]) == ["ok"]
+    again.store.close()
