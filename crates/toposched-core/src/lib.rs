@@ -7,6 +7,7 @@
 //! - [`alloc`]: allocation policies (which nodes): `linear`, `random`, `isolated`.
 //! - [`queue`]: queue policies (who goes next): `fcfs`, `easy`.
 //! - [`engine`]: the discrete-event loop and its total event order.
+//! - [`live`]: live placement (`toposched serve`): the same allocators, one request at a time.
 //! - [`metrics`]: APH, bounded slowdown, utilization sampling.
 
 pub mod alloc;
