@@ -92,8 +92,9 @@ def test_writes_need_the_token_and_change_nothing_without(svc):
     assert svc.client(None).request("POST", "/v1/release", {"job": "a"})[0] == 401
     s = c.state()
     assert list(s["allocations"]) == ["a"] and s["drained"] == [] and s["free_nodes"] == 93
-    # reads are open
+    # reads are open, and so is the read-only satisfiable question
     assert svc.client(None).request("GET", "/v1/state")[0] == 200
+    assert svc.client(None).request("POST", "/v1/satisfiable", {"nodes": 4})[0] == 200
 
 
 @pytest.mark.parametrize(

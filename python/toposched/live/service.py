@@ -2,8 +2,8 @@
 
 Standard library only: asyncio with a small HTTP/1.1 parser (keep-alive), decisions
 serialized on the event loop, commits grouped in a worker thread (one fsync for all the
-decisions made meanwhile); every answer waits for the commit of its decision. Every POST and PUT needs ``Authorization: Bearer TOKEN`` (401 without, 403 with a
-wrong one); bad requests get 400 naming the field; no request can stop the service.
+decisions made meanwhile); every answer waits for the commit of its decision. Every write (POST and PUT but the read-only ``/v1/satisfiable``) needs ``Authorization:
+Bearer TOKEN`` (401 without, 403 with a wrong one); bad requests get 400 naming the field; no request can stop the service.
 """
 
 from __future__ import annotations
@@ -299,7 +299,8 @@ def route(svc: Service, method: str, path: str, headers: dict[str, str], raw: by
         known = (method == "POST" and path in ROUTES_POST) or (method == "PUT" and path == "/v1/state")
         if not known:
             return (405 if path in WRITE_ROUTES else 404), {"error": f"no route {method} {path}"}, None
-        denied = svc.check_auth(headers.get("authorization"))
+        # every write needs the token; /v1/satisfiable is a POST but changes nothing
+        denied = None if path == "/v1/satisfiable" else svc.check_auth(headers.get("authorization"))
         if denied is not None:
             return denied[0], {"error": denied[1]}, None
         body = _parse_json(raw)
