@@ -2,8 +2,11 @@
 
 Standard library only: asyncio with a small HTTP/1.1 parser (keep-alive), decisions
 serialized on the event loop, commits grouped in a worker thread (one fsync for all the
-decisions made meanwhile); every answer waits for the commit of its decision. Every write (POST and PUT but the read-only ``/v1/satisfiable``) needs ``Authorization:
-Bearer TOKEN`` (401 without, 403 with a wrong one); bad requests get 400 naming the field; no request can stop the service.
+decisions made meanwhile); every answer waits for the commit of its decision.
+
+Every write (POST and PUT, but the read-only ``/v1/satisfiable``) needs ``Authorization:
+Bearer TOKEN`` (401 without, 403 with a wrong one); bad requests get 400 naming the field;
+no request can stop the service.
 """
 
 from __future__ import annotations
