@@ -181,7 +181,8 @@ class SlurmLab:
         set up and it crashes on its first message to slurmdbd."""
         log = open(self.workdir / "log" / f"{name}.out", "ab")
         args = [argv0, *cmd[1:]] if argv0 else cmd
-        p = subprocess.Popen(args, executable=cmd[0], env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        # cwd: the scratch directory, so that anything a daemon drops (a core file) lands there
+        p = subprocess.Popen(args, executable=cmd[0], env=self.env, cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
         self.procs[name] = p
         return p
