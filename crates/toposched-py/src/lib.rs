@@ -1,6 +1,7 @@
 //! `toposched._core`: the Python face of toposched-core. Thin wrappers only: every rule
 //! lives in the core crate; this file converts arguments and arrays.
 
+mod live;
 mod network;
 mod policies;
 
@@ -422,5 +423,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     network::register(m)?;
     policies::register(m)?;
+    live::register(m)?;
     Ok(())
 }
