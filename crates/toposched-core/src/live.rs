@@ -281,10 +281,12 @@ impl Placer {
         let (start_s, chosen, extra) = if self.alloc.fungible() {
             // Count free nodes as jobs end; the node set is what the policy would pick then
             // (asked of a fresh allocator: the count, not the set, is the reservation).
+            // Every job expected to end by the shadow time counts (ties at that instant
+            // too), as EASY's rule 2 says (docs/semantics.md).
             let mut avail = self.state.n_free();
             let mut shadow = now_s;
             for (end, name) in &order {
-                if avail >= nodes {
+                if avail >= nodes && *end > shadow {
                     break;
                 }
                 let h = &self.held[name];
@@ -300,9 +302,13 @@ impl Placer {
             (shadow, chosen, avail - nodes)
         } else {
             let mut found = None;
-            for (end, name) in &order {
+            for (i, (end, name)) in order.iter().enumerate() {
                 let h = &self.held[name];
                 self.project_release(&mut projected, h);
+                // jobs ending at the same instant are released together
+                if order.get(i + 1).is_some_and(|(next, _)| next == end) {
+                    continue;
+                }
                 if nodes <= projected.n_free() && self.alloc.feasible(&self.topo, &projected, nodes, &Guard::NONE) {
                     found = self.alloc.select(&self.topo, &projected, nodes, &Guard::NONE).map(|c| (*end, c));
                     break;
