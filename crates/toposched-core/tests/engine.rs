@@ -116,6 +116,34 @@ fn run_on_lets_jobs_exceed_their_limit() {
 }
 
 #[test]
+fn conservative_run_on_does_not_step_per_second_of_overrun() {
+    // issue 13: a 10^9 s overrun used to cost one pass per second (it never finished).
+    let topo = Topology::fat_tree("t", 4, 1, 1, None, None).unwrap();
+    let overrun = 1_000_000_000;
+    let jobs = vec![job(1, 0, 4, 10, overrun), job(2, 5, 4, 10, 10), job(3, 6, 2, 10, 10)];
+    for alloc_name in ["linear", "isolated"] {
+        let opts = EngineOptions { kill_at_walltime: false, ..Default::default() };
+        let e = run(topo.clone(), jobs.clone(), "conservative", alloc_name, IsolatedOptions::default(), EasyOptions::default(), opts);
+        let o = e.outcomes();
+        assert_eq!(o[0].end_s, overrun);
+        // the machine is full until the overrunning job ends; then both run, one after the other
+        assert!(o[1].start_s >= overrun && o[2].start_s >= overrun, "{alloc_name}: {:?}", o);
+        assert!(o[1].start_s.max(o[2].start_s) <= overrun + 10, "{alloc_name}: {:?}", o);
+        assert!(e.passes() < 20, "{alloc_name}: {} passes", e.passes());
+    }
+}
+
+#[test]
+fn times_that_would_overflow_are_refused_with_the_row() {
+    let topo = Topology::preset("toy18").unwrap();
+    let jobs = vec![job(1, 0, 1, 10, 10), job(2, i64::MAX - 100, 1, 1000, 1000)];
+    let a = alloc::by_name("linear", &AllocOptions::default()).unwrap();
+    let q = queue::by_name("easy", EasyOptions::default()).unwrap();
+    let err = Engine::new(topo, jobs, a, q, EngineOptions::default(), &[]).err().unwrap();
+    assert!(err.0.contains("row 1") && err.0.contains("submit_s"), "{err}");
+}
+
+#[test]
 fn unsorted_input_is_refused_with_the_row() {
     let topo = Topology::preset("toy18").unwrap();
     let jobs = vec![job(1, 10, 1, 10, 10), job(2, 5, 1, 10, 10)];

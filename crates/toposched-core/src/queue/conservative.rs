@@ -29,6 +29,8 @@
 //! **Guarantee** (tested as a property): with jobs killed at their limit, no job starts
 //! later than the reservation it got at submission. With `--run-on`, a job past its limit
 //! is assumed to end within a second; a job whose reservation it blocks is re-reserved.
+//! Passes still run only at events (not every second of the overrun): a reservation
+//! left in the past is due again at the next pass, for the same length.
 //!
 //! `--queue-depth` does not apply: every queued job holds a reservation.
 //!
@@ -200,6 +202,15 @@ impl QueuePolicy for Conservative {
         self.ensure_len(ctx.jobs.len());
         let queue = ctx.core.queue.clone();
         let position = |q: u32| queue.iter().position(|&x| x == q).unwrap_or(usize::MAX);
+        // A reservation left in the past (only with --run-on: its start was blocked by a
+        // job past its limit, and no pass ran each second meanwhile, see step 4) is due
+        // now, for the same length: what a pass every second would have made of it.
+        for &q in &queue {
+            if let Some(r) = self.reservations[q as usize].as_mut().filter(|r| r.start < now) {
+                r.end = now + (r.end - r.start);
+                r.start = now;
+            }
+        }
         // 2. compression after ends
         if ctx.core.ended != self.ended_seen {
             self.ended_seen = ctx.core.ended;
@@ -274,8 +285,15 @@ impl QueuePolicy for Conservative {
         ctx.core.queue.retain(|q| !started.contains(q));
         // 4. wake at every reservation start
         let starts: Vec<i64> = ctx.core.queue.iter().filter_map(|&q| self.reservations[q as usize].as_ref().map(|r| r.start)).collect();
+        // With --run-on, a job past its limit is assumed to end at `now + 1`, so
+        // reservations it blocks sit at `now + 1`. Waking there would re-run the pass once
+        // per second of overrun (10^9 passes for a 10^9 s overrun); the job's real end is
+        // an event of its own and brings the pass that can start them.
+        let overrun = ctx.core.running.first().is_some_and(|&(expected_end, _)| expected_end <= now);
         for s in starts {
-            ctx.core.wake_at(s);
+            if !(overrun && s == now + 1) {
+                ctx.core.wake_at(s);
+            }
         }
     }
 }
