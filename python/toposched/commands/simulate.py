@@ -6,6 +6,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from ._args import output_dir, seed, switches
 from ._args import positive_int as _positive_int
 from .. import _core
 
@@ -55,11 +56,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--queue", default="easy", choices=_core.QUEUES, help="queue policy (default: easy)")
     g.add_argument("--alloc", default="linear", type=_alloc_name, metavar="POLICY", help="allocation policy: linear (default), random, isolated, slurm-tree, as-logged (start times and nodes from the log, docs/as-logged.md), or module:Class for a policy written in Python (docs/python-policies.md)")
     g.add_argument("--queue-order", metavar="MODULE:CLASS", help="reorder the queue at every pass with a QueueOrder written in Python (docs/python-policies.md)")
-    g.add_argument("--seed", type=int, default=0, help="seed of the random policy (default: 0)")
-    g.add_argument("--leaf-order", default="flux-topo", choices=("flux-topo", "paper"), help="isolated: T3 leaf order (default: flux-topo, the published code)")
-    g.add_argument("--tie-break", default="name", choices=("name", "index"), help="isolated: how equal availabilities are ordered (default: name)")
-    g.add_argument("--slurm-profile", default="current", choices=("current", "classic"), help="slurm-tree: leaf choice of Slurm 21.08+ (current) or 17.02 (classic)")
-    g.add_argument("--switches", metavar="N[@SECONDS]", help="Slurm --switches for every job: wait up to SECONDS (default 300) for an allocation on at most N leaves")
+    g.add_argument("--seed", type=seed, help="seed of the random policy (default: 0)")
+    g.add_argument("--leaf-order", choices=("flux-topo", "paper"), help="isolated: T3 leaf order (default: flux-topo, the published code)")
+    g.add_argument("--tie-break", choices=("name", "index"), help="isolated: how equal availabilities are ordered (default: name)")
+    g.add_argument("--slurm-profile", choices=("current", "classic"), help="slurm-tree: leaf choice of Slurm 21.08+ (current) or 17.02 (classic)")
+    g.add_argument("--switches", type=switches, metavar="N[@SECONDS]", help="Slurm --switches for every job: wait up to SECONDS (default 300) for an allocation on at most N leaves")
     g.add_argument("--flux-window", action="store_true", help="easy+isolated: reservation window as the flux plugin records it (+2 s, inclusive)")
     g.add_argument("--reserved-tiers-always", action="store_true", help="easy+isolated: reserved leaves/pods closed to spanning jobs even if they end before the reservation")
     g.add_argument("--queue-depth", type=_positive_int, help="consider at most this many queued jobs per pass (default: all; the flux plugin used 128)")
@@ -72,8 +73,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--missing-runtime", default="skip", choices=("skip", "zero"), help="jobs without a run time: skip (default) or run 0 s")
     g.add_argument("--lenient", action="store_true", help="skip and count malformed log records instead of stopping; let a topology.conf listing a node twice load (first leaf wins)")
     g = parser.add_argument_group("output")
-    g.add_argument("--out", required=True, metavar="DIR", help="directory for the results")
-    g.add_argument("--check-invariants", action="store_true", help="check the interference-free invariant after every pass (isolated)")
+    g.add_argument("--out", required=True, type=output_dir, metavar="DIR", help="directory for the results: new, empty, or the results of an earlier run (replaced as a whole when this run ends)")
+    g.add_argument("--allow-long-span", action="store_true", help="accept logs spanning more than 50 years, and run times as long (docs/reliability.md)")
+    g.add_argument("--check-invariants", action="store_true", help="check the interference-free invariant after every pass (isolated, or a policy written in Python)")
     g.add_argument("--quiet", action="store_true", help="print nothing but errors")
 
 
@@ -86,10 +88,15 @@ def run(args: argparse.Namespace) -> int:
     from ..topology import load_fabric
     from ..workload import read_trace
 
+    from ..files import check_output_dir
+
+    _check_policy_options(args)
+    check_output_dir(args.out)
     console = Console(stderr=False, quiet=args.quiet)
     t0 = time.perf_counter()
     options: dict = {
         "lenient": args.lenient,
+        "allow_long_span": args.allow_long_span,
         "size_field": args.size_field,
         "missing_walltime": args.missing_walltime,
         "missing_runtime": args.missing_runtime,
@@ -104,12 +111,12 @@ def run(args: argparse.Namespace) -> int:
         alloc=args.alloc,
         queue_order=args.queue_order,
         network=args.network,
-        seed=args.seed,
+        seed=args.seed or 0,
         kill_at_walltime=not args.run_on,
         queue_depth=args.queue_depth,
-        leaf_order=args.leaf_order,
-        tie_break=args.tie_break,
-        slurm_profile=args.slurm_profile,
+        leaf_order=args.leaf_order or "flux-topo",
+        tie_break=args.tie_break or "name",
+        slurm_profile=args.slurm_profile or "current",
         switches=args.switches,
         flux_window=args.flux_window,
         reserved_tiers_always=args.reserved_tiers_always,
@@ -132,3 +139,26 @@ def run(args: argparse.Namespace) -> int:
         print("interrupted: the results hold the jobs finished so far (summary.json says complete: false)", file=sys.stderr)
         return 130
     return 0
+
+
+def _check_policy_options(args: argparse.Namespace) -> None:
+    """Refuse options the chosen policies do not read: silently ignoring them would let a
+    user believe a run used them."""
+    from ..errors import InputError
+
+    python_alloc = ":" in args.alloc
+    given = {
+        "--seed": (args.seed is not None, args.alloc == "random" or python_alloc or bool(args.network), "--alloc random"),
+        "--leaf-order": (args.leaf_order is not None, args.alloc == "isolated", "--alloc isolated"),
+        "--tie-break": (args.tie_break is not None, args.alloc == "isolated", "--alloc isolated"),
+        "--slurm-profile": (args.slurm_profile is not None, args.alloc == "slurm-tree", "--alloc slurm-tree"),
+        "--flux-window": (args.flux_window, args.queue == "easy" and args.alloc == "isolated", "--queue easy --alloc isolated"),
+        "--reserved-tiers-always": (args.reserved_tiers_always, args.queue == "easy" and args.alloc == "isolated", "--queue easy --alloc isolated"),
+        # only the isolated policy promises interference-free placements (a policy written
+        # in Python may, and is checked)
+        "--check-invariants": (args.check_invariants, args.alloc == "isolated" or python_alloc, "--alloc isolated"),
+    }
+    for flag, (used, applies, needs) in given.items():
+        if used and not applies:
+            raise InputError(flag, f"has no effect with --queue {args.queue} --alloc {args.alloc}; it applies to {needs}")
+
