@@ -347,7 +347,7 @@ def read_pbs(
         except ValueError:  # year 0000
             fail(TraceFormatError(src, f"bad record time {line[:19]!r}", line=line_no, field="datetime"))
             continue
-        bad = _out_of_range(row, record_s, MAX_SPAN_LONG_S if allow_long_span else MAX_SPAN_S)
+        bad = _out_of_range(row, record_s, MAX_SPAN_LONG_S if allow_long_span else MAX_SPAN_S, attrs)
         if bad is not None:
             fail(TraceFormatError(src, bad[1], line=line_no, field=bad[0]))
             continue
@@ -482,14 +482,19 @@ def _requested_nodes(attrs: dict[str, str], fixes: list[str]) -> tuple[int, int]
 _AFTER_RECORD_S = 2 * 86_400
 
 
-def _out_of_range(row: tuple, record_s: int, max_span_s: int) -> tuple[str, str] | None:
+def _out_of_range(row: tuple, record_s: int, max_span_s: int, attrs: dict[str, str]) -> tuple[str, str] | None:
     """(field, message) for the first value of a parsed E record out of range, else None.
 
     Counts and durations must fit the engine's integers; qtime, start and end must lie
     within 1970-2200 and not after the record's own time stamp (an E record is written when
-    the job ends), nor more than the maximum span before it: a record cut short (a
-    ``qtime=12`` left of ``qtime=1234567890``) would otherwise move the whole log to 1970.
+    the job ends), nor more than the maximum span before it, nor before the job's
+    ``ctime`` (its creation): a record cut short (a ``qtime=12`` left of
+    ``qtime=1234567890``) would otherwise move the whole log to 1970.
     """
+    try:
+        created = _epoch(attrs, "ctime")
+    except _FieldError:
+        created = None
     _, _, submit, start, end, rt, wt, nodes, pa, pr = row[:10]
     for field, v in (("resources_used.walltime", rt), ("Resource_List.walltime", wt), ("exec_host", nodes),
                      ("resources_used.ncpus", pa), ("Resource_List.ncpus", pr)):  # fmt: skip
@@ -502,6 +507,8 @@ def _out_of_range(row: tuple, record_s: int, max_span_s: int) -> tuple[str, str]
             return field, f"{t} is outside 1970-2200 (docs/reliability.md)"
         if t > record_s + _AFTER_RECORD_S:
             return field, f"{t} is after the record's own time ({record_s}): the record is corrupt or cut short"
+        if created is not None and created > 0 and t < created:
+            return field, f"{t} is before the job's ctime ({created}): the record is corrupt or cut short"
         if t < record_s - max_span_s:
             return field, (
                 f"{t} is more than {years(max_span_s)} before the record's own time ({record_s}): the record is "
