@@ -413,3 +413,45 @@ def test_series_memory_follows_changes_not_span() -> None:
 def test_engine_sampler_refuses_huge_outputs() -> None:
     with pytest.raises(ValueError, match="samples"):
         _core.busy_nodes_sampled(np.array([0]), np.array([10]), np.array([1]), 0, 2**62, 1)
+
+
+# ----------------------------------------------------------------- sweeps with a poisoned run
+
+
+def test_sweep_records_true_causes_and_keeps_its_workers(tmp_path: Path, capsys, monkeypatch) -> None:
+    """A run with bad input is recorded with its error (not retried); a run that kills its
+    worker process is recorded as such, once, and the other runs complete."""
+    import duckdb
+
+    (tmp_path / "reliability_killer_mod.py").write_text(
+        "import os\n"
+        "from toposched.policies import AllocationPolicy\n"
+        "class Kill(AllocationPolicy):\n"
+        "    fungible = True\n"
+        "    def select(self, nodes, free):\n"
+        "        os._exit(9)  # the worker process dies, as under the kernel's OOM killer\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    toml = tmp_path / "poison.toml"
+    toml.write_text(
+        f'[[workloads]]\ntrace = "{SWF_OK}"\n[[workloads]]\ntrace = "{REGRESSIONS / "swf_runtime_1e18.swf"}"\n'
+        f'[[fabrics]]\nsystem = "{FABRIC}"\n[policies]\nalloc = ["linear", "reliability_killer_mod:Kill"]\n'
+    )
+    out = tmp_path / "out"
+    code, stdout, err = run_cli(["sweep", str(toml), "--out", str(out), "--workers", "2", "--quiet"], capsys)
+    assert code == 1, err
+    assert "4 runs, 0 already complete, 1 done now, 3 failed" in stdout, stdout
+    con = duckdb.connect(str(out / "catalog.duckdb"), read_only=True)
+    rows = con.execute("SELECT workload, alloc, status, error FROM runs ORDER BY workload, alloc").fetchall()
+    con.close()
+    by = {(w.split("-")[0][:10], a.split(":")[0]): (s, e or "") for w, a, s, e in rows}
+    assert len(by) == 4, rows
+    for (w, a), (status, error) in by.items():
+        if w.startswith("swf_runtim"):
+            assert status == "failed" and "run time (field 4)" in error and "KilledWorker" not in error, (w, a, error)
+        elif a == "linear":
+            assert status == "complete", (w, a, error)
+        else:
+            assert status == "failed" and "worker process died" in error, (w, a, error)
