@@ -7,8 +7,9 @@
 Each subcommand is a module of :mod:`toposched.commands`. This module is the one error
 boundary of every command (docs/reliability.md): an error in an input or a setting prints
 ``error: WHERE: WHAT`` (file, line, field, and the flag that changes it) and exits with
-status 2, as argparse does for usage errors; a run that fails (a policy written in
-Python, an invariant, the machine: memory, disk) prints ``error: ...`` and exits with 1;
+status 2, as argparse does for usage errors (a policy written in Python that fails or
+answers wrongly is input too); a run that fails otherwise (a bug caught in the engine,
+the machine: memory, disk) prints ``error: ...`` and exits with 1;
 Ctrl-C anywhere exits with 130 (an interrupted replay first writes what it finished,
 marked incomplete). No traceback reaches the terminal unless ``--debug`` is given.
 """
@@ -87,9 +88,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def describe_error(exc: BaseException) -> tuple[int, str]:
     """Exit status and one line for an error that ended a command."""
-    if isinstance(exc, SimulationError):
-        return EXIT_FAILURE, str(exc)
+    if isinstance(exc, SimulationError) and str(exc).startswith("internal error"):
+        return EXIT_FAILURE, str(exc)  # a panic caught at the binding: a bug, not the input
     if isinstance(exc, ToposchedError):
+        # bad input, including a policy written in Python that answers wrongly
         return EXIT_INPUT, str(exc)
     if isinstance(exc, MemoryError):
         return EXIT_FAILURE, "out of memory; try a smaller workload (transforms, --queue-depth) or a machine with more memory"

@@ -105,11 +105,13 @@ class SimResult:
         h = hashlib.sha256()
         summary = {k: v for k, v in self.summary.items() if k != "run_id"}
         h.update(json.dumps(summary, sort_keys=True, default=str).encode())
+        # the arrays themselves (buffer protocol: no copies of the node lists)
         for name in ("job_id", "start_s", "end_s"):
-            h.update(np.ascontiguousarray(self.jobs.column(name).to_numpy()).tobytes())
-        nodes = self.jobs.column("node_ids").combine_chunks()
-        h.update(np.ascontiguousarray(nodes.offsets.to_numpy()).tobytes())
-        h.update(np.ascontiguousarray(nodes.values.to_numpy()).tobytes())
+            for chunk in self.jobs.column(name).chunks:
+                h.update(np.ascontiguousarray(chunk.to_numpy(zero_copy_only=False)))
+        for chunk in self.jobs.column("node_ids").chunks:
+            h.update(np.ascontiguousarray(chunk.offsets.to_numpy()))
+            h.update(np.ascontiguousarray(chunk.values.to_numpy()))
         return h.hexdigest()[:16]
 
     def write(self, out_dir: str | Path) -> dict[str, Path]:
@@ -128,7 +130,9 @@ class SimResult:
         meta = {RUN_ID_KEY: run_id.encode()}
 
         def write_files(d: Path) -> None:
-            _atomic(d / "jobs.parquet", lambda p: pq.write_table(_with_meta(self.jobs, meta), p))
+            # row groups of 2^17 jobs: the writer buffers one group's encoded node lists
+            # (runs up to 131,072 jobs give the same file as one group)
+            _atomic(d / "jobs.parquet", lambda p: pq.write_table(_with_meta(self.jobs, meta), p, row_group_size=JOBS_ROW_GROUP))
             _atomic(d / "utilization.parquet", lambda p: _write_utilization(self.utilization_series, p, meta))
             _atomic(d / "skipped.parquet", lambda p: pq.write_table(_with_meta(self.skipped, meta), p))
             fabric = {"run_id": run_id, **self.fabric.describe()}
@@ -141,6 +145,9 @@ class SimResult:
             replace_dir(out, write_files)
         return {name.split(".")[0]: out / name for name in RESULT_FILES}
 
+
+#: Rows per row group of jobs.parquet (bounds the writer's buffers: memory per job).
+JOBS_ROW_GROUP = 1 << 17
 
 #: Key of the run id in the Parquet files' metadata.
 RUN_ID_KEY = b"toposched.run_id"
@@ -226,6 +233,12 @@ def simulate(
     return _collect(sim, workload, fabric, config, complete)
 
 
+def _core_simulation() -> type:
+    from . import _core
+
+    return _core.Simulation
+
+
 def _input_error(workload: Workload, message: str) -> InputError:
     """The engine's refusal of a job row, as an error naming the log's file and line."""
     m = re.match(r"job row (\d+) \(id [^)]*\): field '(\w+)'", message)
@@ -300,14 +313,21 @@ def _switch_columns(workload: Workload, config: RunConfig) -> dict[str, np.ndarr
 
 
 def _collect(sim: Any, workload: Workload, fabric: Fabric, config: RunConfig, complete: bool) -> SimResult:
-    r = sim.results()
+    # The engine's own copy of the results is freed once they are here (memory per job).
+    r = sim.results(release=True) if isinstance(sim, _core_simulation()) else sim.results()
     cols = workload.columns
     done = r["status"] == 2
     idx = np.flatnonzero(done)
-    start = r["start_s"][idx]
-    end = r["end_s"][idx]
-    submit = cols["submit_s"][idx]
-    nodes = cols["nodes"][idx]
+    every = len(idx) == len(done)
+
+    def pick(a: np.ndarray) -> np.ndarray:
+        # every job finished (a complete run): the arrays as they are, no copy
+        return a if every else a[idx]
+
+    start = pick(r["start_s"])
+    end = pick(r["end_s"])
+    submit = pick(cols["submit_s"])
+    nodes = pick(cols["nodes"])
     wait = start - submit
     run = end - start
     bsld = np.maximum((wait + run) / np.maximum(run, BSLD_TAU_S), 1.0)
@@ -317,7 +337,7 @@ def _collect(sim: Any, workload: Workload, fabric: Fabric, config: RunConfig, co
     lens = (offsets[1:] - offsets[:-1])[idx]
     new_offsets = np.zeros(len(idx) + 1, dtype=np.int32)
     np.cumsum(lens, out=new_offsets[1:])
-    if len(idx) == len(done):
+    if every:
         flat = node_ids  # every job finished (a complete run): nothing to filter
     else:
         all_lens = offsets[1:] - offsets[:-1]
@@ -328,19 +348,19 @@ def _collect(sim: Any, workload: Workload, fabric: Fabric, config: RunConfig, co
     leaves_used, pods_used = _span_counts(new_offsets, flat, leaf_of, pod_of_leaf)
     jobs = pa.table(
         {
-            "job_id": pa.array(cols["job_id"][idx]),
+            "job_id": pa.array(pick(cols["job_id"])),
             "submit_s": pa.array(submit),
             "start_s": pa.array(start),
             "end_s": pa.array(end),
             "wait_s": pa.array(wait),
             "nodes": pa.array(nodes),
-            "walltime_s": pa.array(cols["walltime_s"][idx]),
+            "walltime_s": pa.array(pick(cols["walltime_s"])),
             "runtime_s": pa.array(run),
-            "log_runtime_s": pa.array(cols["runtime_s"][idx]),
-            "killed": pa.array(r["killed"][idx]),
+            "log_runtime_s": pa.array(pick(cols["runtime_s"])),
+            "killed": pa.array(pick(r["killed"])),
             "bounded_slowdown": pa.array(bsld),
-            "aph": pa.array(r["aph"][idx], mask=np.isnan(r["aph"][idx])),
-            "alloc_class": pa.array(r["alloc_class"][idx]),
+            "aph": pa.array(pick(r["aph"]), mask=np.isnan(pick(r["aph"]))),
+            "alloc_class": pa.array(pick(r["alloc_class"])),
             "leaves": pa.array(leaves_used),
             "pods": pa.array(pods_used),
             "node_ids": node_list,
@@ -390,22 +410,34 @@ def _collect(sim: Any, workload: Workload, fabric: Fabric, config: RunConfig, co
 def _span_counts(offsets: np.ndarray, flat: np.ndarray, leaf_of: np.ndarray, pod_of_leaf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct leaves and pods per job. Node lists are ascending and ids leaf-major, so a
     new leaf (pod) starts wherever the leaf (pod) changes along the list: count the
-    changes with one cumulative sum and read it at the job boundaries."""
+    changes with one cumulative sum and read it at the job boundaries. Done a slice of
+    jobs at a time (about 2^22 node entries each), so the temporary arrays stay small
+    whatever the number of jobs."""
     n_jobs = len(offsets) - 1
+    leaves = np.zeros(n_jobs, np.int32)
+    pods = np.zeros(n_jobs, np.int32)
     if len(flat) == 0:
-        return np.zeros(n_jobs, np.int32), np.zeros(n_jobs, np.int32)
-    leaf = leaf_of[flat]
-    pod = pod_of_leaf[leaf]
-    out = []
-    for key in (leaf, pod):
-        # c[k] = changes between neighbours at positions 1..k-1, so a job [s, e) has
-        # c[e] - c[s+1] changes inside it, plus one leaf (pod) to start with.
-        c = np.zeros(len(flat) + 1, np.int64)
-        np.cumsum(key[1:] != key[:-1], out=c[2:])
-        start, end = offsets[:-1], offsets[1:]
-        inside = c[end] - c[np.minimum(start + 1, len(flat))]
-        out.append(np.where(end > start, inside + 1, 0).astype(np.int32))
-    return out[0], out[1]
+        return leaves, pods
+    budget = 1 << 22
+    j0 = 0
+    while j0 < n_jobs:
+        # the jobs [j0, j1) whose node lists hold about `budget` entries (at least one job)
+        j1 = int(np.searchsorted(offsets, offsets[j0] + budget, side="right")) - 1
+        j1 = min(max(j1, j0 + 1), n_jobs)
+        lo, hi = int(offsets[j0]), int(offsets[j1])
+        part = offsets[j0 : j1 + 1] - lo
+        leaf = leaf_of[flat[lo:hi]]
+        pod = pod_of_leaf[leaf]
+        for key, out in ((leaf, leaves), (pod, pods)):
+            # c[k] = changes between neighbours at positions 1..k-1, so a job [s, e) has
+            # c[e] - c[s+1] changes inside it, plus one leaf (pod) to start with.
+            c = np.zeros(len(key) + 1, np.int64)
+            np.cumsum(key[1:] != key[:-1], out=c[2:])
+            start, end = part[:-1], part[1:]
+            inside = c[end] - c[np.minimum(start + 1, len(key))]
+            out[j0:j1] = np.where(end > start, inside + 1, 0)
+        j0 = j1
+    return leaves, pods
 
 
 def _policy_block(config: RunConfig) -> dict[str, Any]:

@@ -375,8 +375,20 @@ impl Simulation {
     /// leaf, 2 one pod, 3 several pods; 0 if never started), `killed`, `aph` (NaN below two
     /// nodes or never started), `node_offsets` (length rows + 1) and `node_ids` (the
     /// nodes of row i are `node_ids[node_offsets[i]:node_offsets[i+1]]`, ascending).
-    fn results<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        guarded("collecting results", || self.results_unguarded(py))
+    /// With `release=True` the engine frees its own copy afterwards (then neither
+    /// `results` nor `step` may be called again).
+    #[pyo3(signature = (release=false))]
+    fn results<'py>(&mut self, py: Python<'py>, release: bool) -> PyResult<Bound<'py, PyDict>> {
+        if let Some(why) = &self.broken {
+            return Err(PyRuntimeError::new_err(why.clone()));
+        }
+        let d = guarded("collecting results", || self.results_unguarded(py))?;
+        if release {
+            // The caller holds the copies: free the engine's (a third of a finished run's memory).
+            self.engine.release_outcomes();
+            self.broken = Some("the results were released (results(release=True)); the replay cannot be read or stepped again".into());
+        }
+        Ok(d)
     }
 
     /// Jobs that could never run: list of (job row, reason).
