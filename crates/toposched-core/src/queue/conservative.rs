@@ -29,8 +29,9 @@
 //! **Guarantee** (tested as a property): with jobs killed at their limit, no job starts
 //! later than the reservation it got at submission. With `--run-on`, a job past its limit
 //! is assumed to end within a second; a job whose reservation it blocks is re-reserved.
-//! Passes still run only at events (not every second of the overrun): a reservation
-//! left in the past is due again at the next pass, for the same length.
+//! Reservations resting on such a job (blocked by it, or placed after one that is) do
+//! not wake the engine: passes run at events, not every few seconds of the overrun, and
+//! a reservation left in the past is due again at the next pass, for the same length.
 //!
 //! `--queue-depth` does not apply: every queued job holds a reservation.
 //!
@@ -48,6 +49,11 @@ struct Reservation {
     /// Node set (non-fungible policies only).
     nodes: Vec<u32>,
     class: u8,
+    /// Only with --run-on: the start rests on a job past its limit ending "within a
+    /// second" (directly, after another such reservation, or because that job blocked
+    /// this one's start), so it moves with time and waking at it would only move it
+    /// again (see step 4).
+    drifting: bool,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -176,15 +182,33 @@ impl Conservative {
     /// Make (or re-make, no later than `limit`) the reservation of `job`.
     fn reserve(&mut self, ctx: &mut PassCtx, job: u32, limit: i64) -> Option<Reservation> {
         let walltime = ctx.jobs[job as usize].walltime_s;
-        if ctx.alloc.fungible() {
+        let mut r = if ctx.alloc.fungible() {
             let start = self.earliest_count(ctx, job, limit)?;
-            Some(Reservation { start, end: start + walltime, nodes: Vec::new(), class: 0 })
+            Reservation { start, end: start + walltime, nodes: Vec::new(), class: 0, drifting: false }
         } else {
             let (start, mut nodes) = self.earliest_nodes(ctx, job, limit)?;
             nodes.sort_unstable();
             let class = ctx.topo.span_class(&nodes);
-            Some(Reservation { start, end: start + walltime, nodes, class })
-        }
+            Reservation { start, end: start + walltime, nodes, class, drifting: false }
+        };
+        r.drifting = self.rests_on_overrun(ctx, job, r.start);
+        Some(r)
+    }
+
+    /// Some running job is past its limit (only with --run-on).
+    fn overrun(ctx: &PassCtx) -> bool {
+        ctx.core.running.first().is_some_and(|&(expected_end, _)| expected_end <= ctx.now())
+    }
+
+    /// True when `start` comes from the `now + 1` assumed for a job past its limit, or
+    /// from the end of a reservation that does (only with --run-on).
+    fn rests_on_overrun(&self, ctx: &PassCtx, job: u32, start: i64) -> bool {
+        let now = ctx.now();
+        Self::overrun(ctx)
+            && (start == now + 1
+                || ctx.core.queue.iter().any(|&q| {
+                    q != job && self.reservations[q as usize].as_ref().is_some_and(|r| r.drifting && r.end == start)
+                }))
     }
 }
 
@@ -277,23 +301,23 @@ impl QueuePolicy for Conservative {
             } else {
                 // Only with --run-on: a job past its limit still holds nodes it was
                 // expected to free (such jobs are assumed to end within a second).
-                let again = self.reserve(ctx, q, i64::MAX).expect("an empty machine fits every queued job");
+                let mut again = self.reserve(ctx, q, i64::MAX).expect("an empty machine fits every queued job");
+                // its new start rests on the job past its limit (which blocked this one)
+                again.drifting |= Self::overrun(ctx);
                 ctx.core.log_reservation(now, q, again.start);
                 self.reservations[q as usize] = Some(again);
             }
         }
         ctx.core.queue.retain(|q| !started.contains(q));
-        // 4. wake at every reservation start
-        let starts: Vec<i64> = ctx.core.queue.iter().filter_map(|&q| self.reservations[q as usize].as_ref().map(|r| r.start)).collect();
-        // With --run-on, a job past its limit is assumed to end at `now + 1`, so
-        // reservations it blocks sit at `now + 1`. Waking there would re-run the pass once
-        // per second of overrun (10^9 passes for a 10^9 s overrun); the job's real end is
-        // an event of its own and brings the pass that can start them.
-        let overrun = ctx.core.running.first().is_some_and(|&(expected_end, _)| expected_end <= now);
+        // 4. wake at every reservation start. With --run-on, a job past its limit is
+        // assumed to end at `now + 1`, so the reservations it blocks sit at `now + 1` or
+        // after one another from there: they drift. Waking at them would re-run the pass
+        // every few seconds of the overrun (10^8 passes for a 10^9 s overrun); the job's
+        // real end is an event of its own and brings the pass that can start them.
+        let starts: Vec<i64> =
+            ctx.core.queue.iter().filter_map(|&q| self.reservations[q as usize].as_ref().filter(|r| !r.drifting).map(|r| r.start)).collect();
         for s in starts {
-            if !(overrun && s == now + 1) {
-                ctx.core.wake_at(s);
-            }
+            ctx.core.wake_at(s);
         }
     }
 }
