@@ -455,3 +455,10 @@ def test_sweep_records_true_causes_and_keeps_its_workers(tmp_path: Path, capsys,
             assert status == "complete", (w, a, error)
         else:
             assert status == "failed" and "worker process died" in error, (w, a, error)
+
+
+def test_huge_host_list_in_topology_conf_is_refused_before_expanding(tmp_path: Path, capsys) -> None:
+    conf = tmp_path / "topology.conf"
+    conf.write_text("SwitchName=s0 Nodes=n[1-99999999]\n")
+    code, _, err = run_cli(["simulate", "--trace", str(SWF_OK), "--system", str(conf), "--out", str(tmp_path / "o")], capsys)
+    assert code == 2 and "99,999,999 nodes" in one_clean_line(err) and f"{conf}:1" in err
