@@ -207,12 +207,20 @@ def execute_run(task: dict[str, Any]) -> dict[str, Any]:
     return {"run_id": run_id, "status": status, "error": error, "elapsed_s": elapsed, "skipped": False}
 
 
-def record_lost_run(runs_dir: Path, run: RunSpec, error: str, details: str) -> None:
+def record_lost_run(runs_dir: Path, run: RunSpec, error: str, details: str, since: float | None = None) -> None:
     """A run whose task itself died (worker killed, unpicklable, ...): the driver writes
-    its failed directory, the same way a worker would."""
+    its failed directory, the same way a worker would. A record the worker wrote itself
+    (complete, or failed after ``since``, the start of this execution) is kept: it holds
+    the run's real result or error."""
     final = runs_dir / run.run_id
     if _is_complete(final):
         return
+    if since is not None and run_status(final) is not None:
+        try:
+            if (final / MARKER).stat().st_mtime >= since:
+                return
+        except OSError:
+            pass
     tmp = runs_dir / f"{TMP_PREFIX}{run.run_id}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir(parents=True)
     (tmp / "spec.json").write_text(_json(run.spec), encoding="utf-8")
@@ -414,6 +422,7 @@ def _execute(
     from .catalog import build_catalog
 
     by_id = {r.run_id: r for r in pending}
+    started_at = time.time()
     client, cluster = _make_client(scheduler, scheduler_file, workers)
     futures = []
     try:
@@ -459,7 +468,7 @@ def _execute(
                         )
                     details = "".join(traceback.format_exception(exc))
                     try:
-                        record_lost_run(runs_dir, run, err, details)
+                        record_lost_run(runs_dir, run, err, details, since=started_at)
                     except OSError:
                         pass
                     res = {"run_id": run_id, "status": "failed", "error": err, "elapsed_s": 0.0, "skipped": False}
