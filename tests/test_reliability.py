@@ -222,6 +222,10 @@ def test_bad_out_is_refused_before_the_replay(tmp_path: Path, capsys, monkeypatc
         code, _, err = run_cli(["simulate", "--trace", str(SWF_OK), "--system", FABRIC, "--out", str(out)], capsys)
         assert code == 2 and message in one_clean_line(err), err
     assert (other / "mine.txt").read_text() == "keep me"
+    monkeypatch.chdir(other)
+    for out in (".", str(other), "/"):
+        code, _, err = run_cli(["simulate", "--trace", str(SWF_OK), "--system", FABRIC, "--out", out], capsys)
+        assert code == 2 and "which a run cannot replace" in one_clean_line(err), err
 
 
 # ----------------------------------------------------------------- the error boundary

@@ -84,6 +84,9 @@ def check_output_dir(out: str | Path, flag: str = "--out") -> Path:
     if text.strip() == "":
         raise InputError(flag, "the output directory is empty; give a directory name, e.g. --out out/run1")
     path = Path(text)
+    resolved = path.resolve()
+    if resolved == Path.cwd().resolve() or resolved.parent == resolved or resolved == Path.home().resolve():
+        raise InputError(text, f"is the current, home or root directory, which a run cannot replace; give {flag} a subdirectory, e.g. {flag} out/run1")
     if path.exists() and not path.is_dir():
         raise InputError(text, f"exists and is not a directory; give {flag} a new or a result directory")
     for parent in path.absolute().parents:
