@@ -103,8 +103,9 @@ def run(args: argparse.Namespace) -> int:
     }
     if args.cores_per_node is not None:
         options["cores_per_node"] = args.cores_per_node
-    workload = read_trace(args.trace, format=args.format, **options)
+    # the fabric first: a bad --system is reported before a long log is read
     fabric = load_fabric(args.system, lenient=args.lenient)
+    workload = read_trace(args.trace, format=args.format, **options)
     t_read = time.perf_counter() - t0
     config = RunConfig(
         queue=args.queue,
