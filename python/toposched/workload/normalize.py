@@ -265,7 +265,7 @@ def check_ranges(
     known = submit >= 0
     if time_origin_epoch_s is not None:
         lo, hi = EPOCH_MIN_S - time_origin_epoch_s, EPOCH_MAX_S - time_origin_epoch_s
-        refuse(known & ((submit < lo) | (submit >= hi)), "submit_s", "{v} s after the log's time origin is outside 1970-2200", "")
+        refuse(known & ((submit < lo) | (submit >= hi)), "submit_s", "{v} s after the log's time origin (Unix time " + str(time_origin_epoch_s) + ") is outside 1970-2200", "")
     refuse(known & (submit > MAX_SPAN_LONG_S), "submit_s", "{v} s after the log's time origin is beyond 2200", "")
     # One stray timestamp (a year typed 2300, a field cut short) would stretch the replay
     # over centuries: submits far from the median one are outliers.
