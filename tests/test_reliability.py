@@ -156,7 +156,7 @@ def test_bad_values_are_usage_errors(args: list[str], message: str, tmp_path: Pa
     "system, message",
     [
         ("fattree:K=4,K=8,S=2,P=2", "given twice"),
-        ("fattree:K=100000,S=100000,P=100000", "more than the 10,000,000"),
+        ("fattree:K=100000,S=100000,P=100000", "more than the 1,000,000"),
         ("fattree:K=0,S=2,P=2", "between 1 and"),
         (f"fattree:K={2**70},S=2,P=2", "between 1 and"),
     ],

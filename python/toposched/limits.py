@@ -31,8 +31,9 @@ MAX_COUNT = 2**31
 MAX_INT64 = 2**63 - 1
 
 #: Largest fabric ``fattree:`` parameters may describe (nodes), and largest single
-#: parameter: bigger than any machine built, small enough to fit in memory.
-MAX_FABRIC_NODES = 10_000_000
+#: parameter: bigger than any machine built (the largest have about 160,000 nodes), small
+#: enough to fit in memory (a 1,000,000-node fabric takes about 500 MB and 3 s to build).
+MAX_FABRIC_NODES = 1_000_000
 
 #: ``--seed`` range: what the engine's random generators take (unsigned 64-bit).
 SEED_MAX = 2**64 - 1
