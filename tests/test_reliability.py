@@ -518,3 +518,10 @@ def test_real_ctrl_c_at_any_moment_is_130_without_traceback(tmp_path: Path) -> N
             assert len([ln for ln in err.splitlines() if ln.strip()]) <= 2, err
         codes.append(p.returncode)
     assert 130 in codes
+
+
+def test_many_big_host_lists_in_topology_conf_are_refused(tmp_path: Path, capsys) -> None:
+    conf = tmp_path / "topology.conf"
+    conf.write_text("".join(f"SwitchName=s{i} Nodes=n{i}x[1-600000]\n" for i in range(3)))
+    code, _, err = run_cli(["simulate", "--trace", str(SWF_OK), "--system", str(conf), "--out", str(tmp_path / "o")], capsys)
+    assert code == 2 and "more than the 1,000,000 nodes" in one_clean_line(err) and f"{conf}:2" in err

@@ -189,6 +189,10 @@ def _parse(path: str, text: str, lenient: bool, notes: list[str]) -> dict[str, _
             )
         if has_nodes:
             nkey, value = pairs["nodes"]
+            if len(node_leaf) + _hostlist_size(value) > MAX_FABRIC_NODES:
+                raise TopologyError(
+                    path, f"the file names more than the {MAX_FABRIC_NODES:,} nodes toposched supports (docs/reliability.md)", line=line, field=nkey
+                )
             nodes = _expand(path, value, line, nkey, "node")
             kept = []
             for n in nodes:
