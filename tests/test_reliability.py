@@ -520,8 +520,11 @@ def test_real_ctrl_c_at_any_moment_is_130_without_traceback(tmp_path: Path) -> N
     assert 130 in codes
 
 
-def test_many_big_host_lists_in_topology_conf_are_refused(tmp_path: Path, capsys) -> None:
+def test_many_big_host_lists_in_topology_conf_are_refused(tmp_path: Path, capsys, monkeypatch) -> None:
+    import toposched.topology_conf as tc
+
+    monkeypatch.setattr(tc, "MAX_FABRIC_NODES", 1000)  # the rule, at a size a test can afford
     conf = tmp_path / "topology.conf"
-    conf.write_text("".join(f"SwitchName=s{i} Nodes=n{i}x[1-600000]\n" for i in range(3)))
+    conf.write_text("".join(f"SwitchName=s{i} Nodes=n{i}x[1-600]\n" for i in range(3)) + "SwitchName=top Switches=s[0-2]\n")
     code, _, err = run_cli(["simulate", "--trace", str(SWF_OK), "--system", str(conf), "--out", str(tmp_path / "o")], capsys)
-    assert code == 2 and "more than the 1,000,000 nodes" in one_clean_line(err) and f"{conf}:2" in err
+    assert code == 2 and "more than the 1,000 nodes" in one_clean_line(err) and f"{conf}:2" in err
