@@ -528,3 +528,18 @@ def test_many_big_host_lists_in_topology_conf_are_refused(tmp_path: Path, capsys
     conf.write_text("".join(f"SwitchName=s{i} Nodes=n{i}x[1-600]\n" for i in range(3)) + "SwitchName=top Switches=s[0-2]\n")
     code, _, err = run_cli(["simulate", "--trace", str(SWF_OK), "--system", str(conf), "--out", str(tmp_path / "o")], capsys)
     assert code == 2 and "more than the 1,000 nodes" in one_clean_line(err) and f"{conf}:2" in err
+
+
+def test_replacement_without_atomic_exchange(tmp_path: Path, capsys, monkeypatch) -> None:
+    """Where renameat2 is missing the old directory is moved aside first: the result is
+    the same, and nothing is left beside --out."""
+    import toposched.files as files
+
+    monkeypatch.setattr(files, "_exchange", lambda a, b: False)
+    out = tmp_path / "o"
+    base = ["simulate", "--trace", str(SWF_OK), "--system", FABRIC, "--quiet", "--out", str(out)]
+    assert main(base) == 0
+    assert main(base + ["--queue", "fcfs"]) == 0
+    assert json.loads((out / "summary.json").read_text())["policy"]["queue"] == "fcfs"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o"]
+    assert run_cli(["check", str(out)], capsys)[0] == 0
