@@ -137,7 +137,8 @@ def replace_dir(out: Path, write: Callable[[Path], None]) -> None:
     out = Path(out)
     parent = out.absolute().parent
     parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=parent))
+    _remove_stale_staging(parent, out.name)
+    staging = Path(tempfile.mkdtemp(prefix=f"{_staging_prefix(out.name)}{os.getpid()}-", dir=parent))
     try:
         os.chmod(staging, 0o777 & ~_umask())  # mkdtemp leaves 0700: results are for colleagues too
         write(staging)
@@ -145,7 +146,7 @@ def replace_dir(out: Path, write: Callable[[Path], None]) -> None:
             if not _exchange(staging, out):
                 # no atomic exchange: move the old one aside first (a kill in between
                 # leaves the old results in the hidden directory, never a mixture)
-                old = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=parent))
+                old = Path(tempfile.mkdtemp(prefix=f"{_staging_prefix(out.name)}{os.getpid()}-", dir=parent))
                 os.rmdir(old)
                 os.rename(out, old)
                 os.rename(staging, out)
@@ -157,3 +158,32 @@ def replace_dir(out: Path, write: Callable[[Path], None]) -> None:
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
+
+
+def _staging_prefix(name: str) -> str:
+    """Staging directories of ``name`` are ``.NAME.toposched-staging-PID-XXXXXXXX``."""
+    return f".{name}{STAGING_PREFIX}"
+
+
+def _remove_stale_staging(parent: Path, name: str) -> None:
+    """Remove what killed runs into ``name`` left beside it: staging directories whose
+    process is gone (a live one belongs to a run still writing)."""
+    import re
+    import shutil
+
+    pattern = re.compile(re.escape(_staging_prefix(name)) + r"(\d+)-")
+    try:
+        entries = list(parent.iterdir())
+    except OSError:
+        return
+    for e in entries:
+        m = pattern.match(e.name)
+        if not m or not e.is_dir() or int(m.group(1)) == os.getpid():
+            continue
+        try:
+            os.kill(int(m.group(1)), 0)
+            continue  # that process is alive
+        except ProcessLookupError:
+            shutil.rmtree(e, ignore_errors=True)
+        except OSError:
+            continue
