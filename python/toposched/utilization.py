@@ -80,19 +80,19 @@ class UtilizationSeries:
         return pa.concat_tables(parts) if parts else SCHEMA.empty_table()
 
     def mean(self) -> float | None:
-        """Mean utilization over the samples. Up to one chunk it is computed exactly as
-        the samples' mean; beyond, from the changes, in exact integer arithmetic."""
+        """Mean utilization over the samples, bit for bit what ``np.mean`` of the whole
+        sample array gives, without making that array: NumPy sums a float64 array
+        pairwise (halves split at a multiple of 8, down to blocks it sums directly), so
+        summing the same halves here, a chunk of samples at a time, gives the same
+        number."""
         n = self.n_samples
         if n == 0:
             return None
-        if n <= CHUNK_SAMPLES:
-            return float(np.mean(self.busy_at(0, n) / max(self.n_nodes, 1)))
-        # samples before instant x: k with t0 + k*step < x, i.e. ceil((x - t0) / step), within [0, n]
-        def before(x: np.ndarray) -> np.ndarray:
-            return np.clip(-((self.t0 - x) // self.step_s), 0, n)
+        return self._pairwise_sum(0, n) / n
 
-        ends = np.append(self.change_s[1:], np.iinfo(np.int64).max // 2)
-        counts = before(ends) - before(self.change_s)
-        # at most 2^24 busy nodes x 2^33 samples (1 s over the 1970-2200 window): fits int64
-        total = int(np.dot(self.busy.astype(np.int64), counts.astype(np.int64)))
-        return total / n / max(self.n_nodes, 1)
+    def _pairwise_sum(self, k0: int, n: int) -> float:
+        if n <= CHUNK_SAMPLES:
+            return float(np.add.reduce(self.busy_at(k0, k0 + n) / max(self.n_nodes, 1)))
+        half = n // 2
+        half -= half % 8
+        return self._pairwise_sum(k0, half) + self._pairwise_sum(k0 + half, n - half)
