@@ -92,6 +92,8 @@ def test_lenient_drops_outliers_and_counts_them(tmp_path: Path, capsys) -> None:
         s = json.loads((out / "summary.json").read_text())
         assert s["input"]["skipped"] == {"out_of_range": 1}
         assert s["jobs"]["replayed"] == 3
+        (example,) = s["input"]["settings"]["out_of_range_examples"]
+        assert example.startswith("line 8: field ")  # the outlier, with its line
         assert s["makespan_s"] < 1000
 
 

@@ -78,6 +78,10 @@ class NormalizeSettings:
                 )
 
 
+#: Out-of-range records quoted in the settings with lenient (the rest are counted).
+_MAX_EXAMPLES = 5
+
+
 def _count(d: dict[str, int], key: str, n: int) -> None:
     if n:
         d[key] = d.get(key, 0) + int(n)
@@ -111,6 +115,7 @@ def normalize(
     skipped = dict(skipped or {})
     cols = {c: np.asarray(raw[c], dtype=np.int64) for c in RAW_COLUMNS}
     n = len(cols["job_id"])
+    out_of_range: list[str] = []  # with lenient: the first few, "line L: field F: why"
     in_range = check_ranges(
         cols,
         source=source,
@@ -118,6 +123,7 @@ def normalize(
         lenient=lenient,
         allow_long_span=allow_long_span,
         field_names=field_names or {},
+        examples=out_of_range,
     )
 
     cpn = int(settings.cores_per_node)
@@ -139,22 +145,24 @@ def normalize(
     # Counts must fit the engine's 32-bit node counts (only the fields the size comes from:
     # a requested count the job does not use is not looked at).
     too_big = in_range & ((nodes >= MAX_COUNT) | (procs >= MAX_COUNT))
-    if too_big.any():
+    for i in np.flatnonzero(too_big)[: 1 if not lenient else _MAX_EXAMPLES - len(out_of_range)]:
+        i = int(i)
+        if from_nodes[i]:
+            column = "nodes_alloc"
+        elif settings.size_field == "requested" or (settings.size_field == "auto" and cols["procs_alloc"][i] <= 0):
+            column = "procs_req"
+        else:
+            column = "procs_alloc"
+        err = TraceFormatError(
+            source,
+            f"{int(cols[column][i])} is out of range: counts must be below 2^31, or --lenient to leave such jobs out",
+            line=int(cols["line"][i]),
+            field=(field_names or {}).get(column, column),
+        )
         if not lenient:
-            i = int(np.flatnonzero(too_big)[0])
-            if from_nodes[i]:
-                column = "nodes_alloc"
-            elif settings.size_field == "requested" or (settings.size_field == "auto" and cols["procs_alloc"][i] <= 0):
-                column = "procs_req"
-            else:
-                column = "procs_alloc"
-            raise TraceFormatError(
-                source,
-                f"{int(cols[column][i])} is out of range: counts must be below 2^31, or --lenient to leave such jobs out",
-                line=int(cols["line"][i]),
-                field=(field_names or {}).get(column, column),
-            )
-        in_range &= ~too_big
+            raise err
+        out_of_range.append(f"line {err.line}: field {err.field}: {int(cols[column][i])} is out of range (counts below 2^31)")
+    in_range &= ~too_big
     _count(skipped, "out_of_range", int((~in_range).sum()))
     keep = in_range & (nodes > 0)
     _count(skipped, "unknown_size", int((in_range & (nodes <= 0)).sum()))
@@ -209,6 +217,8 @@ def normalize(
         else:
             extra_out[k] = v
     used = asdict(settings)
+    if out_of_range:
+        used["out_of_range_examples"] = out_of_range
     if settings_note:
         used.update(settings_note)
     return Workload(
@@ -233,6 +243,7 @@ def check_ranges(
     lenient: bool,
     allow_long_span: bool,
     field_names: dict[str, str],
+    examples: list[str] | None = None,
 ) -> np.ndarray:
     """Rows whose values are within the documented limits (module docstring). Without
     ``lenient`` the first row out of range raises a TraceFormatError naming its line and
@@ -248,11 +259,14 @@ def check_ranges(
         bad = bad & ok
         if not bad.any():
             return
+        field = field_names.get(column, column)
         if lenient:
+            if examples is not None:
+                for i in np.flatnonzero(bad)[: max(_MAX_EXAMPLES - len(examples), 0)]:
+                    examples.append(f"line {int(line[i])}: field {field}: {why.format(v=int(cols[column][i]))}")
             ok &= ~bad
             return
         i = int(np.flatnonzero(bad)[0])
-        field = field_names.get(column, column)
         raise TraceFormatError(
             source, f"{why.format(v=int(cols[column][i]))}{hint}, or --lenient to leave such jobs out", line=int(line[i]), field=field
         )
