@@ -17,4 +17,13 @@ python3 -m mypy
 command -v chromium >/dev/null || { if [ "$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null || echo "warning: could not install chromium" >&2; else echo "warning: chromium not installed and not root: the browser test skips (fails under CI)" >&2; fi; }
 # hwloc's lstopo for the node agent's live topology (tests/test_node_*.py; Debian's package).
 command -v lstopo-no-graphics >/dev/null || { if [ "$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq hwloc >/dev/null || echo "warning: could not install hwloc" >&2; else echo "warning: hwloc not installed and not root: the live-topology tests skip" >&2; fi; }
+# A real Slurm 22.05 with accounting for tests/test_live_slurm.py: plain slurm-wlm (not the emulator),
+# slurmdbd and MariaDB for sacct. Needs root to install; the test skips only when not root.
+if [ ! -x /usr/sbin/slurmctld-wlm ] || [ ! -x /usr/sbin/slurmdbd ] || [ ! -x /usr/sbin/mariadbd ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends slurm-wlm slurmdbd mariadb-server >/dev/null || echo "warning: could not install slurm-wlm slurmdbd mariadb-server" >&2
+  else
+    echo "warning: slurm-wlm/slurmdbd/mariadb-server not installed and not root: the real-Slurm test skips (it runs under CI)" >&2
+  fi
+fi
 python3 -m pytest -q

@@ -43,7 +43,7 @@ import numpy as np
 from .errors import InputError
 from .fabric_spec import FabricSpec, LeafSpec, PodSpec
 from .config import RunConfig
-from .results import Outcome, SimResult, busy_nodes, collect
+from .results import Outcome, SimResult, collect
 from .topology import Fabric
 from .workload.model import COLUMNS, Workload
 
@@ -355,25 +355,22 @@ def replay_as_logged(workload: Workload, fabric: Fabric, config: RunConfig = Run
     w2 = dataclasses.replace(workload, columns=new_cols, repairs=repairs)
 
     cfg = dataclasses.replace(config, queue="as-logged", alloc="as-logged")
-    result = collect(Outcome(results=results, skipped=skipped), w2, fabric, cfg, True)
+    no_reservations = {k: np.zeros(0, dtype=np.int64) for k in ("pass_s", "job_row", "start_s")}
+    result = collect(Outcome(results=results, skipped=skipped, reservations=no_reservations), w2, fabric, cfg, True)
 
     # Utilization from the union of busy intervals per node (see the docstring).
     m_start, m_end, ones, sharing = _merged_busy(placed)
     sharing_rows = {placed_rows[i] for i in sharing}
     s = result.summary
     if s["first_submit_s"] is not None:
-        import pyarrow as pa
+        from .utilization import UtilizationSeries
 
         t0, t1, step = int(s["first_submit_s"]), int(s["last_end_s"]), cfg.utilization_step_s
-        if len(m_start):
-            busy = busy_nodes(m_start, m_end, ones, t0, t1, step)
-        else:  # only zero-length jobs: nothing is ever busy
-            busy = np.zeros(len(result.utilization), np.int64)
-        util = busy / max(fabric.n_nodes, 1)
-        times = t0 + step * np.arange(len(busy), dtype=np.int64)
-        result.utilization = pa.table({"time_s": pa.array(times), "busy_nodes": pa.array(busy), "utilization": pa.array(util)})
-        s["utilization"]["mean"] = float(np.mean(util)) if len(util) else None
-        s["utilization"]["samples"] = int(len(util))
+        # only zero-length jobs: no changes, nothing is ever busy
+        series = UtilizationSeries.from_jobs(m_start, m_end, ones, t0, t1, step, fabric.n_nodes)
+        result.utilization_series = series
+        s["utilization"]["mean"] = series.mean()
+        s["utilization"]["samples"] = series.n_samples
 
     reasons: dict[str, int] = {}
     for _, why in skipped:

@@ -39,8 +39,8 @@ class RunConfig:
     #: Network model closed loop (``--network SPEC``, docs/network.md); None = off.
     network: str | None = None
     #: Options of registered policies that have no field above (option name -> value; the
-    #: names are those of ``toposched.registry.options()``). A field above wins over nothing:
-    #: give each option once. Left out of the summary and of sweep run ids when empty.
+    #: names are those of ``toposched.registry.options()``), e.g. a new policy's. Left out
+    #: of the summary and of sweep run ids when empty.
     policy_options: dict[str, Any] = field(default_factory=dict)
 
 
@@ -68,5 +68,3 @@ def policy_options(config: RunConfig) -> dict[str, Any]:
         if value is not None:
             out[o.name] = value
     return out
-
-

@@ -1,10 +1,11 @@
 """The outcome of a replay and what is made of it: the plain :class:`Outcome` record that
 both the engine path (:func:`toposched.simulate.simulate`) and the as-logged path
-(:mod:`toposched.aslogged`) produce, and :func:`collect`, which turns it into the job,
-utilization and skipped tables and the summary of a :class:`SimResult`."""
+(:mod:`toposched.aslogged`) produce, and :func:`collect`, which turns it into the job and
+skipped tables, the utilization series and the summary of a :class:`SimResult`."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -16,8 +17,11 @@ import pyarrow.parquet as pq
 
 from . import __version__
 from .config import RunConfig
+from .files import RESULT_FILES, foreign_entries, replace_dir
 from .files import write_atomic as _atomic
 from .topology import Fabric
+from .utilization import CHUNK_SAMPLES, UtilizationSeries
+from .utilization import SCHEMA as UTILIZATION_SCHEMA
 from .workload.model import Workload
 
 #: Bounded-slowdown threshold (seconds), as in Feitelson's definition.
@@ -55,8 +59,9 @@ class Outcome:
 
     @classmethod
     def of_simulation(cls, sim: Any) -> Outcome:
-        """The outcome of a stepped ``_core.Simulation``."""
-        return cls(results=sim.results(), skipped=sim.skipped(), passes=int(sim.passes), reservations=sim.reservations(), native=sim)
+        """The outcome of a stepped ``_core.Simulation``. The engine's own copy of the
+        per-job results is freed once they are here (memory per job)."""
+        return cls(results=sim.results(release=True), skipped=sim.skipped(), passes=int(sim.passes), reservations=sim.reservations(), native=sim)
 
 
 @dataclass
@@ -67,7 +72,8 @@ class SimResult:
     fabric: Fabric
     config: RunConfig
     jobs: pa.Table
-    utilization: pa.Table
+    #: busy nodes over time, as changes (sampled only when written: see utilization.py)
+    utilization_series: UtilizationSeries
     skipped: pa.Table
     summary: dict[str, Any]
     reservations: dict[str, np.ndarray] = field(default_factory=dict)
@@ -110,27 +116,78 @@ class SimResult:
             raise ModuleNotFoundError("to_pandas needs pandas: pip install 'toposched[pandas]'") from None
         return self.jobs.to_pandas()
 
+    @property
+    def utilization(self) -> pa.Table:
+        """Every utilization sample as one table (memory in proportion to the time span)."""
+        return self.utilization_series.table()
+
+    def run_id(self) -> str:
+        """An id of this result: a hash of its summary and schedule, so the same inputs give
+        the same id (outputs stay byte-identical) and two different runs do not."""
+        h = hashlib.sha256()
+        summary = {k: v for k, v in self.summary.items() if k != "run_id"}
+        h.update(json.dumps(summary, sort_keys=True, default=str).encode())
+        # the arrays themselves (buffer protocol: no copies of the node lists)
+        for name in ("job_id", "start_s", "end_s"):
+            for chunk in self.jobs.column(name).chunks:
+                h.update(np.ascontiguousarray(chunk.to_numpy(zero_copy_only=False)))  # type: ignore[arg-type]  # ndarray has the buffer protocol (numpy types it for 3.12+)
+        for chunk in self.jobs.column("node_ids").chunks:
+            h.update(np.ascontiguousarray(chunk.offsets.to_numpy()))  # type: ignore[arg-type]  # ndarray has the buffer protocol (numpy types it for 3.12+)
+            h.update(np.ascontiguousarray(chunk.values.to_numpy()))  # type: ignore[arg-type]  # ndarray has the buffer protocol (numpy types it for 3.12+)
+        return h.hexdigest()[:16]
+
     def write(self, out_dir: str | Path) -> dict[str, Path]:
         """Write jobs.parquet, utilization.parquet, skipped.parquet, summary.json and
-        fabric.json into ``out_dir``. Each file appears whole or not at all (written under
-        a temporary name, then renamed)."""
+        fabric.json into ``out_dir``, all carrying the same run id (summary.json's
+        ``run_id``, the Parquet files' metadata ``toposched.run_id``, fabric.json's
+        ``run_id``), which ``toposched check`` compares.
+
+        The directory is replaced as a whole (files.replace_dir): the files are written
+        into a staging directory beside it, which then takes its place. A directory that
+        holds other files as well (a sweep's run directory) gets each file atomically
+        instead, summary.json last."""
         out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        paths = {
-            "jobs": out / "jobs.parquet",
-            "utilization": out / "utilization.parquet",
-            "skipped": out / "skipped.parquet",
-            "summary": out / "summary.json",
-            "fabric": out / "fabric.json",
-        }
-        _atomic(paths["jobs"], lambda p: pq.write_table(self.jobs, p))
-        _atomic(paths["utilization"], lambda p: pq.write_table(self.utilization, p))
-        _atomic(paths["skipped"], lambda p: pq.write_table(self.skipped, p))
-        fabric_text = json.dumps(self.fabric.describe(), indent=1) + "\n"
-        summary_text = json.dumps(self.summary, indent=2, sort_keys=True) + "\n"
-        _atomic(paths["fabric"], lambda p: _write_text(p, fabric_text))
-        _atomic(paths["summary"], lambda p: _write_text(p, summary_text))
-        return paths
+        run_id = self.run_id()
+        self.summary["run_id"] = run_id
+        meta = {RUN_ID_KEY: run_id.encode()}
+
+        def write_files(d: Path) -> None:
+            # row groups of 2^17 jobs: the writer buffers one group's encoded node lists
+            # (runs up to 131,072 jobs give the same file as one group)
+            _atomic(d / "jobs.parquet", lambda p: pq.write_table(_with_meta(self.jobs, meta), p, row_group_size=JOBS_ROW_GROUP))
+            _atomic(d / "utilization.parquet", lambda p: _write_utilization(self.utilization_series, p, meta))
+            _atomic(d / "skipped.parquet", lambda p: pq.write_table(_with_meta(self.skipped, meta), p))
+            fabric = {"run_id": run_id, **self.fabric.describe()}
+            fabric_text = json.dumps(fabric, indent=1) + "\n"
+            summary_text = json.dumps(self.summary, indent=2, sort_keys=True) + "\n"
+            _atomic(d / "fabric.json", lambda p: _write_text(p, fabric_text))
+            _atomic(d / "summary.json", lambda p: _write_text(p, summary_text))
+
+        if out.is_dir() and foreign_entries(out):
+            write_files(out)
+        else:
+            replace_dir(out, write_files)
+        return {name.split(".")[0]: out / name for name in RESULT_FILES}
+
+
+#: Rows per row group of jobs.parquet (bounds the writer's buffers: memory per job).
+JOBS_ROW_GROUP = 1 << 17
+
+#: Key of the run id in the Parquet files' metadata.
+RUN_ID_KEY = b"toposched.run_id"
+
+
+def _with_meta(table: pa.Table, meta: dict[bytes, bytes]) -> pa.Table:
+    return table.replace_schema_metadata({**(table.schema.metadata or {}), **meta})
+
+
+def _write_utilization(series: UtilizationSeries, path: str, meta: dict[bytes, bytes]) -> None:
+    """utilization.parquet a chunk (one row group) at a time: the same file as
+    ``pq.write_table`` of the whole table, without holding it."""
+    schema = UTILIZATION_SCHEMA.with_metadata(meta)
+    with pq.ParquetWriter(path, schema) as writer:
+        for chunk in series.chunks():
+            writer.write_table(chunk.replace_schema_metadata(meta), row_group_size=CHUNK_SAMPLES)
 
 
 def _write_text(path: str, text: str) -> None:
@@ -154,10 +211,16 @@ def collect(sim: Outcome, workload: Workload, fabric: Fabric, config: RunConfig,
     cols = workload.columns
     done = r["status"] == 2
     idx = np.flatnonzero(done)
-    start = r["start_s"][idx]
-    end = r["end_s"][idx]
-    submit = cols["submit_s"][idx]
-    nodes = cols["nodes"][idx]
+    every = len(idx) == len(done)
+
+    def pick(a: np.ndarray) -> np.ndarray:
+        # every job finished (a complete run): the arrays as they are, no copy
+        return a if every else a[idx]
+
+    start = pick(r["start_s"])
+    end = pick(r["end_s"])
+    submit = pick(cols["submit_s"])
+    nodes = pick(cols["nodes"])
     wait = start - submit
     run = end - start
     bsld = np.maximum((wait + run) / np.maximum(run, BSLD_TAU_S), 1.0)
@@ -167,7 +230,7 @@ def collect(sim: Outcome, workload: Workload, fabric: Fabric, config: RunConfig,
     lens = (offsets[1:] - offsets[:-1])[idx]
     new_offsets = np.zeros(len(idx) + 1, dtype=np.int32)
     np.cumsum(lens, out=new_offsets[1:])
-    if len(idx) == len(done):
+    if every:
         flat = node_ids  # every job finished (a complete run): nothing to filter
     else:
         all_lens = offsets[1:] - offsets[:-1]
@@ -178,19 +241,19 @@ def collect(sim: Outcome, workload: Workload, fabric: Fabric, config: RunConfig,
     leaves_used, pods_used = _span_counts(new_offsets, flat, leaf_of, pod_of_leaf)
     jobs = pa.table(
         {
-            "job_id": pa.array(cols["job_id"][idx]),
+            "job_id": pa.array(pick(cols["job_id"])),
             "submit_s": pa.array(submit),
             "start_s": pa.array(start),
             "end_s": pa.array(end),
             "wait_s": pa.array(wait),
             "nodes": pa.array(nodes),
-            "walltime_s": pa.array(cols["walltime_s"][idx]),
+            "walltime_s": pa.array(pick(cols["walltime_s"])),
             "runtime_s": pa.array(run),
-            "log_runtime_s": pa.array(cols["runtime_s"][idx]),
-            "killed": pa.array(r["killed"][idx]),
+            "log_runtime_s": pa.array(pick(cols["runtime_s"])),
+            "killed": pa.array(pick(r["killed"])),
             "bounded_slowdown": pa.array(bsld),
-            "aph": pa.array(r["aph"][idx], mask=np.isnan(r["aph"][idx])),
-            "alloc_class": pa.array(r["alloc_class"][idx]),
+            "aph": pa.array(pick(r["aph"]), mask=np.isnan(pick(r["aph"]))),
+            "alloc_class": pa.array(pick(r["alloc_class"])),
             "leaves": pa.array(leaves_used),
             "pods": pa.array(pods_used),
             "node_ids": node_list,
@@ -227,46 +290,47 @@ def collect(sim: Outcome, workload: Workload, fabric: Fabric, config: RunConfig,
     if len(idx):
         t0 = int(cols["submit_s"][0])
         t1 = int(end.max())
-        busy = busy_nodes(start, end, nodes, t0, t1, step)
     else:
-        t0, t1, busy = 0, -1, np.zeros(0, np.int64)
-    times = t0 + step * np.arange(len(busy), dtype=np.int64)
-    util = busy / max(fabric.n_nodes, 1)
-    utilization = pa.table({"time_s": pa.array(times), "busy_nodes": pa.array(busy), "utilization": pa.array(util)})
-    summary = _summary(workload, fabric, config, jobs, skipped, util, t0, t1, complete, sim)
+        t0, t1 = 0, -1
+    utilization = UtilizationSeries.from_jobs(start, end, nodes, t0, t1, step, fabric.n_nodes)
+    summary = _summary(workload, fabric, config, jobs, skipped, utilization, t0, t1, complete, sim)
     if net_summary is not None:
         summary["network"] = net_summary
     reservations = sim.reservations if config.record_reservations else {}
     return SimResult(workload, fabric, config, jobs, utilization, skipped, summary, reservations)
 
 
-def busy_nodes(start: np.ndarray, end: np.ndarray, nodes: np.ndarray, t0: int, t1: int, step: int) -> np.ndarray:
-    from . import _core
-
-    return _core.busy_nodes_sampled(
-        np.ascontiguousarray(start, np.int64), np.ascontiguousarray(end, np.int64), np.ascontiguousarray(nodes, np.int64), t0, t1, step
-    )
-
-
 def _span_counts(offsets: np.ndarray, flat: np.ndarray, leaf_of: np.ndarray, pod_of_leaf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct leaves and pods per job. Node lists are ascending and ids leaf-major, so a
     new leaf (pod) starts wherever the leaf (pod) changes along the list: count the
-    changes with one cumulative sum and read it at the job boundaries."""
+    changes with one cumulative sum and read it at the job boundaries. Done a slice of
+    jobs at a time (about 2^22 node entries each), so the temporary arrays stay small
+    whatever the number of jobs."""
     n_jobs = len(offsets) - 1
+    leaves = np.zeros(n_jobs, np.int32)
+    pods = np.zeros(n_jobs, np.int32)
     if len(flat) == 0:
-        return np.zeros(n_jobs, np.int32), np.zeros(n_jobs, np.int32)
-    leaf = leaf_of[flat]
-    pod = pod_of_leaf[leaf]
-    out = []
-    for key in (leaf, pod):
-        # c[k] = changes between neighbours at positions 1..k-1, so a job [s, e) has
-        # c[e] - c[s+1] changes inside it, plus one leaf (pod) to start with.
-        c = np.zeros(len(flat) + 1, np.int64)
-        np.cumsum(key[1:] != key[:-1], out=c[2:])
-        start, end = offsets[:-1], offsets[1:]
-        inside = c[end] - c[np.minimum(start + 1, len(flat))]
-        out.append(np.where(end > start, inside + 1, 0).astype(np.int32))
-    return out[0], out[1]
+        return leaves, pods
+    budget = 1 << 22
+    j0 = 0
+    while j0 < n_jobs:
+        # the jobs [j0, j1) whose node lists hold about `budget` entries (at least one job)
+        j1 = int(np.searchsorted(offsets, offsets[j0] + budget, side="right")) - 1
+        j1 = min(max(j1, j0 + 1), n_jobs)
+        lo, hi = int(offsets[j0]), int(offsets[j1])
+        part = offsets[j0 : j1 + 1] - lo
+        leaf = leaf_of[flat[lo:hi]]
+        pod = pod_of_leaf[leaf]
+        for key, out in ((leaf, leaves), (pod, pods)):
+            # c[k] = changes between neighbours at positions 1..k-1, so a job [s, e) has
+            # c[e] - c[s+1] changes inside it, plus one leaf (pod) to start with.
+            c = np.zeros(len(key) + 1, np.int64)
+            np.cumsum(key[1:] != key[:-1], out=c[2:])
+            start, end = part[:-1], part[1:]
+            inside = c[end] - c[np.minimum(start + 1, len(key))]
+            out[j0:j1] = np.where(end > start, inside + 1, 0)
+        j0 = j1
+    return leaves, pods
 
 
 def _policy_block(config: RunConfig) -> dict[str, Any]:
@@ -287,7 +351,7 @@ def _summary(
     config: RunConfig,
     jobs: pa.Table,
     skipped: pa.Table,
-    util: np.ndarray,
+    util: UtilizationSeries,
     t0: int,
     t1: int,
     complete: bool,
@@ -339,7 +403,7 @@ def _summary(
         "first_submit_s": int(t0) if len(jobs) else None,
         "last_end_s": int(t1) if len(jobs) else None,
         "makespan_s": int(t1 - t0) if len(jobs) else None,
-        "utilization": {"mean": float(np.mean(util)) if len(util) else None, "step_s": config.utilization_step_s, "samples": int(len(util))},
+        "utilization": {"mean": util.mean(), "step_s": config.utilization_step_s, "samples": util.n_samples},
         "wait_s": _stats(wait),
         "bounded_slowdown": _stats(bsld),
         "aph": _stats(aph[~np.isnan(aph)]),

@@ -16,8 +16,9 @@ outcome to :mod:`toposched.results` (tables, summary, files).
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -62,26 +63,15 @@ def simulate(
     config = replace(config, kill_at_walltime=kill)
     alloc = policies.resolve(config.alloc, fabric)
     order = policies.resolve(config.queue_order, fabric) if config.queue_order is not None else None
-    cols = workload.columns
-    sim = _core.Simulation(
-        fabric.core,
-        cols["job_id"],
-        cols["submit_s"],
-        cols["nodes"],
-        cols["walltime_s"],
-        cols["runtime_s"],
-        queue=config.queue,
-        alloc=alloc,
-        options=policy_options(config),
-        queue_order=order,
-        kill_at_walltime=kill,
-        queue_depth=config.queue_depth,
-        record_reservations=config.record_reservations,
-        check_interference_free=config.check_interference_free,
-        event_order=config.event_order,
-        down=down_nodes,
-        **_switch_columns(workload, config),
-    )
+    options = policy_options(config)  # before the try: its errors name their flag
+    try:
+        sim = _new_simulation(_core, fabric, workload, config, options, alloc, order, down_nodes)
+    except ValueError as exc:
+        raise _input_error(workload, str(exc)) from None
+    except OverflowError as exc:  # an integer setting (seed, queue depth) beyond 64 bits
+        raise InputError("settings", f"a number is out of range ({exc}): --seed takes 0 to 2^64 - 1") from None
+    except RuntimeError as exc:
+        raise SimulationError(str(exc)) from None
     if config.network:
         from .network import attach_network
 
@@ -102,6 +92,40 @@ def simulate(
     result = collect(Outcome.of_simulation(sim), workload, fabric, config, complete)
     result.summary["policy"]["kill_at_walltime_rule"] = kill_rule
     return result
+
+
+def _input_error(workload: Workload, message: str) -> InputError:
+    """The engine's refusal of a job row, as an error naming the log's file and line."""
+    m = re.match(r"job row (\d+) \(id [^)]*\): field '(\w+)'", message)
+    if m and int(m.group(1)) < len(workload):
+        line = int(workload.columns["line"][int(m.group(1))])
+        return InputError(workload.source, message, line=line if line > 0 else None)
+    return InputError(workload.source, message)
+
+
+def _new_simulation(
+    _core: Any, fabric: Fabric, workload: Workload, config: RunConfig, options: dict[str, Any], alloc: Any, order: Any, down_nodes: list[int] | None
+) -> Any:
+    cols = workload.columns
+    return _core.Simulation(
+        fabric.core,
+        cols["job_id"],
+        cols["submit_s"],
+        cols["nodes"],
+        cols["walltime_s"],
+        cols["runtime_s"],
+        queue=config.queue,
+        alloc=alloc,
+        options=options,
+        queue_order=order,
+        kill_at_walltime=bool(config.kill_at_walltime),
+        queue_depth=config.queue_depth,
+        record_reservations=config.record_reservations,
+        check_interference_free=config.check_interference_free,
+        event_order=config.event_order,
+        down=down_nodes,
+        **_switch_columns(workload, config),
+    )
 
 
 def kill_at_walltime(workload: Workload, config: RunConfig) -> tuple[bool, str]:
@@ -128,6 +152,8 @@ def parse_switches(text: str) -> tuple[int, int]:
         raise ValueError(f"switches must look like N or N@SECONDS, got {text!r}") from None
     if n < 1 or w < 0:
         raise ValueError(f"switches must have N >= 1 and a wait >= 0, got {text!r}")
+    if n >= 2**31 or w > 2**40:
+        raise ValueError(f"switches out of range (N below 2^31, wait at most 2^40 s), got {text!r}")
     return n, w
 
 

@@ -9,10 +9,12 @@
 //! - [`registry`]: every policy's name, docs, options schema and builder (generated list).
 //! - [`engine`]: the discrete-event loop and its total event order.
 //! - [`planner`]: free nodes over time, the projected future queue policies reason on.
+//! - [`live`]: live placement (`toposched serve`): the same allocators, one request at a time.
 //! - [`metrics`]: APH, bounded slowdown, utilization sampling.
 
 pub mod alloc;
 pub mod engine;
+pub mod live;
 pub mod metrics;
 pub mod network;
 pub mod options;

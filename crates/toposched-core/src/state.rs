@@ -196,6 +196,32 @@ impl ClusterState {
         self.n_free -= nodes.len() as u32;
     }
 
+    /// Take a free node out of service (drained or down): it is never free until
+    /// [`mark_up`](Self::mark_up). Live placement only; a replay fixes its down nodes at
+    /// construction. Panics if the node is not free.
+    pub fn mark_down(&mut self, topo: &Topology, node: u32) {
+        assert_eq!(self.owner[node as usize], FREE, "node {node} marked down is not free");
+        self.owner[node as usize] = DOWN;
+        self.free.remove(node);
+        let leaf = topo.leaf_of(node);
+        self.leaf_free[leaf as usize] -= 1;
+        self.pod_free[topo.pod_of_leaf(leaf) as usize] -= 1;
+        self.n_free -= 1;
+        self.n_healthy -= 1;
+    }
+
+    /// Put a node marked down back in service, free. Panics if it is not down.
+    pub fn mark_up(&mut self, topo: &Topology, node: u32) {
+        assert_eq!(self.owner[node as usize], DOWN, "node {node} marked up is not down");
+        self.owner[node as usize] = FREE;
+        self.free.insert(node);
+        let leaf = topo.leaf_of(node);
+        self.leaf_free[leaf as usize] += 1;
+        self.pod_free[topo.pod_of_leaf(leaf) as usize] += 1;
+        self.n_free += 1;
+        self.n_healthy += 1;
+    }
+
     /// Take `nodes` back from `job`.
     pub fn release(&mut self, topo: &Topology, job: u32, nodes: &[u32], class: SpanClass) {
         for &n in nodes {

@@ -417,6 +417,7 @@ def read_swf(
     size_field: Literal["auto", "allocated", "requested"] = "auto",
     missing_walltime: Literal["runtime"] | int = "runtime",
     missing_runtime: Literal["skip", "zero"] = "skip",
+    allow_long_span: bool = False,
 ) -> Workload:
     """Read an SWF job log (plain or gzip) and normalize it.
 
@@ -560,4 +561,7 @@ def read_swf(
         time_origin_epoch_s=origin,
         extra=extra,
         settings_note=note,
+        lenient=lenient,
+        allow_long_span=allow_long_span,
+        field_names={"submit_s": "submit time (field 2)", "runtime_s": "run time (field 4)", "walltime_s": "requested time (field 9)", "procs_alloc": "allocated processors (field 5)", "procs_req": "requested processors (field 8)"},
     )

@@ -1,0 +1,51 @@
+"""`toposched serve`: the placement service (HTTP + JSON, durable state)."""
+
+from __future__ import annotations
+
+import argparse
+
+from .. import _core
+
+NAME = "serve"
+HELP = "run the placement service: the simulator's allocation policies deciding for a live resource manager"
+DESCRIPTION = (
+    "Serve placements over HTTP + JSON with the replay's own allocation policies (docs/live.md). "
+    "Every decision is committed to SQLite under --state before it is answered; writes need the bearer "
+    "token of --token-file (a file only its owner can read). The API is described at /v1/openapi.json."
+)
+EPILOG = """examples:
+  openssl rand -hex 32 > token && chmod 600 token
+  toposched serve --system topology.conf --alloc isolated --state /var/lib/toposched \\
+      --listen 127.0.0.1:8700 --token-file token
+  toposched serve --system hype --alloc isolated --state st --listen unix:/run/toposched.sock --token-file token
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--system", required=True, metavar="FABRIC", help="preset, fattree:K=..,S=..,P=.. or a Slurm topology.conf")
+    parser.add_argument("--alloc", default="isolated", choices=_core.ALLOCATORS, help="allocation policy (default: isolated)")
+    parser.add_argument("--state", required=True, metavar="DIR", help="directory of the durable state (created; one service per directory)")
+    parser.add_argument("--listen", default="127.0.0.1:8700", metavar="HOST:PORT|unix:PATH", help="where to listen (default: 127.0.0.1:8700)")
+    parser.add_argument("--token-file", required=True, metavar="FILE", help="bearer token for writes; mode 0600, owned by the service's user")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random policy (default: 0)")
+    parser.add_argument("--leaf-order", default="flux-topo", choices=("flux-topo", "paper"), help="isolated: T3 leaf order")
+    parser.add_argument("--tie-break", default="name", choices=("name", "index"), help="isolated: tie order")
+    parser.add_argument("--slurm-profile", default="current", choices=("current", "classic"), help="slurm-tree: which Slurm version's rules")
+    parser.add_argument("--quiet", action="store_true", help="do not log each decision on stderr")
+
+
+def run(args: argparse.Namespace) -> int:
+    import sys
+
+    from ..live.service import Service, lock_state_dir, read_token, serve_forever
+    from ..live.table import LiveTable
+    from ..topology import load_fabric
+
+    token = read_token(args.token_file)
+    fabric = load_fabric(args.system)
+    lock_state_dir(args.state)
+    table = LiveTable(
+        fabric, args.alloc, args.state, seed=args.seed, leaf_order=args.leaf_order, tie_break=args.tie_break, slurm_profile=args.slurm_profile,
+        autocommit=False,
+    )
+    return serve_forever(Service(table, token, log=None if args.quiet else sys.stderr), args.listen)

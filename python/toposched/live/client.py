@@ -1,0 +1,101 @@
+"""A small client of ``toposched serve`` (TCP or unix socket), used by the Slurm bridge, the
+tests and the load benchmark. Standard library only; one kept-alive connection."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import time
+from typing import Any
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    def __init__(self, path: str, timeout: float) -> None:
+        super().__init__("localhost", timeout=timeout)
+        self.unix_path = path
+
+    def connect(self) -> None:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(self.timeout)
+        s.connect(self.unix_path)
+        self.sock = s
+
+
+class ServiceUnavailable(Exception):
+    """The service could not be reached within the retry budget."""
+
+
+class Client:
+    """``Client("http://127.0.0.1:8700", token)`` or ``Client("unix:/run/toposched.sock", token)``."""
+
+    def __init__(self, url: str, token: str | None = None, *, timeout_s: float = 10.0) -> None:
+        self.url = url
+        self.token = token
+        self.timeout_s = timeout_s
+        self._conn: http.client.HTTPConnection | None = None
+
+    def _connect(self) -> http.client.HTTPConnection:
+        if self._conn is None:
+            if self.url.startswith("unix:"):
+                self._conn = _UnixConnection(self.url[5:], self.timeout_s)
+            else:
+                hostport = self.url.split("://", 1)[-1].rstrip("/")
+                self._conn = http.client.HTTPConnection(hostport, timeout=self.timeout_s)
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def request(self, method: str, path: str, body: Any = None, *, raw: bytes | None = None, token: str | None = "default") -> tuple[int, Any]:
+        """One request, no retry: (status, decoded JSON or text). Connection errors raise OSError."""
+        headers = {}
+        tok = self.token if token == "default" else token
+        if tok is not None:
+            headers["Authorization"] = f"Bearer {tok}"
+        data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        conn = self._connect()
+        try:
+            conn.request(method, path, body=data, headers=headers)
+            resp = conn.getresponse()
+            payload = resp.read()
+        except (OSError, http.client.HTTPException):
+            self.close()
+            raise
+        if resp.getheader("Connection", "").lower() == "close":
+            self.close()
+        ctype = resp.getheader("Content-Type", "")
+        return resp.status, (json.loads(payload) if ctype.startswith("application/json") else payload.decode())
+
+    def call(self, method: str, path: str, body: Any = None, *, retry_for_s: float = 30.0, log=None) -> tuple[int, Any]:
+        """A request retried (with back-off) while the service cannot be reached, e.g. while it
+        restarts. Safe for every route: allocate and release are idempotent."""
+        deadline = time.monotonic() + retry_for_s
+        delay = 0.05
+        while True:
+            try:
+                return self.request(method, path, body)
+            except (OSError, http.client.HTTPException) as exc:
+                if time.monotonic() >= deadline:
+                    raise ServiceUnavailable(f"{method} {path}: {self.url} unreachable: {exc}") from None
+                if log:
+                    log(f"service unreachable ({exc}); retrying {method} {path}")
+                time.sleep(delay)
+                delay = min(delay * 2, 1.0)
+
+    # conveniences
+    def allocate(self, job: str, nodes: int, walltime_s: int, reserve: bool = False, **kw) -> tuple[int, Any]:
+        return self.call("POST", "/v1/allocate", {"job": job, "nodes": nodes, "walltime_s": walltime_s, "reserve": reserve}, **kw)
+
+    def release(self, job: str, **kw) -> tuple[int, Any]:
+        return self.call("POST", "/v1/release", {"job": job}, **kw)
+
+    def state(self, **kw) -> dict:
+        code, body = self.call("GET", "/v1/state", **kw)
+        if code != 200:
+            raise RuntimeError(f"GET /v1/state: {code} {body}")
+        return body

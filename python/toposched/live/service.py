@@ -1,0 +1,518 @@
+"""``toposched serve``: the HTTP + JSON placement service (docs/live.md).
+
+Standard library only: asyncio with a small HTTP/1.1 parser (keep-alive), decisions
+serialized on the event loop, commits grouped in a worker thread (one fsync for all the
+decisions made meanwhile); every answer waits for the commit of its decision.
+
+Every write (POST and PUT, but the read-only ``/v1/satisfiable``) needs ``Authorization:
+Bearer TOKEN`` (401 without, 403 with a wrong one); bad requests get 400 naming the field;
+no request can stop the service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import hmac
+import json
+import os
+import signal
+import socket
+import stat
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import hostlist
+
+from ..errors import ToposchedError
+from .metrics import Metrics
+from .openapi import openapi_document
+from .table import DurabilityError, LiveTable, UnknownNode
+
+MAX_BODY_BYTES = 16 * 1024 * 1024
+MAX_JOB_ID_CHARS = 256
+
+
+class ServeError(ToposchedError):
+    """The service cannot start (bad token file, state in use, address taken)."""
+
+
+class BadRequest(Exception):
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def read_token(path: str) -> str:
+    """The bearer token in ``path``, which must be a regular file of the service's user that
+    nobody else can read or write (mode 0600 or stricter)."""
+    p = Path(path)
+    try:
+        st = p.stat()
+    except OSError as exc:
+        raise ServeError(f"--token-file {path}: {exc.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ServeError(f"--token-file {path}: not a regular file")
+    if st.st_uid != os.geteuid():
+        raise ServeError(f"--token-file {path}: owned by uid {st.st_uid}, not by the service's user (uid {os.geteuid()})")
+    if st.st_mode & 0o077:
+        raise ServeError(
+            f"--token-file {path}: mode {stat.S_IMODE(st.st_mode):04o} lets others read or write it; run: chmod 600 {path}"
+        )
+    token = p.read_text().strip()
+    if len(token) < 16:
+        raise ServeError(f"--token-file {path}: the token must be at least 16 characters (e.g. openssl rand -hex 32)")
+    return token
+
+
+# request validation -------------------------------------------------------------------
+
+
+def _field(body: dict, name: str, kind: type, *, required: bool = True, default: Any = None) -> Any:
+    if name not in body:
+        if required:
+            raise BadRequest(f"missing field '{name}'", name)
+        return default
+    v = body[name]
+    if kind is int:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise BadRequest(f"field '{name}' must be an integer, got {json.dumps(v)[:60]}", name)
+    elif kind is bool:
+        if not isinstance(v, bool):
+            raise BadRequest(f"field '{name}' must be true or false, got {json.dumps(v)[:60]}", name)
+    elif not isinstance(v, kind):
+        raise BadRequest(f"field '{name}' must be a {kind.__name__}, got {json.dumps(v)[:60]}", name)
+    return v
+
+
+def _only(body: dict, allowed: set[str]) -> None:
+    extra = sorted(set(body) - allowed)
+    if extra:
+        raise BadRequest(f"unknown field '{extra[0]}' (allowed: {', '.join(sorted(allowed))})", extra[0])
+
+
+def _job_id(body: dict) -> str:
+    job = _field(body, "job", str)
+    if not job or len(job) > MAX_JOB_ID_CHARS or any(c.isspace() or not c.isprintable() for c in job):
+        raise BadRequest(f"field 'job' must be 1 to {MAX_JOB_ID_CHARS} printable characters without spaces", "job")
+    return job
+
+
+def _node_list(value: Any, field: str) -> list[str]:
+    """A list of node names, or one Slurm host list string such as ``n[01-04],n07``."""
+    if isinstance(value, str):
+        try:
+            return list(hostlist.expand_hostlist(value))
+        except hostlist.BadHostlist as exc:
+            raise BadRequest(f"field '{field}': bad host list {value!r}: {exc}", field) from None
+    if isinstance(value, list) and all(isinstance(x, str) for x in value):
+        return list(value)
+    raise BadRequest(f"field '{field}' must be a list of node names or a host list string", field)
+
+
+# the service -----------------------------------------------------------------------------
+
+
+class Service:
+    """Routes requests to the table; owns the lock, the token and the metrics."""
+
+    def __init__(self, table: LiveTable, token: str, *, log=sys.stderr) -> None:
+        self.table = table
+        self.token = token.encode()
+        self.lock = table.lock
+        #: handlers wait for their commit themselves (direct callers); the server turns it off
+        self.sync_commit = True
+        self.metrics = Metrics()
+        self.log = log
+        self.started_s = time.time()
+
+    def _log(self, text: str) -> None:
+        if self.log is not None:
+            print(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {text}", file=self.log, flush=True)
+
+    def _durable(self, seq: int) -> None:
+        """Wait for the decision's commit, unless the transport does (the asyncio server)."""
+        if self.sync_commit:
+            self.table.wait_durable(seq)
+
+    def check_auth(self, header: str | None) -> tuple[int, str] | None:
+        if not header:
+            return 401, "missing Authorization: Bearer TOKEN header"
+        scheme, _, given = header.partition(" ")
+        if scheme.lower() != "bearer" or not given.strip():
+            return 401, "the Authorization header must be 'Bearer TOKEN'"
+        if not hmac.compare_digest(given.strip().encode(), self.token):
+            return 403, "wrong token"
+        return None
+
+    # handlers return (status, json-able body)
+    def allocate(self, body: dict) -> tuple[int, dict]:
+        _only(body, {"job", "nodes", "walltime_s", "reserve"})
+        job = _job_id(body)
+        nodes = _field(body, "nodes", int)
+        if nodes < 1:
+            raise BadRequest("field 'nodes' must be at least 1", "nodes")
+        walltime_s = _field(body, "walltime_s", int)
+        if walltime_s < 0:
+            raise BadRequest("field 'walltime_s' must not be negative", "walltime_s")
+        reserve = _field(body, "reserve", bool, required=False, default=False)
+        with self.lock:
+            a = self.table.allocate(job, nodes, walltime_s, reserve)
+            now = self.table.now_s()
+            seq = self.table.seq
+        self._durable(seq)
+        self.metrics.decision("repeated" if a.repeated else a.outcome)
+        if a.outcome == "placed" and a.repeated:
+            return 200, {"job": job, "nodes": a.nodes}
+        if a.outcome == "placed":
+            if self.log is not None:
+                self._log(f"placed {job} ({nodes} nodes) on {hostlist.collect_hostlist(a.nodes)}")
+            return 200, {"job": job, "nodes": a.nodes}
+        if a.outcome == "reserved":
+            assert a.start_at_s is not None
+            return 202, {
+                "job": job,
+                "start_estimate_s": max(0, a.start_at_s - now),
+                "start_at_s": a.start_at_s,
+                "nodes": a.nodes,
+            }
+        return 409, {"job": job, "reason": a.reason, "never": a.outcome == "never"}
+
+    def satisfiable(self, body: dict) -> tuple[int, dict]:
+        _only(body, {"nodes", "job"})
+        nodes = _field(body, "nodes", int)
+        if nodes < 1:
+            raise BadRequest("field 'nodes' must be at least 1", "nodes")
+        with self.lock:
+            return 200, self.table.satisfiable(nodes)
+
+    def release(self, body: dict) -> tuple[int, dict]:
+        _only(body, {"job"})
+        job = _job_id(body)
+        with self.lock:
+            what, nodes = self.table.release(job)
+            seq = self.table.seq
+        self._durable(seq)
+        if what == "released":
+            self.metrics.decision("released")
+            if self.log is not None:
+                self._log(f"released {job} from {hostlist.collect_hostlist(nodes)}")
+            return 200, {"job": job, "released": True, "nodes": nodes}
+        if what == "already":
+            return 200, {"job": job, "released": False, "note": "already released"}
+        if what == "reservation-dropped":
+            return 200, {"job": job, "released": False, "note": "held no nodes; its reservation was dropped"}
+        return 404, {"job": job, "error": "no such job"}
+
+    def put_state(self, body: dict) -> tuple[int, dict]:
+        _only(body, {"allocations"})
+        allocs = _field(body, "allocations", dict)
+        table: dict[str, tuple[list[str], int | None, int | None]] = {}
+        for job, v in allocs.items():
+            field = f"allocations.{job}"
+            _job_id({"job": job})
+            if isinstance(v, dict):
+                _only(v, {"nodes", "start_s", "walltime_s"})
+                names = _node_list(v.get("nodes"), field + ".nodes")
+                start_s = _field(v, "start_s", int, required=False)
+                walltime_s = _field(v, "walltime_s", int, required=False)
+            else:
+                names, start_s, walltime_s = _node_list(v, field), None, None
+            table[job] = (names, start_s, walltime_s)
+        with self.lock:
+            try:
+                self.table.replace(table)
+            except (UnknownNode, ValueError) as exc:
+                raise BadRequest(str(exc), "allocations") from None
+            seq = self.table.seq
+        self._durable(seq)
+        self._log(f"state replaced: {len(table)} allocations")
+        return 200, {"allocations": len(table)}
+
+    def drain(self, body: dict, drained: bool) -> tuple[int, dict]:
+        _only(body, {"nodes", "reason"})
+        names = _node_list(_field(body, "nodes", object), "nodes")
+        with self.lock:
+            try:
+                changed = self.table.set_drained(names, drained)
+            except UnknownNode as exc:
+                raise BadRequest(str(exc), "nodes") from None
+            seq = self.table.seq
+        self._durable(seq)
+        if changed:
+            self._log(f"{'drained' if drained else 'resumed'} {hostlist.collect_hostlist(changed)} {body.get('reason', '')}")
+        return 200, {"changed": changed}
+
+    def state(self) -> dict:
+        with self.lock:
+            snap = self.table.snapshot()
+            seq = self.table.seq
+        # show only what a restart would show
+        self._durable(seq)
+        return snap
+
+    def metrics_text(self) -> str:
+        with self.lock:
+            p = self.table.placer
+            gauges = {
+                "toposched_free_nodes": ("Nodes free now.", p.n_free),
+                "toposched_drained_nodes": ("Nodes drained.", len(p.drained())),
+                "toposched_held_jobs": ("Jobs holding nodes.", len(p.jobs())),
+                "toposched_nodes": ("Nodes of the fabric.", p.n_nodes),
+                "toposched_uptime_seconds": ("Seconds since start.", time.time() - self.started_s),
+            }
+        return self.metrics.render(gauges)
+
+
+ROUTES_POST = {"/v1/allocate", "/v1/satisfiable", "/v1/release", "/v1/nodes/drain", "/v1/nodes/resume"}
+WRITE_ROUTES = ROUTES_POST | {"/v1/state"}
+MAX_HEAD_BYTES = 64 * 1024
+REASONS = {200: "OK", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
+           405: "Method Not Allowed", 409: "Conflict", 413: "Payload Too Large", 500: "Internal Server Error", 503: "Service Unavailable"}
+
+
+def _parse_json(raw: bytes) -> dict:
+    if not raw.strip():
+        raise BadRequest("empty body: a JSON object is expected")
+    try:
+        body = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        raise BadRequest(f"body is not JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise BadRequest("body must be a JSON object")
+    return body
+
+
+def route(svc: Service, method: str, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, Any, str | None]:
+    """One request: (status, JSON-able body or text, content type for text). Never raises."""
+    path = path.split("?", 1)[0].rstrip("/") or "/"
+    try:
+        if method == "GET":
+            if path == "/v1/health":
+                return 200, {"status": "ok"}, None
+            if path == "/v1/openapi.json":
+                return 200, openapi_document(), None
+            if path == "/v1/state":
+                return 200, svc.state(), None
+            if path == "/metrics":
+                return 200, svc.metrics_text(), "text/plain; version=0.0.4; charset=utf-8"
+            return 404, {"error": f"no route GET {path}"}, None
+        known = (method == "POST" and path in ROUTES_POST) or (method == "PUT" and path == "/v1/state")
+        if not known:
+            return (405 if path in WRITE_ROUTES else 404), {"error": f"no route {method} {path}"}, None
+        # every write needs the token; /v1/satisfiable is a POST but changes nothing
+        denied = None if path == "/v1/satisfiable" else svc.check_auth(headers.get("authorization"))
+        if denied is not None:
+            return denied[0], {"error": denied[1]}, None
+        body = _parse_json(raw)
+        if path == "/v1/allocate":
+            code, out = svc.allocate(body)
+        elif path == "/v1/satisfiable":
+            code, out = svc.satisfiable(body)
+        elif path == "/v1/release":
+            code, out = svc.release(body)
+        elif path == "/v1/nodes/drain":
+            code, out = svc.drain(body, True)
+        elif path == "/v1/nodes/resume":
+            code, out = svc.drain(body, False)
+        else:
+            code, out = svc.put_state(body)
+        return code, out, None
+    except BadRequest as exc:
+        return 400, {"error": str(exc), "field": exc.field}, None
+    except DurabilityError as exc:
+        svc._log(str(exc))
+        return 503, {"error": f"{exc}; nothing more is acknowledged: restart the service"}, None
+    except Exception as exc:  # a bug: answer 500, keep serving
+        svc._log(f"error on {method} {path}: {type(exc).__name__}: {exc}")
+        return 500, {"error": f"internal error: {type(exc).__name__}: {exc}"}, None
+
+
+def _response(code: int, body: Any, ctype: str | None, close: bool) -> bytes:
+    data = body.encode() if isinstance(body, str) else (json.dumps(body, sort_keys=True) + "\n").encode()
+    head = (
+        f"HTTP/1.1 {code} {REASONS.get(code, 'Status')}\r\nServer: toposched\r\n"
+        f"Content-Type: {ctype or 'application/json'}\r\nContent-Length: {len(data)}\r\n"
+        + ("Connection: close\r\n" if close else "")
+        + "\r\n"
+    )
+    return head.encode("latin-1") + data
+
+
+class Committer:
+    """Group commit for the asyncio server: decisions are made on the event loop; the commit
+    (one transaction, one fsync for everything queued) runs in a worker thread while the loop
+    keeps deciding; each answer waits for the commit that covers its decision."""
+
+    def __init__(self, table: LiveTable) -> None:
+        self.table = table
+        self.inflight: asyncio.Future | None = None
+
+    async def durable(self, seq: int) -> None:
+        loop = asyncio.get_running_loop()
+        while self.table._durable < seq:
+            if self.inflight is None or self.inflight.done():
+                self.inflight = loop.run_in_executor(None, self.table.wait_durable, self.table.seq)
+            await asyncio.shield(self.inflight)
+
+
+class Server:
+    """HTTP/1.1 with keep-alive over TCP or a unix socket, on asyncio (a small parser: the
+    standard library's http.server costs several times more per request)."""
+
+    def __init__(self, service: Service) -> None:
+        self.service = service
+        self.committer = Committer(service.table)
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        sock = writer.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        svc = self.service
+        try:
+            while True:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    return
+                except asyncio.LimitOverrunError:
+                    writer.write(_response(400, {"error": "request head too large"}, None, True))
+                    return
+                t0 = time.perf_counter()
+                lines = head.decode("latin-1").split("\r\n")
+                parts = lines[0].split(" ")
+                if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+                    writer.write(_response(400, {"error": "malformed request line"}, None, True))
+                    return
+                method, target, version = parts
+                headers = {}
+                for line in lines[1:]:
+                    if line:
+                        k, sep, v = line.partition(":")
+                        if not sep:
+                            writer.write(_response(400, {"error": "malformed header line"}, None, True))
+                            return
+                        headers[k.strip().lower()] = v.strip()
+                close = headers.get("connection", "").lower() == "close" or (version == "HTTP/1.0" and headers.get("connection", "").lower() != "keep-alive")
+                raw = b""
+                if "transfer-encoding" in headers:
+                    writer.write(_response(400, {"error": "chunked bodies are not accepted; send Content-Length"}, None, True))
+                    return
+                if "content-length" in headers:
+                    try:
+                        n = int(headers["content-length"])
+                        if n < 0:
+                            raise ValueError
+                    except ValueError:
+                        writer.write(_response(400, {"error": "bad Content-Length"}, None, True))
+                        return
+                    if n > MAX_BODY_BYTES:
+                        writer.write(_response(413, {"error": f"body larger than {MAX_BODY_BYTES} bytes"}, None, True))
+                        return
+                    try:
+                        raw = await reader.readexactly(n)
+                    except (asyncio.IncompleteReadError, ConnectionError):
+                        return
+                code, body, ctype = route(svc, method, target, headers, raw)
+                path = target.split("?", 1)[0].rstrip("/") or "/"
+                if code < 400 and (method != "GET" or path == "/v1/state"):
+                    try:
+                        await self.committer.durable(svc.table.seq)
+                    except DurabilityError as exc:
+                        code, body, ctype = 503, {"error": f"{exc}; nothing more is acknowledged: restart the service"}, None
+                writer.write(_response(code, body, ctype, close))
+                svc.metrics.observe(method, path if code != 404 else "other", code, time.perf_counter() - t0)
+                if writer.transport.get_write_buffer_size() > 1 << 20:
+                    await writer.drain()
+                if close:
+                    return
+        finally:
+            try:
+                writer.close()
+            except Exception:
+                pass
+
+
+def parse_listen(text: str) -> tuple[str, Any]:
+    """``HOST:PORT`` or ``unix:PATH`` -> ("tcp", (host, port)) or ("unix", path)."""
+    if text.startswith("unix:"):
+        path = text[5:]
+        if not path:
+            raise ServeError("--listen unix:PATH needs a path")
+        return "unix", path
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise ServeError(f"--listen {text}: expected HOST:PORT (e.g. 127.0.0.1:8700) or unix:PATH")
+    return "tcp", (host.strip("[]"), int(port))
+
+
+async def _serve(service: Service, listen: str, ready: "Callable[[str], None]") -> None:
+    kind, addr = parse_listen(listen)
+    server = Server(service)
+    # durability is awaited per answer by the transport (group commit), not in the handlers
+    service.sync_commit = False
+    if kind == "unix":
+        p = Path(addr)
+        if p.exists():
+            probe = socket.socket(socket.AF_UNIX)
+            try:
+                probe.connect(str(p))
+                raise ServeError(f"--listen unix:{p}: another process serves on this socket")
+            except OSError:
+                p.unlink()  # stale socket of a killed service
+            finally:
+                probe.close()
+        old = os.umask(0o077)  # the socket is the owner's only; the token still applies
+        try:
+            srv = await asyncio.start_unix_server(server.handle, path=str(p), limit=MAX_HEAD_BYTES)
+        finally:
+            os.umask(old)
+        where = listen
+    else:
+        try:
+            srv = await asyncio.start_server(server.handle, addr[0], addr[1], limit=MAX_HEAD_BYTES, reuse_address=True, backlog=256)
+        except OSError as exc:
+            raise ServeError(f"--listen {listen}: {exc.strerror}") from None
+        host, port = srv.sockets[0].getsockname()[:2]
+        where = f"{host}:{port}"
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    ready(where)
+    async with srv:
+        await stop.wait()
+    if kind == "unix":
+        Path(addr).unlink(missing_ok=True)
+
+
+def lock_state_dir(state_dir: str) -> int:
+    """Hold an exclusive lock on STATE/lock for the process's life: two services on one
+    state would double-book. The kernel drops it when the process dies, even by kill -9."""
+    Path(state_dir).mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(os.path.join(state_dir, "lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise ServeError(f"--state {state_dir}: another toposched serve uses this state directory") from None
+    return fd
+
+
+def serve_forever(service: Service, listen: str) -> int:
+    t = service.table
+
+    def ready(where: str) -> None:
+        print(
+            f"toposched serve: listening on {where}; fabric {t.fabric.name} ({len(t.names)} nodes), --alloc {t.alloc}, "
+            f"{len(t.placer.jobs())} allocations and {len(t.placer.drained())} drained nodes loaded",
+            flush=True,
+        )
+
+    try:
+        asyncio.run(_serve(service, listen, ready))
+    finally:
+        t.store.close()
+    return 0
