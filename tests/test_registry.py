@@ -141,3 +141,43 @@ def test_registry_options_change_schedules_as_the_old_keywords_did():
     c = simulate(w, fabric, RunConfig(queue="easy", alloc="isolated"))
     assert a.jobs.column("node_ids").to_pylist() == b.jobs.column("node_ids").to_pylist()
     assert a.jobs.column("node_ids").to_pylist() != c.jobs.column("node_ids").to_pylist()
+
+
+class Lowest:
+    """Lowest free node ids, written in Python (a copy of linear)."""
+
+    fungible = True
+
+    def select(self, nodes, free):
+        return free[:nodes].tolist() if len(free) >= nodes else None
+
+
+def test_a_python_policy_registers_through_the_same_registry(monkeypatch):
+    """Registered under a name, a policy written in Python is listed with the core's, is
+    topology-aware for compare, and a run naming it is the run of its module:Class."""
+    from toposched.workload import read_trace
+
+    entry = registry.register("test_registry:Lowest", name="py-lowest")
+    try:
+        assert entry in registry.policies() and "py-lowest" in registry.alloc_names()
+        assert entry.fungible is True and entry.summary == "Lowest free node ids, written in Python (a copy of linear)"
+        assert registry.topology_aware("py-lowest")
+        assert "py-lowest" not in registry.catalogue_markdown()  # the docs list the core's
+        w = read_trace(EXAMPLE_TRACE).take(np.arange(400))
+        fabric = load_fabric("cab")
+        by_name = simulate(w, fabric, RunConfig(queue="easy", alloc="py-lowest"))
+        by_path = simulate(w, fabric, RunConfig(queue="easy", alloc="test_registry:Lowest"))
+        linear = simulate(w, fabric, RunConfig(queue="easy", alloc="linear"))
+        assert by_name.summary["policy"]["alloc"] == "py-lowest"
+        assert by_name.jobs.column("node_ids").to_pylist() == by_path.jobs.column("node_ids").to_pylist() == linear.jobs.column("node_ids").to_pylist()
+        with pytest.raises(InputError, match="built-in"):
+            registry.register("test_registry:Lowest", name="linear")
+    finally:
+        registry.unregister("py-lowest")
+    assert "py-lowest" not in registry.alloc_names()
+    # packages register theirs through the entry point group toposched.policies
+    monkeypatch.setattr(registry, "_entry_point_policies", lambda: (("ep-lowest", "test_registry:Lowest"),))
+    try:
+        assert "ep-lowest" in registry.alloc_names()
+    finally:
+        registry.unregister("ep-lowest")

@@ -58,6 +58,9 @@ class Policy:
     #: Allocation policies only (None for queue policies).
     fungible: bool | None = None
     topology_aware: bool | None = None
+    #: ``"module:Class"`` of a policy written in Python (registered with :func:`register`
+    #: or the ``toposched.policies`` entry point group); None for the core's policies.
+    python: str | None = None
 
 
 def _one_line(text: str) -> str:
@@ -90,10 +93,71 @@ def _option(name: str, prop: Mapping[str, Any], defs: Mapping[str, Any], policy:
     )
 
 
+#: Allocation policies written in Python, registered in this process (name -> entry).
+_PYTHON: dict[str, Policy] = {}
+
+
+def register(target: str, *, name: str | None = None, summary: str | None = None) -> Policy:
+    """Register an allocation policy written in Python (``"module:Class"``, an
+    ``AllocationPolicy``, docs/python-policies.md) under a name: ``--alloc NAME``, compare,
+    sweeps and the catalogue then take it like a built-in. Packages can register theirs
+    without code through the entry point group ``toposched.policies`` (``NAME =
+    "module:Class"``). The class is imported here, so a bad target fails now."""
+    from .errors import InputError
+    from .policies import load_policy
+
+    obj = load_policy(target)
+    cls = obj if isinstance(obj, type) else type(obj)
+    name = name or getattr(cls, "name", None) or cls.__name__
+    if not isinstance(name, str) or not name or ":" in name:
+        raise InputError("policy", f"{target}: a registered policy needs a name without ':' (got {name!r})")
+    if any(p.name == name for p in _core_policies()):
+        raise InputError("policy", f"{target}: {name!r} is the name of a built-in policy")
+    doc = (cls.__doc__ or "").strip()
+    entry = Policy(
+        name=name,
+        kind="alloc",
+        summary=summary or (doc.splitlines()[0].rstrip(".") if doc else f"allocation policy {target} (Python)"),
+        doc=doc,
+        options=(),
+        fungible=bool(getattr(cls, "fungible", False)),
+        topology_aware=True,
+        python=target,
+    )
+    _PYTHON[name] = entry
+    return entry
+
+
+def unregister(name: str) -> None:
+    """Forget a policy registered with :func:`register` (tests)."""
+    _PYTHON.pop(name, None)
+
+
 @functools.cache
+def _entry_point_policies() -> tuple[tuple[str, str], ...]:
+    from importlib.metadata import entry_points
+
+    return tuple((ep.name, ep.value) for ep in entry_points(group="toposched.policies"))
+
+
 def policies() -> tuple[Policy, ...]:
-    """Every registered policy: queue policies, then allocation policies, each in the
-    core's (file-name) order."""
+    """Every registered policy: the core's (queue policies, then allocation policies, in
+    file-name order), then allocation policies written in Python."""
+    for ep_name, target in _entry_point_policies():
+        if ep_name not in _PYTHON:
+            register(target, name=ep_name)
+    return _core_policies() + tuple(_PYTHON.values())
+
+
+def python_target(name: str) -> str | None:
+    """``module:Class`` of a registered Python policy, else None."""
+    p = policy(name)
+    return p.python if p is not None else None
+
+
+@functools.cache
+def _core_policies() -> tuple[Policy, ...]:
+    """The core's policies (``_core.policies()``)."""
     out = []
     for p in _core.policies():
         schema = p["options"]
@@ -171,7 +235,7 @@ def catalogue_markdown() -> str:
     )
     for kind, title in (("queue", "Queue policies (`--queue`)"), ("alloc", "Allocation policies (`--alloc`)")):
         lines += ["", f"### {title}", ""]
-        for p in policies():
+        for p in _core_policies():  # the core's only: Python ones depend on what is installed
             if p.kind != kind:
                 continue
             flags = ""
