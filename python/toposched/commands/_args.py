@@ -61,7 +61,10 @@ def _policy_help(o: PolicyOption) -> str:
     default = o.default
     if o.type == "boolean":
         default = "on" if default else "off"
-    return f"{o.policy}: {o.description} (default: {default})"
+    text = o.description.rstrip(".")
+    if text[:2].istitle():  # "With a ..." -> "with a ..." after the policy's name
+        text = text[0].lower() + text[1:]
+    return f"{o.policy}: {text} (default: {default})"
 
 
 def add_policy_options(parser: argparse.ArgumentParser) -> None:
