@@ -117,13 +117,7 @@ def load_policy(spec: str) -> Any:
 def resolve(policy: Any, fabric: Any) -> Any:
     """A built-in name stays a string; ``module:Class`` or an instance becomes a set-up object."""
     if isinstance(policy, str) and ":" not in policy:
-        from .registry import python_target
-
-        # a policy written in Python and registered under a name (toposched.registry)
-        target = python_target(policy)
-        if target is None:
-            return policy
-        policy = target
+        return policy
     obj = load_policy(policy) if isinstance(policy, str) else policy
     setup = getattr(obj, "setup", None)
     if callable(setup):

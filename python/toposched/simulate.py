@@ -57,11 +57,13 @@ def simulate(
         return aslogged.replay_as_logged(workload, fabric, config)
     from . import _core
 
-    from . import policies
+    from . import policies, registry
 
     kill, kill_rule = kill_at_walltime(workload, config)
     config = replace(config, kill_at_walltime=kill)
-    alloc = policies.resolve(config.alloc, fabric)
+    # a policy written in Python and registered under a name runs as its module:Class
+    target = registry.python_target(config.alloc) if isinstance(config.alloc, str) else None
+    alloc = policies.resolve(target or config.alloc, fabric)
     order = policies.resolve(config.queue_order, fabric) if config.queue_order is not None else None
     options = policy_options(config)  # before the try: its errors name their flag
     try:
