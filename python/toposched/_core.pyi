@@ -193,6 +193,7 @@ def network_results(simulation: Simulation) -> dict[str, Any] | None: ...
 
 # live placement (crates/toposched-py/src/live.rs), used by `toposched serve`
 
+@final
 class Placer:
     """A live allocation table using a built-in allocation policy exactly as a replay does."""
 
