@@ -32,6 +32,7 @@ import numpy as np
 
 from . import __version__
 from .errors import InputError
+from .jobmodel import DEFAULT_FAIRNESS, AppProfile, FabricTiming, profile, timing_for
 from .topology import Fabric, load_fabric
 
 #: Seed 003's Catalyst service-level weights (SL 0..3): 9:1 pairs, high pair 254x the low one.
@@ -70,6 +71,10 @@ _JOB_KEYS = {
     "bully",
     "count",
     "patterns",
+    "app",
+    "comm_fraction",
+    "message_bytes",
+    "messages",
 }
 
 
@@ -79,13 +84,19 @@ class ModelSettings:
 
     #: (host, leaf, core) link bandwidth, in the unit times are wanted in per byte.
     bandwidth: tuple[float, float, float] = (1.0, 1.0, 1.0)
-    #: Claim of a job on a shared link: "flows" (default), "ports" or "jobs".
-    fairness: str = "flows"
+    #: Claim of a job on a shared link: "ports" (default), "flows" or "jobs".
+    fairness: str = DEFAULT_FAIRNESS
     #: Weight of each service level, index = level.
     sl_weights: tuple[float, ...] = (1.0,)
+    #: Link data rate and message latency of the job model (None: the fabric's preset).
+    timing: FabricTiming | None = None
 
     def describe(self) -> dict[str, Any]:
-        return {"bandwidth": list(self.bandwidth), "fairness": self.fairness, "service_levels": list(self.sl_weights)}
+        d: dict[str, Any] = {"bandwidth": list(self.bandwidth), "fairness": self.fairness, "service_levels": list(self.sl_weights)}
+        if self.timing is not None:
+            d["link_gbps"] = self.timing.link_bytes_per_s * 8 / 1e9
+            d["latency_us"] = self.timing.message_latency_s * 1e6
+        return d
 
 
 @dataclass
@@ -103,6 +114,11 @@ class ScenarioJob:
     flows: list[tuple[int, int, float]] | None = None
     #: The seed 004 bully this job was generated from, if any.
     bully: str | None = None
+    #: Its application profile (job model) and the fractions of its iteration alone.
+    app: str | None = None
+    fractions: dict[str, float] | None = None
+    profile: AppProfile | None = None
+    timing: FabricTiming | None = None
 
     def core_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -153,9 +169,15 @@ def parse_settings(obj: Any, src: str = "<scenario>", where: str = "model") -> M
         return ModelSettings()
     if not isinstance(obj, dict):
         raise _err(src, where, "expected an object with bandwidth, fairness, service_levels")
-    unknown = set(obj) - {"bandwidth", "fairness", "service_levels"}
+    unknown = set(obj) - {"bandwidth", "fairness", "service_levels", "link_gbps", "overhead_us"}
     if unknown:
-        raise _err(src, f"{where}.{sorted(unknown)[0]}", "unknown setting; settings are bandwidth, fairness, service_levels")
+        raise _err(src, f"{where}.{sorted(unknown)[0]}", "unknown setting; settings are bandwidth, fairness, service_levels, link_gbps, overhead_us")
+    timing = None
+    if "link_gbps" in obj or "overhead_us" in obj:
+        gbps, over = obj.get("link_gbps", 32.0), obj.get("overhead_us", 1.0)
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in (gbps, over)):
+            raise _err(src, f"{where}.link_gbps", "link_gbps and overhead_us are positive numbers")
+        timing = FabricTiming(link_bytes_per_s=float(gbps) * 1e9 / 8, overhead_s=float(over) * 1e-6)
     bw = obj.get("bandwidth", 1.0)
     if isinstance(bw, (int, float)):
         bandwidth = (float(bw),) * 3
@@ -167,9 +189,9 @@ def parse_settings(obj: Any, src: str = "<scenario>", where: str = "model") -> M
         raise _err(src, f"{where}.bandwidth", "expected a number, [host, leaf, core] or {\"host\": .., \"leaf\": .., \"core\": ..}")
     if not all(math.isfinite(b) and b > 0 for b in bandwidth):
         raise _err(src, f"{where}.bandwidth", f"bandwidths must be positive numbers, got {list(bandwidth)}")
-    fairness = obj.get("fairness", "flows")
-    if fairness not in ("flows", "ports", "jobs"):
-        raise _err(src, f"{where}.fairness", f"expected 'flows', 'ports' or 'jobs', got {fairness!r}")
+    fairness = obj.get("fairness", DEFAULT_FAIRNESS)
+    if fairness not in ("flows", "ports", "jobs", "job-maxmin"):
+        raise _err(src, f"{where}.fairness", f"expected 'jobs', 'job-maxmin', 'ports' or 'flows', got {fairness!r}")
     sl = obj.get("service_levels", "default")
     if isinstance(sl, str):
         if sl not in SL_PRESETS:
@@ -179,7 +201,7 @@ def parse_settings(obj: Any, src: str = "<scenario>", where: str = "model") -> M
         weights = tuple(float(w) for w in sl)
     else:
         raise _err(src, f"{where}.service_levels", "expected a non-empty list of positive weights or a table name")
-    return ModelSettings(bandwidth=bandwidth, fairness=fairness, sl_weights=weights)
+    return ModelSettings(bandwidth=bandwidth, fairness=fairness, sl_weights=weights, timing=timing)
 
 
 _RANGE = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+))?\s*$")
@@ -347,8 +369,15 @@ def parse_scenario(obj: dict[str, Any], *, source: str = "<scenario>", system: s
             "ranks_per_node": _number(j, "ranks_per_node", 1, int, src, where, lo=1),
             "seed": _number(j, "seed", seed * 1_000_003 + i, int, src, where, lo=0),
             "service_level": _number(j, "service_level", 0, int, src, where, lo=0, hi=len(settings.sl_weights) - 1),
-            "phi": _number(j, "phi", 1.0, float, src, where, lo=0.0, hi=1.0),
+            "phi": _number(j, "phi", -1.0, float, src, where, lo=0.0, hi=1.0) if "phi" in j else -1.0,
         }
+        app = j.get("app")
+        overrides = {
+            "comm_fraction": _number(j, "comm_fraction", None, float, src, where, lo=0.0, hi=1.0) if "comm_fraction" in j else None,
+            "message_bytes": _number(j, "message_bytes", None, float, src, where, lo=0.0) if "message_bytes" in j else None,
+            "messages": _number(j, "messages", None, int, src, where, lo=1) if "messages" in j else None,
+        }
+        timing = settings.timing or timing_for(fabric_text)
         if "nodes" in j:
             nodes_or_leaves: Any = _node_list(j["nodes"], fabric, src, f"{where}.nodes")
             clash = [x for x in nodes_or_leaves if used[x]]
@@ -382,6 +411,7 @@ def parse_scenario(obj: dict[str, Any], *, source: str = "<scenario>", system: s
                     continue
                 sub = ScenarioJob(name=f"{name}.{k + 1}", nodes=sorted(g), pattern=pats[k % len(pats)], bully="interleaved", **{**common, "seed": common["seed"] + k})
                 _check_pattern(sub.pattern, src, f"{where}.patterns")
+                _apply_job_model(sub, app, overrides, timing, "ranks_per_node" in j, src, where)
                 resolved.append((i, sub))
                 for x in g:
                     used[x] = True
@@ -412,9 +442,40 @@ def parse_scenario(obj: dict[str, Any], *, source: str = "<scenario>", system: s
         names.add(name)
         for x in flat:
             used[x] = True
-        resolved.append((i, ScenarioJob(name=name, nodes=flat if "nodes" in j else sorted(flat), pattern=pattern, flows=flows, bully=bully, **common)))
+        job = ScenarioJob(name=name, nodes=flat if "nodes" in j else sorted(flat), pattern=pattern, flows=flows, bully=bully, **common)
+        _apply_job_model(job, app if app is not None else ("bully" if bully else None), overrides, timing, "ranks_per_node" in j, src, where)
+        resolved.append((i, job))
     resolved.sort(key=lambda t: t[0])
     return Scenario(fabric=fabric, settings=settings, jobs=[s for _, s in resolved], seed=seed, source=src, fabric_text=fabric_text)
+
+
+def _apply_job_model(job: ScenarioJob, app: Any, overrides: dict[str, Any], timing: FabricTiming, rpn_given: bool, src: str, where: str) -> None:
+    """Attach the job's application profile (jobmodel.py); its bandwidth fraction ``phi``
+    is computed at evaluation from its demand, unless the job gave ``phi`` itself."""
+    if app is not None and not isinstance(app, str):
+        raise _err(src, f"{where}.app", "expected an application profile name")
+    job.profile = profile(job.pattern, app=app, overrides=overrides, src=f"{src}: {where}")
+    job.app = job.profile.name
+    job.timing = timing
+    if job.phi >= 0:  # an explicit phi is the bandwidth fraction; the rest counts as compute
+        job.fractions = {"compute": 1.0 - job.phi, "latency": 0.0, "bandwidth": job.phi}
+
+
+def _resolve_phi(model: Any, jobs: list[ScenarioJob]) -> None:
+    """Set ``phi`` of the jobs that did not give one, from the job model: the bandwidth
+    part is the job's busiest node link at the ideal placement (its own pattern, on-node
+    messages dropped) at the fabric's data rate; the latency part its messages times the
+    per-message latency (jobmodel.py)."""
+    for j in jobs:
+        if j.phi >= 0 or j.profile is None:
+            continue
+        if j.pattern in ("none", "compute") or j.profile.comm_fraction <= 0:
+            j.phi, j.fractions = 0.0, {"compute": 1.0, "latency": 0.0, "bandwidth": 0.0}
+            continue
+        d = j.core_dict()
+        dem = model.demand(d["nodes"], d["pattern"], bytes=1.0, ranks_per_node=d["ranks_per_node"], seed=d["seed"], flows=d.get("flows"))
+        j.fractions = j.profile.fractions_from_demand(float(dem["t_ideal"]), j.timing or FabricTiming())
+        j.phi = j.fractions["bandwidth"]
 
 
 def _check_pattern(pattern: str, src: str, where: str) -> None:
@@ -457,6 +518,7 @@ def evaluate(scenario: Scenario) -> dict[str, Any]:
     """Evaluate a scenario: the result object of docs/network.md."""
     model = network_model(scenario.fabric, scenario.settings)
     try:
+        _resolve_phi(model, scenario.jobs)
         ev = model.evaluate([j.core_dict() for j in scenario.jobs])
     except ValueError as exc:
         raise InputError(scenario.source, str(exc), field="jobs") from None
@@ -472,6 +534,9 @@ def evaluate(scenario: Scenario) -> dict[str, Any]:
                 "node_ids": list(j.nodes),
                 "service_level": j.service_level,
                 "phi": j.phi,
+                "app": j.app,
+                "compute_fraction": (j.fractions or {}).get("compute"),
+                "latency_fraction": (j.fractions or {}).get("latency"),
                 "ranks_per_node": j.ranks_per_node,
                 "seed": j.seed,
                 "flows": r["flows"],
