@@ -10,7 +10,7 @@ resulting slowdown. docs/network.md documents the JSON format and the model.
 >>> from toposched.network import evaluate_scenario
 >>> A = [leaf * 18 + p for leaf in range(16) for p in range(9)]        # ports 0-8 of every leaf
 >>> B = [leaf * 18 + p for leaf in range(16) for p in range(9, 18)]    # ports 9-17
->>> jobs = [{"name": "A", "nodes": A, "pattern": "flood"}, {"name": "B", "nodes": B, "pattern": "flood"}]
+>>> jobs = [{"name": "A", "nodes": A, "pattern": "flood", "phi": 1}, {"name": "B", "nodes": B, "pattern": "flood", "phi": 1}]
 >>> r = evaluate_scenario({"fabric": "fattree:K=18,S=16,P=1", "jobs": jobs})
 >>> [j["slowdown"] for j in r["jobs"]]
 [1.0, 1.0]
