@@ -591,3 +591,98 @@ def test_the_bundled_interfere_example_gives_the_issue_numbers(tmp_path):
         assert main(argv) == 0
         jobs = json.loads(out.read_text())["jobs"]
         assert [round(j["slowdown"], 6) for j in jobs] == [expected, expected]
+
+
+# ----------------------------------------------------------------------------- fairness units, service levels
+
+
+def _fair_bottleneck(d, cap):
+    """SimGrid's ptask_L07 solver (FairBottleneck::bottleneck_solve), written from its
+    description: every round each constraint offers each live variable remaining / n_live,
+    each variable grows by its tightest offer (bound 1), saturated constraints freeze their
+    variables. d: jobs x links demand at x = 1; every link is a constraint."""
+    J, L = d.shape
+    x, rem = np.zeros(J), cap.astype(float).copy()
+    uses = d > 0
+    live = uses.any(axis=1)
+    x[~live] = 1.0
+    sat = np.zeros(L, bool)
+    while live.any():
+        n = (uses & live[:, None]).sum(axis=0)
+        offer = np.where(n > 0, rem / np.maximum(n, 1), np.inf)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(uses, offer[None, :] / np.where(uses, d, 1), np.inf)
+        inc = np.where(live, np.minimum(1 - x, ratio.min(axis=1)), 0.0)
+        x += inc
+        rem -= d.T @ inc
+        sat |= rem <= 1e-9 * cap
+        rem[sat] = 0.0
+        done = live & ((x >= 1 - 1e-9) | (uses[:, sat].any(axis=1)))
+        x[done & (x >= 1 - 1e-9)] = 1.0
+        live &= ~done
+    return x
+
+
+@pytest.mark.parametrize("taper", [False, True])
+def test_fairness_jobs_is_simgrids_ptask_solver(taper):
+    """fairness=jobs against an independent fair-bottleneck over every link each job uses
+    (node links included), on random multi-job scenarios: equal to 1e-9."""
+    fabric = T288_TAPER if taper else T288
+    topo = _core.Topology.fat_tree("t", 18, 16, 1, 9 if taper else 18)
+    m = _core.NetworkModel(topo, fairness="jobs")
+    pats = ["pairs", "flood", "ring", "stencil2d", "stencil3d", "sub-a2a:8", "incast"]
+    rng = np.random.default_rng(7 + taper)
+    compared = 0
+    for _ in range(12):
+        perm, pos, jobs = rng.permutation(288), 0, []
+        for _ in range(int(rng.integers(2, 6))):
+            n = int(rng.integers(8, 73))
+            if pos + n > 288:
+                break
+            jobs.append({"nodes": sorted(perm[pos : pos + n].tolist()), "pattern": pats[int(rng.integers(len(pats)))], "seed": int(rng.integers(1000)), "phi": 1})
+            pos += n
+        links = {}
+        rows = []
+        for j in jobs:
+            dem = m.demand(j["nodes"], j["pattern"], seed=j["seed"])
+            rows.append({int(l): b / dem["t_alone"] for l, b in zip(dem["links"], dem["bytes"])})
+            for l in dem["links"]:
+                links.setdefault(int(l), len(links))
+        d = np.zeros((len(jobs), len(links)))
+        for k, r in enumerate(rows):
+            for l, v in r.items():
+                d[k, links[l]] = v
+        cap = np.array([m.link_capacity(l) for l in links])
+        want = _fair_bottleneck(d, cap)
+        got = [j["x"] for j in evaluate_scenario({"fabric": fabric, "model": {"fairness": "jobs"}, "jobs": jobs})["jobs"]]
+        assert got == pytest.approx(want.tolist(), abs=1e-9)
+        compared += len(jobs)
+    assert compared >= 30
+
+
+def test_service_levels_arbitrate_per_level_whatever_the_flow_counts():
+    """One flow at weight 9 against three at weight 1 on one shared up-link of a 2:1 taper:
+    0.9 / 0.1 (per level), not 0.75 / 0.25 (per flow x weight). Within a level, flows split
+    the level's share (fairness=flows)."""
+    # leaf 0 -> leaf 1 through one up-link: D-mod-k picks the up-port by the destination's
+    # index in its leaf, so destinations with the same index mod 9 share a spine
+    one = {"name": "hi", "nodes": [0, 18], "pattern": "ring", "service_level": 0, "phi": 1}
+    three = {"name": "lo", "flows": [[0, 3, 1.0], [1, 4, 1.0], [2, 5, 1.0]], "nodes": [1, 2, 3, 27, 45, 36], "service_level": 1, "phi": 1}
+    scen = {"fabric": "fattree:K=18,S=16,P=1,W1=1", "model": {"fairness": "flows", "service_levels": [9, 1]}, "jobs": [one, three]}
+    r = evaluate_scenario(scen)
+    # leaf 0's single up-link carries hi's one flow and lo's three; alone each saturates it
+    assert [j["x"] for j in r["jobs"]] == pytest.approx([0.9, 0.1])
+    # the same two jobs at one level: claims by flows, 1 : 3
+    scen["model"]["service_levels"] = [1]
+    one["service_level"] = three["service_level"] = 0
+    assert [j["x"] for j in evaluate_scenario(scen)["jobs"]] == pytest.approx([0.25, 0.75])
+    # levels 9:1 again, and a second job at the low level with one flow: level 1 keeps 0.1
+    # of the link, split 3 : 1 by flows between its two jobs
+    scen["model"]["service_levels"] = [9, 1]
+    one["service_level"], three["service_level"] = 0, 1
+    extra = {"name": "lo2", "flows": [[0, 1, 1.0]], "nodes": [4, 22], "service_level": 1, "phi": 1}
+    scen["jobs"] = [one, three, extra]
+    xs = [j["x"] for j in evaluate_scenario(scen)["jobs"]]
+    assert xs[0] == pytest.approx(0.9)
+    assert xs[1] * 1.0 + xs[2] * 1.0 == pytest.approx(0.1)  # both saturate the link alone: d = 1
+    assert xs[1] == pytest.approx(0.075) and xs[2] == pytest.approx(0.025)
