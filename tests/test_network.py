@@ -493,7 +493,7 @@ def test_replay_without_network_is_unchanged():
 
 
 def test_isolated_replay_is_never_slowed():
-    r = _replay("isolated", "random,seed=2")
+    r = _replay("isolated", "random,seed=2,reference=alone")
     j = _Cols(r.jobs)
     assert (j.net_slowdown == 1.0).all() and (j.net_links_shared == 0).all()
     assert (j.runtime_s == np.minimum(j.log_runtime_s, j.walltime_s)).all()
@@ -501,8 +501,8 @@ def test_isolated_replay_is_never_slowed():
 
 
 def test_random_replay_slows_jobs_and_is_reproducible():
-    r1 = _replay("random", "random,seed=2")
-    r2 = _replay("random", "random,seed=2")
+    r1 = _replay("random", "random,seed=2,reference=alone")
+    r2 = _replay("random", "random,seed=2,reference=alone")
     assert r1.jobs.equals(r2.jobs)
     j = _Cols(r1.jobs)
     base = np.minimum(j.log_runtime_s, j.walltime_s)
@@ -515,11 +515,11 @@ def test_random_replay_slows_jobs_and_is_reproducible():
     assert set(j.net_pattern) <= {"stencil4d", "unstructured", "pairs", "subcom-a2a"}
     assert r1.summary["network"]["mapping"] == "random"
     # different seed, different traffic
-    assert not _replay("random", "random,seed=3").jobs.equals(r1.jobs)
+    assert not _replay("random", "random,seed=3,reference=alone").jobs.equals(r1.jobs)
 
 
 def test_slowed_jobs_are_killed_at_their_limit_with_overrun_kill():
-    r = _replay("random", "mapping=random,phi=1,patterns=a2a+pairs,overrun=kill", workload=_workload(slack=1.01))
+    r = _replay("random", "mapping=random,phi=1,patterns=a2a+pairs,overrun=kill,reference=alone", workload=_workload(slack=1.01))
     j = _Cols(r.jobs)
     killed = j.killed
     assert killed.sum() > 0
@@ -531,7 +531,7 @@ def test_slowed_jobs_are_killed_at_their_limit_with_overrun_kill():
 def test_slowed_jobs_run_past_their_limit_by_default():
     # Limits 1% above the log's run times: the predicted slowdown shows in the run time
     # instead of being cut at the limit (which would hide it).
-    r = _replay("random", "mapping=random,phi=1,patterns=a2a+pairs", workload=_workload(slack=1.01))
+    r = _replay("random", "mapping=random,phi=1,patterns=a2a+pairs,reference=alone", workload=_workload(slack=1.01))
     j = _Cols(r.jobs)
     past = j.runtime_s > j.walltime_s
     assert past.sum() > 0 and not j.killed[past].any()
@@ -553,7 +553,11 @@ def test_network_spec_forms(tmp_path):
     f = tmp_path / "net.json"
     f.write_text(json.dumps({"mapping": "bins", "bins": [{"max_nodes": 18, "pattern": "none", "phi": 0}, {"pattern": "a2a", "phi": 0.5}], "model": {"fairness": "jobs"}}))
     s = parse_network_spec(str(f))
-    assert s.bins == ((18, "none", 0.0), (2**62, "a2a", 0.5)) and s.settings.fairness == "jobs"
+    assert s.bins == ((18, "none", None, 0.0), (2**62, "a2a", None, 0.5)) and s.settings.fairness == "jobs"
+    f.write_text(json.dumps({"bins": [{"max_nodes": 18, "pattern": "none", "comm_fraction": 0}, {"pattern": "a2a"}]}))
+    assert parse_network_spec(str(f)).bins == ((18, "none", 0.0, None), (2**62, "a2a", 0.3, None))
+    h = parse_network_spec("heavy")  # seed 000's experiment: random Chatterbug patterns, all communication
+    assert (h.mapping, h.comm_fraction, h.phi, h.reference) == ("random", 1.0, None, "random")
     for bad, field in [("colour=red", "colour"), ("phi=2", "phi"), ("mapping=column", "column"), ("patterns=bogus", "patterns"), ("reference=x", "reference")]:
         with pytest.raises(InputError) as e:
             parse_network_spec(bad)

@@ -589,16 +589,52 @@ def write_result(result: dict[str, Any], path: str | Path) -> Path:
 #: Chatterbug patterns of the SC18 paper's experiments (seed 000 §V-B), for ``mapping=random``.
 PAPER_PATTERNS: tuple[str, ...] = ("stencil4d", "unstructured", "pairs", "subcom-a2a")
 
-#: Default ``mapping=bins`` table: (largest node count, pattern, phi). One-node jobs do not
-#: use the network; larger jobs communicate more, with denser patterns (documented choice,
-#: replaceable in a JSON spec).
-DEFAULT_BINS: tuple[tuple[int, str, float], ...] = (
-    (1, "none", 0.0),
-    (16, "stencil3d", 0.2),
-    (128, "stencil4d", 0.3),
-    (512, "unstructured", 0.3),
-    (2**62, "subcom-a2a", 0.4),
+#: Default ``mapping=bins`` table: (largest node count, pattern, communication fraction,
+#: explicit phi or None). One-node jobs do not use the network; the others communicate 30 %
+#: of their time (seed 000's production-like variant: "communication ... around 30% of the
+#: total time", which measured a 1.08x mean / 1.31x max gain from isolation), with the
+#: patterns' application profiles (jobmodel.py) splitting that time into latency and
+#: bandwidth; larger jobs get denser patterns (documented choice, replaceable).
+DEFAULT_BINS: tuple[tuple[int, str, float | None, float | None], ...] = (
+    (1, "none", 0.0, None),
+    (16, "stencil3d", 0.3, None),
+    (128, "stencil4d", 0.3, None),
+    (512, "unstructured", 0.3, None),
+    (2**62, "subcom-a2a", 0.3, None),
 )
+
+#: Communication fraction of ``mapping=random`` / ``column`` jobs unless ``phi`` is given.
+DEFAULT_COMM_FRACTION = 0.3
+
+#: Node count the bandwidth share of a pattern is computed at for larger jobs (the share
+#: is a per-node property; this bounds the cost for dense patterns).
+SHARE_NODES_CAP = 128
+
+_SHARE_CACHE: dict[tuple[str, int, float, float], float] = {}
+_SHARE_MODEL: list[Any] = []  # one NetworkModel for the shares (node links only matter)
+
+
+def bandwidth_share(pattern: str, n_nodes: int, timing: FabricTiming | None = None) -> float:
+    """The bandwidth part of a job's communication time under the job model (jobmodel.py):
+    its pattern's default profile, ranks per node and message size, on ``n_nodes`` (at most
+    ``SHARE_NODES_CAP``) nodes. ``phi = comm_fraction x share``. Cached."""
+    from . import _core
+
+    timing = timing or FabricTiming()
+    n = max(1, min(int(n_nodes), SHARE_NODES_CAP))
+    key = (pattern, n, timing.link_bytes_per_s, timing.message_latency_s)
+    if key in _SHARE_CACHE:
+        return _SHARE_CACHE[key]
+    prof = profile(pattern, overrides={"comm_fraction": 1.0})
+    if n < 2 and prof.ranks_per_node <= 1 or pattern in ("none", "compute"):
+        share = 0.0
+    else:
+        if not _SHARE_MODEL:
+            _SHARE_MODEL.append(_core.NetworkModel(_core.Topology.preset("cab")))
+        dem = _SHARE_MODEL[0].demand(list(range(n)), pattern, ranks_per_node=prof.ranks_per_node, seed=0)
+        share = prof.fractions_from_demand(float(dem["t_ideal"]), timing)["bandwidth"]
+    _SHARE_CACHE[key] = share
+    return share
 
 
 @dataclass
@@ -608,16 +644,22 @@ class NetworkSpec:
 
     #: "bins" (by job size), "random" (seeded, as seed 000 did) or "column" (a trace column).
     mapping: str = "bins"
-    bins: tuple[tuple[int, str, float], ...] = DEFAULT_BINS
+    bins: tuple[tuple[int, str, float | None, float | None], ...] = DEFAULT_BINS
     patterns: tuple[str, ...] = PAPER_PATTERNS
-    #: phi: a value, or (low, high) drawn uniformly per job (per column value for "column").
-    phi: float | tuple[float, float] = (0.1, 0.6)
+    #: Explicit bandwidth fraction (bypassing the job model): a value, or (low, high)
+    #: drawn uniformly per job (per column value for "column"). None: the job model.
+    phi: float | tuple[float, float] | None = None
+    #: Communication fraction for the job model (value or range), when ``phi`` is None.
+    comm_fraction: float | tuple[float, float] = DEFAULT_COMM_FRACTION
     column: str | None = None
     #: A workload column holding each job's service level.
     sl_column: str | None = None
     seed: int = 0
-    #: "alone" (logged run time = alone on its own placement), "ideal" or "random".
-    reference: str = "alone"
+    #: What placement a logged run time refers to: "random" (default: a uniformly random
+    #: placement of its size, as a topology-oblivious scheduler gives; compact placements
+    #: then run faster than logged, scattered ones slower), "alone" (its own placement:
+    #: only interference stretches it) or "ideal".
+    reference: str = "random"
     #: A job the predicted slowdown pushes past its limit: "run-on" (default: the
     #: prediction shows in its run time) or "kill" (killed at the limit, work lost).
     overrun: str = "run-on"
@@ -629,10 +671,13 @@ class NetworkSpec:
     def describe(self) -> dict[str, Any]:
         d: dict[str, Any] = {"spec": self.text, "mapping": self.mapping, "reference": self.reference, "overrun": self.overrun, "ranks_per_node": self.ranks_per_node, "seed": self.seed}
         if self.mapping == "bins":
-            d["bins"] = [{"max_nodes": b[0], "pattern": b[1], "phi": b[2]} for b in self.bins]
+            d["bins"] = [{"max_nodes": b[0], "pattern": b[1], **({"phi": b[3]} if b[3] is not None else {"comm_fraction": b[2]})} for b in self.bins]
         else:
             d["patterns"] = list(self.patterns)
-            d["phi"] = list(self.phi) if isinstance(self.phi, tuple) else self.phi
+            if self.phi is not None:
+                d["phi"] = list(self.phi) if isinstance(self.phi, tuple) else self.phi
+            else:
+                d["comm_fraction"] = list(self.comm_fraction) if isinstance(self.comm_fraction, tuple) else self.comm_fraction
         if self.column:
             d["column"] = self.column
         if self.sl_column:
@@ -641,7 +686,7 @@ class NetworkSpec:
         return d
 
 
-def _phi_value(text: str, src: str) -> float | tuple[float, float]:
+def _phi_value(text: str, src: str, what: str = "phi") -> float | tuple[float, float]:
     try:
         if "-" in text.strip()[1:]:
             lo, hi = text.split("-", 1) if not text.startswith("-") else (text, "")
@@ -649,10 +694,10 @@ def _phi_value(text: str, src: str) -> float | tuple[float, float]:
         else:
             v = float(text)
     except ValueError:
-        raise _err(src, "phi", f"expected a number or a range like 0.1-0.6, got {text!r}") from None
+        raise _err(src, what, f"expected a number or a range like 0.1-0.6, got {text!r}") from None
     vals = v if isinstance(v, tuple) else (v,)
     if not all(0.0 <= x <= 1.0 for x in vals) or (isinstance(v, tuple) and v[0] > v[1]):
-        raise _err(src, "phi", f"phi must be in [0, 1] (a range low-high), got {text!r}")
+        raise _err(src, what, f"{what} must be in [0, 1] (a range low-high), got {text!r}")
     return v
 
 
@@ -679,10 +724,13 @@ def parse_network_spec(text: str) -> NetworkSpec:
         if not sep:
             if key in ("on", "default", "bins", "random"):
                 items["mapping"] = "bins" if key in ("on", "default") else key
+            elif key == "heavy":
+                # seed 000's experiment: random Chatterbug patterns, pure communication
+                items.update({"mapping": "random", "comm_fraction": "1"})
             elif key.startswith("column:"):
                 items["mapping"], items["column"] = "column", key.split(":", 1)[1]
             else:
-                raise _err(src, key, "expected bins, random, column:NAME or KEY=VALUE")
+                raise _err(src, key, "expected bins, random, heavy, column:NAME or KEY=VALUE")
             continue
         items[key.strip()] = value.strip()
     obj: dict[str, Any] = {}
@@ -707,12 +755,12 @@ def parse_network_spec(text: str) -> NetworkSpec:
                 raise _err(src, key, f"expected a whole number, got {value!r}") from None
         elif key == "bytes":
             obj[key] = float(value)
-        elif key == "phi":
-            obj[key] = _phi_value(value, src)
+        elif key in ("phi", "comm_fraction", "comm"):
+            obj["comm_fraction" if key == "comm" else key] = _phi_value(value, src, key if key != "comm" else "comm_fraction")
         elif key in ("mapping", "column", "sl_column", "reference", "overrun"):
             obj[key] = value
         else:
-            raise _err(src, key, "unknown key; keys are mapping, patterns, phi, column, sl_column, seed, reference, overrun, fairness, bandwidth, service_levels, ranks_per_node, bytes")
+            raise _err(src, key, "unknown key; keys are mapping, patterns, comm_fraction (comm), phi, column, sl_column, seed, reference, overrun, fairness, bandwidth, service_levels, ranks_per_node, bytes")
     if model:
         obj["model"] = model
     out = _spec_from_obj(obj, src)
@@ -723,7 +771,7 @@ def parse_network_spec(text: str) -> NetworkSpec:
 def _spec_from_obj(obj: dict[str, Any], src: str) -> NetworkSpec:
     if not isinstance(obj, dict):
         raise InputError(src, "a network spec is an object")
-    known = {"mapping", "bins", "patterns", "phi", "column", "sl_column", "seed", "reference", "overrun", "ranks_per_node", "bytes", "model"}
+    known = {"mapping", "bins", "patterns", "phi", "comm_fraction", "column", "sl_column", "seed", "reference", "overrun", "ranks_per_node", "bytes", "model"}
     bad = set(obj) - known
     if bad:
         raise _err(src, sorted(bad)[0], "unknown key; keys are " + ", ".join(sorted(known)))
@@ -734,17 +782,17 @@ def _spec_from_obj(obj: dict[str, Any], src: str) -> NetworkSpec:
     if "bins" in obj:
         bins = obj["bins"]
         if not isinstance(bins, list) or not bins:
-            raise _err(src, "bins", "expected a list of {max_nodes, pattern, phi}")
+            raise _err(src, "bins", "expected a list of {max_nodes, pattern, comm_fraction or phi}")
         out = []
         for k, b in enumerate(bins):
-            if not isinstance(b, dict) or set(b) - {"max_nodes", "pattern", "phi"} or "pattern" not in b:
-                raise _err(src, f"bins[{k}]", "expected {\"max_nodes\": N, \"pattern\": P, \"phi\": F}")
+            if not isinstance(b, dict) or set(b) - {"max_nodes", "pattern", "phi", "comm_fraction"} or "pattern" not in b or ("phi" in b and "comm_fraction" in b):
+                raise _err(src, f"bins[{k}]", "expected {\"max_nodes\": N, \"pattern\": P, \"comm_fraction\": F} (or \"phi\": F instead of comm_fraction)")
             mx = b.get("max_nodes", 2**62)
-            phi = b.get("phi", 1.0)
-            if not isinstance(mx, int) or mx < 1 or not isinstance(phi, (int, float)) or not 0 <= phi <= 1:
-                raise _err(src, f"bins[{k}]", "max_nodes is a whole number >= 1 and phi is in [0, 1]")
+            value = b.get("phi", b.get("comm_fraction", DEFAULT_COMM_FRACTION))
+            if not isinstance(mx, int) or mx < 1 or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+                raise _err(src, f"bins[{k}]", "max_nodes is a whole number >= 1 and comm_fraction / phi is in [0, 1]")
             _check_pattern(b["pattern"], src, f"bins[{k}].pattern")
-            out.append((mx, b["pattern"], float(phi)))
+            out.append((mx, b["pattern"], None, float(value)) if "phi" in b else (mx, b["pattern"], float(value), None))
         out.sort(key=lambda t: t[0])
         spec.bins = tuple(out)
     if "patterns" in obj:
@@ -754,25 +802,27 @@ def _spec_from_obj(obj: dict[str, Any], src: str) -> NetworkSpec:
         for p in pats:
             _check_pattern(p, src, "patterns")
         spec.patterns = tuple(pats)
-    if "phi" in obj:
-        phi = obj["phi"]
+    for key in ("phi", "comm_fraction"):
+        if key not in obj:
+            continue
+        phi = obj[key]
         if isinstance(phi, str):
-            phi = _phi_value(phi, src)
+            phi = _phi_value(phi, src, key)
         elif isinstance(phi, list) and len(phi) == 2:
             phi = (float(phi[0]), float(phi[1]))
         if isinstance(phi, (int, float)):
             phi = float(phi)
             if not 0 <= phi <= 1:
-                raise _err(src, "phi", "phi must be in [0, 1]")
+                raise _err(src, key, f"{key} must be in [0, 1]")
         elif not (isinstance(phi, tuple) and 0 <= phi[0] <= phi[1] <= 1):
-            raise _err(src, "phi", "expected a number in [0, 1] or [low, high]")
-        spec.phi = phi
+            raise _err(src, key, "expected a number in [0, 1] or [low, high]")
+        setattr(spec, key, phi)
     spec.column = obj.get("column")
     spec.sl_column = obj.get("sl_column")
     if spec.mapping == "column" and not spec.column:
         raise _err(src, "column", "mapping=column needs column=NAME (a workload column)")
     spec.seed = int(obj.get("seed", 0))
-    spec.reference = obj.get("reference", "alone")
+    spec.reference = obj.get("reference", "random")
     if spec.reference not in ("alone", "ideal", "random"):
         raise _err(src, "reference", f"expected alone, ideal or random, got {spec.reference!r}")
     spec.overrun = obj.get("overrun", "run-on")
@@ -801,13 +851,16 @@ def assign_traffic(workload: Any, spec: NetworkSpec) -> dict[str, Any]:
     n = len(workload)
     sizes = np.asarray(workload.columns["nodes"])
     src = spec.text or "--network"
+    timing = spec.settings.timing
     if spec.mapping == "bins":
         names = sorted({b[1] for b in spec.bins}, key=[b[1] for b in spec.bins].index)
         limits = np.array([b[0] for b in spec.bins])
-        k = np.searchsorted(limits, sizes, side="left")
-        k = np.minimum(k, len(spec.bins) - 1)
+        k = np.minimum(np.searchsorted(limits, sizes, side="left"), len(spec.bins) - 1)
         pattern = np.array([names.index(spec.bins[i][1]) for i in k], dtype=np.int64) if n else np.zeros(0, np.int64)
-        phi = np.array([spec.bins[i][2] for i in k], dtype=np.float64) if n else np.zeros(0)
+        phi = np.zeros(n)
+        for i in range(n):
+            mx, pat, cf, direct = spec.bins[k[i]]
+            phi[i] = direct if direct is not None else (cf or 0.0) * bandwidth_share(pat, int(sizes[i]), timing)
     else:
         names = list(spec.patterns)
         if spec.mapping == "random":
@@ -820,11 +873,16 @@ def assign_traffic(workload: Any, spec: NetworkSpec) -> dict[str, Any]:
             # the same value (application) gets the same phi: a hash of (seed, value)
             h = (vals.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(spec.seed)) >> np.uint64(11)
             u = h.astype(np.float64) / float(1 << 53)
-        if isinstance(spec.phi, tuple):
-            lo, hi = spec.phi
-            phi = lo + (hi - lo) * u
+        value = spec.phi if spec.phi is not None else spec.comm_fraction
+        if isinstance(value, tuple):
+            lo, hi = value
+            frac = lo + (hi - lo) * u
         else:
-            phi = np.full(n, float(spec.phi))
+            frac = np.full(n, float(value))
+        if spec.phi is not None:
+            phi = frac
+        else:
+            phi = np.array([frac[i] * bandwidth_share(names[pattern[i]], int(sizes[i]), timing) for i in range(n)])
     sl = np.zeros(n, np.int64)
     if spec.sl_column:
         sl = np.asarray(_workload_column(workload, spec.sl_column, src, "sl_column"), dtype=np.int64)
