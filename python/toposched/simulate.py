@@ -33,6 +33,7 @@ from .topology import Fabric
 from .workload.model import Workload
 from .files import RESULT_FILES, foreign_entries, replace_dir
 from .files import write_atomic as _atomic
+from .startup import column_numpy
 from .utilization import CHUNK_SAMPLES, UtilizationSeries
 from .utilization import SCHEMA as UTILIZATION_SCHEMA
 
@@ -150,10 +151,10 @@ class SimResult:
         # the arrays themselves (buffer protocol: no copies of the node lists)
         for name in ("job_id", "start_s", "end_s"):
             for chunk in self.jobs.column(name).chunks:
-                h.update(np.ascontiguousarray(chunk.to_numpy(zero_copy_only=False)))
+                h.update(np.ascontiguousarray(column_numpy(chunk)))
         for chunk in self.jobs.column("node_ids").chunks:
-            h.update(np.ascontiguousarray(chunk.offsets.to_numpy()))
-            h.update(np.ascontiguousarray(chunk.values.to_numpy()))
+            h.update(np.ascontiguousarray(column_numpy(chunk.offsets)))
+            h.update(np.ascontiguousarray(column_numpy(chunk.values)))
         return h.hexdigest()[:16]
 
     def write(self, out_dir: str | Path) -> dict[str, Path]:
@@ -519,10 +520,10 @@ def _summary(
     complete: bool,
     sim: Any,
 ) -> dict[str, Any]:
-    wait = jobs.column("wait_s").to_numpy()
-    bsld = jobs.column("bounded_slowdown").to_numpy()
-    nodes = jobs.column("nodes").to_numpy()
-    aph = jobs.column("aph").to_numpy(zero_copy_only=False)
+    wait = column_numpy(jobs.column("wait_s"))
+    bsld = column_numpy(jobs.column("bounded_slowdown"))
+    nodes = column_numpy(jobs.column("nodes"))
+    aph = column_numpy(jobs.column("aph"))
     aph = np.asarray(aph, dtype=float)
     by_size = []
     for label, lo, hi in SIZE_BINS:
@@ -545,7 +546,7 @@ def _summary(
     for why in skipped.column("reason").to_pylist():
         key = why.split(";")[0]
         reasons[key] = reasons.get(key, 0) + 1
-    killed = int(np.sum(jobs.column("killed").to_numpy())) if len(jobs) else 0
+    killed = int(np.sum(column_numpy(jobs.column("killed")))) if len(jobs) else 0
     over = int(np.sum(workload["runtime_s"] > workload["walltime_s"]))
     fab = fabric.describe()
     return {
