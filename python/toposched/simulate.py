@@ -205,11 +205,17 @@ def _with_meta(table: pa.Table, meta: dict[bytes, bytes]) -> pa.Table:
     return table.replace_schema_metadata({**(table.schema.metadata or {}), **meta})
 
 
+#: How utilization.parquet's columns are encoded: sample times are a regular grid (delta
+#: encoding stores it in almost nothing), busy counts take few values. pyarrow's default
+#: (dictionary on every column) took twice the time and 13x the space (HPC2N: 1.8 M samples).
+UTILIZATION_WRITE_OPTIONS: dict[str, Any] = {"use_dictionary": ["busy_nodes", "utilization"], "column_encoding": {"time_s": "DELTA_BINARY_PACKED"}}
+
+
 def _write_utilization(series: UtilizationSeries, path: str, meta: dict[bytes, bytes]) -> None:
     """utilization.parquet a chunk (one row group) at a time: the same file as
-    ``pq.write_table`` of the whole table, without holding it."""
+    ``pq.write_table`` of the whole table (with the same options), without holding it."""
     schema = UTILIZATION_SCHEMA.with_metadata(meta)
-    with pq.ParquetWriter(path, schema) as writer:
+    with pq.ParquetWriter(path, schema, **UTILIZATION_WRITE_OPTIONS) as writer:
         for chunk in series.chunks():
             writer.write_table(chunk.replace_schema_metadata(meta), row_group_size=CHUNK_SAMPLES)
 
