@@ -118,6 +118,12 @@ def busy_nodes_sampled(
     step_s: int,
 ) -> npt.NDArray[np.int64]: ...
 
+# ---- log readers' fast paths (crates/toposched-py/src/readers.rs) ----
+
+def swf_plain_chunk(
+    chunk: bytes, used: list[int], n_fields: int, max_digits: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], int] | None: ...
+
 # ---- network model (crates/toposched-py/src/network.rs; docs/network.md) ----
 
 from typing import Any  # noqa: E402

@@ -4,6 +4,7 @@
 mod live;
 mod network;
 mod policies;
+mod readers;
 
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -515,6 +516,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(aph, m)?)?;
     m.add_function(wrap_pyfunction!(ideal_aph, m)?)?;
     m.add_function(wrap_pyfunction!(busy_nodes_sampled, m)?)?;
+    m.add_function(wrap_pyfunction!(readers::swf_plain_chunk, m)?)?;
     m.add("PRESETS", toposched_core::topology::PRESETS.to_vec())?;
     m.add("ALLOCATORS", alloc::ALLOCATORS.to_vec())?;
     m.add("QUEUES", queue::QUEUES.to_vec())?;
