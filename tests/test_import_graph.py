@@ -1,6 +1,7 @@
 """No import cycles, in the Python package and between the Rust core's modules (issue 11):
 a cycle means two modules that cannot be understood, tested or replaced one without the
-other. Function-level (lazy) imports count too: they are cycles all the same."""
+other. Function-level (lazy) imports count too: they are cycles all the same. Imports
+under ``if TYPE_CHECKING:`` (annotations only) do not."""
 
 from __future__ import annotations
 
@@ -61,7 +62,12 @@ def python_graph() -> dict[str, set[str]]:
     for mod, path in mods.items():
         base = mod.split(".") if path.name == "__init__.py" else mod.split(".")[:-1]
         deps: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text())):
+        tree = ast.parse(path.read_text())
+        # imports under `if TYPE_CHECKING:` serve annotations only: no run-time dependency
+        typing_only = {id(n) for b in ast.walk(tree) if isinstance(b, ast.If) and "TYPE_CHECKING" in ast.unparse(b.test) for x in b.body for n in ast.walk(x)}
+        for node in ast.walk(tree):
+            if id(node) in typing_only:
+                continue
             targets: list[str] = []
             if isinstance(node, ast.ImportFrom):
                 origin = ".".join(base[: len(base) - node.level + 1] + ([node.module] if node.module else [])) if node.level else (node.module or "")

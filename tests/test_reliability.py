@@ -402,7 +402,7 @@ def test_series_samples_equal_the_engine_sampler(jobs, t0: int, span: int, step:
 def test_utilization_file_is_the_one_write_table_made(tmp_path: Path) -> None:
     """Streamed a chunk at a time, utilization.parquet is byte for byte the file
     pq.write_table of the whole table made before (one and two row groups)."""
-    from toposched.results import _write_utilization
+    from toposched.results import UTILIZATION_WRITE_OPTIONS, _write_utilization
 
     rng = np.random.default_rng(1)
     for n_samples in (1000, CHUNK_SAMPLES + 12_345):
@@ -414,7 +414,7 @@ def test_utilization_file_is_the_one_write_table_made(tmp_path: Path) -> None:
         busy = _core.busy_nodes_sampled(start, end, nodes, 0, t1, 60)
         table = pa.table({"time_s": pa.array(60 * np.arange(len(busy), dtype=np.int64)), "busy_nodes": pa.array(busy), "utilization": pa.array(busy / 64)})
         meta = {b"toposched.run_id": b"abc"}
-        pq.write_table(table.replace_schema_metadata(meta), tmp_path / "ref.parquet")
+        pq.write_table(table.replace_schema_metadata(meta), tmp_path / "ref.parquet", **UTILIZATION_WRITE_OPTIONS)
         _write_utilization(series, str(tmp_path / "got.parquet"), meta)
         assert (tmp_path / "got.parquet").read_bytes() == (tmp_path / "ref.parquet").read_bytes()
 

@@ -119,6 +119,12 @@ def busy_nodes_sampled(
     step_s: int,
 ) -> npt.NDArray[np.int64]: ...
 
+# ---- log readers' fast paths (crates/toposched-py/src/readers.rs) ----
+
+def swf_plain_chunk(
+    chunk: bytes, used: list[int], n_fields: int, max_digits: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], int] | None: ...
+
 # ---- network model (crates/toposched-py/src/network.rs; docs/network.md) ----
 
 
@@ -205,7 +211,7 @@ class Placer:
         options: dict[str, bool | int | float | str] | None = None,
     ) -> None: ...
     def allocate(
-        self, job: str, nodes: int, walltime_s: int, now_s: int, reserve: bool = False
+        self, job: str, nodes: int, walltime_s: int, now_s: int, reserve: bool = False, exclude: list[int] | None = None
     ) -> tuple[str, list[int] | None, int | None, str | None]: ...
     def release(self, job: str) -> list[int] | None: ...
     def assign(self, job: str, nodes: list[int], start_s: int, walltime_s: int) -> list[int]: ...

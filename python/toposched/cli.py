@@ -28,12 +28,38 @@ from . import __version__, commands
 from .errors import SimulationError, ToposchedError
 
 
-def _command_modules() -> list[ModuleType]:
-    names = sorted(m.name for m in pkgutil.iter_modules(commands.__path__) if not m.name.startswith("_"))
+def _command_names() -> list[str]:
+    """Module names of every subcommand (``node_agent`` is ``toposched node-agent``)."""
+    return sorted(m.name for m in pkgutil.iter_modules(commands.__path__) if not m.name.startswith("_"))
+
+
+def _command_modules(only: str | None = None) -> list[ModuleType]:
+    names = _command_names() if only is None else [only]
     return [importlib.import_module(f"{commands.__name__}.{n}") for n in names]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _requested_command(raw: list[str]) -> str | None:
+    """The module of the subcommand named on the command line, if it names one.
+
+    Only that module is imported to parse and run it: importing every command (and what
+    each imports) cost more than a whole small replay. Anything else (``--help``,
+    ``--version``, no command, a misspelled one) builds the full parser, so the help and
+    argparse's "invalid choice" message still list every command.
+    """
+    for word in raw:
+        if word == "--":
+            return None
+        if word.startswith("-"):
+            if word == "--debug":
+                continue
+            return None  # -h, --version or an unknown option: the full parser answers
+        module = word.replace("-", "_")
+        return module if not module.startswith("_") and module in _command_names() else None
+    return None
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The ``toposched`` parser: every subcommand, or only the module ``only``."""
     p = argparse.ArgumentParser(
         prog="toposched",
         description="Topology-aware HPC scheduling simulator: replay real job logs on fat-tree fabrics.",
@@ -41,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"toposched {__version__}")
     _add_debug(p, False)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for mod in _command_modules():
+    for mod in _command_modules(only):
         sp = sub.add_parser(
             mod.NAME,
             help=mod.HELP,
@@ -71,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     if debug:
         os.environ["TOPOSCHED_DEBUG"] = "1"  # the engine then prints its panics as well
     try:
-        args = build_parser().parse_args(raw)
+        args = build_parser(_requested_command(raw)).parse_args(raw)
         return int(args._run(args))
     except KeyboardInterrupt:
         if debug:

@@ -60,9 +60,21 @@ class UtilizationSeries:
 
     def busy_at(self, k0: int, k1: int) -> np.ndarray:
         """Busy nodes at samples ``k0 <= k < k1`` (int64)."""
-        times = self.t0 + self.step_s * np.arange(k0, k1, dtype=np.int64)
-        i = np.searchsorted(self.change_s, times, side="right") - 1
-        return np.where(i >= 0, self.busy[np.maximum(i, 0)] if len(self.busy) else 0, 0).astype(np.int64)
+        if k1 <= k0:
+            return np.zeros(0, np.int64)
+        # Change i holds from the first sample at or after change_s[i]: sample
+        # ceil((change_s[i] - t0) / step_s). Samples are regular, so each change's level
+        # is repeated over its run of samples (a copy, not a search per sample).
+        first_k = -((self.t0 - self.change_s) // self.step_s)
+        lo = int(np.searchsorted(first_k, k0, side="right"))  # changes in force at k0: [.., lo)
+        hi = max(lo, int(np.searchsorted(first_k, k1, side="left")))  # changes starting inside: [lo, hi)
+        levels = np.empty(hi - lo + 1, np.int64)
+        levels[0] = self.busy[lo - 1] if lo > 0 else 0
+        levels[1:] = self.busy[lo:hi]
+        bounds = np.empty(hi - lo + 2, np.int64)
+        bounds[0], bounds[-1] = k0, k1
+        bounds[1:-1] = first_k[lo:hi]
+        return np.repeat(levels, np.diff(bounds))
 
     def chunks(self, size: int = CHUNK_SAMPLES) -> Iterator[pa.Table]:
         """The samples as tables of at most ``size`` rows (none for an empty run)."""

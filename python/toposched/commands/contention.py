@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-import numpy as np
 from ._args import output_dir, seed
 from ._args import positive_int as _positive_int
 from ..files import write_atomic as _atomic
@@ -222,6 +221,8 @@ def write_outputs(analysis: Any, doc: dict[str, Any], out_dir: str | Path, *, fi
 
 
 def _json_default(x: Any) -> Any:
+    import numpy as np
+
     if isinstance(x, np.integer):
         return int(x)
     if isinstance(x, np.floating):
@@ -277,6 +278,8 @@ def _prob(r: dict[str, Any], J: float, key: str) -> float | None:
 
 def _log_axis(ax: Any) -> None:
     """Log y axis when there is something positive to show."""
+    import numpy as np
+
     if any(np.isfinite(y) and y > 0 for line in ax.get_lines() for y in line.get_ydata()):
         ax.set_yscale("log")
         ax.set_ylim(bottom=1e-3)  # below 0.001% nothing is worth reading

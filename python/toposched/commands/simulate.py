@@ -76,9 +76,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
+    from ..startup import keep_pandas_unloaded
 
-    from ..report import terminal_summary
+    keep_pandas_unloaded()
     from ..simulate import RunConfig, simulate
     from ..topology import load_fabric
     from ..workload import read_trace
@@ -90,7 +90,11 @@ def run(args: argparse.Namespace) -> int:
 
     _check_policy_options(args)
     check_output_dir(args.out)
-    console = Console(stderr=False, quiet=args.quiet)
+    console = None
+    if not args.quiet:  # rich and the report cost tens of ms to import: only to print
+        from rich.console import Console
+
+        console = Console(stderr=False)
     t0 = time.perf_counter()
     options: dict = {
         "lenient": args.lenient,
@@ -118,7 +122,9 @@ def run(args: argparse.Namespace) -> int:
         result = simulate(workload, fabric, config, progress=bar.update)
     t_sim = time.perf_counter() - t1
     paths = result.write(args.out)
-    if not args.quiet:
+    if console is not None:
+        from ..report import terminal_summary
+
         console.print(terminal_summary(result, read_s=t_read, sim_s=t_sim))
         console.print(f"results in {Path(args.out)}/ ({', '.join(p.name for p in paths.values())})")
     if not result.summary["complete"]:
