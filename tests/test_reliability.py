@@ -221,7 +221,7 @@ def test_unreadable_trace(tmp_path: Path, capsys, monkeypatch) -> None:
 
 
 def test_bad_out_is_refused_before_the_replay(tmp_path: Path, capsys, monkeypatch) -> None:
-    import toposched.results as sim  # SimResult.write and its writer live in toposched.results
+    import toposched.simulate as sim
 
     def no_replay(*a, **k):
         raise AssertionError("the replay ran before --out was checked")

@@ -76,7 +76,7 @@ def _placements(system: str, sizes: list[int], alloc: str, seed: int) -> dict[in
     n = len(sizes)
     sim = _core.Simulation(
         _core.Topology.preset(system), np.arange(n, dtype=np.int64), np.zeros(n, np.int64), np.array(sizes, np.int64),
-        np.full(n, 1000, np.int64), np.full(n, 1000, np.int64), queue="fcfs", alloc=alloc, seed=seed,
+        np.full(n, 1000, np.int64), np.full(n, 1000, np.int64), queue="fcfs", alloc=alloc, options={"seed": seed} if alloc == "random" else None,
     )
     sim.step(1)
     r = sim.results()
