@@ -107,7 +107,9 @@ _RUN_FIELDS = {
 }
 
 
-def run_options(args: argparse.Namespace, *, queues: list[str] | tuple[str, ...] | None = None, allocs: list[str] | tuple[str, ...] | None = None) -> dict[str, Any]:
+def run_options(
+    args: argparse.Namespace, *, queues: list[str] | tuple[str, ...] | None = None, allocs: list[str] | tuple[str, ...] | None = None, alloc_flag: str = "--alloc"
+) -> dict[str, Any]:
     """RunConfig fields (without queue and alloc) from the flags of :func:`add_run_options`:
     the profile's values, then every flag actually given. A policy option given explicitly
     while none of ``queues``/``allocs`` (the policies of the command's runs) declares it is
@@ -135,7 +137,7 @@ def run_options(args: argparse.Namespace, *, queues: list[str] | tuple[str, ...]
             continue
         if queues is not None and allocs is not None and o.policy not in used:
             kind = "queue" if o.kind == "queue" else "allocation"
-            flag = "--queue" if o.kind == "queue" else "--alloc"
+            flag = "--queue" if o.kind == "queue" else alloc_flag
             raise InputError(o.flag, f"an option of the {kind} policy {o.policy}, which this run does not use (choose it with {flag} {o.policy})")
         if o.name in config_fields:
             out[o.name] = value

@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         scenarios=args.scenarios,
         queue=args.queue,
         transforms=args.transform,
-        run_options=run_options(args, queues=[args.queue], allocs=args.allocs),
+        run_options=run_options(args, queues=[args.queue], allocs=args.allocs, alloc_flag="--allocs"),
         jobs=args.jobs,
         format=args.format,
         lenient=args.lenient,
