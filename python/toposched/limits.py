@@ -42,3 +42,7 @@ SEED_MAX = 2**64 - 1
 def years(seconds: int) -> str:
     """A span in years, for messages."""
     return f"{seconds / (365.25 * 86_400):.1f} years"
+
+#: Slurm's default cap on the wait of ``--switches=N@WAIT`` (SchedulerParameters
+#: ``max_switch_wait``): the wait when none is given, in ``--switches`` and in sacct logs.
+SLURM_MAX_SWITCH_WAIT_S = 300

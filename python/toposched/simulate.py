@@ -24,6 +24,7 @@ import numpy as np
 
 from .config import RunConfig, policy_options
 from .errors import InputError, SimulationError
+from .limits import SLURM_MAX_SWITCH_WAIT_S
 from .results import BSLD_TAU_S, SIZE_BINS, Outcome, SimResult, collect
 from .topology import Fabric
 from .workload.model import Workload
@@ -141,7 +142,7 @@ def kill_at_walltime(workload: Workload, config: RunConfig) -> tuple[bool, str]:
 
 
 #: Slurm's default cap on the switch wait (SchedulerParameters=max_switch_wait).
-MAX_SWITCH_WAIT_S = 300
+MAX_SWITCH_WAIT_S = SLURM_MAX_SWITCH_WAIT_S  # one value, in limits.py
 
 
 def parse_switches(text: str) -> tuple[int, int]:

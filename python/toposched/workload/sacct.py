@@ -52,7 +52,7 @@ import hostlist
 import numpy as np
 
 from ..errors import LENIENT_HINT, TraceFormatError
-from ..limits import EPOCH_MAX_S, EPOCH_MIN_S, MAX_INT64
+from ..limits import EPOCH_MAX_S, EPOCH_MIN_S, MAX_INT64, SLURM_MAX_SWITCH_WAIT_S
 from ._io import read_bytes
 from .normalize import NormalizeSettings, normalize
 
@@ -192,7 +192,7 @@ def parse_duration(text: str) -> int:
 
 _RE_SWITCHES = re.compile(r"--switches[= ](\d+)(?:@(\S+))?")
 #: Slurm's default cap on the switch wait (SchedulerParameters=max_switch_wait).
-_MAX_SWITCH_WAIT_S = 300
+_MAX_SWITCH_WAIT_S = SLURM_MAX_SWITCH_WAIT_S
 
 
 def _switches_requested(vals: list[str]) -> tuple[int, int]:
