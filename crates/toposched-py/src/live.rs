@@ -21,11 +21,9 @@ pub fn alloc_options(seed: u64, leaf_order: &str, tie_break: &str, slurm_profile
         "index" => TieBreak::Index,
         other => return Err(PyValueError::new_err(format!("tie_break must be 'name' or 'index', not {other:?}"))),
     };
-    let slurm = match slurm_profile {
-        "current" => SlurmProfile::Current,
-        "classic" => SlurmProfile::Classic,
-        other => return Err(PyValueError::new_err(format!("slurm_profile must be 'current' or 'classic', not {other:?}"))),
-    };
+    let slurm = SlurmProfile::by_name(slurm_profile).ok_or_else(|| {
+        PyValueError::new_err(format!("slurm_profile must be one of {}, not {slurm_profile:?}", SlurmProfile::NAMES.join(", ")))
+    })?;
     Ok(AllocOptions { seed, isolated: IsolatedOptions { leaf_order, tie_break }, slurm })
 }
 
