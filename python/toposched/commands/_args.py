@@ -30,7 +30,7 @@ def add_run_options(parser: argparse.ArgumentParser, *, seed_help: str = "seed o
     g.add_argument("--seed", type=int, default=0, help=seed_help)
     g.add_argument("--leaf-order", choices=("flux-topo", "paper"), help="isolated: T3 leaf order (default: flux-topo, the published code)")
     g.add_argument("--tie-break", choices=("name", "index"), help="isolated: how equal availabilities are ordered (default: name)")
-    g.add_argument("--slurm-profile", choices=("current", "classic", "select-linear"), help="slurm-tree: leaf choice of Slurm 21.08+ select/cons_tres (current, default), 17.02 (classic), or 22.05 select/linear (select-linear)")
+    g.add_argument("--slurm-profile", choices=("current", "classic", "select-linear", "cons-tres"), help="slurm-tree: leaf choice of Slurm 21.08+ select/cons_tres (current, default), 17.02 (classic), 22.05 select/linear (select-linear) or 22.05 select/cons_tres (cons-tres)")
     g.add_argument("--switches", metavar="N[@SECONDS]", help="Slurm --switches for every job: wait up to SECONDS (default 300) for an allocation on at most N leaves")
     g.add_argument("--flux-window", action="store_const", const=True, help="easy+isolated: reservation window as the flux plugin records it (+2 s, inclusive)")
     g.add_argument("--reserved-tiers-always", action="store_const", const=True, help="easy+isolated: reserved leaves/pods closed to spanning jobs even if they end before the reservation")

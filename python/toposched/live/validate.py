@@ -42,7 +42,7 @@ from ..errors import InputError
 from ..topology import Fabric
 
 #: select plugin -> slurm-tree profile that models it
-PROFILE_OF_SELECT = {"linear": "select-linear", "cons_tres": "current"}
+PROFILE_OF_SELECT = {"linear": "select-linear", "cons_tres": "cons-tres"}
 #: Slurm scheduler -> toposched queue policy of the replay
 QUEUE_OF_SCHEDULER = {"builtin": "fcfs", "backfill": "easy"}
 
@@ -126,6 +126,10 @@ class SlurmJob:
     state: str
     limit_min: int
     by_backfill: bool = False
+    #: line numbers in the controller's log of the start and of each node's return: the
+    #: order of events within one millisecond
+    start_seq: int = 0
+    freed_seq: dict[str, int] = field(default_factory=dict)
 
 
 def parse_ctld_log(text: str) -> dict[int, dict[str, Any]]:
@@ -139,7 +143,7 @@ def parse_ctld_log(text: str) -> dict[int, dict[str, Any]]:
     "already complete" and the controller frees the node unlogged)."""
     out: dict[int, dict[str, Any]] = {}
     completing: dict[str, int] = {}  # node -> ended job still holding it
-    for line in text.splitlines():
+    for seq, line in enumerate(text.splitlines()):
         m = _LOG_TIME.match(line)
         if not m:
             continue
@@ -149,7 +153,7 @@ def parse_ctld_log(text: str) -> dict[int, dict[str, Any]]:
             out.setdefault(int(s.group(1)), {})["submit"] = t
         elif s := _START.search(msg):
             rec = out.setdefault(int(s.group(1)), {})
-            rec["start"], rec["nodes"], rec["backfill"] = t, hostlist.expand_hostlist(s.group(2)), "backfill" in msg
+            rec["start"], rec["start_seq"], rec["nodes"], rec["backfill"] = t, seq, hostlist.expand_hostlist(s.group(2)), "backfill" in msg
         elif s := _DONE.search(msg):
             job = int(s.group(1))
             rec = out.setdefault(job, {})
@@ -161,6 +165,7 @@ def parse_ctld_log(text: str) -> dict[int, dict[str, Any]]:
             job = completing.pop(node, None)
             if job is not None:
                 out[job].setdefault("freed", {})[node] = t
+                out[job].setdefault("freed_seq", {})[node] = seq
     return out
 
 
@@ -232,7 +237,9 @@ def _merge(ids: dict[str, StreamJob], sacct: dict[str, dict[str, str]] | None, l
             raise RuntimeError(f"Slurm job {jid}: the controller's log says {nodes}, sacct {acct['NodeList']}")
         end = ms(rec["end"])
         freed = {n: ms(rec.get("freed", {}).get(n, rec["end"])) for n in nodes}
-        jobs.append(SlurmJob(sj.name, int(jid), sj.nodes, ms(rec["submit"]), ms(rec["start"]), end, nodes, freed, acct["State"], sj.limit_min, rec["backfill"]))
+        seqs = {n: rec.get("freed_seq", {}).get(n, 1 << 62) for n in nodes}
+        jobs.append(SlurmJob(sj.name, int(jid), sj.nodes, ms(rec["submit"]), ms(rec["start"]), end, nodes, freed, acct["State"], sj.limit_min,
+                             rec["backfill"], rec["start_seq"], seqs))
     return sorted(jobs, key=lambda j: j.job_id)
 
 
@@ -258,11 +265,11 @@ class JobComparison:
 
 
 def _events(slurm: list[SlurmJob]) -> list[tuple[int, int, SlurmJob, str]]:
-    """(time, kind, job, node): a node given back (kind 0, when its epilog completed: until
-    then Slurm keeps it COMPLETING and allocates nothing on it) before starts (kind 1) at
-    the same millisecond."""
-    ev = [(t, 0, j, n) for j in slurm for n, t in j.freed_ms.items()] + [(j.start_ms, 1, j, "") for j in slurm]
-    return sorted(ev, key=lambda e: (e[0], e[1], e[2].job_id, e[3]))
+    """(time, kind, job, node) in the controller's order: a node given back (kind 0, when
+    its epilog completed: until then Slurm keeps it COMPLETING and allocates nothing on it)
+    or a start (kind 1). Within a millisecond the log's line order decides."""
+    ev = [(t, j.freed_seq.get(n, 1 << 62), 0, j, n) for j in slurm for n, t in j.freed_ms.items()] + [(j.start_ms, j.start_seq, 1, j, "") for j in slurm]
+    return [(t, kind, j, n) for t, _, kind, j, n in sorted(ev, key=lambda e: (e[0], e[1], e[2], e[3].job_id, e[4]))]
 
 
 def decisions(fabric: Fabric, slurm: list[SlurmJob], profile: str) -> dict[int, tuple[list[str], dict[str, Any]]]:

@@ -83,7 +83,7 @@ MATRIX_FIELDS = ("queue", "alloc", "seed", "network")
 CONFIG_CHOICES = {
     "leaf_order": ("flux-topo", "paper"),
     "tie_break": ("name", "index"),
-    "slurm_profile": ("current", "classic", "select-linear"),
+    "slurm_profile": ("current", "classic", "select-linear", "cons-tres"),
     "event_order": ("per-instant", "per-event"),
 }
 #: What an [[exclude]] table may name (besides [run] fields).
