@@ -99,6 +99,13 @@ class SlurmLab:
         self.ctld_port, self.dbd_port, self.mysql_port = ctld, dbd, mysql
         self.slurmd_port, self.node_ports = node_ports[0], node_ports[1:]
         self.conf = self.workdir / "slurm.conf"
+        # slurmstepd makes unix sockets SPOOL/NODE/NODE_JOB.STEP, at most 108 bytes: a deep
+        # scratch directory (pytest's) gets a short spool of its own under /tmp instead
+        self.spool = self.workdir / "spool"
+        if len(str(self.spool)) > 50:
+            import tempfile
+
+            self.spool = Path(tempfile.mkdtemp(prefix="toposched-spool-"))
 
     # configuration ---------------------------------------------------------------------
 
@@ -131,7 +138,7 @@ class SlurmLab:
             "SlurmUser=root",
             "SlurmdUser=root",
             f"StateSaveLocation={d}/state",
-            f"SlurmdSpoolDir={d}/spool/%n",
+            f"SlurmdSpoolDir={self.spool}/%n",
             f"SlurmctldPidFile={d}/ctld.pid",
             f"SlurmdPidFile={d}/slurmd.%n.pid",
             f"SlurmctldLogFile={d}/log/ctld.log",
@@ -287,6 +294,8 @@ class SlurmLab:
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait(timeout=10)
         self.procs.clear()
+        if self.spool.parent != self.workdir:
+            shutil.rmtree(self.spool, ignore_errors=True)
 
     def __enter__(self) -> "SlurmLab":
         try:
