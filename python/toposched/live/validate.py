@@ -43,8 +43,8 @@ from ..topology import Fabric
 
 #: select plugin -> slurm-tree profile that models it
 PROFILE_OF_SELECT = {"linear": "select-linear", "cons_tres": "cons-tres"}
-#: Slurm scheduler -> toposched queue policy of the replay
-QUEUE_OF_SCHEDULER = {"builtin": "fcfs", "backfill": "easy"}
+#: Slurm scheduler -> toposched queue policy of the replay (times in milliseconds)
+QUEUE_OF_SCHEDULER = {"builtin": "slurm", "backfill": "easy"}
 
 
 @dataclass(frozen=True)
@@ -170,7 +170,7 @@ def parse_ctld_log(text: str) -> dict[int, dict[str, Any]]:
 
 
 def run_on_slurm(workdir: Path, fabric: Fabric, stream: list[StreamJob], *, select: str, scheduler: str,
-                 scheduler_parameters: str = "", timeout_s: float = 900) -> list[SlurmJob]:
+                 scheduler_parameters: str = "", timeout_s: float = 900) -> "SlurmJobs":
     """Start a lab Slurm, submit the stream in real time, wait for every job, read back."""
     from .slurmlab import SlurmLab
 
@@ -193,7 +193,7 @@ def run_on_slurm(workdir: Path, fabric: Fabric, stream: list[StreamJob], *, sele
         _wait_gone(lab, list(ids), timeout_s)
         sacct = _read_sacct(lab, set(ids), 60)
         log = parse_ctld_log((lab.workdir / "log" / "ctld.log").read_text())
-    return _merge(ids, sacct, log)
+    return _merge(ids, sacct, log, warmup_id=int(warm))
 
 
 def _wait_gone(lab, ids: list[str], timeout_s: float) -> None:
@@ -221,13 +221,24 @@ def _read_sacct(lab, ids: set[str], timeout_s: float) -> dict[str, dict[str, str
         time.sleep(1)
 
 
-def _merge(ids: dict[str, StreamJob], sacct: dict[str, dict[str, str]] | None, log: dict[int, dict[str, Any]]) -> list[SlurmJob]:
+class SlurmJobs(list):
+    """The stream's jobs as Slurm ran them, and ``last_pass_ms``: when the controller's
+    background loop last ran a pass before the stream (the warm-up job's start), which
+    sets the phase of the replay's `slurm` queue policy."""
+
+    last_pass_ms: int | None = None
+
+
+def _merge(ids: dict[str, StreamJob], sacct: dict[str, dict[str, str]] | None, log: dict[int, dict[str, Any]],
+           warmup_id: int | None = None) -> SlurmJobs:
     first = min(log[int(i)]["submit"] for i in ids if "submit" in log.get(int(i), {}))
 
     def ms(t: datetime) -> int:
         return round((t - first).total_seconds() * 1000)
 
-    jobs = []
+    jobs = SlurmJobs()
+    if warmup_id is not None and "start" in log.get(warmup_id, {}):
+        jobs.last_pass_ms = ms(log[warmup_id]["start"])
     for jid, sj in ids.items():
         rec, acct = log.get(int(jid), {}), (sacct.get(jid) if sacct is not None else {"State": "?", "NodeList": ",".join(log.get(int(jid), {}).get("nodes", []))})
         if acct is None or not {"submit", "start", "end", "nodes"} <= set(rec):
@@ -240,7 +251,8 @@ def _merge(ids: dict[str, StreamJob], sacct: dict[str, dict[str, str]] | None, l
         seqs = {n: rec.get("freed_seq", {}).get(n, 1 << 62) for n in nodes}
         jobs.append(SlurmJob(sj.name, int(jid), sj.nodes, ms(rec["submit"]), ms(rec["start"]), end, nodes, freed, acct["State"], sj.limit_min,
                              rec["backfill"], rec["start_seq"], seqs))
-    return sorted(jobs, key=lambda j: j.job_id)
+    jobs.sort(key=lambda j: j.job_id)
+    return jobs
 
 
 # --- toposched side -------------------------------------------------------------------
@@ -361,6 +373,11 @@ class Validation:
 
 def compare(fabric: Fabric, slurm: list[SlurmJob], *, select: str, scheduler: str, start_tolerance_ms: int = 1000) -> Validation:
     profile, queue = PROFILE_OF_SELECT[select], QUEUE_OF_SCHEDULER[scheduler]
+    if queue == "slurm":
+        # the model counts milliseconds here; the controller's background loop last ran a
+        # pass at the warm-up job's start, and wakes once a second from then on
+        last = getattr(slurm, "last_pass_ms", None)
+        queue = "slurm:ticks_per_s=1000" + (f",tick_phase={last % 1000},last_pass={last}" if last is not None else "")
     dec = decisions(fabric, slurm, profile)
     r = replay(fabric, slurm, queue, profile)
     names = list(fabric.spec.node_names)

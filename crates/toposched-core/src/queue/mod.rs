@@ -7,10 +7,12 @@
 mod conservative;
 mod easy;
 mod fcfs;
+mod slurm_backfill;
 
 pub use conservative::Conservative;
 pub use easy::{Easy, EasyOptions, ReservationRecord};
 pub use fcfs::Fcfs;
+pub use slurm_backfill::{SlurmOptions, SlurmSched};
 
 use crate::alloc::{Allocator, Guard};
 use crate::engine::Core;
@@ -79,11 +81,16 @@ pub trait QueuePolicy: Send + Sync {
 }
 
 /// Names the CLI accepts.
-pub const QUEUES: &[&str] = &["fcfs", "easy", "conservative"];
+pub const QUEUES: &[&str] = &["fcfs", "easy", "conservative", "slurm"];
 
-/// Build a queue policy from its CLI name.
+/// Build a queue policy from its CLI name (`slurm` takes parameters: `slurm:KEY=V,..`;
+/// bad ones give None, as an unknown name does).
 pub fn by_name(name: &str, easy: EasyOptions) -> Option<Box<dyn QueuePolicy>> {
+    if let Some(params) = name.strip_prefix("slurm:") {
+        return SlurmOptions::parse(params).ok().map(|o| Box::new(SlurmSched::new(o)) as Box<dyn QueuePolicy>);
+    }
     match name {
+        "slurm" => Some(Box::new(SlurmSched::new(SlurmOptions::default()))),
         "fcfs" => Some(Box::new(Fcfs)),
         "easy" => Some(Box::new(Easy::new(easy))),
         "conservative" => Some(Box::new(Conservative::new())),
