@@ -54,9 +54,11 @@ def test_decisions_replay_slurms_state_from_a_controller_log():
         "[2026-01-01T00:00:02.011] debug2: _slurm_rpc_epilog_complete: JobId=1 Node=n02 usec=3",
         "[2026-01-01T00:00:02.500] sched: Allocate JobId=2 NodeList=n[03-07] #CPUs=5 Partition=topo",
         "[2026-01-01T00:00:02.900] _slurm_rpc_epilog_complete: JobId=1 Node=n00 usec=3",
+        "[2026-01-01T00:00:03.000] sched/backfill: _start_job: Started JobId=3 in topo on n[08-09]",
     ])
     parsed = val.parse_ctld_log(log)
     assert parsed[1]["nodes"] == [f"n0{i}" for i in range(8)] and set(parsed[1]["freed"]) == {"n00", "n01", "n02"}
+    assert parsed[3]["nodes"] == ["n08", "n09"] and parsed[3]["backfill"] and not parsed[2]["backfill"]
     j1 = val.SlurmJob("a", 1, 8, 0, 100, 2000, parsed[1]["nodes"], {n: 2000 for n in parsed[1]["nodes"]}, "COMPLETED", 1)
     j1.freed_ms.update({"n00": 2900, "n01": 2010, "n02": 2011})
     j2 = val.SlurmJob("b", 2, 5, 10, 2500, 4000, parsed[2]["nodes"], {n: 4000 for n in parsed[2]["nodes"]}, "COMPLETED", 1)

@@ -106,7 +106,9 @@ def swf_stream(path: Path, *, cores_per_node: int, max_nodes: int, first_job: in
 # --- Slurm side -----------------------------------------------------------------------
 
 _LOG_TIME = re.compile(r"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})\] (.*)$")
-_START = re.compile(r"(?:sched: Allocate|sched/backfill: _start_job: Started) JobId=(\d+) (?:NodeList=|in \S+ on )(\S+)")
+# main scheduler: "sched: Allocate JobId=.. NodeList=.."; backfill (backfill.c _start_job):
+# "[sched/backfill: _start_job: ]Started JobId=.. in PARTITION on NODES"
+_START = re.compile(r"(?:sched: Allocate|Started) JobId=(\d+) (?:NodeList=|in \S+ on )(\S+)")
 _DONE = re.compile(r"_job_complete: JobId=(\d+) done")
 _EPILOG = re.compile(r"_slurm_rpc_epilog_complete: JobId=(\d+) Node=(\S+)")
 _SUBMIT = re.compile(r"_slurm_rpc_submit_batch_job: JobId=(\d+) ")
@@ -153,7 +155,7 @@ def parse_ctld_log(text: str) -> dict[int, dict[str, Any]]:
             out.setdefault(int(s.group(1)), {})["submit"] = t
         elif s := _START.search(msg):
             rec = out.setdefault(int(s.group(1)), {})
-            rec["start"], rec["start_seq"], rec["nodes"], rec["backfill"] = t, seq, hostlist.expand_hostlist(s.group(2)), "backfill" in msg
+            rec["start"], rec["start_seq"], rec["nodes"], rec["backfill"] = t, seq, hostlist.expand_hostlist(s.group(2)), "Allocate" not in msg
         elif s := _DONE.search(msg):
             job = int(s.group(1))
             rec = out.setdefault(job, {})
