@@ -42,3 +42,18 @@ def test_module_doctests(module):
     # every module of the package, found by listing it: a new module's examples run too
     result = doctest.testmod(importlib.import_module(module))
     assert result.failed == 0
+
+
+def test_network_doc_scenario_runs_as_written(tmp_path):
+    """docs/network.md's scenario example, as written, through `toposched interfere`."""
+    import subprocess
+    import sys
+
+    text = (REPO / "docs" / "network.md").read_text()
+    section = text[text.index("## Scenario format"):]
+    start = section.index("```json\n") + len("```json\n")
+    scenario = tmp_path / "scenario.json"
+    scenario.write_text(section[start:section.index("```", start)])
+    r = subprocess.run([sys.executable, "-m", "toposched.cli", "interfere", str(scenario)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "links: 7776 directed" in r.stdout

@@ -381,20 +381,14 @@ def replay_as_logged(workload: Workload, fabric: Fabric, config: RunConfig = Run
     sharing_rows = {placed_rows[i] for i in sharing}
     s = result.summary
     if s["first_submit_s"] is not None:
-        import pyarrow as pa
-
-        from .simulate import _core_busy
+        from .utilization import UtilizationSeries
 
         t0, t1, step = int(s["first_submit_s"]), int(s["last_end_s"]), cfg.utilization_step_s
-        if len(m_start):
-            busy = _core_busy(m_start, m_end, ones, t0, t1, step)
-        else:  # only zero-length jobs: nothing is ever busy
-            busy = np.zeros(len(result.utilization), np.int64)
-        util = busy / max(fabric.n_nodes, 1)
-        times = t0 + step * np.arange(len(busy), dtype=np.int64)
-        result.utilization = pa.table({"time_s": pa.array(times), "busy_nodes": pa.array(busy), "utilization": pa.array(util)})
-        s["utilization"]["mean"] = float(np.mean(util)) if len(util) else None
-        s["utilization"]["samples"] = int(len(util))
+        # only zero-length jobs: no changes, nothing is ever busy
+        series = UtilizationSeries.from_jobs(m_start, m_end, ones, t0, t1, step, fabric.n_nodes)
+        result.utilization_series = series
+        s["utilization"]["mean"] = series.mean()
+        s["utilization"]["samples"] = series.n_samples
 
     reasons: dict[str, int] = {}
     for _, why in skipped:

@@ -4,7 +4,9 @@ Independent of the engine: it reads only the start/end times and node lists the 
 wrote, so it can audit any run, including ones made by older versions.
 
 Checks:
-* every job starts at or after its submit time;
+* the five result files are there, readable, and carry the same run id (a directory
+  mixing files of two runs is refused);
+* every job starts at or after its submit time, and ends at or after its start;
 * no node is held by two jobs at the same instant (intervals are ``[start, end)``);
 * with ``interference_free=True``, invariants I1 and I2 of the SC18 policy (brief §2.10):
   every leaf hosts at most one running job that spans several leaves, every pod at most
@@ -19,6 +21,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from .errors import InputError
 
 
 class Problems(list):
@@ -59,6 +63,8 @@ def check_schedule(jobs: pa.Table, fabric: dict, *, interference_free: bool = Fa
     end = jobs.column("end_s").to_numpy()
     early = np.flatnonzero(start < submit)
     problems.add([f"job {int(job_id[i])} starts at {int(start[i])}, before its submit {int(submit[i])}" for i in early[:limit]], len(early), "jobs starting before their submit")
+    backwards = np.flatnonzero(end < start)
+    problems.add([f"job {int(job_id[i])} ends at {int(end[i])}, before its start {int(start[i])}" for i in backwards[:limit]], len(backwards), "jobs ending before their start")
     lists = jobs.column("node_ids").combine_chunks()
     offsets = lists.offsets.to_numpy()
     nodes = lists.values.to_numpy()
@@ -81,8 +87,74 @@ def check_schedule(jobs: pa.Table, fabric: dict, *, interference_free: bool = Fa
 
 
 def check_run_dir(out_dir: str | Path, *, interference_free: bool = False) -> Problems:
-    """:func:`check_schedule` on the files a run wrote."""
+    """:func:`check_schedule` on the files a run wrote, after checking that they are all
+    there, readable, and of one run (the same run id in every file).
+
+    Raises:
+        InputError: a missing, unreadable or corrupt file (the directory is not a result).
+    """
     out = Path(out_dir)
-    jobs = pq.read_table(out / "jobs.parquet")
-    fabric = json.loads((out / "fabric.json").read_text())
-    return check_schedule(jobs, fabric, interference_free=interference_free)
+    if not out.is_dir():
+        raise InputError(str(out), "is not a directory written by toposched simulate")
+    ids = run_ids(out)
+    problems = Problems()
+    if len(set(ids.values())) > 1:
+        listed = ", ".join(f"{name}: {rid or 'none'}" for name, rid in ids.items())
+        problems.add([f"the files are not all from one run (run ids {listed}): the directory mixes two runs"], 1, "mixed runs")
+    jobs = _read_parquet(out / "jobs.parquet")
+    fabric = _read_json(out / "fabric.json")
+    for key in ("node_leaf", "leaf_pod"):
+        if not isinstance(fabric.get(key), list):
+            raise InputError(str(out / "fabric.json"), f"has no {key} list: not a fabric.json written by toposched")
+    missing = [c for c in ("job_id", "submit_s", "start_s", "end_s", "node_ids") if c not in jobs.column_names]
+    if missing:
+        raise InputError(str(out / "jobs.parquet"), f"lacks columns {missing}: not a jobs.parquet written by toposched")
+    found = check_schedule(jobs, fabric, interference_free=interference_free)
+    problems.extend(found)
+    problems.total += found.total
+    return problems
+
+
+def run_ids(out: Path) -> dict[str, str | None]:
+    """The run id each result file carries (None for files of versions before run ids).
+    Files of older versions carry none at all, and are accepted as one run."""
+    from .files import RESULT_FILES
+
+    ids: dict[str, str | None] = {}
+    for name in RESULT_FILES:
+        path = out / name
+        if not path.exists():
+            raise InputError(str(path), "is missing: not a complete result directory")
+        if name.endswith(".parquet"):
+            meta = _read_parquet_schema(path).metadata or {}
+            rid = meta.get(b"toposched.run_id")
+            ids[name] = rid.decode() if rid else None
+        else:
+            ids[name] = _read_json(path).get("run_id")
+    if all(v is None for v in ids.values()):
+        return {}
+    return ids
+
+
+def _read_parquet_schema(path: Path) -> pa.Schema:
+    try:
+        return pq.read_schema(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(str(path), f"is not a readable Parquet file: {exc}") from None
+
+
+def _read_parquet(path: Path) -> pa.Table:
+    try:
+        return pq.read_table(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(str(path), f"is not a readable Parquet file: {exc}") from None
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(str(path), f"is not readable JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise InputError(str(path), "is not a JSON object")
+    return doc

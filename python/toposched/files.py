@@ -17,19 +17,23 @@ from typing import Callable
 
 
 @lru_cache(maxsize=1)
-def file_mode() -> int:
-    """The mode a new ordinary file gets under the process's umask. Read from /proc
-    where possible: changing the umask to read it would race with other threads (Dask
-    workers run several)."""
+def _umask() -> int:
+    """The process's umask. Read from /proc where possible: changing the umask to read it
+    would race with other threads (Dask workers run several)."""
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
             if line.startswith("Umask:"):
-                return 0o666 & ~int(line.split()[1], 8)
+                return int(line.split()[1], 8)
     except (OSError, ValueError):
         pass
     umask = os.umask(0)
     os.umask(umask)
-    return 0o666 & ~umask
+    return umask
+
+
+def file_mode() -> int:
+    """The mode a new ordinary file gets under the process's umask."""
+    return 0o666 & ~_umask()
 
 
 def write_atomic(path: str | Path, write: Callable[[str], None]) -> Path:
@@ -50,3 +54,140 @@ def write_atomic(path: str | Path, write: Callable[[str], None]) -> Path:
 def write_text_atomic(path: str | Path, text: str) -> Path:
     """Write ``text`` (UTF-8) to ``path`` atomically."""
     return write_atomic(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+
+
+# ------------------------------------------------------------------ result directories
+
+#: The files one run writes (SimResult.write); nothing else lives in a result directory.
+RESULT_FILES = ("jobs.parquet", "utilization.parquet", "skipped.parquet", "summary.json", "fabric.json")
+
+#: Prefix of the staging directory a run writes into, beside its --out.
+STAGING_PREFIX = ".toposched-staging-"
+
+
+def foreign_entries(out: Path) -> list[str]:
+    """Entries of an existing directory that a run did not write (hidden leftovers of an
+    interrupted write, ``.NAME.*.tmp``, are not counted)."""
+    return sorted(
+        e.name for e in out.iterdir() if e.name not in RESULT_FILES and not (e.name.startswith(".") and e.name.endswith(".tmp"))
+    )
+
+
+def check_output_dir(out: str | Path, flag: str = "--out") -> Path:
+    """Refuse, before any work, an output directory a run could not be written to or
+    would clobber: an empty name, an existing file, a path under a file, a directory
+    holding other files than a run's results, or a place we may not write. Creates the
+    missing parent directories (as the write would)."""
+    from .errors import InputError
+
+    text = str(out)
+    if text.strip() == "":
+        raise InputError(flag, "the output directory is empty; give a directory name, e.g. --out out/run1")
+    path = Path(text)
+    resolved = path.resolve()
+    if resolved == Path.cwd().resolve() or resolved.parent == resolved or resolved == Path.home().resolve():
+        raise InputError(text, f"is the current, home or root directory, which a run cannot replace; give {flag} a subdirectory, e.g. {flag} out/run1")
+    if path.exists() and not path.is_dir():
+        raise InputError(text, f"exists and is not a directory; give {flag} a new or a result directory")
+    for parent in path.absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise InputError(text, f"cannot be created: {parent} is a file, not a directory")
+            break
+    if path.is_dir():
+        foreign = foreign_entries(path)
+        if foreign:
+            shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+            raise InputError(
+                text,
+                f"holds files that are not results of a run ({shown}); give {flag} a new or empty directory "
+                "(a run replaces its directory as a whole)",
+            )
+    try:
+        path.absolute().parent.mkdir(parents=True, exist_ok=True)
+        probe = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=path.absolute().parent))
+        probe.rmdir()
+    except OSError as exc:
+        raise InputError(text, f"cannot write here: {exc.strerror or exc}") from None
+    return path
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths atomically (Linux renameat2 RENAME_EXCHANGE); False where unsupported."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        # the C library already loaded into this process (no ldconfig run to find it)
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        try:
+            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+            renameat2 = libc.renameat2
+        except (OSError, AttributeError):
+            return False
+    at_fdcwd, rename_exchange = -100, 2
+    rc = renameat2(at_fdcwd, os.fsencode(str(a)), at_fdcwd, os.fsencode(str(b)), rename_exchange)
+    return rc == 0
+
+
+def replace_dir(out: Path, write: Callable[[Path], None]) -> None:
+    """Write a result directory as a whole: ``write(staging)`` fills a new directory beside
+    ``out``, which then takes the place of ``out`` in one rename (an atomic exchange with
+    the old directory where Linux offers it). Until then the old results stay untouched;
+    a kill leaves either them or the new ones, plus a hidden staging directory."""
+    import shutil
+
+    out = Path(out)
+    parent = out.absolute().parent
+    parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_staging(parent, out.name)
+    staging = Path(tempfile.mkdtemp(prefix=f"{_staging_prefix(out.name)}{os.getpid()}-", dir=parent))
+    try:
+        os.chmod(staging, 0o777 & ~_umask())  # mkdtemp leaves 0700: results are for colleagues too
+        write(staging)
+        if out.is_dir() and any(out.iterdir()):
+            if not _exchange(staging, out):
+                # no atomic exchange: move the old one aside first (a kill in between
+                # leaves the old results in the hidden directory, never a mixture)
+                old = Path(tempfile.mkdtemp(prefix=f"{_staging_prefix(out.name)}{os.getpid()}-", dir=parent))
+                os.rmdir(old)
+                os.rename(out, old)
+                os.rename(staging, out)
+                staging = old
+        else:
+            if out.is_dir():
+                out.rmdir()
+            os.rename(staging, out)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def _staging_prefix(name: str) -> str:
+    """Staging directories of ``name`` are ``.NAME.toposched-staging-PID-XXXXXXXX``."""
+    return f".{name}{STAGING_PREFIX}"
+
+
+def _remove_stale_staging(parent: Path, name: str) -> None:
+    """Remove what killed runs into ``name`` left beside it: staging directories whose
+    process is gone (a live one belongs to a run still writing)."""
+    import re
+    import shutil
+
+    pattern = re.compile(re.escape(_staging_prefix(name)) + r"(\d+)-")
+    try:
+        entries = list(parent.iterdir())
+    except OSError:
+        return
+    for e in entries:
+        m = pattern.match(e.name)
+        if not m or not e.is_dir() or int(m.group(1)) == os.getpid():
+            continue
+        try:
+            os.kill(int(m.group(1)), 0)
+            continue  # that process is alive
+        except ProcessLookupError:
+            shutil.rmtree(e, ignore_errors=True)
+        except OSError:
+            continue

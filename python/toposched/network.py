@@ -10,7 +10,7 @@ resulting slowdown. docs/network.md documents the JSON format and the model.
 >>> from toposched.network import evaluate_scenario
 >>> A = [leaf * 18 + p for leaf in range(16) for p in range(9)]        # ports 0-8 of every leaf
 >>> B = [leaf * 18 + p for leaf in range(16) for p in range(9, 18)]    # ports 9-17
->>> jobs = [{"name": "A", "nodes": A, "pattern": "flood"}, {"name": "B", "nodes": B, "pattern": "flood"}]
+>>> jobs = [{"name": "A", "nodes": A, "pattern": "flood", "phi": 1}, {"name": "B", "nodes": B, "pattern": "flood", "phi": 1}]
 >>> r = evaluate_scenario({"fabric": "fattree:K=18,S=16,P=1", "jobs": jobs})
 >>> [j["slowdown"] for j in r["jobs"]]
 [1.0, 1.0]
@@ -32,6 +32,7 @@ import numpy as np
 
 from . import __version__
 from .errors import InputError
+from .jobmodel import DEFAULT_FAIRNESS, AppProfile, FabricTiming, profile, timing_for
 from .topology import Fabric, load_fabric
 
 #: Seed 003's Catalyst service-level weights (SL 0..3): 9:1 pairs, high pair 254x the low one.
@@ -70,6 +71,10 @@ _JOB_KEYS = {
     "bully",
     "count",
     "patterns",
+    "app",
+    "comm_fraction",
+    "message_bytes",
+    "messages",
 }
 
 
@@ -79,13 +84,19 @@ class ModelSettings:
 
     #: (host, leaf, core) link bandwidth, in the unit times are wanted in per byte.
     bandwidth: tuple[float, float, float] = (1.0, 1.0, 1.0)
-    #: Claim of a job on a shared link: "flows" (default), "ports" or "jobs".
-    fairness: str = "flows"
+    #: Claim of a job on a shared link: "ports" (default), "flows" or "jobs".
+    fairness: str = DEFAULT_FAIRNESS
     #: Weight of each service level, index = level.
     sl_weights: tuple[float, ...] = (1.0,)
+    #: Link data rate and message latency of the job model (None: the fabric's preset).
+    timing: FabricTiming | None = None
 
     def describe(self) -> dict[str, Any]:
-        return {"bandwidth": list(self.bandwidth), "fairness": self.fairness, "service_levels": list(self.sl_weights)}
+        d: dict[str, Any] = {"bandwidth": list(self.bandwidth), "fairness": self.fairness, "service_levels": list(self.sl_weights)}
+        if self.timing is not None:
+            d["link_gbps"] = self.timing.link_bytes_per_s * 8 / 1e9
+            d["latency_us"] = self.timing.message_latency_s * 1e6
+        return d
 
 
 @dataclass
@@ -103,6 +114,11 @@ class ScenarioJob:
     flows: list[tuple[int, int, float]] | None = None
     #: The seed 004 bully this job was generated from, if any.
     bully: str | None = None
+    #: Its application profile (job model) and the fractions of its iteration alone.
+    app: str | None = None
+    fractions: dict[str, float] | None = None
+    profile: AppProfile | None = None
+    timing: FabricTiming | None = None
 
     def core_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -153,9 +169,15 @@ def parse_settings(obj: Any, src: str = "<scenario>", where: str = "model") -> M
         return ModelSettings()
     if not isinstance(obj, dict):
         raise _err(src, where, "expected an object with bandwidth, fairness, service_levels")
-    unknown = set(obj) - {"bandwidth", "fairness", "service_levels"}
+    unknown = set(obj) - {"bandwidth", "fairness", "service_levels", "link_gbps", "overhead_us"}
     if unknown:
-        raise _err(src, f"{where}.{sorted(unknown)[0]}", "unknown setting; settings are bandwidth, fairness, service_levels")
+        raise _err(src, f"{where}.{sorted(unknown)[0]}", "unknown setting; settings are bandwidth, fairness, service_levels, link_gbps, overhead_us")
+    timing = None
+    if "link_gbps" in obj or "overhead_us" in obj:
+        gbps, over = obj.get("link_gbps", 32.0), obj.get("overhead_us", 1.0)
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in (gbps, over)):
+            raise _err(src, f"{where}.link_gbps", "link_gbps and overhead_us are positive numbers")
+        timing = FabricTiming(link_bytes_per_s=float(gbps) * 1e9 / 8, overhead_s=float(over) * 1e-6)
     bw = obj.get("bandwidth", 1.0)
     if isinstance(bw, (int, float)):
         bandwidth = (float(bw),) * 3
@@ -167,9 +189,9 @@ def parse_settings(obj: Any, src: str = "<scenario>", where: str = "model") -> M
         raise _err(src, f"{where}.bandwidth", "expected a number, [host, leaf, core] or {\"host\": .., \"leaf\": .., \"core\": ..}")
     if not all(math.isfinite(b) and b > 0 for b in bandwidth):
         raise _err(src, f"{where}.bandwidth", f"bandwidths must be positive numbers, got {list(bandwidth)}")
-    fairness = obj.get("fairness", "flows")
-    if fairness not in ("flows", "ports", "jobs"):
-        raise _err(src, f"{where}.fairness", f"expected 'flows', 'ports' or 'jobs', got {fairness!r}")
+    fairness = obj.get("fairness", DEFAULT_FAIRNESS)
+    if fairness not in ("flows", "ports", "jobs", "job-maxmin"):
+        raise _err(src, f"{where}.fairness", f"expected 'jobs', 'job-maxmin', 'ports' or 'flows', got {fairness!r}")
     sl = obj.get("service_levels", "default")
     if isinstance(sl, str):
         if sl not in SL_PRESETS:
@@ -179,7 +201,7 @@ def parse_settings(obj: Any, src: str = "<scenario>", where: str = "model") -> M
         weights = tuple(float(w) for w in sl)
     else:
         raise _err(src, f"{where}.service_levels", "expected a non-empty list of positive weights or a table name")
-    return ModelSettings(bandwidth=bandwidth, fairness=fairness, sl_weights=weights)
+    return ModelSettings(bandwidth=bandwidth, fairness=fairness, sl_weights=weights, timing=timing)
 
 
 _RANGE = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+))?\s*$")
@@ -347,8 +369,15 @@ def parse_scenario(obj: dict[str, Any], *, source: str = "<scenario>", system: s
             "ranks_per_node": _number(j, "ranks_per_node", 1, int, src, where, lo=1),
             "seed": _number(j, "seed", seed * 1_000_003 + i, int, src, where, lo=0),
             "service_level": _number(j, "service_level", 0, int, src, where, lo=0, hi=len(settings.sl_weights) - 1),
-            "phi": _number(j, "phi", 1.0, float, src, where, lo=0.0, hi=1.0),
+            "phi": _number(j, "phi", -1.0, float, src, where, lo=0.0, hi=1.0) if "phi" in j else -1.0,
         }
+        app = j.get("app")
+        overrides = {
+            "comm_fraction": _number(j, "comm_fraction", None, float, src, where, lo=0.0, hi=1.0) if "comm_fraction" in j else None,
+            "message_bytes": _number(j, "message_bytes", None, float, src, where, lo=0.0) if "message_bytes" in j else None,
+            "messages": _number(j, "messages", None, int, src, where, lo=1) if "messages" in j else None,
+        }
+        timing = settings.timing or timing_for(fabric_text)
         if "nodes" in j:
             nodes_or_leaves: Any = _node_list(j["nodes"], fabric, src, f"{where}.nodes")
             clash = [x for x in nodes_or_leaves if used[x]]
@@ -382,6 +411,7 @@ def parse_scenario(obj: dict[str, Any], *, source: str = "<scenario>", system: s
                     continue
                 sub = ScenarioJob(name=f"{name}.{k + 1}", nodes=sorted(g), pattern=pats[k % len(pats)], bully="interleaved", **{**common, "seed": common["seed"] + k})
                 _check_pattern(sub.pattern, src, f"{where}.patterns")
+                _apply_job_model(sub, app, overrides, timing, "ranks_per_node" in j, src, where)
                 resolved.append((i, sub))
                 for x in g:
                     used[x] = True
@@ -412,9 +442,40 @@ def parse_scenario(obj: dict[str, Any], *, source: str = "<scenario>", system: s
         names.add(name)
         for x in flat:
             used[x] = True
-        resolved.append((i, ScenarioJob(name=name, nodes=flat if "nodes" in j else sorted(flat), pattern=pattern, flows=flows, bully=bully, **common)))
+        job = ScenarioJob(name=name, nodes=flat if "nodes" in j else sorted(flat), pattern=pattern, flows=flows, bully=bully, **common)
+        _apply_job_model(job, app if app is not None else ("bully" if bully else None), overrides, timing, "ranks_per_node" in j, src, where)
+        resolved.append((i, job))
     resolved.sort(key=lambda t: t[0])
     return Scenario(fabric=fabric, settings=settings, jobs=[s for _, s in resolved], seed=seed, source=src, fabric_text=fabric_text)
+
+
+def _apply_job_model(job: ScenarioJob, app: Any, overrides: dict[str, Any], timing: FabricTiming, rpn_given: bool, src: str, where: str) -> None:
+    """Attach the job's application profile (jobmodel.py); its bandwidth fraction ``phi``
+    is computed at evaluation from its demand, unless the job gave ``phi`` itself."""
+    if app is not None and not isinstance(app, str):
+        raise _err(src, f"{where}.app", "expected an application profile name")
+    job.profile = profile(job.pattern, app=app, overrides=overrides, src=f"{src}: {where}")
+    job.app = job.profile.name
+    job.timing = timing
+    if job.phi >= 0:  # an explicit phi is the bandwidth fraction; the rest counts as compute
+        job.fractions = {"compute": 1.0 - job.phi, "latency": 0.0, "bandwidth": job.phi}
+
+
+def _resolve_phi(model: Any, jobs: list[ScenarioJob]) -> None:
+    """Set ``phi`` of the jobs that did not give one, from the job model: the bandwidth
+    part is the job's busiest node link at the ideal placement (its own pattern, on-node
+    messages dropped) at the fabric's data rate; the latency part its messages times the
+    per-message latency (jobmodel.py)."""
+    for j in jobs:
+        if j.phi >= 0 or j.profile is None:
+            continue
+        if j.pattern in ("none", "compute") or j.profile.comm_fraction <= 0:
+            j.phi, j.fractions = 0.0, {"compute": 1.0, "latency": 0.0, "bandwidth": 0.0}
+            continue
+        d = j.core_dict()
+        dem = model.demand(d["nodes"], d["pattern"], bytes=1.0, ranks_per_node=d["ranks_per_node"], seed=d["seed"], flows=d.get("flows"))
+        j.fractions = j.profile.fractions_from_demand(float(dem["t_ideal"]), j.timing or FabricTiming())
+        j.phi = j.fractions["bandwidth"]
 
 
 def _check_pattern(pattern: str, src: str, where: str) -> None:
@@ -457,6 +518,7 @@ def evaluate(scenario: Scenario) -> dict[str, Any]:
     """Evaluate a scenario: the result object of docs/network.md."""
     model = network_model(scenario.fabric, scenario.settings)
     try:
+        _resolve_phi(model, scenario.jobs)
         ev = model.evaluate([j.core_dict() for j in scenario.jobs])
     except ValueError as exc:
         raise InputError(scenario.source, str(exc), field="jobs") from None
@@ -472,6 +534,9 @@ def evaluate(scenario: Scenario) -> dict[str, Any]:
                 "node_ids": list(j.nodes),
                 "service_level": j.service_level,
                 "phi": j.phi,
+                "app": j.app,
+                "compute_fraction": (j.fractions or {}).get("compute"),
+                "latency_fraction": (j.fractions or {}).get("latency"),
                 "ranks_per_node": j.ranks_per_node,
                 "seed": j.seed,
                 "flows": r["flows"],
@@ -524,16 +589,52 @@ def write_result(result: dict[str, Any], path: str | Path) -> Path:
 #: Chatterbug patterns of the SC18 paper's experiments (seed 000 §V-B), for ``mapping=random``.
 PAPER_PATTERNS: tuple[str, ...] = ("stencil4d", "unstructured", "pairs", "subcom-a2a")
 
-#: Default ``mapping=bins`` table: (largest node count, pattern, phi). One-node jobs do not
-#: use the network; larger jobs communicate more, with denser patterns (documented choice,
-#: replaceable in a JSON spec).
-DEFAULT_BINS: tuple[tuple[int, str, float], ...] = (
-    (1, "none", 0.0),
-    (16, "stencil3d", 0.2),
-    (128, "stencil4d", 0.3),
-    (512, "unstructured", 0.3),
-    (2**62, "subcom-a2a", 0.4),
+#: Default ``mapping=bins`` table: (largest node count, pattern, communication fraction,
+#: explicit phi or None). One-node jobs do not use the network; the others communicate 30 %
+#: of their time (seed 000's production-like variant: "communication ... around 30% of the
+#: total time", which measured a 1.08x mean / 1.31x max gain from isolation), with the
+#: patterns' application profiles (jobmodel.py) splitting that time into latency and
+#: bandwidth; larger jobs get denser patterns (documented choice, replaceable).
+DEFAULT_BINS: tuple[tuple[int, str, float | None, float | None], ...] = (
+    (1, "none", 0.0, None),
+    (16, "stencil3d", 0.3, None),
+    (128, "stencil4d", 0.3, None),
+    (512, "unstructured", 0.3, None),
+    (2**62, "subcom-a2a", 0.3, None),
 )
+
+#: Communication fraction of ``mapping=random`` / ``column`` jobs unless ``phi`` is given.
+DEFAULT_COMM_FRACTION = 0.3
+
+#: Node count the bandwidth share of a pattern is computed at for larger jobs (the share
+#: is a per-node property; this bounds the cost for dense patterns).
+SHARE_NODES_CAP = 128
+
+_SHARE_CACHE: dict[tuple[str, int, float, float], float] = {}
+_SHARE_MODEL: list[Any] = []  # one NetworkModel for the shares (node links only matter)
+
+
+def bandwidth_share(pattern: str, n_nodes: int, timing: FabricTiming | None = None) -> float:
+    """The bandwidth part of a job's communication time under the job model (jobmodel.py):
+    its pattern's default profile, ranks per node and message size, on ``n_nodes`` (at most
+    ``SHARE_NODES_CAP``) nodes. ``phi = comm_fraction x share``. Cached."""
+    from . import _core
+
+    timing = timing or FabricTiming()
+    n = max(1, min(int(n_nodes), SHARE_NODES_CAP))
+    key = (pattern, n, timing.link_bytes_per_s, timing.message_latency_s)
+    if key in _SHARE_CACHE:
+        return _SHARE_CACHE[key]
+    prof = profile(pattern, overrides={"comm_fraction": 1.0})
+    if n < 2 and prof.ranks_per_node <= 1 or pattern in ("none", "compute"):
+        share = 0.0
+    else:
+        if not _SHARE_MODEL:
+            _SHARE_MODEL.append(_core.NetworkModel(_core.Topology.preset("cab")))
+        dem = _SHARE_MODEL[0].demand(list(range(n)), pattern, ranks_per_node=prof.ranks_per_node, seed=0)
+        share = prof.fractions_from_demand(float(dem["t_ideal"]), timing)["bandwidth"]
+    _SHARE_CACHE[key] = share
+    return share
 
 
 @dataclass
@@ -543,16 +644,22 @@ class NetworkSpec:
 
     #: "bins" (by job size), "random" (seeded, as seed 000 did) or "column" (a trace column).
     mapping: str = "bins"
-    bins: tuple[tuple[int, str, float], ...] = DEFAULT_BINS
+    bins: tuple[tuple[int, str, float | None, float | None], ...] = DEFAULT_BINS
     patterns: tuple[str, ...] = PAPER_PATTERNS
-    #: phi: a value, or (low, high) drawn uniformly per job (per column value for "column").
-    phi: float | tuple[float, float] = (0.1, 0.6)
+    #: Explicit bandwidth fraction (bypassing the job model): a value, or (low, high)
+    #: drawn uniformly per job (per column value for "column"). None: the job model.
+    phi: float | tuple[float, float] | None = None
+    #: Communication fraction for the job model (value or range), when ``phi`` is None.
+    comm_fraction: float | tuple[float, float] = DEFAULT_COMM_FRACTION
     column: str | None = None
     #: A workload column holding each job's service level.
     sl_column: str | None = None
     seed: int = 0
-    #: "alone" (logged run time = alone on its own placement), "ideal" or "random".
-    reference: str = "alone"
+    #: What placement a logged run time refers to: "random" (default: a uniformly random
+    #: placement of its size, as a topology-oblivious scheduler gives; compact placements
+    #: then run faster than logged, scattered ones slower), "alone" (its own placement:
+    #: only interference stretches it) or "ideal".
+    reference: str = "random"
     #: A job the predicted slowdown pushes past its limit: "run-on" (default: the
     #: prediction shows in its run time) or "kill" (killed at the limit, work lost).
     overrun: str = "run-on"
@@ -564,10 +671,13 @@ class NetworkSpec:
     def describe(self) -> dict[str, Any]:
         d: dict[str, Any] = {"spec": self.text, "mapping": self.mapping, "reference": self.reference, "overrun": self.overrun, "ranks_per_node": self.ranks_per_node, "seed": self.seed}
         if self.mapping == "bins":
-            d["bins"] = [{"max_nodes": b[0], "pattern": b[1], "phi": b[2]} for b in self.bins]
+            d["bins"] = [{"max_nodes": b[0], "pattern": b[1], **({"phi": b[3]} if b[3] is not None else {"comm_fraction": b[2]})} for b in self.bins]
         else:
             d["patterns"] = list(self.patterns)
-            d["phi"] = list(self.phi) if isinstance(self.phi, tuple) else self.phi
+            if self.phi is not None:
+                d["phi"] = list(self.phi) if isinstance(self.phi, tuple) else self.phi
+            else:
+                d["comm_fraction"] = list(self.comm_fraction) if isinstance(self.comm_fraction, tuple) else self.comm_fraction
         if self.column:
             d["column"] = self.column
         if self.sl_column:
@@ -576,7 +686,7 @@ class NetworkSpec:
         return d
 
 
-def _phi_value(text: str, src: str) -> float | tuple[float, float]:
+def _phi_value(text: str, src: str, what: str = "phi") -> float | tuple[float, float]:
     try:
         if "-" in text.strip()[1:]:
             lo, hi = text.split("-", 1) if not text.startswith("-") else (text, "")
@@ -584,10 +694,10 @@ def _phi_value(text: str, src: str) -> float | tuple[float, float]:
         else:
             v = float(text)
     except ValueError:
-        raise _err(src, "phi", f"expected a number or a range like 0.1-0.6, got {text!r}") from None
+        raise _err(src, what, f"expected a number or a range like 0.1-0.6, got {text!r}") from None
     vals = v if isinstance(v, tuple) else (v,)
     if not all(0.0 <= x <= 1.0 for x in vals) or (isinstance(v, tuple) and v[0] > v[1]):
-        raise _err(src, "phi", f"phi must be in [0, 1] (a range low-high), got {text!r}")
+        raise _err(src, what, f"{what} must be in [0, 1] (a range low-high), got {text!r}")
     return v
 
 
@@ -614,10 +724,13 @@ def parse_network_spec(text: str) -> NetworkSpec:
         if not sep:
             if key in ("on", "default", "bins", "random"):
                 items["mapping"] = "bins" if key in ("on", "default") else key
+            elif key == "heavy":
+                # seed 000's experiment: random Chatterbug patterns, pure communication
+                items.update({"mapping": "random", "comm_fraction": "1"})
             elif key.startswith("column:"):
                 items["mapping"], items["column"] = "column", key.split(":", 1)[1]
             else:
-                raise _err(src, key, "expected bins, random, column:NAME or KEY=VALUE")
+                raise _err(src, key, "expected bins, random, heavy, column:NAME or KEY=VALUE")
             continue
         items[key.strip()] = value.strip()
     obj: dict[str, Any] = {}
@@ -642,12 +755,12 @@ def parse_network_spec(text: str) -> NetworkSpec:
                 raise _err(src, key, f"expected a whole number, got {value!r}") from None
         elif key == "bytes":
             obj[key] = float(value)
-        elif key == "phi":
-            obj[key] = _phi_value(value, src)
+        elif key in ("phi", "comm_fraction", "comm"):
+            obj["comm_fraction" if key == "comm" else key] = _phi_value(value, src, key if key != "comm" else "comm_fraction")
         elif key in ("mapping", "column", "sl_column", "reference", "overrun"):
             obj[key] = value
         else:
-            raise _err(src, key, "unknown key; keys are mapping, patterns, phi, column, sl_column, seed, reference, overrun, fairness, bandwidth, service_levels, ranks_per_node, bytes")
+            raise _err(src, key, "unknown key; keys are mapping, patterns, comm_fraction (comm), phi, column, sl_column, seed, reference, overrun, fairness, bandwidth, service_levels, ranks_per_node, bytes")
     if model:
         obj["model"] = model
     out = _spec_from_obj(obj, src)
@@ -658,7 +771,7 @@ def parse_network_spec(text: str) -> NetworkSpec:
 def _spec_from_obj(obj: dict[str, Any], src: str) -> NetworkSpec:
     if not isinstance(obj, dict):
         raise InputError(src, "a network spec is an object")
-    known = {"mapping", "bins", "patterns", "phi", "column", "sl_column", "seed", "reference", "overrun", "ranks_per_node", "bytes", "model"}
+    known = {"mapping", "bins", "patterns", "phi", "comm_fraction", "column", "sl_column", "seed", "reference", "overrun", "ranks_per_node", "bytes", "model"}
     bad = set(obj) - known
     if bad:
         raise _err(src, sorted(bad)[0], "unknown key; keys are " + ", ".join(sorted(known)))
@@ -669,17 +782,17 @@ def _spec_from_obj(obj: dict[str, Any], src: str) -> NetworkSpec:
     if "bins" in obj:
         bins = obj["bins"]
         if not isinstance(bins, list) or not bins:
-            raise _err(src, "bins", "expected a list of {max_nodes, pattern, phi}")
+            raise _err(src, "bins", "expected a list of {max_nodes, pattern, comm_fraction or phi}")
         out = []
         for k, b in enumerate(bins):
-            if not isinstance(b, dict) or set(b) - {"max_nodes", "pattern", "phi"} or "pattern" not in b:
-                raise _err(src, f"bins[{k}]", "expected {\"max_nodes\": N, \"pattern\": P, \"phi\": F}")
+            if not isinstance(b, dict) or set(b) - {"max_nodes", "pattern", "phi", "comm_fraction"} or "pattern" not in b or ("phi" in b and "comm_fraction" in b):
+                raise _err(src, f"bins[{k}]", "expected {\"max_nodes\": N, \"pattern\": P, \"comm_fraction\": F} (or \"phi\": F instead of comm_fraction)")
             mx = b.get("max_nodes", 2**62)
-            phi = b.get("phi", 1.0)
-            if not isinstance(mx, int) or mx < 1 or not isinstance(phi, (int, float)) or not 0 <= phi <= 1:
-                raise _err(src, f"bins[{k}]", "max_nodes is a whole number >= 1 and phi is in [0, 1]")
+            value = b.get("phi", b.get("comm_fraction", DEFAULT_COMM_FRACTION))
+            if not isinstance(mx, int) or mx < 1 or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+                raise _err(src, f"bins[{k}]", "max_nodes is a whole number >= 1 and comm_fraction / phi is in [0, 1]")
             _check_pattern(b["pattern"], src, f"bins[{k}].pattern")
-            out.append((mx, b["pattern"], float(phi)))
+            out.append((mx, b["pattern"], None, float(value)) if "phi" in b else (mx, b["pattern"], float(value), None))
         out.sort(key=lambda t: t[0])
         spec.bins = tuple(out)
     if "patterns" in obj:
@@ -689,25 +802,27 @@ def _spec_from_obj(obj: dict[str, Any], src: str) -> NetworkSpec:
         for p in pats:
             _check_pattern(p, src, "patterns")
         spec.patterns = tuple(pats)
-    if "phi" in obj:
-        phi = obj["phi"]
+    for key in ("phi", "comm_fraction"):
+        if key not in obj:
+            continue
+        phi = obj[key]
         if isinstance(phi, str):
-            phi = _phi_value(phi, src)
+            phi = _phi_value(phi, src, key)
         elif isinstance(phi, list) and len(phi) == 2:
             phi = (float(phi[0]), float(phi[1]))
         if isinstance(phi, (int, float)):
             phi = float(phi)
             if not 0 <= phi <= 1:
-                raise _err(src, "phi", "phi must be in [0, 1]")
+                raise _err(src, key, f"{key} must be in [0, 1]")
         elif not (isinstance(phi, tuple) and 0 <= phi[0] <= phi[1] <= 1):
-            raise _err(src, "phi", "expected a number in [0, 1] or [low, high]")
-        spec.phi = phi
+            raise _err(src, key, "expected a number in [0, 1] or [low, high]")
+        setattr(spec, key, phi)
     spec.column = obj.get("column")
     spec.sl_column = obj.get("sl_column")
     if spec.mapping == "column" and not spec.column:
         raise _err(src, "column", "mapping=column needs column=NAME (a workload column)")
     spec.seed = int(obj.get("seed", 0))
-    spec.reference = obj.get("reference", "alone")
+    spec.reference = obj.get("reference", "random")
     if spec.reference not in ("alone", "ideal", "random"):
         raise _err(src, "reference", f"expected alone, ideal or random, got {spec.reference!r}")
     spec.overrun = obj.get("overrun", "run-on")
@@ -736,13 +851,16 @@ def assign_traffic(workload: Any, spec: NetworkSpec) -> dict[str, Any]:
     n = len(workload)
     sizes = np.asarray(workload.columns["nodes"])
     src = spec.text or "--network"
+    timing = spec.settings.timing
     if spec.mapping == "bins":
         names = sorted({b[1] for b in spec.bins}, key=[b[1] for b in spec.bins].index)
         limits = np.array([b[0] for b in spec.bins])
-        k = np.searchsorted(limits, sizes, side="left")
-        k = np.minimum(k, len(spec.bins) - 1)
+        k = np.minimum(np.searchsorted(limits, sizes, side="left"), len(spec.bins) - 1)
         pattern = np.array([names.index(spec.bins[i][1]) for i in k], dtype=np.int64) if n else np.zeros(0, np.int64)
-        phi = np.array([spec.bins[i][2] for i in k], dtype=np.float64) if n else np.zeros(0)
+        phi = np.zeros(n)
+        for i in range(n):
+            mx, pat, cf, direct = spec.bins[k[i]]
+            phi[i] = direct if direct is not None else (cf or 0.0) * bandwidth_share(pat, int(sizes[i]), timing)
     else:
         names = list(spec.patterns)
         if spec.mapping == "random":
@@ -755,11 +873,16 @@ def assign_traffic(workload: Any, spec: NetworkSpec) -> dict[str, Any]:
             # the same value (application) gets the same phi: a hash of (seed, value)
             h = (vals.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(spec.seed)) >> np.uint64(11)
             u = h.astype(np.float64) / float(1 << 53)
-        if isinstance(spec.phi, tuple):
-            lo, hi = spec.phi
-            phi = lo + (hi - lo) * u
+        value = spec.phi if spec.phi is not None else spec.comm_fraction
+        if isinstance(value, tuple):
+            lo, hi = value
+            frac = lo + (hi - lo) * u
         else:
-            phi = np.full(n, float(spec.phi))
+            frac = np.full(n, float(value))
+        if spec.phi is not None:
+            phi = frac
+        else:
+            phi = np.array([frac[i] * bandwidth_share(names[pattern[i]], int(sizes[i]), timing) for i in range(n)])
     sl = np.zeros(n, np.int64)
     if spec.sl_column:
         sl = np.asarray(_workload_column(workload, spec.sl_column, src, "sl_column"), dtype=np.int64)

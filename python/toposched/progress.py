@@ -19,11 +19,27 @@ def setup_logging(*, quiet: bool = False, verbose: int = 0) -> None:
     """Log lines to stderr: warnings only with ``quiet``, info by default, debug with -v."""
     level = logging.WARNING if quiet else (logging.DEBUG if verbose else logging.INFO)
     if not log.handlers:
-        h = logging.StreamHandler(sys.stderr)
+        h = _Stderr()
         h.setFormatter(logging.Formatter("toposched: %(message)s"))
         log.addHandler(h)
         log.propagate = False
     log.setLevel(level)
+
+
+class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is when a line is logged (a test harness or a
+    notebook may replace it after the handler was made)."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
 
 
 def _eta(seconds: float) -> str:

@@ -15,8 +15,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -29,7 +31,11 @@ from . import __version__
 from .errors import InputError, SimulationError
 from .topology import Fabric
 from .workload.model import Workload
+from .files import RESULT_FILES, foreign_entries, replace_dir
 from .files import write_atomic as _atomic
+from .startup import column_numpy
+from .utilization import CHUNK_SAMPLES, UtilizationSeries
+from .utilization import SCHEMA as UTILIZATION_SCHEMA
 
 #: Bounded-slowdown threshold (seconds), as in Feitelson's definition.
 BSLD_TAU_S = 10
@@ -87,7 +93,8 @@ class SimResult:
     fabric: Fabric
     config: RunConfig
     jobs: pa.Table
-    utilization: pa.Table
+    #: busy nodes over time, as changes (sampled only when written: see utilization.py)
+    utilization_series: UtilizationSeries
     skipped: pa.Table
     summary: dict[str, Any]
     reservations: dict[str, np.ndarray] = field(default_factory=dict)
@@ -130,25 +137,93 @@ class SimResult:
             raise ModuleNotFoundError("to_pandas needs pandas: pip install 'toposched[pandas]'") from None
         return self.jobs.to_pandas()
 
+    @property
+    def utilization(self) -> pa.Table:
+        """Every utilization sample as one table (memory in proportion to the time span)."""
+        return self.utilization_series.table()
+
+    def run_id(self) -> str:
+        """An id of this result: a hash of its summary and schedule, so the same inputs give
+        the same id (outputs stay byte-identical) and two different runs do not."""
+        h = hashlib.sha256()
+        summary = {k: v for k, v in self.summary.items() if k != "run_id"}
+        h.update(json.dumps(summary, sort_keys=True, default=str).encode())
+        # the arrays themselves (buffer protocol: no copies of the node lists)
+        for name in ("job_id", "start_s", "end_s"):
+            for chunk in self.jobs.column(name).chunks:
+                h.update(np.ascontiguousarray(column_numpy(chunk)))
+        for chunk in self.jobs.column("node_ids").chunks:
+            h.update(np.ascontiguousarray(column_numpy(chunk.offsets)))
+            h.update(np.ascontiguousarray(column_numpy(chunk.values)))
+        return h.hexdigest()[:16]
+
     def write(self, out_dir: str | Path) -> dict[str, Path]:
         """Write jobs.parquet, utilization.parquet, skipped.parquet, summary.json and
-        fabric.json into ``out_dir``. Each file appears whole or not at all (written under
-        a temporary name, then renamed)."""
+        fabric.json into ``out_dir``, all carrying the same run id (summary.json's
+        ``run_id``, the Parquet files' metadata ``toposched.run_id``, fabric.json's
+        ``run_id``), which ``toposched check`` compares.
+
+        The directory is replaced as a whole (files.replace_dir): the files are written
+        into a staging directory beside it, which then takes its place. A directory that
+        holds other files as well (a sweep's run directory) gets each file atomically
+        instead, summary.json last."""
         out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        paths = {
-            "jobs": out / "jobs.parquet",
-            "utilization": out / "utilization.parquet",
-            "skipped": out / "skipped.parquet",
-            "summary": out / "summary.json",
-            "fabric": out / "fabric.json",
-        }
-        _atomic(paths["jobs"], lambda p: pq.write_table(self.jobs, p))
-        _atomic(paths["utilization"], lambda p: pq.write_table(self.utilization, p))
-        _atomic(paths["skipped"], lambda p: pq.write_table(self.skipped, p))
-        _atomic(paths["fabric"], lambda p: Path(p).write_text(json.dumps(self.fabric.describe(), indent=1) + "\n"))
-        _atomic(paths["summary"], lambda p: Path(p).write_text(json.dumps(self.summary, indent=2, sort_keys=True) + "\n"))
-        return paths
+        run_id = self.run_id()
+        self.summary["run_id"] = run_id
+        meta = {RUN_ID_KEY: run_id.encode()}
+
+        def write_files(d: Path) -> None:
+            # row groups of 2^17 jobs: the writer buffers one group's encoded node lists
+            # (runs up to 131,072 jobs give the same file as one group)
+            _atomic(d / "jobs.parquet", lambda p: pq.write_table(_with_meta(self.jobs, meta), p, row_group_size=JOBS_ROW_GROUP, **JOBS_WRITE_OPTIONS))
+            _atomic(d / "utilization.parquet", lambda p: _write_utilization(self.utilization_series, p, meta))
+            _atomic(d / "skipped.parquet", lambda p: pq.write_table(_with_meta(self.skipped, meta), p))
+            fabric = {"run_id": run_id, **self.fabric.describe()}
+            _atomic(d / "fabric.json", lambda p: Path(p).write_text(json.dumps(fabric, indent=1) + "\n"))
+            _atomic(d / "summary.json", lambda p: Path(p).write_text(json.dumps(self.summary, indent=2, sort_keys=True) + "\n"))
+
+        if out.is_dir() and foreign_entries(out):
+            write_files(out)
+        else:
+            replace_dir(out, write_files)
+        return {name.split(".")[0]: out / name for name in RESULT_FILES}
+
+
+#: Rows per row group of jobs.parquet (bounds the writer's buffers: memory per job).
+JOBS_ROW_GROUP = 1 << 17
+
+#: How jobs.parquet's columns are encoded (only the encoding: readers see the same
+#: columns, and files written before read as they did). Dictionary encoding only where
+#: values are few: on every column (pyarrow's default) it doubled the time to write the
+#: file, times and ids being nearly all distinct. Node ids are delta-encoded: a job's list
+#: is ascending and mostly runs of consecutive ids, so it costs a few bits per node
+#: (Curie on 93,312 nodes: 474 MB -> a few MB, written faster).
+JOBS_WRITE_OPTIONS: dict[str, Any] = {
+    "use_dictionary": ["nodes", "killed", "alloc_class", "leaves", "pods"],
+    "column_encoding": {"node_ids.list.element": "DELTA_BINARY_PACKED"},
+}
+
+#: Key of the run id in the Parquet files' metadata.
+RUN_ID_KEY = b"toposched.run_id"
+
+
+def _with_meta(table: pa.Table, meta: dict[bytes, bytes]) -> pa.Table:
+    return table.replace_schema_metadata({**(table.schema.metadata or {}), **meta})
+
+
+#: How utilization.parquet's columns are encoded: sample times are a regular grid (delta
+#: encoding stores it in almost nothing), busy counts take few values. pyarrow's default
+#: (dictionary on every column) took twice the time and 13x the space (HPC2N: 1.8 M samples).
+UTILIZATION_WRITE_OPTIONS: dict[str, Any] = {"use_dictionary": ["busy_nodes", "utilization"], "column_encoding": {"time_s": "DELTA_BINARY_PACKED"}}
+
+
+def _write_utilization(series: UtilizationSeries, path: str, meta: dict[bytes, bytes]) -> None:
+    """utilization.parquet a chunk (one row group) at a time: the same file as
+    ``pq.write_table`` of the whole table (with the same options), without holding it."""
+    schema = UTILIZATION_SCHEMA.with_metadata(meta)
+    with pq.ParquetWriter(path, schema, **UTILIZATION_WRITE_OPTIONS) as writer:
+        for chunk in series.chunks():
+            writer.write_table(chunk.replace_schema_metadata(meta), row_group_size=CHUNK_SAMPLES)
 
 
 def _stats(x: np.ndarray) -> dict[str, float | None]:
@@ -192,7 +267,54 @@ def simulate(
     alloc = policies.resolve(config.alloc, fabric)
     order = policies.resolve(config.queue_order, fabric) if config.queue_order is not None else None
     cols = workload.columns
-    sim = _core.Simulation(
+    try:
+        sim = _new_simulation(_core, fabric, workload, config, alloc, order, down_nodes)
+    except ValueError as exc:
+        raise _input_error(workload, str(exc)) from None
+    except OverflowError as exc:  # an integer setting (seed, queue depth) beyond 64 bits
+        raise InputError("settings", f"a number is out of range ({exc}): --seed takes 0 to 2^64 - 1") from None
+    except RuntimeError as exc:
+        raise SimulationError(str(exc)) from None
+    if config.network:
+        from .network import attach_network
+
+        attach_network(sim, workload, config.network)
+    total = len(workload)
+    complete = True
+    try:
+        chunk = 20_000
+        while not sim.step(chunk):
+            if progress is not None:
+                progress(sim.submitted, total)
+        if progress is not None:
+            progress(total, total)
+    except KeyboardInterrupt:
+        complete = False
+    except RuntimeError as exc:
+        raise SimulationError(str(exc)) from None
+    result = _collect(sim, workload, fabric, config, complete)
+    result.summary["policy"]["kill_at_walltime_rule"] = kill_rule
+    return result
+
+
+def _core_simulation() -> type:
+    from . import _core
+
+    return _core.Simulation
+
+
+def _input_error(workload: Workload, message: str) -> InputError:
+    """The engine's refusal of a job row, as an error naming the log's file and line."""
+    m = re.match(r"job row (\d+) \(id [^)]*\): field '(\w+)'", message)
+    if m and int(m.group(1)) < len(workload):
+        line = int(workload.columns["line"][int(m.group(1))])
+        return InputError(workload.source, message, line=line if line > 0 else None)
+    return InputError(workload.source, message)
+
+
+def _new_simulation(_core: Any, fabric: Fabric, workload: Workload, config: RunConfig, alloc: Any, order: Any, down_nodes: list[int] | None) -> Any:
+    cols = workload.columns
+    return _core.Simulation(
         fabric.core,
         cols["job_id"],
         cols["submit_s"],
@@ -216,26 +338,6 @@ def simulate(
         down=down_nodes,
         **_switch_columns(workload, config),
     )
-    if config.network:
-        from .network import attach_network
-
-        attach_network(sim, workload, config.network)
-    total = len(workload)
-    complete = True
-    try:
-        chunk = 20_000
-        while not sim.step(chunk):
-            if progress is not None:
-                progress(sim.submitted, total)
-        if progress is not None:
-            progress(total, total)
-    except KeyboardInterrupt:
-        complete = False
-    except RuntimeError as exc:
-        raise SimulationError(str(exc)) from None
-    result = _collect(sim, workload, fabric, config, complete)
-    result.summary["policy"]["kill_at_walltime_rule"] = kill_rule
-    return result
 
 
 def kill_at_walltime(workload: Workload, config: RunConfig) -> tuple[bool, str]:
@@ -262,6 +364,8 @@ def parse_switches(text: str) -> tuple[int, int]:
         raise ValueError(f"switches must look like N or N@SECONDS, got {text!r}") from None
     if n < 1 or w < 0:
         raise ValueError(f"switches must have N >= 1 and a wait >= 0, got {text!r}")
+    if n >= 2**31 or w > 2**40:
+        raise ValueError(f"switches out of range (N below 2^31, wait at most 2^40 s), got {text!r}")
     return n, w
 
 
@@ -284,14 +388,21 @@ def _switch_columns(workload: Workload, config: RunConfig) -> dict[str, np.ndarr
 
 
 def _collect(sim: Any, workload: Workload, fabric: Fabric, config: RunConfig, complete: bool) -> SimResult:
-    r = sim.results()
+    # The engine's own copy of the results is freed once they are here (memory per job).
+    r = sim.results(release=True) if isinstance(sim, _core_simulation()) else sim.results()
     cols = workload.columns
     done = r["status"] == 2
     idx = np.flatnonzero(done)
-    start = r["start_s"][idx]
-    end = r["end_s"][idx]
-    submit = cols["submit_s"][idx]
-    nodes = cols["nodes"][idx]
+    every = len(idx) == len(done)
+
+    def pick(a: np.ndarray) -> np.ndarray:
+        # every job finished (a complete run): the arrays as they are, no copy
+        return a if every else a[idx]
+
+    start = pick(r["start_s"])
+    end = pick(r["end_s"])
+    submit = pick(cols["submit_s"])
+    nodes = pick(cols["nodes"])
     wait = start - submit
     run = end - start
     bsld = np.maximum((wait + run) / np.maximum(run, BSLD_TAU_S), 1.0)
@@ -301,7 +412,7 @@ def _collect(sim: Any, workload: Workload, fabric: Fabric, config: RunConfig, co
     lens = (offsets[1:] - offsets[:-1])[idx]
     new_offsets = np.zeros(len(idx) + 1, dtype=np.int32)
     np.cumsum(lens, out=new_offsets[1:])
-    if len(idx) == len(done):
+    if every:
         flat = node_ids  # every job finished (a complete run): nothing to filter
     else:
         all_lens = offsets[1:] - offsets[:-1]
@@ -312,19 +423,19 @@ def _collect(sim: Any, workload: Workload, fabric: Fabric, config: RunConfig, co
     leaves_used, pods_used = _span_counts(new_offsets, flat, leaf_of, pod_of_leaf)
     jobs = pa.table(
         {
-            "job_id": pa.array(cols["job_id"][idx]),
+            "job_id": pa.array(pick(cols["job_id"])),
             "submit_s": pa.array(submit),
             "start_s": pa.array(start),
             "end_s": pa.array(end),
             "wait_s": pa.array(wait),
             "nodes": pa.array(nodes),
-            "walltime_s": pa.array(cols["walltime_s"][idx]),
+            "walltime_s": pa.array(pick(cols["walltime_s"])),
             "runtime_s": pa.array(run),
-            "log_runtime_s": pa.array(cols["runtime_s"][idx]),
-            "killed": pa.array(r["killed"][idx]),
+            "log_runtime_s": pa.array(pick(cols["runtime_s"])),
+            "killed": pa.array(pick(r["killed"])),
             "bounded_slowdown": pa.array(bsld),
-            "aph": pa.array(r["aph"][idx], mask=np.isnan(r["aph"][idx])),
-            "alloc_class": pa.array(r["alloc_class"][idx]),
+            "aph": pa.array(pick(r["aph"]), mask=np.isnan(pick(r["aph"]))),
+            "alloc_class": pa.array(pick(r["alloc_class"])),
             "leaves": pa.array(leaves_used),
             "pods": pa.array(pods_used),
             "node_ids": node_list,
@@ -361,46 +472,53 @@ def _collect(sim: Any, workload: Workload, fabric: Fabric, config: RunConfig, co
     if len(idx):
         t0 = int(cols["submit_s"][0])
         t1 = int(end.max())
-        busy = _core_busy(start, end, nodes, t0, t1, step)
     else:
-        t0, t1, busy = 0, -1, np.zeros(0, np.int64)
-    times = t0 + step * np.arange(len(busy), dtype=np.int64)
-    util = busy / max(fabric.n_nodes, 1)
-    utilization = pa.table({"time_s": pa.array(times), "busy_nodes": pa.array(busy), "utilization": pa.array(util)})
-    summary = _summary(workload, fabric, config, jobs, skipped, util, t0, t1, complete, sim)
+        t0, t1 = 0, -1
+    utilization = UtilizationSeries.from_jobs(start, end, nodes, t0, t1, step, fabric.n_nodes)
+    summary = _summary(workload, fabric, config, jobs, skipped, utilization, t0, t1, complete, sim)
     if net_summary is not None:
         summary["network"] = net_summary
     reservations = sim.reservations() if config.record_reservations else {}
     return SimResult(workload, fabric, config, jobs, utilization, skipped, summary, reservations)
 
 
-def _core_busy(start: np.ndarray, end: np.ndarray, nodes: np.ndarray, t0: int, t1: int, step: int) -> np.ndarray:
-    from . import _core
-
-    return _core.busy_nodes_sampled(
-        np.ascontiguousarray(start, np.int64), np.ascontiguousarray(end, np.int64), np.ascontiguousarray(nodes, np.int64), t0, t1, step
-    )
-
-
 def _span_counts(offsets: np.ndarray, flat: np.ndarray, leaf_of: np.ndarray, pod_of_leaf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct leaves and pods per job. Node lists are ascending and ids leaf-major, so a
     new leaf (pod) starts wherever the leaf (pod) changes along the list: count the
-    changes with one cumulative sum and read it at the job boundaries."""
+    changes with one cumulative sum and read it at the job boundaries. Done a slice of
+    jobs at a time (about 2^22 node entries each), so the temporary arrays stay small
+    whatever the number of jobs."""
     n_jobs = len(offsets) - 1
+    leaves = np.zeros(n_jobs, np.int32)
+    pods = np.zeros(n_jobs, np.int32)
     if len(flat) == 0:
-        return np.zeros(n_jobs, np.int32), np.zeros(n_jobs, np.int32)
-    leaf = leaf_of[flat]
-    pod = pod_of_leaf[leaf]
-    out = []
-    for key in (leaf, pod):
-        # c[k] = changes between neighbours at positions 1..k-1, so a job [s, e) has
-        # c[e] - c[s+1] changes inside it, plus one leaf (pod) to start with.
-        c = np.zeros(len(flat) + 1, np.int64)
-        np.cumsum(key[1:] != key[:-1], out=c[2:])
-        start, end = offsets[:-1], offsets[1:]
-        inside = c[end] - c[np.minimum(start + 1, len(flat))]
-        out.append(np.where(end > start, inside + 1, 0).astype(np.int32))
-    return out[0], out[1]
+        return leaves, pods
+    if len(pod_of_leaf) == 1:
+        # one pod (a one-leaf fabric too): every job with nodes spans one pod, and one
+        # leaf when there is only one (nodes = processors fabrics: 10^8 entries not read)
+        pods[:] = np.diff(offsets) > 0
+        if len(leaf_of) == 0 or int(leaf_of.max()) == 0:
+            return pods.copy(), pods
+    budget = 1 << 22
+    j0 = 0
+    while j0 < n_jobs:
+        # the jobs [j0, j1) whose node lists hold about `budget` entries (at least one job)
+        j1 = int(np.searchsorted(offsets, offsets[j0] + budget, side="right")) - 1
+        j1 = min(max(j1, j0 + 1), n_jobs)
+        lo, hi = int(offsets[j0]), int(offsets[j1])
+        part = offsets[j0 : j1 + 1] - lo
+        leaf = leaf_of[flat[lo:hi]]
+        pod = pod_of_leaf[leaf]
+        for key, out in ((leaf, leaves), (pod, pods)):
+            # c[k] = changes between neighbours at positions 1..k-1, so a job [s, e) has
+            # c[e] - c[s+1] changes inside it, plus one leaf (pod) to start with.
+            c = np.zeros(len(key) + 1, np.int64)
+            np.cumsum(key[1:] != key[:-1], out=c[2:])
+            start, end = part[:-1], part[1:]
+            inside = c[end] - c[np.minimum(start + 1, len(key))]
+            out[j0:j1] = np.where(end > start, inside + 1, 0)
+        j0 = j1
+    return leaves, pods
 
 
 def _policy_block(config: RunConfig) -> dict[str, Any]:
@@ -419,16 +537,16 @@ def _summary(
     config: RunConfig,
     jobs: pa.Table,
     skipped: pa.Table,
-    util: np.ndarray,
+    util: UtilizationSeries,
     t0: int,
     t1: int,
     complete: bool,
     sim: Any,
 ) -> dict[str, Any]:
-    wait = jobs.column("wait_s").to_numpy()
-    bsld = jobs.column("bounded_slowdown").to_numpy()
-    nodes = jobs.column("nodes").to_numpy()
-    aph = jobs.column("aph").to_numpy(zero_copy_only=False)
+    wait = column_numpy(jobs.column("wait_s"))
+    bsld = column_numpy(jobs.column("bounded_slowdown"))
+    nodes = column_numpy(jobs.column("nodes"))
+    aph = column_numpy(jobs.column("aph"))
     aph = np.asarray(aph, dtype=float)
     by_size = []
     for label, lo, hi in SIZE_BINS:
@@ -451,7 +569,7 @@ def _summary(
     for why in skipped.column("reason").to_pylist():
         key = why.split(";")[0]
         reasons[key] = reasons.get(key, 0) + 1
-    killed = int(np.sum(jobs.column("killed").to_numpy())) if len(jobs) else 0
+    killed = int(np.sum(column_numpy(jobs.column("killed")))) if len(jobs) else 0
     over = int(np.sum(workload["runtime_s"] > workload["walltime_s"]))
     fab = fabric.describe()
     return {
@@ -471,7 +589,7 @@ def _summary(
         "first_submit_s": int(t0) if len(jobs) else None,
         "last_end_s": int(t1) if len(jobs) else None,
         "makespan_s": int(t1 - t0) if len(jobs) else None,
-        "utilization": {"mean": float(np.mean(util)) if len(util) else None, "step_s": config.utilization_step_s, "samples": int(len(util))},
+        "utilization": {"mean": util.mean(), "step_s": config.utilization_step_s, "samples": util.n_samples},
         "wait_s": _stats(wait),
         "bounded_slowdown": _stats(bsld),
         "aph": _stats(aph[~np.isnan(aph)]),

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .limits import MAX_FABRIC_NODES
 from .errors import TopologyError
 from .fabric_spec import FabricSpec, LeafSpec, PodSpec
 
@@ -148,13 +149,20 @@ def parse_fattree_params(text: str) -> FabricSpec:
             raise TopologyError(
                 text, f"cannot read {item!r}: expected KEY=VALUE with KEY one of K, S, P, W1, W2, nodes", field=key.strip() or None
             )
+        if canon in params:
+            raise TopologyError(text, f"{key.strip()} is given twice", field=key.strip())
         try:
             params[canon] = int(value)
         except ValueError:
             raise TopologyError(text, f"expected a whole number, got {value!r}", field=key.strip()) from None
+        if not 1 <= params[canon] <= MAX_FABRIC_NODES:
+            raise TopologyError(text, f"must be between 1 and {MAX_FABRIC_NODES:,}, got {params[canon]}", field=key.strip())
     missing = [k for k in ("nodes_per_leaf", "leaves_per_pod", "pods") if k not in params]
     if missing:
         raise TopologyError(text, "missing " + ", ".join(missing) + " (write e.g. fattree:K=18,S=18,P=4)")
+    total = params["nodes_per_leaf"] * params["leaves_per_pod"] * params["pods"]
+    if total > MAX_FABRIC_NODES:
+        raise TopologyError(text, f"K x S x P = {total:,} nodes, more than the {MAX_FABRIC_NODES:,} toposched supports (docs/reliability.md)")
     name = f"fattree-{params['nodes_per_leaf']}x{params['leaves_per_pod']}x{params['pods']}"
     return regular_spec(name, **params)
 

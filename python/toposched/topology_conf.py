@@ -34,11 +34,14 @@ bisection).
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import hostlist
 
+from .limits import MAX_FABRIC_NODES
 from .errors import TopologyError
 from .fabric_spec import FabricSpec, LeafSpec, PodSpec
 
@@ -95,8 +98,36 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
     return out
 
 
+def _hostlist_size(value: str) -> int:
+    """How many names a host list expands to, counted without expanding it (a typo such as
+    ``n[1-99999999]`` would otherwise fill the memory). Malformed parts count as one: the
+    expansion then reports them."""
+    total, depth, item = 0, 0, []
+    for ch in value + ",":
+        if ch == "," and depth == 0:
+            size = 1
+            for group in re.findall(r"\[([^\]]*)\]", "".join(item)):
+                count = 0
+                for part in group.split(","):
+                    lo, sep, hi = part.partition("-")
+                    count += int(hi) - int(lo) + 1 if sep and lo.isdigit() and hi.isdigit() and int(hi) >= int(lo) else 1
+                size *= max(count, 1)
+            total += size
+            item = []
+            continue
+        depth += ch == "["
+        depth -= ch == "]"
+        item.append(ch)
+    return total
+
+
 def _expand(path: str, value: str, line: int, key: str, what: str) -> list[str]:
     """Expand a Slurm host list (``what``: "node" or "switch") and refuse repeats."""
+    size = _hostlist_size(value)
+    if size > MAX_FABRIC_NODES:
+        raise TopologyError(
+            path, f"the host list names {size:,} {what}s, more than the {MAX_FABRIC_NODES:,} toposched supports (docs/reliability.md)", line=line, field=key
+        )
     try:
         names = hostlist.expand_hostlist(value, allow_duplicates=True)
     except hostlist.BadHostlist as exc:
@@ -158,6 +189,10 @@ def _parse(path: str, text: str, lenient: bool, notes: list[str]) -> dict[str, _
             )
         if has_nodes:
             nkey, value = pairs["nodes"]
+            if len(node_leaf) + _hostlist_size(value) > MAX_FABRIC_NODES:
+                raise TopologyError(
+                    path, f"the file names more than the {MAX_FABRIC_NODES:,} nodes toposched supports (docs/reliability.md)", line=line, field=nkey
+                )
             nodes = _expand(path, value, line, nkey, "node")
             kept = []
             for n in nodes:

@@ -560,6 +560,15 @@ impl Engine {
     pub fn skipped(&self) -> &[(u32, String)] {
         &self.skipped
     }
+    /// Free the per-job outcomes and node lists once a caller has copied them out (the
+    /// binding's `results(release=True)`): a finished replay then holds little memory
+    /// while its results are written. Afterwards [`outcomes`](Self::outcomes) is empty and
+    /// the engine must not be stepped again.
+    pub fn release_outcomes(&mut self) {
+        self.finished = true;
+        self.core.outcomes = Vec::new();
+        self.core.node_lists = Vec::new();
+    }
     pub fn reservations(&self) -> &[ReservationRecord] {
         &self.core.reservations
     }

@@ -184,8 +184,10 @@ impl Placer {
     }
 
     /// Place `job` now, or refuse, or (with `reserve`) reserve it. Asking again for a job
-    /// already placed returns its nodes (requests may be retried).
-    pub fn allocate(&mut self, job: &str, nodes: u32, walltime_s: i64, now_s: i64, reserve: bool) -> Decision {
+    /// already placed returns its nodes (requests may be retried). `exclude`: nodes that
+    /// may not be chosen now (hosts whose node agents cannot meet the job's requirement);
+    /// a reservation does not look at them (the hosts may change by then).
+    pub fn allocate(&mut self, job: &str, nodes: u32, walltime_s: i64, now_s: i64, reserve: bool, exclude: &[u32]) -> Decision {
         if let Some(h) = self.held.get(job) {
             return if h.nodes.len() == nodes as usize {
                 Decision::Placed(h.nodes.clone())
@@ -207,18 +209,33 @@ impl Placer {
                 ));
             }
         }
+        let filtered = (!exclude.is_empty()).then(|| {
+            let mut set = NodeSet::new(self.topo.n_nodes());
+            for &n in exclude.iter().filter(|&&n| (n as usize) < self.topo.n_nodes()) {
+                set.insert(n);
+            }
+            set
+        });
         let chosen = if nodes > self.state.n_free() {
             None
         } else if guarded && !self.alloc.fungible() {
             let r = self.reservation.as_ref().expect("guarded implies a reservation");
+            let both = filtered.as_ref().map(|f| {
+                let mut s = r.set.clone();
+                for n in f.iter_range(0..self.topo.n_nodes() as u32) {
+                    s.insert(n);
+                }
+                s
+            });
             let guard = Guard {
-                excluded: Some(&r.set),
+                excluded: Some(both.as_ref().unwrap_or(&r.set)),
                 leaves_closed_to_spanning: Some(&r.leaves_closed),
                 pods_closed_to_spanning: Some(&r.pods_closed),
             };
             self.alloc.select(&self.topo, &self.state, nodes, &guard)
         } else {
-            self.alloc.select(&self.topo, &self.state, nodes, &Guard::NONE)
+            let guard = Guard { excluded: filtered.as_ref(), ..Guard::NONE };
+            self.alloc.select(&self.topo, &self.state, nodes, &guard)
         };
         if let Some(chosen) = chosen {
             let placed = self.hold(job, chosen, now_s, walltime_s);
@@ -470,15 +487,15 @@ mod tests {
         let mut p = placer("linear");
         assert!(p.drain(0));
         assert!(!p.drain(0));
-        let Decision::Placed(n) = p.allocate("a", 3, 10, 0, false) else { panic!() };
+        let Decision::Placed(n) = p.allocate("a", 3, 10, 0, false, &[]) else { panic!() };
         assert_eq!(n, vec![1, 2, 3]);
         assert!(p.drain(2));
         p.release("a").unwrap();
         assert!(!p.state().is_free(2) && p.state().is_free(1));
-        let Decision::Placed(n) = p.allocate("b", 16, 10, 0, false) else { panic!() };
+        let Decision::Placed(n) = p.allocate("b", 16, 10, 0, false, &[]) else { panic!() };
         assert!(!n.contains(&0) && !n.contains(&2));
-        assert!(matches!(p.allocate("c", 1, 10, 0, false), Decision::Refused(_)));
-        assert!(matches!(p.allocate("d", 17, 10, 0, false), Decision::Never(_)));
+        assert!(matches!(p.allocate("c", 1, 10, 0, false, &[]), Decision::Refused(_)));
+        assert!(matches!(p.allocate("d", 17, 10, 0, false, &[]), Decision::Never(_)));
         p.release("b").unwrap();
         assert!(p.resume(0) && p.resume(2));
         assert_eq!(p.state().n_free(), 18);
@@ -488,22 +505,22 @@ mod tests {
     fn reservation_guards_later_jobs() {
         // toy18: 2 pods x 3 leaves x 3 nodes. isolated.
         let mut p = placer("isolated");
-        assert!(matches!(p.allocate("a", 9, 100, 0, false), Decision::Placed(_)));
-        assert!(matches!(p.allocate("b", 6, 50, 0, false), Decision::Placed(_)));
+        assert!(matches!(p.allocate("a", 9, 100, 0, false, &[]), Decision::Placed(_)));
+        assert!(matches!(p.allocate("b", 6, 50, 0, false, &[]), Decision::Placed(_)));
         // 3 nodes left; a 9-node head must wait for b (ends 50)
-        let d = p.allocate("h", 9, 100, 0, true);
+        let d = p.allocate("h", 9, 100, 0, true, &[]);
         let Decision::Reserved { start_s, nodes } = d else { panic!("{d:?}") };
         assert_eq!(start_s, 50);
         assert_eq!(nodes.len(), 9);
         // A 3-node job ending after 50 may not take the reserved pod's nodes
         let free: Vec<u32> = (0..18).filter(|&n| p.state().is_free(n)).collect();
         let overlap = free.iter().any(|n| nodes.contains(n));
-        let d = p.allocate("x", 3, 500, 0, false);
+        let d = p.allocate("x", 3, 500, 0, false, &[]);
         if overlap {
             assert!(matches!(d, Decision::Refused(_)), "{d:?}");
         }
         // one ending before the shadow time may
-        let d = p.allocate("y", 3, 10, 0, false);
+        let d = p.allocate("y", 3, 10, 0, false, &[]);
         assert!(matches!(d, Decision::Placed(_)), "{d:?}");
         assert_eq!(p.release("zzz"), None);
     }
@@ -511,7 +528,7 @@ mod tests {
     #[test]
     fn replace_all_checks_first() {
         let mut p = placer("linear");
-        p.allocate("a", 3, 10, 0, false);
+        p.allocate("a", 3, 10, 0, false, &[]);
         let bad = vec![("x".to_string(), vec![1, 2], 0, 10), ("y".to_string(), vec![2], 0, 10)];
         assert!(p.replace_all(bad).is_err());
         assert_eq!(p.held().len(), 1);
@@ -519,5 +536,18 @@ mod tests {
         assert_eq!(p.held().keys().collect::<Vec<_>>(), vec!["x"]);
         assert_eq!(p.state().n_free(), 16);
         assert_eq!(p.holder(5), Some("x"));
+    }
+
+    #[test]
+    fn excluded_hosts_are_never_chosen_now() {
+        let topo = Topology::fat_tree("t", 4, 2, 1, None, None).unwrap();
+        for alloc in ["linear", "isolated", "slurm-tree", "random"] {
+            let mut p = Placer::new(topo.clone(), alloc, AllocOptions::default()).unwrap();
+            // nodes 0, 1 and 5 cannot take the job (their agents refuse it)
+            let Decision::Placed(n) = p.allocate("a", 3, 10, 0, false, &[0, 1, 5]) else { panic!("{alloc}") };
+            assert!(n.iter().all(|x| ![0, 1, 5].contains(x)), "{alloc}: {n:?}");
+            // only 2 usable free nodes remain: a 3-node job is refused, not placed on them
+            assert!(matches!(p.allocate("b", 3, 10, 0, false, &[0, 1, 5]), Decision::Refused(_)), "{alloc}");
+        }
     }
 }

@@ -16,10 +16,29 @@ pub struct Job {
     pub runtime_s: i64,
 }
 
-/// Check the table: submits sorted, at least one node, a positive limit, a run time >= 0.
+/// Largest time (seconds) any field may hold: 2^53 s, about 285 million years. Far
+/// beyond any real log (readers keep times within 1970-2200), small enough that the
+/// engine's sums of times cannot overflow (see [`validate`]).
+pub const MAX_TIME_S: i64 = 1 << 53;
+
+/// Largest instant the replay may reach: the last submit plus every job's longest run
+/// (`max(runtime, walltime)`), one after the other, must stay below this. Every time the
+/// engine computes (`start + run`, `start + walltime`, reservation ends, `now + 1`) is
+/// then at most this plus one limit, far from `i64::MAX` (2^63), so no arithmetic on
+/// times can wrap however the policies order the jobs.
+pub const MAX_HORIZON_S: i64 = 1 << 61;
+
+/// Check the table: submits sorted, at least one node, a positive limit, a run time >= 0,
+/// every time within [`MAX_TIME_S`] and the whole replay within [`MAX_HORIZON_S`].
 /// The error names the row (0-based, in replay order) and the field.
 pub fn validate(jobs: &[Job]) -> Result<(), String> {
     for (i, j) in jobs.iter().enumerate() {
+        for (field, v) in [("submit_s", j.submit_s), ("walltime_s", j.walltime_s), ("runtime_s", j.runtime_s)] {
+            if v.unsigned_abs() > MAX_TIME_S as u64 {
+                return Err(format!("job row {i} (id {}): field '{field}' is {v} s, beyond the limit of {MAX_TIME_S} s (2^53)", j.id));
+            }
+        }
+
         if j.nodes == 0 {
             return Err(format!("job row {i} (id {}): field 'nodes' must be >= 1", j.id));
         }
@@ -38,5 +57,40 @@ pub fn validate(jobs: &[Job]) -> Result<(), String> {
             ));
         }
     }
+    // Worst case: every job runs alone, one after the other, after the last submit.
+    let mut horizon: i128 = jobs.last().map_or(0, |j| j.submit_s as i128);
+    for (i, j) in jobs.iter().enumerate() {
+        horizon += j.walltime_s.max(j.runtime_s) as i128;
+        if horizon > MAX_HORIZON_S as i128 {
+            return Err(format!(
+                "job row {i} (id {}): field 'runtime_s' ({}) or 'walltime_s' ({}) takes the replay past {MAX_HORIZON_S} s (2^61): \
+                 the times would overflow 64-bit seconds",
+                j.id, j.runtime_s, j.walltime_s
+            ));
+        }
+    }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(submit_s: i64, walltime_s: i64, runtime_s: i64) -> Job {
+        Job { id: 7, submit_s, nodes: 1, walltime_s, runtime_s }
+    }
+
+    #[test]
+    fn huge_times_are_refused_with_row_and_field() {
+        assert!(validate(&[job(0, 100, 50), job(10, 100, 50)]).is_ok());
+        let e = validate(&[job(0, 100, 50), job((1 << 62) + 5, 100, 50)]).unwrap_err();
+        assert!(e.contains("job row 1") && e.contains("'submit_s'"), "{e}");
+        let e = validate(&[job(0, 100, 1_000_000_000_000_000_000)]).unwrap_err();
+        assert!(e.contains("job row 0") && e.contains("'runtime_s'"), "{e}");
+        // each time below the limit, but their sum past the horizon
+        let big = MAX_TIME_S;
+        let jobs: Vec<Job> = (0..300).map(|_| job(0, big, big)).collect();
+        let e = validate(&jobs).unwrap_err();
+        assert!(e.contains("job row 256") && e.contains("overflow"), "{e}");
+    }
 }

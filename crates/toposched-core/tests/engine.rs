@@ -116,6 +116,34 @@ fn run_on_lets_jobs_exceed_their_limit() {
 }
 
 #[test]
+fn conservative_run_on_does_not_step_per_second_of_overrun() {
+    // issue 13: a 10^9 s overrun used to cost one pass per second (it never finished).
+    let topo = Topology::fat_tree("t", 4, 1, 1, None, None).unwrap();
+    let overrun = 1_000_000_000;
+    let jobs = vec![job(1, 0, 4, 10, overrun), job(2, 5, 4, 10, 10), job(3, 6, 2, 10, 10)];
+    for alloc_name in ["linear", "isolated"] {
+        let opts = EngineOptions { kill_at_walltime: false, ..Default::default() };
+        let e = run(topo.clone(), jobs.clone(), "conservative", alloc_name, IsolatedOptions::default(), EasyOptions::default(), opts);
+        let o = e.outcomes();
+        assert_eq!(o[0].end_s, overrun);
+        // the machine is full until the overrunning job ends; then both run, one after the other
+        assert!(o[1].start_s >= overrun && o[2].start_s >= overrun, "{alloc_name}: {:?}", o);
+        assert!(o[1].start_s.max(o[2].start_s) <= overrun + 10, "{alloc_name}: {:?}", o);
+        assert!(e.passes() < 20, "{alloc_name}: {} passes", e.passes());
+    }
+}
+
+#[test]
+fn times_that_would_overflow_are_refused_with_the_row() {
+    let topo = Topology::preset("toy18").unwrap();
+    let jobs = vec![job(1, 0, 1, 10, 10), job(2, i64::MAX - 100, 1, 1000, 1000)];
+    let a = alloc::by_name("linear", &AllocOptions::default()).unwrap();
+    let q = queue::by_name("easy", EasyOptions::default()).unwrap();
+    let err = Engine::new(topo, jobs, a, q, EngineOptions::default(), &[]).err().unwrap();
+    assert!(err.0.contains("row 1") && err.0.contains("submit_s"), "{err}");
+}
+
+#[test]
 fn unsorted_input_is_refused_with_the_row() {
     let topo = Topology::preset("toy18").unwrap();
     let jobs = vec![job(1, 10, 1, 10, 10), job(2, 5, 1, 10, 10)];
@@ -323,5 +351,57 @@ proptest! {
             schedules.push((0..jobs.len()).map(|i| (e.outcomes()[i].start_s, e.nodes_of(i as u32).to_vec())).collect::<Vec<_>>());
         }
         prop_assert_eq!(&schedules[0], &schedules[1]);
+    }
+}
+
+// ---------- fuzzing the job-table checks (issue 13) ----------
+
+/// Times from ordinary to extreme: the engine must refuse what it cannot replay exactly
+/// (an error naming the row), and replay the rest without overflow or panic.
+fn wild_time() -> impl Strategy<Value = i64> {
+    prop_oneof![
+        4 => 0i64..2_000,
+        1 => Just(i64::MAX),
+        1 => Just(i64::MIN),
+        1 => Just(-1i64),
+        1 => Just(1i64 << 53),
+        1 => Just((1i64 << 53) + 1),
+        1 => Just(1i64 << 61),
+        1 => Just(1_000_000_000_000_000_000i64),
+        1 => any::<i64>(),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn job_table_checks_refuse_or_replay_soundly(
+        raw in prop::collection::vec((wild_time(), prop_oneof![3 => 1u32..6, 1 => any::<u32>()], wild_time(), wild_time()), 1..12),
+        queue in prop::sample::select(vec!["fcfs", "easy", "conservative"]),
+        kill in any::<bool>(),
+    ) {
+        let mut jobs: Vec<Job> = raw.iter().enumerate().map(|(i, &(s, n, w, r))| job(i as i64, s, n, w, r)).collect();
+        jobs.sort_by_key(|j| j.submit_s);
+        let topo = Topology::fat_tree("f", 4, 2, 2, None, None).unwrap();
+        let a = alloc::by_name("linear", &AllocOptions::default()).unwrap();
+        let q = queue::by_name(queue, EasyOptions::default()).unwrap();
+        let opts = EngineOptions { kill_at_walltime: kill, ..Default::default() };
+        match Engine::new(topo, jobs.clone(), a, q, opts, &[]) {
+            Err(e) => prop_assert!(e.0.contains("job row"), "{}", e),
+            Ok(mut e) => {
+                // accepted: every time fits, and the replay ends with sound times
+                for j in &jobs {
+                    prop_assert!(j.submit_s.unsigned_abs() <= 1 << 53 && j.walltime_s >= 1 && j.runtime_s >= 0);
+                }
+                prop_assert!(e.step(u64::MAX).unwrap());
+                for (o, j) in e.outcomes().iter().zip(e.jobs()) {
+                    if o.status == JobStatus::Done {
+                        prop_assert!(o.start_s >= j.submit_s && o.end_s >= o.start_s);
+                        prop_assert!(o.end_s - o.start_s <= j.runtime_s);
+                    }
+                }
+            }
+        }
     }
 }

@@ -43,7 +43,7 @@ fn drive(topo: &Topology, jobs: &[Job], alloc_name: &str) -> Vec<Option<(i64, Ve
         }
         while let Some(&i) = queue.first() {
             let j = jobs[i];
-            match p.allocate(&i.to_string(), j.nodes, j.walltime_s, t, false) {
+            match p.allocate(&i.to_string(), j.nodes, j.walltime_s, t, false, &[]) {
                 Decision::Placed(nodes) => {
                     queue.remove(0);
                     out[i] = Some((t, nodes));

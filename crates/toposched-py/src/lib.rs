@@ -4,6 +4,7 @@
 mod live;
 mod network;
 mod policies;
+mod readers;
 
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -159,6 +160,53 @@ impl Topology {
 #[pyclass(module = "toposched._core")]
 struct Simulation {
     engine: Engine,
+    /// Set when the engine panicked: its state is then unknown and it is not run again.
+    broken: Option<String>,
+}
+
+thread_local! {
+    /// Message and place of the last panic on this thread (set by the hook installed at import).
+    static LAST_PANIC: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Run `f`, turning a panic (a bug: inputs are checked before the engine sees them) into a
+/// RuntimeError naming what was running, instead of unwinding into Python as a
+/// PanicException (a BaseException no `except Exception` catches).
+fn guarded<T>(what: &str, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(payload) => Err(PyRuntimeError::new_err(panic_message(what, payload))),
+    }
+}
+
+fn panic_message(what: &str, payload: Box<dyn std::any::Any + Send>) -> String {
+    let text = LAST_PANIC.with(|p| p.borrow_mut().take()).unwrap_or_else(|| {
+        payload
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "unknown panic".into())
+    });
+    format!("internal error in the engine while {what} (a bug in toposched; please report it with the input): {text}")
+}
+
+/// Keep panic messages for [`guarded`] instead of printing them; TOPOSCHED_DEBUG=1 prints
+/// them as well (with RUST_BACKTRACE, a backtrace).
+fn install_panic_hook() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let place = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        let msg = info
+            .payload()
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| info.payload().downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "unknown panic".into());
+        LAST_PANIC.with(|p| *p.borrow_mut() = Some(format!("{msg}{place}")));
+        if std::env::var_os("TOPOSCHED_DEBUG").is_some_and(|v| !v.is_empty() && v != "0") {
+            default(info);
+        }
+    }));
 }
 
 fn slice<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<T>, name: &str) -> PyResult<&'a [T]> {
@@ -257,8 +305,10 @@ impl Simulation {
                 PyValueError::new_err(format!("event_order must be one of {}, not {event_order:?}", EventOrder::NAMES.join(", ")))
             })?,
         };
-        let mut engine = Engine::new(topology.inner.clone(), jobs, allocator, queue_policy, opts, &down.unwrap_or_default())
-            .map_err(|e| PyValueError::new_err(e.0))?;
+        let mut engine = guarded("checking the job table", || {
+            Engine::new(topology.inner.clone(), jobs, allocator, queue_policy, opts, &down.unwrap_or_default())
+                .map_err(|e| PyValueError::new_err(e.0))
+        })?;
         match (max_leaves, switch_wait_s) {
             (None, None) => {}
             (Some(l), Some(w)) => {
@@ -266,20 +316,40 @@ impl Simulation {
                 if l.len() != len || w.len() != len {
                     return Err(PyValueError::new_err("max_leaves and switch_wait_s must have one entry per job"));
                 }
-                let sw = l.iter().zip(w).map(|(&l, &w)| (l.max(0) as u32, w.max(0))).collect();
+                if let Some(i) = (0..len).find(|&i| !(0..=i64::from(u32::MAX)).contains(&l[i])) {
+                    return Err(PyValueError::new_err(format!("job row {i} (id {}): field 'max_leaves' out of range: {}", id[i], l[i])));
+                }
+                if let Some(i) = (0..len).find(|&i| !(0..=toposched_core::workload::MAX_TIME_S).contains(&w[i])) {
+                    return Err(PyValueError::new_err(format!("job row {i} (id {}): field 'switch_wait_s' out of range: {}", id[i], w[i])));
+                }
+                let sw = l.iter().zip(w).map(|(&l, &w)| (l as u32, w)).collect();
                 engine.set_switches(sw).map_err(|e| PyValueError::new_err(e.0))?;
             }
             _ => return Err(PyValueError::new_err("give both max_leaves and switch_wait_s, or neither")),
         }
-        Ok(Simulation { engine })
+        Ok(Simulation { engine, broken: None })
     }
 
     /// Handle at most `max_instants` event instants (all of them by default); True when
     /// the replay is complete. The GIL is released meanwhile.
     #[pyo3(signature = (max_instants=None))]
     fn step(&mut self, py: Python<'_>, max_instants: Option<u64>) -> PyResult<bool> {
+        if let Some(why) = &self.broken {
+            return Err(PyRuntimeError::new_err(why.clone()));
+        }
         let engine = &mut self.engine;
-        py.allow_threads(|| engine.step(max_instants.unwrap_or(u64::MAX))).map_err(|e| PyRuntimeError::new_err(e.0))
+        let r = py.allow_threads(|| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| engine.step(max_instants.unwrap_or(u64::MAX))))
+        });
+        match r {
+            Ok(r) => r.map_err(|e| PyRuntimeError::new_err(e.0)),
+            Err(payload) => {
+                let what = format!("replaying (simulated time {} s, {} jobs submitted)", self.engine.now(), self.engine.submitted());
+                let why = panic_message(&what, payload);
+                self.broken = Some(why.clone());
+                Err(PyRuntimeError::new_err(why))
+            }
+        }
     }
 
     #[getter]
@@ -309,7 +379,40 @@ impl Simulation {
     /// leaf, 2 one pod, 3 several pods; 0 if never started), `killed`, `aph` (NaN below two
     /// nodes or never started), `node_offsets` (length rows + 1) and `node_ids` (the
     /// nodes of row i are `node_ids[node_offsets[i]:node_offsets[i+1]]`, ascending).
-    fn results<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    /// With `release=True` the engine frees its own copy afterwards (then neither
+    /// `results` nor `step` may be called again).
+    #[pyo3(signature = (release=false))]
+    fn results<'py>(&mut self, py: Python<'py>, release: bool) -> PyResult<Bound<'py, PyDict>> {
+        if let Some(why) = &self.broken {
+            return Err(PyRuntimeError::new_err(why.clone()));
+        }
+        let d = guarded("collecting results", || self.results_unguarded(py))?;
+        if release {
+            // The caller holds the copies: free the engine's (a third of a finished run's memory).
+            self.engine.release_outcomes();
+            self.broken = Some("the results were released (results(release=True)); the replay cannot be read or stepped again".into());
+        }
+        Ok(d)
+    }
+
+    /// Jobs that could never run: list of (job row, reason).
+    fn skipped(&self) -> Vec<(u32, String)> {
+        self.engine.skipped().to_vec()
+    }
+
+    /// Reservations made (only with record_reservations=True): arrays pass_s, job_row, start_s.
+    fn reservations<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let r = self.engine.reservations();
+        let d = PyDict::new(py);
+        d.set_item("pass_s", PyArray1::from_vec(py, r.iter().map(|x| x.pass_s).collect()))?;
+        d.set_item("job_row", PyArray1::from_vec(py, r.iter().map(|x| x.job as i64).collect()))?;
+        d.set_item("start_s", PyArray1::from_vec(py, r.iter().map(|x| x.start_s).collect()))?;
+        Ok(d)
+    }
+}
+
+impl Simulation {
+    fn results_unguarded<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let e = &self.engine;
         let topo = e.topology();
         let out = e.outcomes();
@@ -354,21 +457,6 @@ impl Simulation {
         d.set_item("node_ids", PyArray1::from_vec(py, ids))?;
         Ok(d)
     }
-
-    /// Jobs that could never run: list of (job row, reason).
-    fn skipped(&self) -> Vec<(u32, String)> {
-        self.engine.skipped().to_vec()
-    }
-
-    /// Reservations made (only with record_reservations=True): arrays pass_s, job_row, start_s.
-    fn reservations<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let r = self.engine.reservations();
-        let d = PyDict::new(py);
-        d.set_item("pass_s", PyArray1::from_vec(py, r.iter().map(|x| x.pass_s).collect()))?;
-        d.set_item("job_row", PyArray1::from_vec(py, r.iter().map(|x| x.job as i64).collect()))?;
-        d.set_item("start_s", PyArray1::from_vec(py, r.iter().map(|x| x.start_s).collect()))?;
-        Ok(d)
-    }
 }
 
 /// Average pairwise hops of a node set; None below two nodes.
@@ -386,6 +474,9 @@ fn aph(topology: &Topology, nodes: Vec<u32>) -> PyResult<Option<f64>> {
 fn ideal_aph(topology: &Topology, n: u32) -> Option<f64> {
     metrics::ideal_aph(&topology.inner, n)
 }
+
+/// Most samples [`busy_nodes_sampled`] returns (2^28: 2 GiB of int64).
+const MAX_SAMPLES: i64 = 1 << 28;
 
 /// Busy nodes sampled at t0, t0+step, ..., t1 (a job counts while start <= t < end).
 #[pyfunction]
@@ -405,18 +496,27 @@ fn busy_nodes_sampled<'py>(
     if s.len() != e.len() || s.len() != n.len() {
         return Err(PyValueError::new_err("start_s, end_s and nodes differ in length"));
     }
-    let n32: Vec<u32> = n.iter().map(|&x| x.max(0) as u32).collect();
+    // Bound the output before allocating it: a span of centuries at 60 s would need
+    // gigabytes, and a failed allocation aborts the process (no exception).
+    if t1 >= t0 && ((t1 as i128 - t0 as i128) / step_s as i128 + 1) > MAX_SAMPLES as i128 {
+        return Err(PyValueError::new_err(format!(
+            "{t0}..{t1} every {step_s} s is more than {MAX_SAMPLES} samples; use a longer step"
+        )));
+    }
+    let n32: Vec<u32> = n.iter().map(|&x| x.clamp(0, i64::from(u32::MAX)) as u32).collect();
     let busy = metrics::busy_nodes_sampled(s, e, &n32, t0, t1, step_s);
     Ok(PyArray1::from_vec(py, busy.into_iter().map(i64::from).collect()))
 }
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    install_panic_hook();
     m.add_class::<Topology>()?;
     m.add_class::<Simulation>()?;
     m.add_function(wrap_pyfunction!(aph, m)?)?;
     m.add_function(wrap_pyfunction!(ideal_aph, m)?)?;
     m.add_function(wrap_pyfunction!(busy_nodes_sampled, m)?)?;
+    m.add_function(wrap_pyfunction!(readers::swf_plain_chunk, m)?)?;
     m.add("PRESETS", toposched_core::topology::PRESETS.to_vec())?;
     m.add("ALLOCATORS", alloc::ALLOCATORS.to_vec())?;
     m.add("QUEUES", queue::QUEUES.to_vec())?;

@@ -58,9 +58,10 @@ impl Placer {
     /// Place `job` now: ("placed", nodes, None, None); ("reserved", nodes, start_s, None)
     /// with `reserve` when it cannot start now; ("refused", None, None, why) when it cannot
     /// start now; ("never", None, None, why) when it can never run here.
-    #[pyo3(signature = (job, nodes, walltime_s, now_s, reserve=false))]
-    fn allocate(&mut self, job: &str, nodes: u32, walltime_s: i64, now_s: i64, reserve: bool) -> Answer {
-        match self.inner.allocate(job, nodes, walltime_s, now_s, reserve) {
+    /// ``exclude``: node ids that may not be chosen now (hosts whose agents refuse the job).
+    #[pyo3(signature = (job, nodes, walltime_s, now_s, reserve=false, exclude=None))]
+    fn allocate(&mut self, job: &str, nodes: u32, walltime_s: i64, now_s: i64, reserve: bool, exclude: Option<Vec<u32>>) -> Answer {
+        match self.inner.allocate(job, nodes, walltime_s, now_s, reserve, &exclude.unwrap_or_default()) {
             Decision::Placed(n) => ("placed".into(), Some(n), None, None),
             Decision::Reserved { start_s, nodes } => ("reserved".into(), Some(nodes), Some(start_s), None),
             Decision::Refused(why) => ("refused".into(), None, None, Some(why)),

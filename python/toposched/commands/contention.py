@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-import numpy as np
+from ._args import output_dir, seed
 from ._args import positive_int as _positive_int
 from ..files import write_atomic as _atomic
 from .. import _core
@@ -84,9 +84,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="allocation policy, as toposched simulate takes it (default: linear, as 001 assumes); "
         "as-logged analyses the log's own starts and node lists (docs/as-logged.md)",
     )
-    g.add_argument("--seed", type=int, default=0, help="seed of the random policy (default: 0)")
+    g.add_argument("--seed", type=seed, default=0, help="seed of the random policy (default: 0)")
     g.add_argument("--cores-per-node", type=_positive_int, help="processors per node to turn processor counts into nodes (default: from the log header)")
     g.add_argument("--lenient", action="store_true", help="skip and count malformed log records instead of stopping")
+    g.add_argument("--allow-long-span", action="store_true", help="accept logs spanning more than 50 years, and run times as long (docs/reliability.md)")
     g = parser.add_argument_group("the model")
     g.add_argument("--uplinks", type=_int_list, metavar="R,..", help="uplinks left per leaf to evaluate (default: every R from the nonblocking K down to 1)")
     g.add_argument(
@@ -100,7 +101,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--cores-sweep", type=_int_list, default=[], metavar="C,..", help="cores per node of the multicore sweep (default: the schedule's own x 1, 2, 4, 8; 'none': skip)")
     g.add_argument("--base-cores-per-node", type=_positive_int, metavar="C", help="cores per node of the schedule's nodes (default: from the run's summary.json, else 1)")
     g = parser.add_argument_group("output")
-    g.add_argument("--out", required=True, metavar="DIR", help="directory for the results")
+    g.add_argument("--out", required=True, type=output_dir, metavar="DIR", help="directory for the results")
     g.add_argument("--no-figures", action="store_true", help="write no figures (and a report without them)")
     g.add_argument("--no-report", action="store_true", help="do not build report.html")
     g.add_argument("--quiet", action="store_true", help="print nothing but errors")
@@ -115,7 +116,7 @@ def _load_schedule(args: argparse.Namespace, out: Path, say: Callable[[str], Non
     from ..topology import load_fabric
     from ..workload import read_trace
 
-    options: dict[str, Any] = {"lenient": args.lenient}
+    options: dict[str, Any] = {"lenient": args.lenient, "allow_long_span": args.allow_long_span}
     if args.cores_per_node is not None:
         options["cores_per_node"] = args.cores_per_node
     workload = read_trace(args.trace, format=args.format, **options)
@@ -222,6 +223,8 @@ def write_outputs(analysis: Any, doc: dict[str, Any], out_dir: str | Path, *, fi
 
 
 def _json_default(x: Any) -> Any:
+    import numpy as np
+
     if isinstance(x, np.integer):
         return int(x)
     if isinstance(x, np.floating):
@@ -277,6 +280,8 @@ def _prob(r: dict[str, Any], J: float, key: str) -> float | None:
 
 def _log_axis(ax: Any) -> None:
     """Log y axis when there is something positive to show."""
+    import numpy as np
+
     if any(np.isfinite(y) and y > 0 for line in ax.get_lines() for y in line.get_ydata()):
         ax.set_yscale("log")
         ax.set_ylim(bottom=1e-3)  # below 0.001% nothing is worth reading

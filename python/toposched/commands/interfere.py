@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("scenario", metavar="SCENARIO.json", help="the scenario (docs/network.md)")
     parser.add_argument("--out", metavar="RESULT.json", help="write the full result as JSON here")
     parser.add_argument("--system", metavar="FABRIC", help="evaluate on this fabric instead of the scenario's")
-    parser.add_argument("--fairness", choices=("flows", "ports", "jobs"), help="override the scenario's fairness unit")
+    parser.add_argument("--fairness", choices=("jobs", "job-maxmin", "ports", "flows"), help="override the scenario's fairness unit")
     parser.add_argument("--json", action="store_true", help="print the result as JSON instead of a table")
     parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
 

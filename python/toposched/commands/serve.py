@@ -31,6 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--leaf-order", default="flux-topo", choices=("flux-topo", "paper"), help="isolated: T3 leaf order")
     parser.add_argument("--tie-break", default="name", choices=("name", "index"), help="isolated: tie order")
     parser.add_argument("--slurm-profile", default="current", choices=("current", "classic"), help="slurm-tree: which Slurm version's rules")
+    parser.add_argument("--node-agents", metavar="FILE", help="TOML naming each node's agent (toposched node-agent): jobs that state a per-host requirement go only to hosts whose agents can meet it, and get each host's CPU list (docs/live.md)")
     parser.add_argument("--quiet", action="store_true", help="do not log each decision on stderr")
 
 
@@ -48,4 +49,9 @@ def run(args: argparse.Namespace) -> int:
         fabric, args.alloc, args.state, seed=args.seed, leaf_order=args.leaf_order, tie_break=args.tie_break, slurm_profile=args.slurm_profile,
         autocommit=False,
     )
-    return serve_forever(Service(table, token, log=None if args.quiet else sys.stderr), args.listen)
+    agents = None
+    if args.node_agents:
+        from ..live.agents import AgentDirectory
+
+        agents = AgentDirectory.load(args.node_agents)
+    return serve_forever(Service(table, token, log=None if args.quiet else sys.stderr, agents=agents), args.listen)

@@ -6,7 +6,8 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from ._args import add_run_options, positive_int as _positive_int, run_options
+from ._args import add_run_options, output_dir, run_options
+from ._args import positive_int as _positive_int
 from .. import _core
 
 NAME = "simulate"
@@ -66,15 +67,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--missing-runtime", default="skip", choices=("skip", "zero"), help="jobs without a run time: skip (default) or run 0 s")
     g.add_argument("--lenient", action="store_true", help="skip and count malformed log records instead of stopping; let a topology.conf listing a node twice load (first leaf wins)")
     g = parser.add_argument_group("output")
-    g.add_argument("--out", required=True, metavar="DIR", help="directory for the results")
+    g.add_argument("--out", required=True, type=output_dir, metavar="DIR", help="directory for the results: new, empty, or the results of an earlier run (replaced as a whole when this run ends)")
+    g.add_argument("--allow-long-span", action="store_true", help="accept logs spanning more than 50 years, and run times as long (docs/reliability.md)")
     g.add_argument("--quiet", action="store_true", help="print nothing but errors")
     g.add_argument("-v", "--verbose", action="count", default=0, help="more detail in the log lines")
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
+    from ..startup import keep_pandas_unloaded
 
-    from ..report import terminal_summary
+    keep_pandas_unloaded()
     from ..simulate import RunConfig, simulate
     from ..topology import load_fabric
     from ..workload import read_trace
@@ -82,18 +84,28 @@ def run(args: argparse.Namespace) -> int:
     from ..progress import setup_logging
 
     setup_logging(quiet=args.quiet, verbose=args.verbose)
-    console = Console(stderr=False, quiet=args.quiet)
+    from ..files import check_output_dir
+
+    _check_policy_options(args)
+    check_output_dir(args.out)
+    console = None
+    if not args.quiet:  # rich and the report cost tens of ms to import: only to print
+        from rich.console import Console
+
+        console = Console(stderr=False)
     t0 = time.perf_counter()
     options: dict = {
         "lenient": args.lenient,
+        "allow_long_span": args.allow_long_span,
         "size_field": args.size_field,
         "missing_walltime": args.missing_walltime,
         "missing_runtime": args.missing_runtime,
     }
     if args.cores_per_node is not None:
         options["cores_per_node"] = args.cores_per_node
-    workload = read_trace(args.trace, format=args.format, **options)
+    # the fabric first: a bad --system is reported before a long log is read
     fabric = load_fabric(args.system, lenient=args.lenient)
+    workload = read_trace(args.trace, format=args.format, **options)
     t_read = time.perf_counter() - t0
     if args.transform:
         from ..transforms import apply_transforms
@@ -108,10 +120,35 @@ def run(args: argparse.Namespace) -> int:
         result = simulate(workload, fabric, config, progress=bar.update)
     t_sim = time.perf_counter() - t1
     paths = result.write(args.out)
-    if not args.quiet:
+    if console is not None:
+        from ..report import terminal_summary
+
         console.print(terminal_summary(result, read_s=t_read, sim_s=t_sim))
         console.print(f"results in {Path(args.out)}/ ({', '.join(p.name for p in paths.values())})")
     if not result.summary["complete"]:
         print("interrupted: the results hold the jobs finished so far (summary.json says complete: false)", file=sys.stderr)
         return 130
     return 0
+
+
+def _check_policy_options(args: argparse.Namespace) -> None:
+    """Refuse options the chosen policies do not read: silently ignoring them would let a
+    user believe a run used them."""
+    from ..errors import InputError
+
+    python_alloc = ":" in args.alloc
+    given = {
+        "--seed": (args.seed is not None, args.alloc == "random" or python_alloc or bool(args.network), "--alloc random"),
+        "--leaf-order": (args.leaf_order is not None, args.alloc == "isolated", "--alloc isolated"),
+        "--tie-break": (args.tie_break is not None, args.alloc == "isolated", "--alloc isolated"),
+        "--slurm-profile": (args.slurm_profile is not None, args.alloc == "slurm-tree", "--alloc slurm-tree"),
+        "--flux-window": (args.flux_window, args.queue == "easy" and args.alloc == "isolated", "--queue easy --alloc isolated"),
+        "--reserved-tiers-always": (args.reserved_tiers_always, args.queue == "easy" and args.alloc == "isolated", "--queue easy --alloc isolated"),
+        # only the isolated policy promises interference-free placements (a policy written
+        # in Python may, and is checked)
+        "--check-invariants": (args.check_invariants, args.alloc == "isolated" or python_alloc, "--alloc isolated"),
+    }
+    for flag, (used, applies, needs) in given.items():
+        if used and not applies:
+            raise InputError(flag, f"has no effect with --queue {args.queue} --alloc {args.alloc}; it applies to {needs}")
+

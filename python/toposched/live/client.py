@@ -88,8 +88,13 @@ class Client:
                 delay = min(delay * 2, 1.0)
 
     # conveniences
-    def allocate(self, job: str, nodes: int, walltime_s: int, reserve: bool = False, **kw) -> tuple[int, Any]:
-        return self.call("POST", "/v1/allocate", {"job": job, "nodes": nodes, "walltime_s": walltime_s, "reserve": reserve}, **kw)
+    def allocate(self, job: str, nodes: int, walltime_s: int, reserve: bool = False, requirement: str | dict | None = None, **kw) -> tuple[int, Any]:
+        """``requirement``: a per-host requirement for the node agents (service started with
+        --node-agents)."""
+        body: dict[str, Any] = {"job": job, "nodes": nodes, "walltime_s": walltime_s, "reserve": reserve}
+        if requirement is not None:
+            body["requirement"] = requirement
+        return self.call("POST", "/v1/allocate", body, **kw)
 
     def release(self, job: str, **kw) -> tuple[int, Any]:
         return self.call("POST", "/v1/release", {"job": job}, **kw)

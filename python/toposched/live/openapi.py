@@ -50,7 +50,17 @@ def _read_post(summary: str, request: dict[str, Any], responses: dict[str, Any])
 
 @lru_cache(maxsize=1)
 def openapi_document() -> dict[str, Any]:
-    placed = _obj({"job": _JOB, "nodes": _NODES})
+    placed = _obj(
+        {
+            "job": _JOB,
+            "nodes": _NODES,
+            "hosts": {
+                "type": "array",
+                "description": "with a requirement: the chosen hosts, best radius first, with the CPUs their agents propose",
+                "items": _obj({"node": {"type": "string"}, "cpus": {"type": "string"}, "mems": {"type": "string"}, "radius": {"type": "string"}, "numa_domains": {"type": "integer"}}),
+            },
+        }
+    )
     return {
         "openapi": "3.0.3",
         "info": {
@@ -77,6 +87,12 @@ def openapi_document() -> dict[str, Any]:
                                 "default": False,
                                 "description": "if the job cannot start now, hold the (single) EASY reservation for it; "
                                 "a reserve request is never held back by the current reservation",
+                            },
+                            "requirement": {
+                                "description": "per-host requirement in the node agent's language (e.g. \"CORES=8;WAIT\", "
+                                "docs/node-agent.md); only with --node-agents: hosts whose agents cannot meet it now are "
+                                "not chosen, and the answer lists each chosen host's proposed CPUs (seed 002's filter + rank)",
+                                "oneOf": [{"type": "string"}, {"type": "object"}],
                             },
                         },
                         ["job", "nodes", "walltime_s"],

@@ -22,7 +22,7 @@ import stat
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import hostlist
 
@@ -112,14 +112,31 @@ def _node_list(value: Any, field: str) -> list[str]:
     raise BadRequest(f"field '{field}' must be a list of node names or a host list string", field)
 
 
+def _host_advice(ranking: Any, nodes: list[str]) -> list[dict]:
+    """Per chosen host, best radius first: the CPUs its agent proposes and how good they are."""
+    answers = dict(ranking.ranked)
+    chosen = [h for h in ranking.hosts if h in set(nodes)]
+    out = []
+    for h in chosen:
+        p = answers[h].get("placement") or {}
+        out.append({"node": h, "cpus": p.get("cpus"), "mems": p.get("mems"), "radius": p.get("radius"), "numa_domains": p.get("numa_domains")})
+    return out
+
+
+if TYPE_CHECKING:
+    from .agents import AgentDirectory
+
+
 # the service -----------------------------------------------------------------------------
 
 
 class Service:
     """Routes requests to the table; owns the lock, the token and the metrics."""
 
-    def __init__(self, table: LiveTable, token: str, *, log=sys.stderr) -> None:
+    def __init__(self, table: LiveTable, token: str, *, log=sys.stderr, agents: "AgentDirectory | None" = None) -> None:
         self.table = table
+        #: node agents consulted for jobs that state a per-host requirement (live/agents.py)
+        self.agents = agents
         self.token = token.encode()
         self.lock = table.lock
         #: handlers wait for their commit themselves (direct callers); the server turns it off
@@ -149,7 +166,7 @@ class Service:
 
     # handlers return (status, json-able body)
     def allocate(self, body: dict) -> tuple[int, dict]:
-        _only(body, {"job", "nodes", "walltime_s", "reserve"})
+        _only(body, {"job", "nodes", "walltime_s", "reserve", "requirement"})
         job = _job_id(body)
         nodes = _field(body, "nodes", int)
         if nodes < 1:
@@ -158,8 +175,17 @@ class Service:
         if walltime_s < 0:
             raise BadRequest("field 'walltime_s' must not be negative", "walltime_s")
         reserve = _field(body, "reserve", bool, required=False, default=False)
+        requirement = body.get("requirement")
+        ranking = None
+        exclude: list[str] = []
+        if requirement is not None:
+            ranking, exclude = self._filter_hosts(requirement)
         with self.lock:
-            a = self.table.allocate(job, nodes, walltime_s, reserve)
+            if ranking is not None:
+                # hosts freed since the agents were asked were not asked: not usable now
+                asked = set(ranking.hosts) | set(ranking.rejected)
+                exclude += [n for n in self.table.free_nodes() if n not in asked]
+            a = self.table.allocate(job, nodes, walltime_s, reserve, exclude)
             now = self.table.now_s()
             seq = self.table.seq
         self._durable(seq)
@@ -169,6 +195,8 @@ class Service:
         if a.outcome == "placed":
             if self.log is not None:
                 self._log(f"placed {job} ({nodes} nodes) on {hostlist.collect_hostlist(a.nodes)}")
+            if ranking is not None:
+                return 200, {"job": job, "nodes": a.nodes, "hosts": _host_advice(ranking, a.nodes)}
             return 200, {"job": job, "nodes": a.nodes}
         if a.outcome == "reserved":
             assert a.start_at_s is not None
@@ -178,7 +206,27 @@ class Service:
                 "start_at_s": a.start_at_s,
                 "nodes": a.nodes,
             }
-        return 409, {"job": job, "reason": a.reason, "never": a.outcome == "never"}
+        refusal = {"job": job, "reason": a.reason, "never": a.outcome == "never"}
+        if ranking is not None:
+            refusal["hosts_refused"] = dict(sorted(ranking.rejected.items()))
+        return 409, refusal
+
+    def _filter_hosts(self, requirement: Any) -> tuple[Any, list[str]]:
+        """Seed 002's filter: ask the agents of the free hosts; (ranking, hosts to exclude)."""
+        from ..node.requirement import parse_requirement
+
+        if self.agents is None:
+            raise BadRequest("field 'requirement': this service consults no node agents (start it with --node-agents FILE)", "requirement")
+        if not isinstance(requirement, (str, dict)):
+            raise BadRequest("field 'requirement' must be a requirement string (e.g. \"CORES=8;WAIT\") or object", "requirement")
+        try:
+            parse_requirement(requirement)
+        except Exception as exc:  # the requirement language's own error names the field
+            raise BadRequest(f"field 'requirement': {exc}", "requirement") from None
+        with self.lock:
+            free = self.table.free_nodes()
+        ranking = self.agents.rank(requirement, free)
+        return ranking, sorted(ranking.rejected)
 
     def satisfiable(self, body: dict) -> tuple[int, dict]:
         _only(body, {"nodes", "job"})

@@ -4,7 +4,7 @@
 (leaves and pods become ``SwitchName=`` lines), and ``start()`` runs, all under ``workdir``
 with their own loopback ports: MariaDB (own datadir and socket), ``slurmdbd``,
 ``slurmctld`` and one ``slurmd -N NODE`` per node (Debian 12's Slurm 22.05, plain
-``slurm-wlm``, ``auth/none``, no munge: see ../shared/research/live-slurm.md). ``stop()``
+``slurm-wlm``, ``auth/none``, no munge: see docs/live.md). ``stop()``
 cancels the jobs and stops every process it started, by process id. Needs root (slurmd
 runs jobs as their user) and the Debian packages ``slurm-wlm slurmdbd mariadb-server``.
 

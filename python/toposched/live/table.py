@@ -103,6 +103,12 @@ class LiveTable:
     def node_names(self, ids: list[int]) -> list[str]:
         return [self.names[i] for i in ids]
 
+    def free_nodes(self) -> list[str]:
+        """Nodes neither held nor drained, in node order."""
+        held = {n for names in self._held.values() for n in names}
+        drained = set(self.placer.drained())
+        return [name for i, name in enumerate(self.names) if name not in held and i not in drained]
+
     # durability: group commit -----------------------------------------------------------
     #
     # A decision changes the placer at once (under `lock`) and queues its store writes; the
@@ -156,11 +162,12 @@ class LiveTable:
         if self.broken is not None:
             raise DurabilityError(self.broken)
 
-    def allocate(self, job: str, nodes: int, walltime_s: int, reserve: bool = False) -> Answer:
+    def allocate(self, job: str, nodes: int, walltime_s: int, reserve: bool = False, exclude: list[str] | None = None) -> Answer:
+        """``exclude``: hosts that may not be chosen now (their agents refuse the job)."""
         self._check_writable()
         now = self.now_s()
         repeated = job in self._held
-        outcome, ids, start_s, reason = self.placer.allocate(job, nodes, walltime_s, now, reserve)
+        outcome, ids, start_s, reason = self.placer.allocate(job, nodes, walltime_s, now, reserve, self.node_ids(exclude) if exclude else None)
         if outcome == "placed":
             assert ids is not None
             names = self.node_names(ids)

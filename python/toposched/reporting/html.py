@@ -439,6 +439,88 @@ def _plotly_figures(data: Any) -> list[tuple[str, Any]]:
     return out
 
 
+def network_rows(data: Any) -> tuple[list[str], list[list[Any]]] | None:
+    """Per run, what the network model predicted (runs made with ``--network``): the
+    distribution of predicted slowdowns, busy vs useful utilization, how long jobs ran
+    against their logged run times, and each policy's net payback against the first
+    topology-oblivious run. None without the model."""
+    import pyarrow.parquet as pq
+
+    runs = [r for r in data.runs if r.summary.get("network")]
+    if not runs:
+        return None
+    cols = [
+        "policy",
+        "scenario",
+        "mean slowdown",
+        "p95 slowdown",
+        "max slowdown",
+        "jobs slowed",
+        "busy utilization (%)",
+        "useful utilization (%)",
+        "node-hours run / logged",
+        "multi-leaf jobs: run / logged",
+        "useful utilization vs oblivious (points)",
+    ]
+    aware = {m["dir"]: bool(m.get("topology_aware")) for m in data.meta.get("runs", [])}
+    base = next((r for r in runs if not aware.get(r.rel_dir, False) and r.is_baseline), runs[0])
+    rows = []
+    for r in runs:
+        net = r.summary["network"]
+        sd = net.get("slowdown", {})
+        t = pq.read_table(r.dir / "jobs.parquet", columns=["nodes", "start_s", "end_s", "log_runtime_s", "leaves"]).to_pandas()
+        ok = t.log_runtime_s > 0
+        ran = (t.end_s - t.start_s).astype(float)
+        node_ratio = float((ran[ok] * t.nodes[ok]).sum() / max(1.0, float((t.log_runtime_s[ok] * t.nodes[ok]).sum())))
+        multi = ok & (t.leaves > 1)
+        multi_ratio = float((ran[multi] / t.log_runtime_s[multi]).mean()) if multi.any() else None
+        useful = net.get("useful_utilization")
+        base_useful = base.summary["network"].get("useful_utilization")
+        rows.append(
+            [
+                r.alloc,
+                r.scenario,
+                sd.get("mean"),
+                sd.get("p95"),
+                sd.get("max"),
+                sd.get("jobs_slowed"),
+                None if net.get("busy_utilization") is None else 100.0 * net["busy_utilization"],
+                None if useful is None else 100.0 * useful,
+                node_ratio,
+                multi_ratio,
+                None if useful is None or base_useful is None else 100.0 * (useful - base_useful),
+            ]
+        )
+    return cols, rows
+
+
+def _network_section(data: Any) -> str | None:
+    nr = network_rows(data)
+    if nr is None:
+        return None
+    cols, rows = nr
+    import plotly.graph_objects as go
+    import pyarrow.parquet as pq
+
+    fig = go.Figure()
+    for r in data.runs:
+        if not r.summary.get("network"):
+            continue
+        t = pq.read_table(r.dir / "jobs.parquet", columns=["leaves", "net_slowdown"]).to_pandas()
+        v = t.net_slowdown[(t.leaves > 1) & t.net_slowdown.notna()]
+        fig.add_trace(go.Box(name=f"{r.label}", y=v.tolist(), boxpoints=False, marker_color=getattr(r, "color", None)))
+    fig.update_layout(template="plotly_white", yaxis_title="predicted slowdown (multi-leaf jobs)", margin={"l": 60, "r": 20, "t": 30, "b": 50})
+    spec = next(r.summary["network"].get("spec") for r in data.runs if r.summary.get("network"))
+    return Html(
+        f'<p>The network model was on (<code>--network {html.escape(str(spec))}</code>, docs/network.md): every run predicts '
+        "interference from its own placements, so isolation's cost (waiting, idle nodes) and its payback (faster jobs) show in "
+        "the same numbers. <b>Busy</b> utilization counts node-seconds held; <b>useful</b> divides each job's by its predicted "
+        "slowdown (the time its work would have taken alone). Run / logged compares run times with the log's (below 1: faster "
+        "than logged, e.g. a compact placement under <code>reference=random</code>). The last column is each policy's net "
+        "payback: its useful utilization minus the first topology-oblivious run's.</p>"
+    ) + table_html(cols, rows) + plotly_div(fig, div_id="plot-network-slowdowns")
+
+
 def snapshot_runs(data: Any) -> list[Any]:
     """The runs that get a fabric snapshot: each allocation policy's baseline run."""
     return data.baselines
@@ -478,6 +560,9 @@ def build_compare_report(out_dir: str | Path) -> Path:
         )
     )
     sections.append(("Inputs", _inputs_section(data)))
+    net_section = _network_section(data)
+    if net_section is not None:
+        sections.append(("Network model: predicted interference and payback", net_section))
 
     tcols, trows = mean_wait_rows([data])
     names = {r.paper_label: r.label for r in data.runs}

@@ -207,12 +207,20 @@ def execute_run(task: dict[str, Any]) -> dict[str, Any]:
     return {"run_id": run_id, "status": status, "error": error, "elapsed_s": elapsed, "skipped": False}
 
 
-def record_lost_run(runs_dir: Path, run: RunSpec, error: str, details: str) -> None:
+def record_lost_run(runs_dir: Path, run: RunSpec, error: str, details: str, since: float | None = None) -> None:
     """A run whose task itself died (worker killed, unpicklable, ...): the driver writes
-    its failed directory, the same way a worker would."""
+    its failed directory, the same way a worker would. A record the worker wrote itself
+    (complete, or failed after ``since``, the start of this execution) is kept: it holds
+    the run's real result or error."""
     final = runs_dir / run.run_id
     if _is_complete(final):
         return
+    if since is not None and run_status(final) is not None:
+        try:
+            if (final / MARKER).stat().st_mtime >= since:
+                return
+        except OSError:
+            pass
     tmp = runs_dir / f"{TMP_PREFIX}{run.run_id}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir(parents=True)
     (tmp / "spec.json").write_text(_json(run.spec), encoding="utf-8")
@@ -321,16 +329,24 @@ def _make_client(scheduler: str | None, scheduler_file: str | None, workers: int
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     except ValueError:  # not the main thread
         pass
+    import dask
+
     try:
-        cluster = LocalCluster(
-            n_workers=n,
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            scheduler_port=0,
-            dashboard_address=None,
-            silence_logs=logging.ERROR,
-        )
+        # A run whose worker process dies (killed by the OS for memory, a crash) is not
+        # handed by Dask to worker after worker (each attempt would kill one): the driver
+        # tries it once more itself (_execute), then records it as failed with the cause.
+        # One task at a time per worker thread (saturation 1.0), so that a dying worker
+        # takes as few neighbours with it as possible.
+        with dask.config.set({"distributed.scheduler.allowed-failures": 0, "distributed.scheduler.worker-saturation": 1.0}):
+            cluster = LocalCluster(
+                n_workers=n,
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                scheduler_port=0,
+                dashboard_address=None,
+                silence_logs=logging.ERROR,
+            )
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
@@ -406,6 +422,7 @@ def _execute(
     from .catalog import build_catalog
 
     by_id = {r.run_id: r for r in pending}
+    started_at = time.time()
     client, cluster = _make_client(scheduler, scheduler_file, workers)
     futures = []
     try:
@@ -424,16 +441,34 @@ def _execute(
         last_catalog = time.monotonic()
         with Progress(*columns, console=console, disable=not show_progress, transient=False) as bar:
             task_id = bar.add_task("sweep", total=len(pending), failed=0)
-            for fut in as_completed(futures):
+            retried: set[str] = set()
+            completed = as_completed(futures)
+            for fut in completed:
                 run_id = key_to_id[fut.key]
                 run = by_id[run_id]
                 try:
                     res = fut.result()
                 except Exception as exc:  # noqa: BLE001 - the task died (worker lost, ...)
+                    if type(exc).__name__ == "KilledWorker" and run_id not in retried:
+                        # The worker died while this run was on it: this run killed it, or
+                        # shared the worker with the one that did. Try it once more, alone
+                        # on a fresh worker: a neighbour then gives its own result.
+                        retried.add(run_id)
+                        task = {"run_id": run_id, "spec": run.spec, "runs_dir": str(runs_dir)}
+                        again = client.submit(execute_run, task, key=f"toposched-run-{run_id}-{uuid.uuid4().hex[:6]}", pure=False, retries=0)
+                        key_to_id[again.key] = run_id
+                        futures.append(again)
+                        completed.add(again)
+                        continue
                     err = f"{type(exc).__name__}: {exc}"
+                    if type(exc).__name__ == "KilledWorker":
+                        err = (
+                            "the worker process died while running this run, twice (killed by the system, e.g. for "
+                            f"lack of memory, or crashed); it is not tried again ({err})"
+                        )
                     details = "".join(traceback.format_exception(exc))
                     try:
-                        record_lost_run(runs_dir, run, err, details)
+                        record_lost_run(runs_dir, run, err, details, since=started_at)
                     except OSError:
                         pass
                     res = {"run_id": run_id, "status": "failed", "error": err, "elapsed_s": 0.0, "skipped": False}

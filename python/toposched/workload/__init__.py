@@ -6,6 +6,7 @@ applies the rules of :mod:`toposched.workload.normalize`.
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,14 @@ def read_trace(path: str | Path, format: str | None = None, **options: Any) -> W
             :class:`NormalizeSettings` (``cores_per_node``, ``size_field``,
             ``missing_walltime``, ``missing_runtime``).
     """
+    try:
+        return _read(path, format, options)
+    except (OSError, EOFError, zlib.error) as exc:
+        # e.g. gzip data corrupt past the first lines, which are read when guessing the format
+        raise TraceFormatError(str(path), f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def _read(path: str | Path, format: str | None, options: dict[str, Any]) -> Workload:
     fmt = format or detect_format(path)
     if fmt == "swf":
         from .swf import read_swf

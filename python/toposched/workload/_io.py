@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import zlib
 from pathlib import Path
 from typing import IO
 
@@ -17,8 +18,11 @@ def open_text(path: str | Path) -> IO[str]:
         raise TraceFormatError(str(p), "no such file")
     if p.is_dir():
         raise TraceFormatError(str(p), "is a directory, not a log file")
-    with open(p, "rb") as fh:
-        magic = fh.read(2)
+    try:
+        with open(p, "rb") as fh:
+            magic = fh.read(2)
+    except OSError as exc:
+        raise TraceFormatError(str(p), f"cannot read: {exc.strerror or exc}") from None
     if magic == b"\x1f\x8b":
         return io.TextIOWrapper(gzip.open(p, "rb"), encoding="utf-8", errors="replace", newline=None)
     return open(p, encoding="utf-8", errors="replace", newline=None)
@@ -29,10 +33,15 @@ def read_bytes(path: str | Path) -> bytes:
     p = Path(path)
     if not p.exists():
         raise TraceFormatError(str(p), "no such file")
-    data = p.read_bytes()
+    if p.is_dir():
+        raise TraceFormatError(str(p), "is a directory, not a log file")
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise TraceFormatError(str(p), f"cannot read: {exc.strerror or exc}") from None
     if data[:2] == b"\x1f\x8b":
         try:
             data = gzip.decompress(data)
-        except (OSError, EOFError) as exc:
+        except (OSError, EOFError, zlib.error) as exc:
             raise TraceFormatError(str(p), f"corrupt gzip data: {exc}") from None
     return data

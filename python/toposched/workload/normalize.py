@@ -23,6 +23,13 @@ a job counts itself in ``repairs``; each rule that leaves a job out counts itsel
 5. **Submit time unknown** (negative): the job is left out as ``unknown_submit``.
 6. **Unsorted submits**: rows are stably sorted by submit time (ties keep file order);
    ``submit_unsorted`` counts records whose submit is earlier than the one before them.
+
+Before these rules, every value is checked against the documented limits
+(:mod:`toposched.limits`, docs/reliability.md): counts below 2^31; run and requested times
+of at most 50 years (requested times: 2^53 s, as logs write 2^31 - 1 for "unlimited"); absolute submit times within 1970-2200; all submits within 50 years
+of the median one (``allow_long_span`` raises both 50-year limits to the whole window). A
+value out of range stops the read with an error naming its line and field, or with
+``lenient`` leaves the job out, counted as ``out_of_range``.
 """
 
 from __future__ import annotations
@@ -32,6 +39,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from ..errors import TraceFormatError
+from ..limits import EPOCH_MAX_S, EPOCH_MIN_S, MAX_COUNT, MAX_SPAN_LONG_S, MAX_SPAN_S, MAX_TIME_S, years
 from .model import Workload
 
 RAW_COLUMNS = (
@@ -69,6 +78,10 @@ class NormalizeSettings:
                 )
 
 
+#: Out-of-range records quoted in the settings with lenient (the rest are counted).
+_MAX_EXAMPLES = 5
+
+
 def _count(d: dict[str, int], key: str, n: int) -> None:
     if n:
         d[key] = d.get(key, 0) + int(n)
@@ -87,17 +100,32 @@ def normalize(
     time_origin_epoch_s: int | None = None,
     extra: dict[str, Any] | None = None,
     settings_note: dict[str, Any] | None = None,
+    lenient: bool = False,
+    allow_long_span: bool = False,
+    field_names: dict[str, str] | None = None,
 ) -> Workload:
     """Apply the rules of this module to ``raw`` (arrays named in :data:`RAW_COLUMNS`).
 
     ``repairs`` and ``skipped`` may already hold counts from the reader (e.g. malformed
-    lines skipped with ``lenient``); this adds to them. ``extra`` holds optional per-job
+    lines skipped with ``lenient``); this adds to them. ``field_names`` maps raw columns
+    to the format's own field names, for error messages. ``extra`` holds optional per-job
     arrays (same length as ``raw``) that follow the rows through filtering and sorting.
     """
     repairs = dict(repairs or {})
     skipped = dict(skipped or {})
     cols = {c: np.asarray(raw[c], dtype=np.int64) for c in RAW_COLUMNS}
     n = len(cols["job_id"])
+    out_of_range: list[str] = []  # with lenient: the first few, "line L: field F: why"
+    in_range = check_ranges(
+        cols,
+        source=source,
+        time_origin_epoch_s=time_origin_epoch_s,
+        lenient=lenient,
+        allow_long_span=allow_long_span,
+        field_names=field_names or {},
+        examples=out_of_range,
+    )
+
     cpn = int(settings.cores_per_node)
 
     # 1. size
@@ -114,8 +142,30 @@ def normalize(
     nodes = np.where(from_nodes, cols["nodes_alloc"], -(-np.maximum(procs, 0) // cpn))
     if cpn > 1:
         _count(repairs, "nodes_rounded_up", int(((~from_nodes) & (procs > 0) & (procs % cpn != 0)).sum()))
-    keep = nodes > 0
-    _count(skipped, "unknown_size", int((~keep).sum()))
+    # Counts must fit the engine's 32-bit node counts (only the fields the size comes from:
+    # a requested count the job does not use is not looked at).
+    too_big = in_range & ((nodes >= MAX_COUNT) | (procs >= MAX_COUNT))
+    for i in np.flatnonzero(too_big)[: 1 if not lenient else _MAX_EXAMPLES - len(out_of_range)]:
+        i = int(i)
+        if from_nodes[i]:
+            column = "nodes_alloc"
+        elif settings.size_field == "requested" or (settings.size_field == "auto" and cols["procs_alloc"][i] <= 0):
+            column = "procs_req"
+        else:
+            column = "procs_alloc"
+        err = TraceFormatError(
+            source,
+            f"{int(cols[column][i])} is out of range: counts must be below 2^31, or --lenient to leave such jobs out",
+            line=int(cols["line"][i]),
+            field=(field_names or {}).get(column, column),
+        )
+        if not lenient:
+            raise err
+        out_of_range.append(f"line {err.line}: field {err.field}: {int(cols[column][i])} is out of range (counts below 2^31)")
+    in_range &= ~too_big
+    _count(skipped, "out_of_range", int((~in_range).sum()))
+    keep = in_range & (nodes > 0)
+    _count(skipped, "unknown_size", int((in_range & (nodes <= 0)).sum()))
 
     # 2. run time unknown
     runtime = cols["runtime_s"].copy()
@@ -167,6 +217,8 @@ def normalize(
         else:
             extra_out[k] = v
     used = asdict(settings)
+    if out_of_range:
+        used["out_of_range_examples"] = out_of_range
     if settings_note:
         used.update(settings_note)
     return Workload(
@@ -181,3 +233,64 @@ def normalize(
         settings=used,
         extra=extra_out,
     )
+
+
+def check_ranges(
+    cols: dict[str, np.ndarray],
+    *,
+    source: str,
+    time_origin_epoch_s: int | None,
+    lenient: bool,
+    allow_long_span: bool,
+    field_names: dict[str, str],
+    examples: list[str] | None = None,
+) -> np.ndarray:
+    """Rows whose values are within the documented limits (module docstring). Without
+    ``lenient`` the first row out of range raises a TraceFormatError naming its line and
+    field (and the flag that would accept it); with ``lenient`` such rows are left out."""
+    n = len(cols["job_id"])
+    max_time = MAX_SPAN_LONG_S if allow_long_span else MAX_SPAN_S
+    span_hint = "" if allow_long_span else "; pass --allow-long-span to accept it"
+    ok = np.ones(n, dtype=bool)
+    line = cols["line"]
+
+    def refuse(bad: np.ndarray, column: str, why: str, hint: str) -> None:
+        nonlocal ok
+        bad = bad & ok
+        if not bad.any():
+            return
+        field = field_names.get(column, column)
+        if lenient:
+            if examples is not None:
+                for i in np.flatnonzero(bad)[: max(_MAX_EXAMPLES - len(examples), 0)]:
+                    examples.append(f"line {int(line[i])}: field {field}: {why.format(v=int(cols[column][i]))}")
+            ok &= ~bad
+            return
+        i = int(np.flatnonzero(bad)[0])
+        raise TraceFormatError(
+            source, f"{why.format(v=int(cols[column][i]))}{hint}, or --lenient to leave such jobs out", line=int(line[i]), field=field
+        )
+
+    refuse(cols["runtime_s"] > max_time, "runtime_s", "{v} s is longer than the limit of " + years(max_time), span_hint)
+    # A requested time only bounds reservations (logs write 2^31 - 1 for "unlimited"):
+    # it must just fit the engine's arithmetic.
+    refuse(cols["walltime_s"] > MAX_TIME_S, "walltime_s", "{v} s is beyond the limit of 2^53 s", "")
+    submit = cols["submit_s"]
+    known = submit >= 0
+    if time_origin_epoch_s is not None:
+        lo, hi = EPOCH_MIN_S - time_origin_epoch_s, EPOCH_MAX_S - time_origin_epoch_s
+        refuse(known & ((submit < lo) | (submit >= hi)), "submit_s", "{v} s after the log's time origin (Unix time " + str(time_origin_epoch_s) + ") is outside 1970-2200", "")
+    refuse(known & (submit > MAX_SPAN_LONG_S), "submit_s", "{v} s after the log's time origin is beyond 2200", "")
+    # One stray timestamp (a year typed 2300, a field cut short) would stretch the replay
+    # over centuries: submits far from the median one are outliers.
+    kept = known & ok
+    if kept.any():
+        median = int(np.median(submit[kept]))
+        far = kept & (np.abs(submit - median) > max_time)
+        refuse(
+            far,
+            "submit_s",
+            "{v} s is more than " + years(max_time) + f" from the median submit ({median} s): an outlier",
+            span_hint,
+        )
+    return ok

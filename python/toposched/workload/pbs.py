@@ -14,6 +14,8 @@ attribute gives which column, and the few repairs this reader makes itself, are 
 
 from __future__ import annotations
 
+import calendar
+
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -21,6 +23,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ..errors import LENIENT_HINT, TraceFormatError
+from ..limits import EPOCH_MAX_S, EPOCH_MIN_S, MAX_INT64, MAX_SPAN_LONG_S, MAX_SPAN_S, years
 from ._io import read_bytes
 from .normalize import NormalizeSettings, normalize
 
@@ -212,6 +215,7 @@ def read_pbs(
     size_field: Literal["auto", "allocated", "requested"] = "auto",
     missing_walltime: Literal["runtime"] | int = "runtime",
     missing_runtime: Literal["skip", "zero"] = "skip",
+    allow_long_span: bool = False,
 ):
     """Read a PBS/Torque or PBS Pro accounting log into a normalized
     :class:`~toposched.workload.model.Workload`.
@@ -338,6 +342,15 @@ def read_pbs(
             fail(TraceFormatError(src, exc.message, line=line_no, field=exc.field))
             continue
         (jid, index, submit, start, end, rt, wt, nodes, pa, pr, hosts, nodelist, fixes, disagree) = row
+        try:
+            record_s = calendar.timegm((int(_year), int(month), int(day), int(hour), int(minute), int(second)))
+        except ValueError:  # year 0000
+            fail(TraceFormatError(src, f"bad record time {line[:19]!r}", line=line_no, field="datetime"))
+            continue
+        bad = _out_of_range(row, record_s, MAX_SPAN_LONG_S if allow_long_span else MAX_SPAN_S, attrs)
+        if bad is not None:
+            fail(TraceFormatError(src, bad[1], line=line_no, field=bad[0]))
+            continue
         key = (jid, index, submit, start, end)
         if key in seen:
             count(skipped, "duplicate_record")
@@ -417,6 +430,9 @@ def read_pbs(
         time_origin_epoch_s=origin,
         extra=extra,
         settings_note=note,
+        lenient=lenient,
+        allow_long_span=allow_long_span,
+        field_names={"submit_s": "qtime", "runtime_s": "resources_used.walltime", "walltime_s": "Resource_List.walltime", "procs_alloc": "ncpus", "procs_req": "Resource_List.ncpus", "nodes_alloc": "exec_host"},
     )
 
 
@@ -459,6 +475,46 @@ def _requested_nodes(attrs: dict[str, str], fixes: list[str]) -> tuple[int, int]
             raise _FieldError("Resource_List.ncpus", f"expected a whole number, got {ncpus!r}")
         cpus = int(ncpus)
     return nodes, cpus
+
+
+#: How far a job's times may lie after the record's own time stamp: the stamp is local
+#: time, the times are UTC (at most 14 hours apart), plus slack.
+_AFTER_RECORD_S = 2 * 86_400
+
+
+def _out_of_range(row: tuple, record_s: int, max_span_s: int, attrs: dict[str, str]) -> tuple[str, str] | None:
+    """(field, message) for the first value of a parsed E record out of range, else None.
+
+    Counts and durations must fit the engine's integers; qtime, start and end must lie
+    within 1970-2200 and not after the record's own time stamp (an E record is written when
+    the job ends), nor more than the maximum span before it, nor before the job's
+    ``ctime`` (its creation): a record cut short (a ``qtime=12`` left of
+    ``qtime=1234567890``) would otherwise move the whole log to 1970.
+    """
+    try:
+        created = _epoch(attrs, "ctime")
+    except _FieldError:
+        created = None
+    _, _, submit, start, end, rt, wt, nodes, pa, pr = row[:10]
+    for field, v in (("resources_used.walltime", rt), ("Resource_List.walltime", wt), ("exec_host", nodes),
+                     ("resources_used.ncpus", pa), ("Resource_List.ncpus", pr)):  # fmt: skip
+        if v > MAX_INT64:
+            return field, f"{v} is out of range (at most 2^63 - 1)"
+    for field, t in (("qtime", submit), ("start", start), ("end", end)):
+        if t < 0:
+            continue
+        if not EPOCH_MIN_S <= t < EPOCH_MAX_S:
+            return field, f"{t} is outside 1970-2200 (docs/reliability.md)"
+        if t > record_s + _AFTER_RECORD_S:
+            return field, f"{t} is after the record's own time ({record_s}): the record is corrupt or cut short"
+        if created is not None and created > 0 and t < created:
+            return field, f"{t} is before the job's ctime ({created}): the record is corrupt or cut short"
+        if t < record_s - max_span_s:
+            return field, (
+                f"{t} is more than {years(max_span_s)} before the record's own time ({record_s}): the record is "
+                "corrupt or cut short; pass --allow-long-span to accept it"
+            )
+    return None
 
 
 def _parse_end_record(jobid: str, attrs: dict[str, str]):

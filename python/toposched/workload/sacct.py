@@ -52,6 +52,7 @@ import hostlist
 import numpy as np
 
 from ..errors import LENIENT_HINT, TraceFormatError
+from ..limits import EPOCH_MAX_S, EPOCH_MIN_S, MAX_INT64
 from ._io import read_bytes
 from .normalize import NormalizeSettings, normalize
 
@@ -210,7 +211,9 @@ def _switches_requested(vals: list[str]) -> tuple[int, int]:
                     wait = parsed if parsed >= 0 else _MAX_SWITCH_WAIT_S
                 except ValueError:
                     pass
-            return int(m.group(1)), wait
+            # a limit beyond the machine (or a wait beyond any log) changes nothing: cap
+            # them so that they fit the engine's integers
+            return min(int(m.group(1)), 2**31 - 1), min(wait, 2**40)
     return 0, 0
 
 
@@ -262,21 +265,34 @@ def _int_or(text: str, field: str, default: int = -1) -> int:
         return default
     if not _RE_UINT.fullmatch(s):
         raise _FieldError(field, _INT_HINT.format(text))
-    return int(s)
+    v = int(s)
+    if v > _MAX_VALUE:
+        raise _FieldError(field, f"{s} is out of range (at most {_MAX_VALUE})")
+    return v
+
+
+#: Largest integer any field may give: a minute count times 60 must still fit int64.
+_MAX_VALUE = MAX_INT64 // 60
 
 
 def _duration(text: str, field: str) -> int:
     try:
-        return parse_duration(text)
+        v = parse_duration(text)
     except ValueError as exc:
         raise _FieldError(field, str(exc)) from None
+    if v > _MAX_VALUE:
+        raise _FieldError(field, f"{text.strip()!r} is out of range (at most {_MAX_VALUE} s)")
+    return v
 
 
 def _time(text: str, field: str) -> int | None:
     try:
-        return parse_time(text)
+        t = parse_time(text)
     except ValueError as exc:
         raise _FieldError(field, str(exc)) from None
+    if t is not None and not EPOCH_MIN_S <= t < EPOCH_MAX_S:
+        raise _FieldError(field, f"time {text.strip()!r} is outside 1970-2200 (docs/reliability.md)")
+    return t
 
 
 # --------------------------------------------------------------------------- layout
@@ -301,11 +317,29 @@ class _Layout:
         return None
 
 
+#: Columns the reader takes values from (lower case): none may appear twice.
+_READ_COLUMNS = frozenset(
+    c.lower()
+    for c in ("JobIDRaw", "JobID", "Submit", "Start", "End", "ElapsedRaw", "Elapsed", "Timelimit", "TimelimitRaw",
+              "NNodes", "AllocCPUS", "NCPUS", "ReqCPUS", "NodeList", "State", "Partition", "User")
+)  # fmt: skip
+
+
 def _make_layout(path: str, names: list[str], kind: Literal["header", "xdmod"], header_line: int | None) -> _Layout:
     index: dict[str, int] = {}
     kinds: list[Any] = []
     for i, name in enumerate(names):
         low = name.strip().lower()
+        if low in index and low in _READ_COLUMNS:
+            # Two columns of the same name may hold different values: which one is right
+            # cannot be told, so refuse rather than silently take the first.
+            raise TraceFormatError(
+                path,
+                f"column {name.strip()!r} appears twice in the header (columns {index[low] + 1} and {i + 1}); "
+                "list each column once in sacct --format",
+                line=header_line,
+                field=name.strip(),
+            )
         index.setdefault(low, i)
         if low in FREE_TEXT:
             kinds.append(_FREE)
@@ -561,6 +595,7 @@ def read_sacct(
     size_field: Literal["auto", "allocated", "requested"] = "auto",
     missing_walltime: Literal["runtime"] | int = "runtime",
     missing_runtime: Literal["skip", "zero"] = "skip",
+    allow_long_span: bool = False,
 ):
     """Read a Slurm accounting log into a normalized :class:`~toposched.workload.model.Workload`.
 
@@ -655,6 +690,13 @@ def read_sacct(
         if layout.kinds[c] is _FREE:
             layout.kinds[c] = None
     name = layout.names
+    field_names = {
+        raw: name[c]
+        for raw, c in (("submit_s", c_submit), ("runtime_s", c_elapsed_raw if c_elapsed_raw is not None else c_elapsed),
+                       ("walltime_s", c_limit if c_limit is not None else c_limit_raw), ("procs_alloc", c_procs),
+                       ("procs_req", c_req), ("nodes_alloc", c_nnodes))
+        if c is not None
+    }  # fmt: skip
 
     job_id: list[int] = []
     submit_ep: list[int] = []
@@ -784,6 +826,9 @@ def read_sacct(
         time_origin_epoch_s=origin,
         extra=extra,
         settings_note=note,
+        lenient=lenient,
+        allow_long_span=allow_long_span,
+        field_names=field_names,
     )
 
 
@@ -815,6 +860,8 @@ def _parse_job(
             )
         raise _FieldError(name[c_id], f"expected an integer job id, got {raw_id!r}")
     jid = int(raw_id)
+    if jid > MAX_INT64:
+        raise _FieldError(name[c_id], f"job id {raw_id} is out of range (at most 2^63 - 1)")
 
     submit = _time(vals[c_submit], name[c_submit])
     if submit is None:

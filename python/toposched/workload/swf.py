@@ -237,6 +237,35 @@ def _slow_chunk(chunk: bytes, first_line: int, col: _Collector) -> int:
 
 
 def _fast_chunk(chunk: bytes, first_line: int, col: _Collector) -> int | None:
+    """Parse a plain-SWF chunk and return the number of lines read; None (nothing
+    recorded) if the chunk is anything but plain. The native parser (one pass, no
+    temporaries) when the extension is there, else :func:`_fast_chunk_numpy`: both accept
+    exactly the same chunks and give the same values (tests/test_swf_native.py)."""
+    parse = _native_plain_chunk()
+    if parse is None:
+        return _fast_chunk_numpy(chunk, first_line, col)
+    parsed = parse(chunk, list(_USED), N_FIELDS, _MAX_FAST_DIGITS)
+    if parsed is None:
+        return None
+    values, data_lines, n_lines = parsed
+    if len(data_lines):
+        col.records += len(data_lines)
+        col.rows.append(values.reshape(len(data_lines), len(_USED)))
+        col.lines.append(first_line + data_lines)
+    return n_lines
+
+
+def _native_plain_chunk():
+    """``_core.swf_plain_chunk``, or None while the extension cannot be imported (the
+    readers work without it: see toposched/__init__.py)."""
+    try:
+        from .. import _core
+    except ImportError:
+        return None
+    return getattr(_core, "swf_plain_chunk", None)
+
+
+def _fast_chunk_numpy(chunk: bytes, first_line: int, col: _Collector) -> int | None:
     """Parse a plain-SWF chunk with array operations and return the number of lines read;
     None (nothing recorded) if the chunk is anything but plain, so that the caller hands
     it to :func:`_slow_chunk`.
@@ -417,6 +446,7 @@ def read_swf(
     size_field: Literal["auto", "allocated", "requested"] = "auto",
     missing_walltime: Literal["runtime"] | int = "runtime",
     missing_runtime: Literal["skip", "zero"] = "skip",
+    allow_long_span: bool = False,
 ) -> Workload:
     """Read an SWF job log (plain or gzip) and normalize it.
 
@@ -560,4 +590,7 @@ def read_swf(
         time_origin_epoch_s=origin,
         extra=extra,
         settings_note=note,
+        lenient=lenient,
+        allow_long_span=allow_long_span,
+        field_names={"submit_s": "submit time (field 2)", "runtime_s": "run time (field 4)", "walltime_s": "requested time (field 9)", "procs_alloc": "allocated processors (field 5)", "procs_req": "requested processors (field 8)"},
     )

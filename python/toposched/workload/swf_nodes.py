@@ -142,6 +142,7 @@ def read_swf_with_nodes(
     size_field: Literal["auto", "allocated", "requested"] = "auto",
     missing_walltime: Literal["runtime"] | int = "runtime",
     missing_runtime: Literal["skip", "zero"] = "skip",
+    allow_long_span: bool = False,
     size_from_node_list: bool = True,
     machines: str | Path | None = "auto",
 ) -> Workload:
@@ -180,6 +181,7 @@ def read_swf_with_nodes(
         size_field=size_field,
         missing_walltime=missing_walltime,
         missing_runtime=missing_runtime,
+        allow_long_span=allow_long_span,
     )
     data = read_bytes(path)
     if b"\r" in data and data.count(b"\r") != data.count(b"\r\n"):

@@ -142,13 +142,17 @@ impl Network {
     /// An empty sharing state with this fabric's capacities.
     pub fn shared(&self) -> Shared {
         let l = self.links();
-        Shared::new((0..l.len() as u32).map(|x| l.capacity(x)).collect())
+        Shared::with_levels(
+            (0..l.len() as u32).map(|x| l.capacity(x)).collect(),
+            self.config.sl_weights.clone(),
+            self.config.fairness == Fairness::Jobs,
+        )
     }
     /// The job's claim/demand record on the network.
     pub fn active(&self, dem: &Demand, service_level: u32, phi: f64) -> Result<Active, String> {
-        let omega = self.config.sl_weight(service_level)?;
+        self.config.sl_weight(service_level)?;
         let l = self.links();
-        Ok(Active::from_demand(dem, |x| l.is_inter_switch(x), self.config.fairness, omega, phi))
+        Ok(Active::from_demand(dem, |x| l.is_inter_switch(x), self.config.fairness, service_level, phi))
     }
 
     /// Evaluate jobs running together in steady state. Node lists must not overlap.

@@ -362,7 +362,10 @@ impl NetReplay {
             (st.fluid_end - st.start as f64, runtime)
         };
         let alone = work_done / st.r_alone;
+        // a job never slowed gets exactly 1 (its time alone is fractional when the
+        // reference placement scales it; the ratio would carry rounding noise)
         let slowdown = if alone > 0.0 { (duration / alone).max(1.0) } else { 1.0 };
+        let slowdown = if slowdown - 1.0 < 1e-9 { 1.0 } else { slowdown };
         st.result =
             Some(JobNetResult { time_alone_s: runtime / st.r_alone, slowdown, links_shared, placement_penalty: st.p, p_rel: st.p_rel });
         self.state[row as usize] = st;

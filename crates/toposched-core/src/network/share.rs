@@ -20,8 +20,13 @@ pub enum Fairness {
     /// Its number of distinct input ports there (a guess at per-input-port arbitration of
     /// InfiniBand switches).
     Ports,
-    /// One claim per job (SimGrid's ptask_L07 / Batsim parallel tasks).
+    /// One claim per job, on every link the job shares with another job, hot or not:
+    /// SimGrid's ptask_L07 fair-bottleneck solver (Batsim's parallel tasks), which lets
+    /// every shared link offer each live task `remaining / tasks` per round.
     Jobs,
+    /// One claim per job on hot links only: job-level weighted max-min (progressive
+    /// filling), without the ptask heuristic's binding of cold shared links.
+    JobMaxMin,
 }
 
 impl Fairness {
@@ -29,8 +34,9 @@ impl Fairness {
         match text {
             "flows" | "flow" => Ok(Fairness::Flows),
             "ports" | "port" => Ok(Fairness::Ports),
-            "jobs" | "job" => Ok(Fairness::Jobs),
-            other => Err(format!("fairness must be 'flows', 'ports' or 'jobs', not {other:?}")),
+            "jobs" | "job" | "ptask" => Ok(Fairness::Jobs),
+            "job-maxmin" => Ok(Fairness::JobMaxMin),
+            other => Err(format!("fairness must be 'flows', 'ports', 'jobs' or 'job-maxmin', not {other:?}")),
         }
     }
     pub fn name(&self) -> &'static str {
@@ -38,6 +44,7 @@ impl Fairness {
             Fairness::Flows => "flows",
             Fairness::Ports => "ports",
             Fairness::Jobs => "jobs",
+            Fairness::JobMaxMin => "job-maxmin",
         }
     }
 }
@@ -49,8 +56,10 @@ pub struct Active {
     pub links: Vec<u32>,
     /// Demand on each link at x = 1 (bytes per iteration / time alone).
     pub d: Vec<f64>,
-    /// Claim `omega · kappa` on each link.
+    /// Claim `kappa` (fairness unit) on each link.
     pub claim: Vec<f64>,
+    /// Service level (virtual lane); its weight is the fabric's.
+    pub level: u32,
     /// Communication fraction (duty cycle) of the job.
     pub phi: f64,
     /// Relative communication speed from the last solve (1 = as alone).
@@ -64,8 +73,8 @@ pub struct Active {
 
 impl Active {
     /// Build from a demand: keep links between switches, normalise by the time alone.
-    pub fn from_demand(dem: &Demand, is_inter_switch: impl Fn(u32) -> bool, fairness: Fairness, omega: f64, phi: f64) -> Active {
-        let mut a = Active { phi, x: 1.0, phibar: 1.0, ..Active::default() };
+    pub fn from_demand(dem: &Demand, is_inter_switch: impl Fn(u32) -> bool, fairness: Fairness, level: u32, phi: f64) -> Active {
+        let mut a = Active { phi, x: 1.0, phibar: 1.0, level, ..Active::default() };
         if dem.t_alone <= 0.0 {
             return a;
         }
@@ -77,11 +86,11 @@ impl Active {
             let kappa = match fairness {
                 Fairness::Flows => dem.flows[k] as f64,
                 Fairness::Ports => dem.ports[k].max(1) as f64,
-                Fairness::Jobs => 1.0,
+                Fairness::Jobs | Fairness::JobMaxMin => 1.0,
             };
             a.links.push(l);
             a.d.push(dem.bytes[k] / dem.t_alone);
-            a.claim.push(omega * kappa);
+            a.claim.push(kappa);
         }
         a
     }
@@ -102,6 +111,11 @@ pub fn dilation(phi: f64, x: f64, phibar: f64) -> f64 {
 #[derive(Clone, Debug)]
 pub struct Shared {
     cap: Vec<f64>,
+    /// Weight of each service level.
+    level_weight: Vec<f64>,
+    /// Links shared by two jobs bind even when not oversubscribed (`Fairness::Jobs`,
+    /// SimGrid's ptask solver); otherwise only hot links do.
+    shared_links_bind: bool,
     load: Vec<f64>,
     on_link: Vec<Vec<u32>>,
     jobs: Vec<Option<Active>>,
@@ -123,11 +137,19 @@ pub struct Shared {
 }
 
 impl Shared {
-    /// `cap[l]` is the capacity of link l.
+    /// `cap[l]` is the capacity of link l; one service level of weight 1; hot links bind.
     pub fn new(cap: Vec<f64>) -> Shared {
+        Shared::with_levels(cap, vec![1.0], false)
+    }
+
+    /// `level_weight[s]` is the weight of service level s; with `shared_links_bind`, every
+    /// link used by two jobs or more is a constraint (SimGrid's ptask solver).
+    pub fn with_levels(cap: Vec<f64>, level_weight: Vec<f64>, shared_links_bind: bool) -> Shared {
         let n = cap.len();
         Shared {
             cap,
+            level_weight,
+            shared_links_bind,
             load: vec![0.0; n],
             on_link: vec![Vec::new(); n],
             jobs: Vec::new(),
@@ -150,6 +172,11 @@ impl Shared {
     #[inline]
     pub fn is_hot(&self, l: u32) -> bool {
         self.load[l as usize] > self.cap[l as usize] * (1.0 + EPS)
+    }
+    /// Whether link l is a constraint of the solve: hot, or shared when shared links bind.
+    #[inline]
+    pub fn binds(&self, l: u32) -> bool {
+        self.is_hot(l) || (self.shared_links_bind && self.on_link[l as usize].len() >= 2)
     }
     pub fn load(&self, l: u32) -> f64 {
         self.load[l as usize]
@@ -220,17 +247,17 @@ impl Shared {
         a
     }
 
-    /// Jobs on the hot links of `slot` (other than itself), appended to `out`.
+    /// Jobs on the binding links of `slot` (other than itself), appended to `out`.
     pub fn hot_neighbours(&self, slot: u32, out: &mut Vec<u32>) {
         let a = self.get(slot);
         for &l in &a.links {
-            if self.is_hot(l) {
+            if self.binds(l) {
                 out.extend(self.on_link[l as usize].iter().copied().filter(|&s| s != slot));
             }
         }
     }
 
-    /// All jobs reachable from `seeds` through hot links (seeds included), ascending.
+    /// All jobs reachable from `seeds` through binding links (seeds included), ascending.
     pub fn component(&mut self, seeds: &[u32]) -> Vec<u32> {
         self.mark_gen = self.mark_gen.wrapping_add(1);
         if self.mark_gen == 0 {
@@ -250,7 +277,7 @@ impl Shared {
             out.push(s);
             let a = self.jobs[s as usize].as_ref().expect("live slot");
             for &l in &a.links {
-                if self.load[l as usize] > self.cap[l as usize] * (1.0 + EPS) {
+                if self.binds(l) {
                     for &o in &self.on_link[l as usize] {
                         if self.mark[o as usize] != g {
                             self.mark[o as usize] = g;
@@ -269,15 +296,19 @@ impl Shared {
         self.solves += 1;
         self.solved_jobs += comp.len() as u64;
         let gen = self.solves as u32;
+        let shared_links_bind = self.shared_links_bind;
         let p = &mut self.problem;
         p.clear();
+        p.level_weight.clear();
+        p.level_weight.extend_from_slice(&self.level_weight);
         self.sum_d.clear();
         self.sum_dphi.clear();
         for &s in comp {
             let a = self.jobs[s as usize].as_ref().expect("live slot");
             for k in 0..a.links.len() {
                 let l = a.links[k] as usize;
-                if self.load[l] <= self.cap[l] * (1.0 + EPS) {
+                let hot = self.load[l] > self.cap[l] * (1.0 + EPS);
+                if !(hot || (shared_links_bind && self.on_link[l].len() >= 2)) {
                     continue;
                 }
                 if self.local_gen[l] != gen {
@@ -292,7 +323,7 @@ impl Shared {
                 self.sum_d[ll as usize] += a.d[k];
                 self.sum_dphi[ll as usize] += a.d[k] * a.phi;
             }
-            p.end_job();
+            p.end_job_at(a.level);
         }
         self.solver.solve(p, &mut self.x);
         self.rounds += self.solver.rounds as u64;

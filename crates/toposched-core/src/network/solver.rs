@@ -4,21 +4,28 @@
 //! running alone on its placement. Its demand on link l at `x_j = 1` is `d_jl` (bytes per
 //! iteration over its time alone, so that alone it saturates exactly its busiest link).
 //! Only *hot* links (offered load above capacity) are constraints: a cold link can never
-//! bind because `x <= 1`. Each job has a claim `omega_j · kappa_jl` on each link, where
-//! `omega_j` is its service-level weight and `kappa_jl` the fairness unit (its flows on the
-//! link by default; its input ports there; or 1, which is SimGrid's ptask / Batsim solver).
+//! bind because `x <= 1`. Each job has a service level `s_j` (weight `omega_s`) and a claim
+//! `kappa_jl` on each link, the fairness unit (its flows on the link by default; its input
+//! ports there; or 1, which is SimGrid's ptask / Batsim solver).
+//!
+//! Service levels are arbitrated as InfiniBand does (virtual lanes): on each link the
+//! levels with live traffic share the remaining capacity by weighted round robin, and a
+//! level's share is split among its own live jobs by their claims. One flow at level
+//! weight 9 against three flows at weight 1 therefore splits a link 0.9 / 0.1, not
+//! 9:3 = 0.75 / 0.25.
 //!
 //! ```text
-//! rem_l = c_l; x_j = 0; live = every job with a hot link
+//! rem_l = c_l; x_j = 0; live = every job with a constraint link
 //! repeat until live is empty:
-//!     W_l   = sum over live j on l of claim_jl
-//!     inc_j = min(1 - x_j, min over l of j: claim_jl * rem_l / (W_l * d_jl))
+//!     K_ls  = sum over live j of level s on l of kappa_jl
+//!     W_l   = sum over levels s with K_ls > 0 of omega_s
+//!     inc_j = min(1 - x_j, min over l of j: (omega_sj / W_l) * (kappa_jl / K_lsj) * rem_l / d_jl)
 //!     x_j  += inc_j;   rem_l -= sum_j d_jl * inc_j
 //!     drop the jobs with x_j = 1 or on a link with rem_l = 0
 //! ```
 //!
-//! This is SimGrid's `FairBottleneck::bottleneck_solve` with per-element weights and a bound
-//! of 1. Independent components (jobs that share no hot link, directly or through others)
+//! With one level this is SimGrid's `FairBottleneck::bottleneck_solve` with per-element
+//! weights and a bound of 1. Independent components (jobs that share no hot link, directly or through others)
 //! do not influence each other, so solving a component alone gives the same numbers as
 //! solving the whole machine.
 
@@ -32,8 +39,11 @@ pub struct Problem {
     pub link: Vec<u32>,
     /// Demand of the job on the link at x = 1.
     pub d: Vec<f64>,
-    /// Claim `omega · kappa` of the job on the link.
+    /// Claim `kappa` (fairness unit) of the job on the link.
     pub claim: Vec<f64>,
+    /// Service level of each job and the weight of each level.
+    pub level: Vec<u32>,
+    pub level_weight: Vec<f64>,
 }
 
 impl Problem {
@@ -43,6 +53,7 @@ impl Problem {
         self.link.clear();
         self.d.clear();
         self.claim.clear();
+        self.level.clear();
         self.off.push(0);
     }
     pub fn n_jobs(&self) -> usize {
@@ -53,8 +64,21 @@ impl Problem {
         self.d.push(d);
         self.claim.push(claim);
     }
-    pub fn end_job(&mut self) {
+    /// Close the current job's entries; `level` is its service level (an index into
+    /// `level_weight`).
+    pub fn end_job_at(&mut self, level: u32) {
         self.off.push(self.link.len());
+        self.level.push(level);
+    }
+    /// Close the current job's entries at level 0.
+    pub fn end_job(&mut self) {
+        self.end_job_at(0);
+    }
+    fn n_levels(&self) -> usize {
+        self.level.iter().map(|&s| s as usize + 1).max().unwrap_or(1).max(1)
+    }
+    fn weight_of(&self, level: u32) -> f64 {
+        self.level_weight.get(level as usize).copied().unwrap_or(1.0)
     }
 }
 
@@ -69,6 +93,9 @@ pub const MAX_ROUNDS: usize = 100_000;
 #[derive(Clone, Debug, Default)]
 pub struct Solver {
     rem: Vec<f64>,
+    /// Sum of live claims per (link, level): index `link * n_levels + level`.
+    k: Vec<f64>,
+    /// Sum of the weights of the levels with live traffic, per link.
     w: Vec<f64>,
     sat: Vec<bool>,
     live: Vec<bool>,
@@ -89,8 +116,11 @@ impl Solver {
         self.rem.extend_from_slice(&p.cap);
         self.sat.clear();
         self.sat.resize(nl, false);
+        let ns = p.n_levels();
         self.w.clear();
         self.w.resize(nl, 0.0);
+        self.k.clear();
+        self.k.resize(nl * ns, 0.0);
         self.live.clear();
         self.mu.clear();
         self.mu.resize(nj, 0.0);
@@ -110,10 +140,20 @@ impl Solver {
             for w in self.w.iter_mut() {
                 *w = 0.0;
             }
+            for k in self.k.iter_mut() {
+                *k = 0.0;
+            }
             for j in 0..nj {
                 if self.live[j] {
+                    let s = p.level[j] as usize;
+                    let omega = p.weight_of(p.level[j]);
                     for e in p.off[j]..p.off[j + 1] {
-                        self.w[p.link[e] as usize] += p.claim[e];
+                        let l = p.link[e] as usize;
+                        let k = &mut self.k[l * ns + s];
+                        if *k == 0.0 {
+                            self.w[l] += omega; // first live job of this level on the link
+                        }
+                        *k += p.claim[e];
                     }
                 }
             }
@@ -122,10 +162,13 @@ impl Solver {
                     continue;
                 }
                 let mut inc = 1.0 - x[j];
+                let s = p.level[j] as usize;
+                let omega = p.weight_of(p.level[j]);
                 for e in p.off[j]..p.off[j + 1] {
                     let l = p.link[e] as usize;
                     if p.d[e] > 0.0 {
-                        let offer = p.claim[e] * self.rem[l] / (self.w[l] * p.d[e]);
+                        let share = (omega / self.w[l]) * (p.claim[e] / self.k[l * ns + s]);
+                        let offer = share * self.rem[l] / p.d[e];
                         if offer < inc {
                             inc = offer;
                         }
@@ -169,17 +212,53 @@ impl Solver {
 mod tests {
     use super::*;
 
+    /// One level per job (job j at level j, weight = its single claim) keeps the old
+    /// per-job weighted cases readable: `(link, d, weight)`.
     fn problem(cap: &[f64], jobs: &[&[(u32, f64, f64)]]) -> Problem {
         let mut p = Problem::default();
         p.clear();
         p.cap.extend_from_slice(cap);
-        for j in jobs {
-            for &(l, d, c) in *j {
-                p.push_entry(l, d, c);
+        for (j, entries) in jobs.iter().enumerate() {
+            let mut w = 1.0;
+            for &(l, d, c) in *entries {
+                p.push_entry(l, d, 1.0);
+                w = c;
             }
-            p.end_job();
+            p.level_weight.push(w);
+            p.end_job_at(j as u32);
         }
         p
+    }
+
+    /// Jobs as `(level, [(link, d, kappa)])` with level weights `weights`.
+    fn leveled(cap: &[f64], weights: &[f64], jobs: &[(u32, &[(u32, f64, f64)])]) -> Problem {
+        let mut p = Problem::default();
+        p.clear();
+        p.cap.extend_from_slice(cap);
+        p.level_weight.extend_from_slice(weights);
+        for (s, entries) in jobs {
+            for &(l, d, k) in *entries {
+                p.push_entry(l, d, k);
+            }
+            p.end_job_at(*s);
+        }
+        p
+    }
+
+    #[test]
+    fn levels_share_by_weight_whatever_their_flow_counts() {
+        // the issue's case: one flow at weight 9 against three flows at weight 1 -> 0.9 / 0.1
+        let x = solve(&leveled(&[1.0], &[9.0, 1.0], &[(0, &[(0, 1.0, 1.0)]), (1, &[(0, 1.0, 3.0)])]));
+        assert!((x[0] - 0.9).abs() < 1e-12 && (x[1] - 0.1).abs() < 1e-12, "{x:?}");
+        // within one level, claims (flows) split the level's share: level 1 gets 0.1,
+        // its jobs with 3 and 1 flows get 0.075 and 0.025
+        let x = solve(&leveled(&[1.0], &[9.0, 1.0], &[(0, &[(0, 1.0, 1.0)]), (1, &[(0, 1.0, 3.0)]), (1, &[(0, 1.0, 1.0)])]));
+        assert!((x[0] - 0.9).abs() < 1e-12, "{x:?}");
+        assert!((x[1] - 0.075).abs() < 1e-12 && (x[2] - 0.025).abs() < 1e-12, "{x:?}");
+        // a level whose jobs need little leaves the rest to the other level (work conserving)
+        let x = solve(&leveled(&[1.0], &[1.0, 9.0], &[(0, &[(0, 1.0, 5.0)]), (1, &[(0, 0.3, 1.0)])]));
+        assert_eq!(x[1], 1.0);
+        assert!((x[0] - 0.7).abs() < 1e-9, "{x:?}");
     }
 
     fn solve(p: &Problem) -> Vec<f64> {
@@ -202,8 +281,8 @@ mod tests {
 
     #[test]
     fn flow_weights_favour_many_flows() {
-        // job 0 has 3 flows on the link, job 1 one: claims 3:1
-        let x = solve(&problem(&[1.0], &[&[(0, 1.0, 3.0)], &[(0, 1.0, 1.0)]]));
+        // one level; job 0 has 3 flows on the link, job 1 one: claims 3:1
+        let x = solve(&leveled(&[1.0], &[1.0], &[(0, &[(0, 1.0, 3.0)]), (0, &[(0, 1.0, 1.0)])]));
         assert!((x[0] - 0.75).abs() < 1e-12 && (x[1] - 0.25).abs() < 1e-12);
     }
 

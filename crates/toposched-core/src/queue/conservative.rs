@@ -29,6 +29,9 @@
 //! **Guarantee** (tested as a property): with jobs killed at their limit, no job starts
 //! later than the reservation it got at submission. With `--run-on`, a job past its limit
 //! is assumed to end within a second; a job whose reservation it blocks is re-reserved.
+//! Reservations resting on such a job (blocked by it, or placed after one that is) do
+//! not wake the engine: passes run at events, not every few seconds of the overrun, and
+//! a reservation left in the past is due again at the next pass, for the same length.
 //!
 //! `--queue-depth` does not apply: every queued job holds a reservation.
 //!
@@ -48,6 +51,11 @@ struct Reservation {
     /// Node set (non-fungible policies only).
     nodes: Vec<u32>,
     class: u8,
+    /// Only with --run-on: the start rests on a job past its limit ending "within a
+    /// second" (directly, after another such reservation, or because that job blocked
+    /// this one's start), so it moves with time and waking at it would only move it
+    /// again (see step 4).
+    drifting: bool,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -100,7 +108,7 @@ impl Conservative {
         match plan.earliest(n, spec.walltime_s, ctx.now(), limit) {
             Some(start) => {
                 plan.add(start, spec.walltime_s, -n);
-                Some(Reservation { start, end: start + spec.walltime_s, nodes: Vec::new(), class: 0 })
+                Some(Reservation { start, end: start + spec.walltime_s, nodes: Vec::new(), class: 0, drifting: false })
             }
             None => {
                 if let Some(h) = held {
@@ -168,15 +176,33 @@ impl Conservative {
     /// `plan` (fungible policies), else as a node set.
     fn reserve(&mut self, plan: Option<&mut Planner>, ctx: &mut PassCtx, job: u32, held: Option<&Reservation>, limit: i64) -> Option<Reservation> {
         let walltime = ctx.jobs[job as usize].walltime_s;
-        match plan {
-            Some(plan) => Self::reserve_in_plan(plan, ctx, job, held, limit),
+        let mut r = match plan {
+            Some(plan) => Self::reserve_in_plan(plan, ctx, job, held, limit)?,
             None => {
                 let (start, mut nodes) = self.earliest_nodes(ctx, job, limit)?;
                 nodes.sort_unstable();
                 let class = ctx.topo.span_class(&nodes);
-                Some(Reservation { start, end: start + walltime, nodes, class })
+                Reservation { start, end: start + walltime, nodes, class, drifting: false }
             }
-        }
+        };
+        r.drifting = self.rests_on_overrun(ctx, job, r.start);
+        Some(r)
+    }
+
+    /// Some running job is past its limit (only with --run-on).
+    fn overrun(ctx: &PassCtx) -> bool {
+        ctx.core.running.first().is_some_and(|&(expected_end, _)| expected_end <= ctx.now())
+    }
+
+    /// True when `start` comes from the `now + 1` assumed for a job past its limit, or
+    /// from the end of a reservation that does (only with --run-on).
+    fn rests_on_overrun(&self, ctx: &PassCtx, job: u32, start: i64) -> bool {
+        let now = ctx.now();
+        Self::overrun(ctx)
+            && (start == now + 1
+                || ctx.core.queue.iter().any(|&q| {
+                    q != job && self.reservations[q as usize].as_ref().is_some_and(|r| r.drifting && r.end == start)
+                }))
     }
 }
 
@@ -193,8 +219,18 @@ impl QueuePolicy for Conservative {
         let now = ctx.now();
         self.ensure_len(ctx.jobs.len());
         let queue = ctx.core.queue.clone();
-        let mut plan = if ctx.alloc.fungible() { Some(self.planner(ctx)) } else { None };
         let position = |q: u32| queue.iter().position(|&x| x == q).unwrap_or(usize::MAX);
+        // A reservation left in the past (only with --run-on: its start was blocked by a
+        // job past its limit, and no pass ran each second meanwhile, see step 4) is due
+        // now, for the same length: what a pass every second would have made of it.
+        for &q in &queue {
+            if let Some(r) = self.reservations[q as usize].as_mut().filter(|r| r.start < now) {
+                r.end = now + (r.end - r.start);
+                r.start = now;
+            }
+        }
+        // built after the shift above: it projects the reservations as they now stand
+        let mut plan = if ctx.alloc.fungible() { Some(self.planner(ctx)) } else { None };
         // 2. compression after ends
         if ctx.core.ended != self.ended_seen {
             self.ended_seen = ctx.core.ended;
@@ -260,14 +296,21 @@ impl QueuePolicy for Conservative {
                 // Only with --run-on (a job past its limit still holds nodes it was
                 // expected to free; such jobs are assumed to end within a second), or when
                 // the job's --switches limit refuses the reserved nodes for now.
-                let again = self.reserve(plan.as_mut(), ctx, q, Some(&res), i64::MAX).expect("an empty machine fits every queued job");
+                let mut again = self.reserve(plan.as_mut(), ctx, q, Some(&res), i64::MAX).expect("an empty machine fits every queued job");
+                // its new start rests on the job past its limit (which blocked this one)
+                again.drifting |= Self::overrun(ctx);
                 ctx.core.log_reservation(now, q, again.start);
                 self.reservations[q as usize] = Some(again);
             }
         }
         ctx.core.queue.retain(|q| !started.contains(q));
-        // 4. wake at every reservation start
-        let starts: Vec<i64> = ctx.core.queue.iter().filter_map(|&q| self.reservations[q as usize].as_ref().map(|r| r.start)).collect();
+        // 4. wake at every reservation start. With --run-on, a job past its limit is
+        // assumed to end at `now + 1`, so the reservations it blocks sit at `now + 1` or
+        // after one another from there: they drift. Waking at them would re-run the pass
+        // every few seconds of the overrun (10^8 passes for a 10^9 s overrun); the job's
+        // real end is an event of its own and brings the pass that can start them.
+        let starts: Vec<i64> =
+            ctx.core.queue.iter().filter_map(|&q| self.reservations[q as usize].as_ref().filter(|r| !r.drifting).map(|r| r.start)).collect();
         for s in starts {
             ctx.core.wake_at(s);
         }

@@ -1,0 +1,68 @@
+"""Start-up costs of a command: what not to import.
+
+pyarrow asks its pandas shim, at the first ``pa.array``, ``to_numpy`` or ``to_pylist``,
+whether pandas is there, and that imports pandas (0.2 to 0.3 s here: longer than a whole
+replay of a small log) even though no pandas object is ever in sight. A command that
+makes no DataFrame lets the shim's first look fail instead: pyarrow then treats every
+value as not-pandas. The shim imports pandas for real the first time something asks for
+it explicitly (``Table.to_pandas``), so nothing is lost.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def keep_pandas_unloaded() -> None:
+    """Let pyarrow's first look for pandas find nothing (once per process; a no-op when
+    pandas is already imported or pyarrow changes its private shim)."""
+    if "pandas" in sys.modules:
+        return
+    import pyarrow as pa
+
+    shim = getattr(getattr(pa, "lib", None), "_pandas_api", None)
+    if shim is None:
+        return
+    sys.meta_path.insert(0, _NoPandas)  # "import pandas" raises ImportError, this once
+    try:
+        shim.have_pandas  # the shim's first look: it records "no pandas"
+    finally:
+        sys.meta_path.remove(_NoPandas)
+
+
+class _NoPandas:
+    """An import finder that refuses pandas."""
+
+    @staticmethod
+    def find_spec(name: str, path: object = None, target: object = None) -> None:
+        if name == "pandas" or name.startswith("pandas."):
+            raise ModuleNotFoundError("pandas is not imported by this command", name=name)
+        return None
+
+
+def column_numpy(column: "pa.ChunkedArray | pa.Array") -> "np.ndarray":
+    """A numeric Arrow column without nulls as a NumPy array, read from its buffers
+    (``to_numpy`` would import pandas: see above). Other columns go to ``to_numpy``."""
+    import numpy as np
+    import pyarrow as pa
+
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    parts = []
+    for chunk in chunks:
+        t = chunk.type
+        if pa.types.is_boolean(t) and not chunk.null_count:
+            bits = np.unpackbits(np.frombuffer(chunk.buffers()[1], np.uint8), bitorder="little")
+            parts.append(bits[chunk.offset : chunk.offset + len(chunk)].astype(bool))
+            continue
+        floating = pa.types.is_floating(t)
+        if (chunk.null_count and not floating) or not (pa.types.is_integer(t) or floating):
+            return column.to_numpy(zero_copy_only=False) if isinstance(column, pa.ChunkedArray) else chunk.to_numpy(zero_copy_only=False)
+        dtype = np.dtype(t.to_pandas_dtype())
+        values = np.frombuffer(chunk.buffers()[1], dtype=dtype, count=len(chunk), offset=chunk.offset * dtype.itemsize)
+        if chunk.null_count:  # nulls of a floating column read as NaN, as to_numpy gives them
+            valid = np.unpackbits(np.frombuffer(chunk.buffers()[0], np.uint8), bitorder="little")
+            values = np.where(valid[chunk.offset : chunk.offset + len(chunk)].astype(bool), values, np.nan).astype(dtype)
+        parts.append(values)
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate(parts) if parts else np.zeros(0, np.dtype(column.type.to_pandas_dtype()))

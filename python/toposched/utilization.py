@@ -1,0 +1,110 @@
+"""Busy nodes over time, kept as the changes of a step function.
+
+A run's utilization is sampled every ``step_s`` seconds from its first submit to its last
+end (``utilization.parquet``). Holding the samples costs memory in proportion to the time
+span (two jobs 300 years apart: gigabytes); holding the instants where the busy count
+changes costs memory in proportion to the jobs. Samples are made only when written, a
+chunk at a time, and are exactly those of the per-sample rule: a job counts at ``t`` when
+``start <= t < end`` (a zero-length job never counts; a job with a negative start is
+ignored, as the engine's own sampler did).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+
+#: Samples per chunk when writing, and the row-group size of utilization.parquet (the
+#: default pyarrow uses, so the file is the one ``pq.write_table`` wrote before).
+CHUNK_SAMPLES = 1024 * 1024
+
+SCHEMA = pa.schema([("time_s", pa.int64()), ("busy_nodes", pa.int64()), ("utilization", pa.float64())])
+
+
+@dataclass(frozen=True)
+class UtilizationSeries:
+    """``busy[i]`` nodes are busy from ``change_s[i]`` until ``change_s[i + 1]`` (0 before
+    the first change); sampled at ``t0, t0 + step_s, ...`` up to ``t1`` inclusive."""
+
+    change_s: np.ndarray
+    busy: np.ndarray
+    t0: int
+    t1: int
+    step_s: int
+    n_nodes: int
+
+    @classmethod
+    def from_jobs(cls, start: np.ndarray, end: np.ndarray, nodes: np.ndarray, t0: int, t1: int, step_s: int, n_nodes: int) -> "UtilizationSeries":
+        if step_s <= 0:
+            raise ValueError("step_s must be positive")
+        start = np.asarray(start, np.int64)
+        end = np.asarray(end, np.int64)
+        nodes = np.asarray(nodes, np.int64)
+        keep = (start >= 0) & (end > start)
+        times = np.concatenate([start[keep], end[keep]])
+        delta = np.concatenate([nodes[keep], -nodes[keep]])
+        order = np.argsort(times, kind="stable")
+        times = times[order]
+        level = np.cumsum(delta[order])
+        last = np.ones(len(times), dtype=bool)  # the level after all changes at an instant
+        if len(times):
+            last[:-1] = times[1:] != times[:-1]
+        return cls(times[last], level[last], int(t0), int(t1), int(step_s), int(n_nodes))
+
+    @property
+    def n_samples(self) -> int:
+        return (self.t1 - self.t0) // self.step_s + 1 if self.t1 >= self.t0 else 0
+
+    def busy_at(self, k0: int, k1: int) -> np.ndarray:
+        """Busy nodes at samples ``k0 <= k < k1`` (int64)."""
+        if k1 <= k0:
+            return np.zeros(0, np.int64)
+        # Change i holds from the first sample at or after change_s[i]: sample
+        # ceil((change_s[i] - t0) / step_s). Samples are regular, so each change's level
+        # is repeated over its run of samples (a copy, not a search per sample).
+        first_k = -((self.t0 - self.change_s) // self.step_s)
+        lo = int(np.searchsorted(first_k, k0, side="right"))  # changes in force at k0: [.., lo)
+        hi = max(lo, int(np.searchsorted(first_k, k1, side="left")))  # changes starting inside: [lo, hi)
+        levels = np.empty(hi - lo + 1, np.int64)
+        levels[0] = self.busy[lo - 1] if lo > 0 else 0
+        levels[1:] = self.busy[lo:hi]
+        bounds = np.empty(hi - lo + 2, np.int64)
+        bounds[0], bounds[-1] = k0, k1
+        bounds[1:-1] = first_k[lo:hi]
+        return np.repeat(levels, np.diff(bounds))
+
+    def chunks(self, size: int = CHUNK_SAMPLES) -> Iterator[pa.Table]:
+        """The samples as tables of at most ``size`` rows (none for an empty run)."""
+        n = self.n_samples
+        for k0 in range(0, n, size):
+            k1 = min(n, k0 + size)
+            busy = self.busy_at(k0, k1)
+            times = self.t0 + self.step_s * np.arange(k0, k1, dtype=np.int64)
+            util = busy / max(self.n_nodes, 1)
+            yield pa.table({"time_s": pa.array(times), "busy_nodes": pa.array(busy), "utilization": pa.array(util)})
+
+    def table(self) -> pa.Table:
+        """Every sample in one table (memory in proportion to the span: for small runs)."""
+        parts = list(self.chunks())
+        return pa.concat_tables(parts) if parts else SCHEMA.empty_table()
+
+    def mean(self) -> float | None:
+        """Mean utilization over the samples, bit for bit what ``np.mean`` of the whole
+        sample array gives, without making that array: NumPy sums a float64 array
+        pairwise (halves split at a multiple of 8, down to blocks it sums directly), so
+        summing the same halves here, a chunk of samples at a time, gives the same
+        number."""
+        n = self.n_samples
+        if n == 0:
+            return None
+        return self._pairwise_sum(0, n) / n
+
+    def _pairwise_sum(self, k0: int, n: int) -> float:
+        if n <= CHUNK_SAMPLES:
+            return float(np.add.reduce(self.busy_at(k0, k0 + n) / max(self.n_nodes, 1)))
+        half = n // 2
+        half -= half % 8
+        return self._pairwise_sum(k0, half) + self._pairwise_sum(k0 + half, n - half)

@@ -1,0 +1,90 @@
+"""The network model in the replay: the job model's traffic mapping, and what a compare
+report shows when --network is on (docs/network.md, "Closed loop")."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import EXAMPLE_TRACE
+from toposched import _core
+from toposched.jobmodel import FabricTiming, default_app
+
+
+def _share_by_hand(pattern: str, n: int) -> float:
+    """The bandwidth share of the job model, from the pattern's flows counted here: the
+    busiest node's off-node messages (sent or received) at the profile's ranks per node."""
+    prof = default_app(pattern)
+    m = _core.NetworkModel(_core.Topology.preset("cab"))
+    f = m.pattern_flows(list(range(n)), pattern, ranks_per_node=prof.ranks_per_node)
+    src, dst, size = np.asarray(f["src"]), np.asarray(f["dst"]), np.asarray(f["bytes"], float)
+    off = src != dst
+    busiest = max(np.bincount(src[off], size[off], minlength=n).max(), np.bincount(dst[off], size[off], minlength=n).max())
+    t = FabricTiming()
+    t_bw = busiest * prof.message_bytes / t.link_bytes_per_s
+    t_lat = prof.messages * t.message_latency_s
+    return t_bw / (t_bw + t_lat)
+
+
+def test_default_bins_take_phi_from_the_job_model():
+    from toposched.network import DEFAULT_BINS, SHARE_NODES_CAP, assign_traffic, parse_network_spec
+    from toposched.workload.model import Workload
+
+    sizes = np.array([1, 8, 16, 40, 100, 300])
+    n = len(sizes)
+    cols = {
+        "job_id": np.arange(n, dtype=np.int64),
+        "submit_s": np.zeros(n, np.int64),
+        "nodes": sizes.astype(np.int64),
+        "walltime_s": np.full(n, 100, np.int64),
+        "runtime_s": np.full(n, 50, np.int64),
+        "procs": sizes.astype(np.int64),
+        "line": np.arange(1, n + 1, dtype=np.int64),
+    }
+    w = Workload(columns=cols, source="synthetic", format="test")
+    t = assign_traffic(w, parse_network_spec("bins"))
+    names = np.array(t["patterns"])[t["pattern"]]
+    assert t["phi"][0] == 0.0 and names[0] == "none"
+    for k in range(1, n):
+        bin_ = next(b for b in DEFAULT_BINS if sizes[k] <= b[0])
+        assert names[k] == bin_[1]
+        # the share is a per-node property, computed on at most SHARE_NODES_CAP nodes
+        assert t["phi"][k] == pytest.approx(bin_[2] * _share_by_hand(bin_[1], min(int(sizes[k]), SHARE_NODES_CAP)), rel=1e-9)
+        assert 0 < t["phi"][k] <= 0.3
+    # an explicit phi bypasses the job model
+    t = assign_traffic(w, parse_network_spec("random,phi=0.4"))
+    assert (t["phi"] == 0.4).all()
+
+
+def test_compare_with_the_network_model_reports_payback(tmp_path):
+    """seed 000's communication-heavy setting (random Chatterbug patterns, all
+    communication) on Atlas's log on Cab: scattered placement slows jobs by seed-sized
+    amounts (000 measured 1.1-1.7x gains from isolation), isolation removes every
+    predicted slowdown, and the report says so."""
+    from toposched.compare import run_compare
+    from toposched.reporting.figures import CompareData
+    from toposched.reporting.html import build_compare_report, network_rows
+
+    run_compare(EXAMPLE_TRACE, "cab", tmp_path, allocs=["random", "isolated"], scenarios=["none"], transforms=["days:20"], jobs=1, network="heavy")
+    cols, rows = network_rows(CompareData.load(tmp_path))
+    by = {r[0]: dict(zip(cols, r)) for r in rows}
+    rnd, iso = by["random"], by["isolated"]
+    assert 1.03 <= rnd["mean slowdown"] <= 1.5 and rnd["max slowdown"] > 1.3
+    assert iso["mean slowdown"] == 1.0 and iso["jobs slowed"] == 0
+    assert rnd["useful utilization (%)"] < rnd["busy utilization (%)"]
+    assert iso["useful utilization (%)"] == pytest.approx(iso["busy utilization (%)"])
+    assert rnd["multi-leaf jobs: run / logged"] > iso["multi-leaf jobs: run / logged"] + 0.05
+    assert rnd["useful utilization vs oblivious (points)"] == 0.0
+    assert iso["useful utilization vs oblivious (points)"] == pytest.approx(iso["useful utilization (%)"] - rnd["useful utilization (%)"])
+    page = build_compare_report(tmp_path).read_text()
+    assert "Network model: predicted interference and payback" in page and "--network heavy" in page
+
+
+def test_compare_without_the_network_model_has_no_network_section(tmp_path):
+    from toposched.compare import run_compare
+    from toposched.reporting.figures import CompareData
+    from toposched.reporting.html import build_compare_report, network_rows
+
+    run_compare(EXAMPLE_TRACE, "cab", tmp_path, allocs=["linear"], scenarios=["none"], transforms=["days:5"], jobs=1)
+    assert network_rows(CompareData.load(tmp_path)) is None
+    assert "Network model" not in build_compare_report(tmp_path).read_text()

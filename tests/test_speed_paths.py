@@ -1,0 +1,106 @@
+"""The shortcuts of issue 17 (speed of the whole command) give what the long ways gave:
+span counts, the encodings of jobs.parquet, the CLI importing only the command it runs,
+and a quiet simulate leaving pandas unimported."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from toposched.cli import main
+from toposched.simulate import _span_counts
+
+DATA = Path(__file__).parent / "data"
+SWF = DATA / "atlas-window-120.swf"
+
+
+def _spans_by_sets(offsets, flat, leaf_of, pod_of_leaf):
+    leaves, pods = [], []
+    for j in range(len(offsets) - 1):
+        ids = flat[offsets[j] : offsets[j + 1]]
+        leaves.append(len(set(leaf_of[ids].tolist())))
+        pods.append(len(set(pod_of_leaf[leaf_of[ids]].tolist())))
+    return leaves, pods
+
+
+def test_span_counts_match_distinct_sets_on_every_fabric_shape() -> None:
+    rng = np.random.default_rng(3)
+    shapes = 0
+    for _ in range(300):
+        k, s, p = (int(x) for x in rng.integers(1, [6, 4, 3]))
+        n = k * s * p
+        leaf_of = np.repeat(np.arange(s * p, dtype=np.int32), k)
+        pod_of_leaf = np.repeat(np.arange(p, dtype=np.int32), s)
+        lens = rng.integers(0, n + 1, 20)
+        offsets = np.zeros(21, np.int32)
+        offsets[1:] = np.cumsum(lens)
+        flat = np.concatenate([np.sort(rng.choice(n, int(m), replace=False)) for m in lens]).astype(np.int32)
+        leaves, pods = _span_counts(offsets, flat, leaf_of, pod_of_leaf)
+        assert leaves.dtype == pods.dtype == np.int32
+        assert (leaves.tolist(), pods.tolist()) == _spans_by_sets(offsets, flat, leaf_of, pod_of_leaf)
+        shapes += (s * p == 1) + (p == 1)
+    assert shapes > 50  # one-leaf and one-pod fabrics (the shortcuts) were among them
+
+
+def test_jobs_parquet_is_compactly_encoded_and_reads_back(tmp_path: Path) -> None:
+    from toposched.simulate import simulate
+    from toposched.topology import load_fabric
+    from toposched.workload import read_trace
+
+    result = simulate(read_trace(str(SWF)), load_fabric("cab"))
+    result.write(tmp_path / "o")
+    meta = pq.ParquetFile(tmp_path / "o" / "jobs.parquet").metadata
+    names = [meta.row_group(0).column(i).path_in_schema for i in range(meta.num_columns)]
+    enc = meta.row_group(0).column(names.index("node_ids.list.element")).encodings
+    assert "DELTA_BINARY_PACKED" in enc
+    back = pq.read_table(tmp_path / "o" / "jobs.parquet")
+    assert back.column("node_ids").to_pylist() == result.jobs.column("node_ids").to_pylist()
+    assert back.drop_columns([]).equals(result.jobs.replace_schema_metadata(back.schema.metadata))
+    assert main(["check", str(tmp_path / "o")]) == 0
+
+
+def _fresh(code: str) -> str:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120).stdout
+
+
+def test_cli_imports_only_the_command_it_runs() -> None:
+    out = _fresh(
+        "import sys\nfrom toposched.cli import main\nmain(['systems'])\n"
+        "print(sorted(m for m in sys.modules if m.startswith('toposched.commands.')))"
+    )
+    loaded = set(eval(out.strip().splitlines()[-1]))  # noqa: S307 - our own printed list
+    assert "toposched.commands.systems" in loaded
+    assert loaded <= {"toposched.commands.systems", "toposched.commands._args"}
+
+
+def test_help_still_lists_every_command(capsys) -> None:
+    import pkgutil
+
+    from toposched import commands
+
+    try:
+        main(["--help"])
+    except SystemExit:
+        pass
+    text = capsys.readouterr().out
+    for m in pkgutil.iter_modules(commands.__path__):
+        if not m.name.startswith("_"):
+            assert m.name.replace("_", "-") in text
+
+
+def test_quiet_simulate_leaves_pandas_unimported_and_to_pandas_still_works(tmp_path: Path) -> None:
+    pytest.importorskip("pandas")
+    out = _fresh(
+        "import sys\nfrom toposched.cli import main\n"
+        f"assert main(['simulate', '--trace', {str(SWF)!r}, '--system', 'cab', '--out', {str(tmp_path / 'o')!r}, '--quiet']) == 0\n"
+        "print('pandas' in sys.modules)\n"
+        "import pyarrow.parquet as pq\n"
+        f"df = pq.read_table({str(tmp_path / 'o' / 'jobs.parquet')!r}).to_pandas()\n"
+        "print(type(df).__name__, len(df) > 0)"
+    )
+    assert out.split() == ["False", "DataFrame", "True"]

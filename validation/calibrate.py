@@ -1,0 +1,392 @@
+"""Calibration of the network model against the seeds' published measurements.
+
+    python validation/calibrate.py            # print the table
+    python validation/calibrate.py --write    # regenerate docs/validation-network.md's table
+    python validation/calibrate.py --fairness flows   # the same under another fairness unit
+
+Every row is one published number (seed 000 §V-B, seed 003 §IV, seed 004's bully table),
+how it was read from the OCR text, the scenario that reproduces its setting, the model's
+prediction under the DEFAULT settings (docs/network.md), and the tolerance the tests
+(tests/test_calibration.py) hold it to. Rows the model cannot reach are listed as misses,
+with the reason, rather than left out. Deterministic: fixed seeds throughout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from toposched import _core
+from toposched.network import evaluate_scenario
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "validation-network.md"
+START, END = "<!-- calibration:start -->", "<!-- calibration:end -->"
+
+
+@dataclass
+class Row:
+    seed: str
+    quantity: str
+    published: float
+    predicted: float
+    #: "rel" (|pred/pub - 1| <= tol), "abs" (|pred - pub| <= tol, same unit), ">=" / "<="
+    #: (one-sided bound: pred >= published - tol / pred <= published + tol)
+    kind: str
+    tol: float
+    read: str
+    #: Whether the tests hold this row (False: a documented miss, see ``why``).
+    held: bool = True
+    why: str = ""
+
+    @property
+    def ok(self) -> bool:
+        p, q, t = self.published, self.predicted, self.tol
+        if self.kind == "rel":
+            return abs(q / p - 1) <= t
+        if self.kind == "abs":
+            return abs(q - p) <= t
+        if self.kind == ">=":
+            return q >= p - t
+        if self.kind == "<=":
+            return q <= p + t
+        raise ValueError(self.kind)
+
+    def tolerance_text(self) -> str:
+        return {"rel": f"±{self.tol:.0%}", "abs": f"±{self.tol:g}", ">=": f"≥ published − {self.tol:g}", "<=": f"≤ published + {self.tol:g}"}[self.kind]
+
+
+def _model(fairness: str | None) -> dict:
+    return {"fairness": fairness} if fairness else {}
+
+
+# ----------------------------------------------------------------------------- seed 000
+
+PATTERNS_000 = ["stencil4d", "unstructured", "pairs", "subcom-a2a"]
+NAMES_000 = {"stencil4d": "Stencil", "unstructured": "Unstr-mesh", "pairs": "Pairs", "subcom-a2a": "Sub-a2a"}
+
+
+def _placements(system: str, sizes: list[int], alloc: str, seed: int) -> dict[int, list[int]]:
+    """Where the engine's allocator puts jobs of ``sizes`` started together on an empty machine."""
+    n = len(sizes)
+    sim = _core.Simulation(
+        _core.Topology.preset(system), np.arange(n, dtype=np.int64), np.zeros(n, np.int64), np.array(sizes, np.int64),
+        np.full(n, 1000, np.int64), np.full(n, 1000, np.int64), queue="fcfs", alloc=alloc, seed=seed,
+    )
+    sim.step(1)
+    r = sim.results()
+    off, ids = r["node_offsets"], r["node_ids"]
+    return {i: ids[off[i] : off[i + 1]].tolist() for i in range(n) if r["status"][i] == 1}
+
+
+def seed000_speedups(max_nodes: int, fairness: str | None = None, comm_fraction: float | None = None, reps: int = 8) -> dict[str, list[float]]:
+    """000 §V-B on Cab: workloads of jobs of 4..max_nodes nodes packed to ~90 % of the
+    machine, each a random Chatterbug pattern with 16 ranks per node; per job, its
+    iteration time under topology-oblivious placement (the engine's ``random``
+    allocator) over the time under interference-free placement (``isolated``), both with
+    every other job running."""
+    out: dict[str, list[float]] = {p: [] for p in PATTERNS_000}
+    for rep in range(reps):
+        rng = np.random.default_rng(rep)
+        sizes: list[int] = []
+        while sum(sizes) < 0.9 * 1296:
+            sizes.append(int(rng.integers(4, max_nodes + 1)))
+        pat = [PATTERNS_000[int(rng.integers(4))] for _ in sizes]
+        iso, obl = _placements("cab", sizes, "isolated", rep), _placements("cab", sizes, "random", rep)
+        both = sorted(set(iso) & set(obl))
+        res = {}
+        for name, pl in (("iso", iso), ("obl", obl)):
+            jobs = []
+            for i in both:
+                j = {"nodes": pl[i], "pattern": pat[i], "ranks_per_node": 16, "seed": i}
+                if comm_fraction is not None:
+                    j["comm_fraction"] = comm_fraction
+                jobs.append(j)
+            r = evaluate_scenario({"fabric": "cab", "model": _model(fairness), "jobs": jobs})
+            res[name] = [j["slowdown_vs_ideal"] for j in r["jobs"]]
+        for k, i in enumerate(both):
+            out[pat[i]].append(res["obl"][k] / res["iso"][k])
+    return out
+
+
+def rows_000(fairness: str | None) -> list[Row]:
+    rows = []
+    read = "§V-B 'Experimental results', running text (no table): "
+    miss_a2a = (
+        "Sub-a2a's all-to-alls run along the dimensions of a 3D grid of 16-rank nodes: much of "
+        "its traffic stays on the node or its leaf, and what leaves is spread over many links "
+        "by D-mod-k, so the model sees little to gain from isolation (1.2x); the measured "
+        "1.55-1.74x must come from effects the fluid model lacks (congestion spreading, "
+        "head-of-line blocking, collective synchronisation); 000's own packet-level simulation "
+        "predicted 1.14x"
+    )
+    for max_nodes, pub, overall in ((512, {"stencil4d": 1.26, "unstructured": 1.14, "pairs": 1.10, "subcom-a2a": 1.55}, 1.30),
+                                    (128, {"stencil4d": 1.32, "unstructured": 1.29, "pairs": 1.08, "subcom-a2a": 1.74}, 1.35)):
+        sp = seed000_speedups(max_nodes, fairness)
+        for p in PATTERNS_000:
+            a2a = p == "subcom-a2a"
+            rows.append(Row("000", f"Cab 4-{max_nodes} nodes: mean speedup of isolation, {NAMES_000[p]}", pub[p], float(np.mean(sp[p])), "rel", 0.15,
+                            read + f"'{NAMES_000[p]} ... {pub[p]}x'", held=not a2a, why=miss_a2a if a2a else ""))
+        allv = [v for x in sp.values() for v in x]
+        rows.append(Row("000", f"Cab 4-{max_nodes} nodes: mean speedup over all jobs", overall, float(np.mean(allv)), "rel", 0.15,
+                        read + f"'average speedup over all jobs is {overall}x'"))
+        if max_nodes == 512:
+            rows.append(Row("000", "Cab 4-512 nodes: max speedup, Stencil", 1.5, float(np.max(sp["stencil4d"])), "rel", 0.15, read + "'maximum speedups of 1.5x and 1.4x respectively'"))
+            rows.append(Row("000", "Cab 4-512 nodes: max speedup, Unstr-mesh", 1.4, float(np.max(sp["unstructured"])), "rel", 0.15, read + "'maximum speedups of 1.5x and 1.4x respectively'"))
+    sp = seed000_speedups(128, fairness, comm_fraction=0.3)
+    allv = np.array([v for x in sp.values() for v in x])
+    rows.append(Row("000", "Cab 4-128 nodes, 30 % communication: mean speedup", 1.08, float(allv.mean()), "rel", 0.15, read + "'mean and maximum speedups obtained are 1.08x and 1.31x'"))
+    rows.append(Row("000", "Cab 4-128 nodes, 30 % communication: max speedup", 1.31, float(allv.max()), "rel", 0.15, read + "same sentence"))
+    return rows
+
+
+# ----------------------------------------------------------------------------- seed 003
+
+MICRO_003 = ["flood", "stencil2d", "a2a", "pairs"]  # Flood-Pairs, Nearest-Neighbor, All-to-all, Random-Pairs
+APPS_003 = ["a2a", "stencil4d", "sub-a2a:8", "sub-a2a:8"]  # Qbox, MILC, Crystal Router, pF3D (stand-ins)
+CATALYST = "fattree:K=20,S=15,P=1"  # 300 nodes, 2-level fat-tree (Catalyst's QLogic QDR tree, 20 nodes per leaf assumed)
+
+
+def _catalyst_jobs(pats, rep, sls=None, comm_fraction=None, n_jobs=4, nodes=70):
+    perm = np.random.default_rng(rep).permutation(300)
+    jobs = []
+    for k, p in enumerate(pats[:n_jobs]):
+        # node-level traffic (one rank per node): 003's 22 ranks per node only multiply
+        # the flows between two nodes, and per-port claims do not count flows
+        j = {"nodes": sorted(perm[nodes * k : nodes * (k + 1)].tolist()), "pattern": p, "seed": rep * 10 + k}
+        if p in MICRO_003 and comm_fraction is None:
+            j["app"] = {"flood": "flood-pairs", "stencil2d": "nearest-neighbor", "a2a": "all-to-all", "pairs": "random-pairs"}[p]
+        if comm_fraction is not None:
+            j["app"] = "flood-pairs"
+            j["comm_fraction"] = comm_fraction
+        if sls is not None:
+            j["service_level"] = sls[k]
+        jobs.append(j)
+    return jobs
+
+
+def seed003(fairness: str | None = None, reps: int = 3) -> dict[str, float]:
+    """003 on Catalyst: 4 jobs x 70 random nodes, 22 ranks per node; each job restarts
+    until all finished once, so the sum of execution times is the sum of the jobs'
+    slowdowns times their time alone (each tuned to ~30 s): penalty = mean slowdown - 1."""
+    out: dict[str, list[float]] = {}
+
+    def run(jobs, sl_table="default"):
+        r = evaluate_scenario({"fabric": CATALYST, "model": {**_model(fairness), "service_levels": sl_table}, "jobs": jobs})
+        return np.array([j["slowdown"] for j in r["jobs"]])
+
+    for rep in range(reps):
+        base = run(_catalyst_jobs(MICRO_003, rep))
+        out.setdefault("penalty", []).append(base.mean() - 1)
+        best4, worst_job, flood_high = np.inf, 0.0, np.inf
+        for sls in itertools.permutations(range(4)):
+            s = run(_catalyst_jobs(MICRO_003, rep, sls), "catalyst")
+            best4 = min(best4, s.mean() / base.mean())
+            worst_job = max(worst_job, float(np.max(s / base)))
+            if sls[0] == 0:
+                flood_high = min(flood_high, s[0] / base[0])
+        out.setdefault("best_4sl", []).append(best4)
+        out.setdefault("worst_job", []).append(worst_job)
+        out.setdefault("flood_high", []).append(flood_high)
+        for table in ("9:1", "254:1"):
+            best = min(run(_catalyst_jobs(MICRO_003, rep, [int(b) for b in bits]), table).mean() / base.mean()
+                       for bits in itertools.product("01", repeat=4) if len(set(bits)) == 2)
+            out.setdefault(f"best_{table}", []).append(best)
+        out.setdefault("penalty_50", []).append(run(_catalyst_jobs(MICRO_003, rep, comm_fraction=0.5)).mean() - 1)
+        out.setdefault("penalty_100", []).append(run(_catalyst_jobs(MICRO_003, rep, comm_fraction=1.0)).mean() - 1)
+        apps = [{**j, "comm_fraction": cf} for j, cf in zip(_catalyst_jobs(APPS_003, rep), (0.65, 0.65, 0.8, 0.5))]
+        out.setdefault("penalty_apps", []).append(run(apps).mean() - 1)
+        eight = _catalyst_jobs(MICRO_003 * 2, rep, n_jobs=8, nodes=35)
+        out.setdefault("penalty_8", []).append(run(eight).mean() - 1)
+    return {k: float(np.mean(v)) for k, v in out.items()}
+
+
+def rows_003(fairness: str | None) -> list[Row]:
+    r = seed003(fairness)
+    read = "§IV-A running text: "
+    return [
+        Row("003", "4 micro-benchmarks: contention penalty, ideal -> default (mean slowdown - 1)", 0.20, r["penalty"], "abs", 0.10,
+            read + "'The penalty ... is around 20% of execution time' (Fig. 1 is an image, not in the text)"),
+        Row("003", "8 jobs of 35 nodes: penalty stays within 003's 'as high as 70%'", 0.70, r["penalty_8"], "<=", 0.0,
+            read + "'additional tests with larger numbers of jobs ... as high as 70%' (job count and sizes not given: 8 x 35 nodes assumed)"),
+        Row("003", "4 service levels (2286:254:9:1), best of 24 assignments: sum of times / default", 1.0, r["best_4sl"], ">=", 0.02,
+            read + "'no assignment of jobs to service levels consistently outperforms the default'"),
+        Row("003", "4 service levels: worst job's time / its default time (> 2 = 'more than 100%')", 2.0, r["worst_job"], ">=", 0.0,
+            "abstract: 'may increase job execution times by more than 100%'"),
+        Row("003", "Flood-Pairs at the top level: time / default time", 31 / 37, r["flood_high"], "abs", 0.10,
+            "§IV-B: 'about 37 seconds to about 31 seconds' (slowest rank; ratio 0.84)"),
+        Row("003", "2 levels 9:1, best assignment: sum of times / default", 1.0, r["best_9:1"], ">=", 0.02,
+            "§IV-E: 'QoS still provides little to no benefit over a single default service level'"),
+        Row("003", "2 levels 254:1, best assignment: sum of times / default", 1.0, r["best_254:1"], ">=", 0.02, "§IV-E, same sentence"),
+        Row("003", "50 % communication: penalty below the 100 % one", r["penalty_100"], r["penalty_50"], "<=", 0.0,
+            "§IV-F: 'as the amount of communication decreases the impact of contention also decreases' (no number; published = the model's 100 % penalty)"),
+        Row("003", "applications (50-80 % communication): penalty below the micro-benchmarks'", r["penalty"], r["penalty_apps"], "<=", 0.0,
+            "§IV-A: applications 'spend between 50% and 80% of their time in communication' and are hurt less (no number; published = the micro-benchmarks' penalty)"),
+    ]
+
+
+# ----------------------------------------------------------------------------- seed 004
+
+APP_LEAVES_004 = [5, 6, 7, 8, 9, 10, 11, 12]
+APPS_004 = {"AMG": ("unstructured", "amg"), "UMT": ("stencil3d", "umt"), "pF3D": ("sub-a2a:36", "pf3d")}
+# the poster's table, rows = traffic, columns in the order AMG, UMT, pF3D (see read_004)
+TABLE_004 = {
+    "light": (-0.70, -0.68, 0.00),
+    "adjacent-leaf": (-1.74, -0.52, -0.02),
+    "bisection": (-6.47, -1.94, 0.00),
+    "incast": (-0.74, 0.01, -0.14),
+    "interleaved": (-3.17, -0.47, -0.66),
+}
+READ_004 = (
+    "poster table, OCR: rows 'Light Bully -0.70% -0.68% 0.00%', 'Adjacent Leaf Bully -1.74% -0.52% -0.02%', "
+    "'Bisection Bully -6.47% -1.94% 0.00%', 'Incast Bully -0.74% 0.01% _0.14%' (the '_' read as '-'), "
+    "'Interleaved -3.17% -0.47% -0.66%'; the column headers are lost (icons); columns read as AMG, UMT, pF3D "
+    "because the conclusions say AMG was the most sensitive and bullies had 'negligible effect on pF3D'"
+)
+
+
+def seed004(fairness: str | None = None, reps: int = 4) -> dict[str, tuple[float, float, float]]:
+    """004 on Quartz (2:1 taper at the leaves): each application on 8 leaves x 15 nodes
+    (the poster: 8 leaves; 15 per leaf assumed so that a 17-node bully fits beside it on a
+    32-node leaf), 36 ranks per node, alone and with each bully on the same leaves:
+    adjacent-leaf (17 per leaf; light: 10 per leaf), bisection (17 per leaf, pairs across
+    the machine's middle), incast (3 per leaf into one node of the first leaf), and
+    interleaved (the three applications dealt over the 8 leaves x 32 nodes in random runs).
+    Returns the degradation in percent (negative = slower, as the poster prints it)."""
+    out = {}
+    for bully, per in (("light", 10), ("adjacent-leaf", 17), ("bisection", 17), ("incast", 3)):
+        cells = []
+        for pattern, app in APPS_004.values():
+            vals = []
+            for rep in range(reps if bully == "bisection" else 1):
+                kind = "adjacent-leaf" if bully == "light" else bully
+                jobs = [
+                    {"name": "app", "place": {"leaves": APP_LEAVES_004, "per_leaf": 15}, "pattern": pattern, "app": app, "ranks_per_node": 36},
+                    {"name": "bully", "bully": kind, "place": {"leaves": APP_LEAVES_004, "per_leaf": per, "offset": 32 - per}, "seed": rep},
+                ]
+                r = evaluate_scenario({"fabric": "quartz", "model": _model(fairness), "jobs": jobs})
+                vals.append(-100 * (r["jobs"][0]["slowdown"] - 1))
+            cells.append(float(np.mean(vals)))
+        out[bully] = tuple(cells)
+    # interleaved: the three applications share the 8 leaves in random runs per leaf
+    sums = np.zeros(3)
+    reps_i = 4
+    for rep in range(reps_i):
+        rng = np.random.default_rng(100 + rep)
+        groups: list[list[int]] = [[], [], []]
+        for leaf in APP_LEAVES_004:
+            nodes = list(range(leaf * 32, leaf * 32 + 32))
+            cuts = np.sort(rng.integers(4, 29, size=2))
+            bounds = [0, int(cuts[0]), int(cuts[1]), 32]
+            order = rng.permutation(3)
+            for k in range(3):
+                groups[int(order[k])].extend(nodes[bounds[k] : bounds[k + 1]])
+        jobs = [{"name": n, "nodes": sorted(g), "pattern": p, "app": a, "ranks_per_node": 36, "seed": rep}
+                for (n, (p, a)), g in zip(APPS_004.items(), groups)]
+        together = evaluate_scenario({"fabric": "quartz", "model": _model(fairness), "jobs": jobs})["jobs"]
+        sums += [-100 * (j["slowdown"] - 1) for j in together]
+    out["interleaved"] = tuple(float(v) for v in sums / reps_i)
+    return out
+
+
+def rows_004(fairness: str | None) -> list[Row]:
+    r = seed004(fairness)
+    rows = []
+    amg_why = (
+        "on the assumed layout (AMG on ports 0-14 of leaves 5-12, the bully on ports 15-31 of "
+        "the same leaves) D-mod-k sends the adjacent-leaf bully's flows over the same leaf "
+        "uplinks as AMG's traffic between the leaves of a pod, and the model charges AMG its "
+        "fair half there for all of its bandwidth time (9-10 %); the poster does not say "
+        "where each job's nodes were, and its AMG column (bisection 3.7x worse than "
+        "adjacent-leaf) suggests layouts that kept AMG's in-pod traffic off the bully's links"
+    )
+    misses = {
+        ("light", "AMG"): amg_why,
+        ("adjacent-leaf", "AMG"): amg_why,
+        ("interleaved", "UMT"): "random interleaving layout assumed (the poster gives none); UMT's stencil meets AMG's traffic on shared leaf uplinks: about 4.4 % against 0.47 %",
+    }
+    for bully, pub in TABLE_004.items():
+        for k, app in enumerate(APPS_004):
+            why = misses.get((bully, app), "")
+            rows.append(Row("004", f"Quartz, {bully} {'bully' if bully != 'interleaved' else 'workload'}: {app} change (%)", pub[k], r[bully][k], "abs", 3.0,
+                            READ_004 if not rows else "see the first 004 row", held=not why, why=why))
+    worst = min(v for cells in r.values() for v in cells)
+    rows.append(Row("004", "every degradation at most 7 % (most negative cell, %)", -7.0, worst, ">=", 0.0, "poster abstract: 'all the performance degradation being 7% or less'",
+                    held=False, why="the AMG cells above (light and adjacent-leaf bullies, about 9-10 %)"))
+    return rows
+
+
+# ----------------------------------------------------------------------------- output
+
+
+def all_rows(fairness: str | None = None) -> list[Row]:
+    return rows_000(fairness) + rows_003(fairness) + rows_004(fairness)
+
+
+def findings(fairness: str | None = None) -> dict[str, bool]:
+    """Each seed's qualitative finding under the given (default: the default) model."""
+    sp = seed000_speedups(512, fairness)
+    m = {p: float(np.mean(v)) for p, v in sp.items()}
+    s3 = seed003(fairness, reps=3)
+    s4 = seed004(fairness)
+    return {
+        "000: isolation helps Stencil and Unstr-mesh more than Pairs": min(m["stencil4d"], m["unstructured"]) > m["pairs"],
+        "003: coarse service levels reorder jobs but do not raise throughput": s3["best_4sl"] >= 0.98 and s3["worst_job"] > 1.0,
+        "004: the bisection bully is the worst bully": all(min(s4["bisection"]) <= min(s4[b]) for b in ("light", "adjacent-leaf", "incast")),
+        "004: every degradation <= 7 %": min(v for c in s4.values() for v in c) >= -7.0,
+    }
+
+
+def markdown(rows: list[Row], found: dict[str, bool], fairness: str | None) -> str:
+    lines = [
+        START,
+        "",
+        f"Generated by `python validation/calibrate.py --write` (model settings: {'default' if not fairness else 'fairness=' + fairness}). "
+        "Do not edit by hand; tests/test_calibration.py checks every held row and the findings.",
+        "",
+        "| seed | quantity | published | predicted | tolerance | within | held by tests |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(f"| {r.seed} | {r.quantity} | {r.published:.3g} | {r.predicted:.3g} | {r.tolerance_text()} | {'yes' if r.ok else '**no**'} | {'yes' if r.held else 'no (miss)'} |")
+    n_ok = sum(r.ok for r in rows)
+    lines += ["", f"{n_ok} of {len(rows)} rows within tolerance.", "", "Findings under these settings:", ""]
+    lines += [f"* {k}: {'holds' if v else '**does not hold**'}" for k, v in found.items()]
+    lines += ["", "How each number was read (OCR text of the seeds):", ""]
+    seen = set()
+    for r in rows:
+        if r.read not in seen and not r.read.startswith("see the first"):
+            seen.add(r.read)
+            lines.append(f"* {r.seed}, {r.quantity}: {r.read}")
+    misses = [r for r in rows if not r.held]
+    if misses:
+        lines += ["", "Misses (not held by the tests) and why:", ""]
+        lines += [f"* {r.seed}, {r.quantity}: {r.why}" for r in misses]
+    lines += ["", END]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--write", action="store_true", help="rewrite the table in docs/validation-network.md")
+    ap.add_argument("--fairness", choices=["jobs", "job-maxmin", "ports", "flows"], help="evaluate under another fairness unit (not written)")
+    args = ap.parse_args(argv)
+    rows = all_rows(args.fairness)
+    text = markdown(rows, findings(args.fairness), args.fairness)
+    if args.write and not args.fairness:
+        doc = DOC.read_text()
+        a, b = doc.index(START), doc.index(END) + len(END)
+        DOC.write_text(doc[:a] + text + doc[b:])
+        print(f"wrote {DOC}")
+    else:
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
