@@ -69,11 +69,16 @@ def test_decisions_replay_slurms_state_from_a_controller_log():
     assert state["leaf_free"] == [7, 8, 8, 8]
 
 
-def test_validate_slurm_bad_input_is_one_line(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "toposched.cli", "validate-slurm", "--trace", str(tmp_path / "none.swf"), "--out", str(tmp_path)],
+@pytest.mark.parametrize("content", [None, "1 2 3\n", "; only a header\n"])
+def test_validate_slurm_bad_input_is_one_line(tmp_path, content):
+    trace = tmp_path / "bad.swf"
+    if content is not None:
+        trace.write_text(content)
+    r = subprocess.run([sys.executable, "-m", "toposched.cli", "validate-slurm", "--trace", str(trace), "--out", str(tmp_path / "o")],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode != 0
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "bad.swf" in r.stderr
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run slurmd and install Debian's slurm-wlm (CI is root)")

@@ -49,11 +49,6 @@ def run(args: argparse.Namespace) -> int:
     from ..live.slurmlab import missing_binaries
     from ..topology import Fabric, load_fabric, regular_spec
 
-    if os.geteuid() != 0:
-        raise InputError("validate-slurm starts slurmd, which runs jobs as their user: run it as root (in a container or VM)")
-    missing = missing_binaries()
-    if missing:
-        raise InputError(f"validate-slurm needs Debian's slurm-wlm slurmdbd mariadb-server; missing: {', '.join(missing)}")
     fabric = load_fabric(args.system) if args.system else Fabric.from_spec(regular_spec("lab", 8, 2, 2, node_prefix="n"))
     n_nodes = len(fabric.spec.node_names)
     if args.trace:
@@ -63,6 +58,11 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         stream = val.random_stream(args.random or 200, n_nodes, args.seed, arrival_span_s=args.arrival_span_s, max_run_s=args.max_run_s or 4)
+    if os.geteuid() != 0:
+        raise InputError("validate-slurm", "it starts slurmd, which runs jobs as their user: run it as root (in a container or VM)")
+    missing = missing_binaries()
+    if missing:
+        raise InputError("validate-slurm", f"needs Debian's slurm-wlm slurmdbd mariadb-server; missing: {', '.join(missing)}", hint="apt-get install slurm-wlm slurmdbd mariadb-server")
     out = Path(args.out)
     selects = ("linear", "cons_tres") if args.select == "both" else (args.select,)
     for select in selects:

@@ -80,12 +80,12 @@ def swf_stream(path: Path, *, cores_per_node: int, max_nodes: int, first_job: in
     dropped), arrivals spread over arrival_span_s keeping their spacing, run times divided
     by run_compression (1..max_run_s s), time limits divided likewise (whole minutes)."""
     rows = []
-    for ln in Path(path).read_text().splitlines():
+    for lineno, ln in enumerate(Path(path).read_text().splitlines(), 1):
         if ln.startswith(";") or not ln.strip():
             continue
         f = ln.split()
-        if len(f) < 9:
-            raise InputError(f"{path}: not an SWF line (18 fields expected): {ln[:60]!r}")
+        if len(f) < 9 or not all(x.lstrip("-").isdigit() for x in f[:9]):
+            raise InputError(str(path), f"not an SWF job line (18 whole numbers expected): {ln[:60]!r}", line=lineno)
         job_id, submit, run, procs, req_procs, req_time = int(f[0]), int(f[1]), int(f[3]), int(f[4]), int(f[7]), int(f[8])
         procs = procs if procs > 0 else req_procs
         nodes = math.ceil(procs / cores_per_node) if procs > 0 else 0
@@ -93,7 +93,7 @@ def swf_stream(path: Path, *, cores_per_node: int, max_nodes: int, first_job: in
             rows.append((job_id, submit, nodes, run, max(req_time, run)))
     rows = rows[first_job : first_job + n_jobs]
     if not rows:
-        raise InputError(f"{path}: no job of 1..{max_nodes} nodes in the window (--first-job {first_job}, --jobs {n_jobs})")
+        raise InputError(str(path), f"no job of 1..{max_nodes} nodes in the window", hint="--first-job, --jobs, --cores-per-node")
     t0, t1 = rows[0][1], rows[-1][1]
     jobs = []
     for job_id, submit, nodes, run, req in rows:
