@@ -79,7 +79,9 @@ def _option(name: str, prop: Mapping[str, Any], defs: Mapping[str, Any], policy:
         choices = tuple(str(v) for v in target["enum"])
         typ = "string"
     else:
-        typ = str(target.get("type", "string"))
+        raw = target.get("type", "string")
+        # an optional value (Option<T>) is ["integer", "null"]: its type is T's
+        typ = str(next((t for t in raw if t != "null"), "string") if isinstance(raw, list) else raw)
     minimum = target.get("minimum")
     return PolicyOption(
         name=name,

@@ -39,3 +39,23 @@ pub fn option_names(schema: &schemars::Schema) -> Vec<String> {
         .unwrap_or_default()
 }
 
+
+/// `NAME:KEY=VALUE,...` to `NAME` and its options, merged over `options` (the name's win):
+/// the short form some callers use for a policy and its settings in one string. A value is
+/// a whole number, `true`/`false`, or else a string. A name without a colon is returned as is.
+pub fn split_params(name: &str, options: &Options) -> Result<(String, Options), String> {
+    let Some((base, params)) = name.split_once(':') else { return Ok((name.to_string(), options.clone())) };
+    let mut out = options.clone();
+    for item in params.split(',').filter(|s| !s.is_empty()) {
+        let (k, v) = item.split_once('=').ok_or_else(|| format!("{base}: expected KEY=VALUE, got {item:?}"))?;
+        let value = if let Ok(i) = v.parse::<i64>() {
+            Value::from(i)
+        } else if let Ok(b) = v.parse::<bool>() {
+            Value::from(b)
+        } else {
+            Value::from(v)
+        };
+        out.insert(k.to_string(), value);
+    }
+    Ok((base.to_string(), out))
+}

@@ -67,6 +67,9 @@ pub type BuiltPolicies = (Box<dyn QueuePolicy>, Option<Box<dyn Allocator>>);
 /// or of none, is an error naming its owner. `alloc` None means the allocation policy is
 /// not a registered one (a policy written in Python): then no allocation option may be given.
 pub fn build(queue: &str, alloc: Option<&str>, options: &Options) -> Result<BuiltPolicies, String> {
+    // `slurm:ticks_per_s=1000`: a queue policy's options given with its name
+    let (queue, options) = crate::options::split_params(queue, options)?;
+    let (queue, options) = (queue.as_str(), &options);
     let q = self::queue(queue).ok_or_else(|| format!("unknown queue policy {queue:?}; built-ins are: {}", queue_names().join(", ")))?;
     let a = match alloc {
         Some(name) => Some(self::alloc(name).ok_or_else(|| {

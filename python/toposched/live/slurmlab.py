@@ -78,6 +78,16 @@ class SlurmLab:
     topology_plugin: str = "topology/tree"
     #: more partitions over the same nodes, not held (e.g. to run a stream under Slurm's own placement)
     extra_partitions: tuple[str, ...] = ()
+    #: slurm.conf SelectType (select/linear or select/cons_tres)
+    select_type: str = "select/linear"
+    #: slurm.conf SchedulerType and SchedulerParameters
+    scheduler_type: str = "sched/backfill"
+    scheduler_parameters: str = "bf_interval=1,sched_min_interval=100000"
+    #: slurm.conf SlurmctldDebug (debug2 logs each node's epilog completion, when it is free again)
+    ctld_debug: str = "info"
+    #: run an (empty) Epilog on every node: each node then reports MESSAGE_EPILOG_COMPLETE and
+    #: stays COMPLETING until it does (without one, slurmd answers "already complete" at once)
+    epilog: bool = False
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -89,6 +99,13 @@ class SlurmLab:
         self.ctld_port, self.dbd_port, self.mysql_port = ctld, dbd, mysql
         self.slurmd_port, self.node_ports = node_ports[0], node_ports[1:]
         self.conf = self.workdir / "slurm.conf"
+        # slurmstepd makes unix sockets SPOOL/NODE/NODE_JOB.STEP, at most 108 bytes: a deep
+        # scratch directory (pytest's) gets a short spool of its own under /tmp instead
+        self.spool = self.workdir / "spool"
+        if len(str(self.spool)) > 50:
+            import tempfile
+
+            self.spool = Path(tempfile.mkdtemp(prefix="toposched-spool-"))
 
     # configuration ---------------------------------------------------------------------
 
@@ -121,16 +138,19 @@ class SlurmLab:
             "SlurmUser=root",
             "SlurmdUser=root",
             f"StateSaveLocation={d}/state",
-            f"SlurmdSpoolDir={d}/spool/%n",
+            f"SlurmdSpoolDir={self.spool}/%n",
             f"SlurmctldPidFile={d}/ctld.pid",
             f"SlurmdPidFile={d}/slurmd.%n.pid",
             f"SlurmctldLogFile={d}/log/ctld.log",
+            f"SlurmctldDebug={self.ctld_debug}",
+            *([f"Epilog={d}/epilog.sh"] if self.epilog else []),
             f"SlurmdLogFile={d}/log/slurmd.%n.log",
             "ProctrackType=proctrack/linuxproc",
             "TaskPlugin=task/none",
-            "SchedulerType=sched/backfill",
-            "SchedulerParameters=bf_interval=1,sched_min_interval=100000",
-            "SelectType=select/linear",
+            f"SchedulerType={self.scheduler_type}",
+            *([f"SchedulerParameters={self.scheduler_parameters}"] if self.scheduler_parameters else []),
+            f"SelectType={self.select_type}",
+            *(["SelectTypeParameters=CR_Core"] if self.select_type == "select/cons_tres" else []),
             f"TopologyPlugin={self.topology_plugin}",
             "MpiDefault=none",
             "ReturnToService=2",
@@ -145,6 +165,9 @@ class SlurmLab:
             *(f"PartitionName={p} Nodes={hostlist.collect_hostlist(self.nodes)} Default=NO MaxTime=INFINITE State=UP" for p in self.extra_partitions),
         ]
         self.conf.write_text("\n".join(conf) + "\n")
+        if self.epilog:
+            (d / "epilog.sh").write_text("#!/bin/sh\nexit 0\n")
+            (d / "epilog.sh").chmod(0o755)
         (d / "topology.conf").write_text(topology_conf_text(self.fabric))
         if self.hold_with_lua:
             lua = (Path(__file__).parent / "job_submit.lua").read_text()
@@ -271,6 +294,8 @@ class SlurmLab:
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait(timeout=10)
         self.procs.clear()
+        if self.spool.parent != self.workdir:
+            shutil.rmtree(self.spool, ignore_errors=True)
 
     def __enter__(self) -> "SlurmLab":
         try:

@@ -119,6 +119,8 @@ def _run_config(kwargs: dict[str, Any]) -> dict[str, Any]:
     if not cfg["policy_options"]:
         del cfg["policy_options"]
     return cfg
+
+
 #: What an [[exclude]] table may name (besides [run] fields).
 AXES = ("workload", "fabric", "queue", "alloc", "speedup", "seed", "network")
 

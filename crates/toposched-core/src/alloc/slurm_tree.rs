@@ -11,6 +11,8 @@
 //! satisfied. Profile `classic` (17.02 `_eval_nodes_topo`): the lowest-level switch with
 //! enough usable nodes, fewest usable on ties (first index); inside it, repeatedly the
 //! leaf with the fewest usable nodes that holds the remainder, else the leaf with the most.
+//! Profile `cons-tres` (Slurm 22.05 `select/cons_tres` `_eval_nodes_topo`): as `current`, but
+//! the pod counts stay those of the start and a closer leaf wins when not ranked worse.
 //! Profile `select-linear` (Slurm 22.05 `select/linear`, `_job_test_topo`, the plugin of
 //! whole-node sites): the same lowest-level best-fit switch; inside it, repeatedly the leaf
 //! with the fewest usable nodes (first index on ties), whether or not it holds the
@@ -42,16 +44,21 @@ pub enum SlurmProfile {
     Classic,
     /// 22.05 `select/linear` (whole nodes): fewest-usable leaf first inside the best fit.
     SelectLinear,
+    /// 22.05 `select/cons_tres` (`_eval_nodes_topo`): like `current`, but switch counts
+    /// above the leaves stay what they were when the selection began, and a closer leaf
+    /// wins whenever it is not worse (Slurm's `_topo_compare_switches(..) >= 0`).
+    ConsTres,
 }
 
 impl SlurmProfile {
-    pub const NAMES: &'static [&'static str] = &["current", "classic", "select-linear"];
+    pub const NAMES: &'static [&'static str] = &["current", "classic", "select-linear", "cons-tres"];
 
     pub fn by_name(name: &str) -> Option<SlurmProfile> {
         match name {
             "current" => Some(SlurmProfile::Current),
             "classic" => Some(SlurmProfile::Classic),
             "select-linear" => Some(SlurmProfile::SelectLinear),
+            "cons-tres" => Some(SlurmProfile::ConsTres),
             _ => None,
         }
     }
@@ -61,8 +68,8 @@ impl SlurmProfile {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct SlurmTreeOptions {
-    /// Leaf choice of Slurm 21.08+ select/cons_tres (current), 17.02 (classic), or 22.05
-    /// select/linear (select-linear).
+    /// Leaf choice of Slurm 21.08+ select/cons_tres (current), 17.02 (classic), 22.05
+    /// select/linear (select-linear) or 22.05 select/cons_tres (cons-tres).
     pub slurm_profile: SlurmProfile,
 }
 
@@ -249,6 +256,89 @@ impl SlurmTree {
     }
 }
 
+impl SlurmTree {
+    /// Slurm 22.05 `_topo_compare_switches`: 1 when leaf `a` is the better choice for `rem`
+    /// nodes, -1 when `b` is, 0 when equal. Climbs to the pods when neither leaf holds the
+    /// remainder and they sit in different pods; pod counts are those at the start.
+    fn compare_2205(&self, topo: &Topology, pod_start: &[u32], a: u32, b: u32, rem: u32) -> i32 {
+        let (mut ca, mut cb) = (self.leaf_usable[a as usize], self.leaf_usable[b as usize]);
+        let (pa, pb) = (topo.pod_of_leaf(a), topo.pod_of_leaf(b));
+        for level in 0..2 {
+            let (fa, fb) = (ca >= rem, cb >= rem);
+            if fa && fb {
+                return match ca.cmp(&cb) {
+                    std::cmp::Ordering::Less => 1,
+                    std::cmp::Ordering::Greater => -1,
+                    std::cmp::Ordering::Equal => 0,
+                };
+            }
+            if fa != fb {
+                return if fa { 1 } else { -1 };
+            }
+            if level == 0 && pa != pb {
+                ca = pod_start[pa as usize];
+                cb = pod_start[pb as usize];
+                continue;
+            }
+            break;
+        }
+        // neither fits: more nodes wins (same level here, so Slurm's level rule never decides)
+        match ca.cmp(&cb) {
+            std::cmp::Ordering::Greater => 1,
+            std::cmp::Ordering::Less => -1,
+            std::cmp::Ordering::Equal => 0,
+        }
+    }
+
+    fn select_cons_tres(&mut self, topo: &Topology, state: &ClusterState, nodes: u32, guard: &Guard) -> Option<Vec<u32>> {
+        // Top switch: the highest level with enough usable nodes, the last such on a level.
+        let total: u32 = self.pod_usable.iter().sum();
+        let leaves: Vec<u32> = if topo.n_pods() > 1 && total >= nodes {
+            (0..topo.n_leaves() as u32).collect()
+        } else {
+            let pod = (0..topo.n_pods() as u32).rev().find(|&p| self.pod_usable[p as usize] >= nodes)?;
+            topo.pod_leaves(pod).collect()
+        };
+        let pod_start = self.pod_usable.clone();
+        let mut dist = vec![0u32; topo.n_leaves()];
+        let mut chosen = Vec::with_capacity(nodes as usize);
+        while (chosen.len() as u32) < nodes {
+            let rem = nodes - chosen.len() as u32;
+            // `_topo_choose_best_switch`, leaves in index order
+            let mut best: Option<u32> = None;
+            for &i in &leaves {
+                if self.leaf_usable[i as usize] == 0 {
+                    continue;
+                }
+                let Some(b) = best else {
+                    best = Some(i);
+                    continue;
+                };
+                let tcs = self.compare_2205(topo, &pod_start, i, b, rem);
+                let (di, db) = (dist[i as usize], dist[b as usize]);
+                if (di < db && tcs >= 0) || (di == db && tcs > 0) {
+                    best = Some(i);
+                }
+            }
+            let leaf = best?;
+            let take = self.leaf_usable[leaf as usize].min(rem);
+            Self::take(topo, state, guard, leaf, take, &mut chosen);
+            self.leaf_usable[leaf as usize] = 0; // "Used all"
+            let pod = topo.pod_of_leaf(leaf);
+            for &l in &leaves {
+                dist[l as usize] += if l == leaf {
+                    0
+                } else if topo.pod_of_leaf(l) == pod {
+                    2
+                } else {
+                    4
+                };
+            }
+        }
+        Some(chosen)
+    }
+}
+
 impl Allocator for SlurmTree {
     fn name(&self) -> String {
         "slurm-tree".into()
@@ -268,6 +358,7 @@ impl Allocator for SlurmTree {
             SlurmProfile::Current => self.select_current(topo, state, nodes, guard),
             SlurmProfile::Classic => self.select_classic(topo, state, nodes, guard),
             SlurmProfile::SelectLinear => self.select_linear(topo, state, nodes, guard),
+            SlurmProfile::ConsTres => self.select_cons_tres(topo, state, nodes, guard),
         }
     }
 }
@@ -330,6 +421,27 @@ mod tests {
             if n == 5 {
                 assert_eq!(got, vec![3, 8, 9, 10, 11]);
             }
+        }
+    }
+
+    /// Two placements a real Slurm 22.05 with select/cons_tres made (validate-slurm, 32 nodes,
+    /// 4 leaves of 8 in 2 pods): 23 nodes with leaf 1 busy went to n[00-06,16-31], and 17
+    /// nodes with n[00-11] busy to n[12,16-31]. Both follow from the pod counts staying
+    /// those of the start; `current` (which lowers them) differs on both.
+    #[test]
+    fn cons_tres_reproduces_real_slurm_2205() {
+        let t = Topology::fat_tree("lab", 8, 2, 2, None, None).unwrap();
+        let cases: [(&[u32], u32, Vec<u32>); 2] = [
+            (&[8, 9, 10, 11, 12, 13, 14, 15], 23, (0..7).chain(16..32).collect()),
+            (&[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11], 17, std::iter::once(12).chain(16..32).collect()),
+        ];
+        for (busy, n, want) in cases {
+            let mut s = ClusterState::new(&t, &[]);
+            s.allocate(&t, 0, busy, t.span_class(busy));
+            let got = sorted(SlurmTree::new(SlurmProfile::ConsTres).select(&t, &s, n, &Guard::NONE).unwrap());
+            assert_eq!(got, want, "{n} nodes");
+            let cur = sorted(SlurmTree::new(SlurmProfile::Current).select(&t, &s, n, &Guard::NONE).unwrap());
+            assert_ne!(cur, want, "current differs from 22.05 here");
         }
     }
 

@@ -10,6 +10,7 @@ include!(concat!(env!("OUT_DIR"), "/queue_registry.rs"));
 pub use conservative::Conservative;
 pub use easy::{Easy, EasyOptions};
 pub use fcfs::Fcfs;
+pub use slurm_backfill::{SlurmOptions, SlurmSched};
 
 pub use crate::pass::{PassCtx, ReservationRecord};
 use crate::options::Options;
@@ -38,10 +39,14 @@ pub struct QueueEntry {
 
 
 /// Build a registered queue policy from its CLI name and its options (see `crate::registry`).
+/// A name may carry options after a colon, `slurm:ticks_per_s=1000,tick_phase=3`
+/// (see [`crate::options::split_params`]).
 pub fn by_name(name: &str, options: &Options) -> Result<Box<dyn QueuePolicy>, String> {
+    let (name, options) = crate::options::split_params(name, options)?;
+    let name = name.as_str();
     let entry = REGISTERED.iter().map(|r| r.policy).find(|p| p.name == name).ok_or_else(|| {
         let names: Vec<&str> = REGISTERED.iter().map(|r| r.policy.name).collect();
         format!("unknown queue policy {name:?}; built-ins are: {}", names.join(", "))
     })?;
-    (entry.build)(options)
+    (entry.build)(&options)
 }

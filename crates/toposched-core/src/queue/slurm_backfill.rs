@@ -1,0 +1,171 @@
+//! `slurm`: when Slurm 22.05's main scheduler runs its FIFO pass (`sched/builtin`).
+//!
+//! *What it does*: the pass itself is strict FIFO, as `fcfs` (`_schedule` walks the queue
+//! in priority order, submit order under `priority/basic`, and the first job that cannot
+//! start blocks its partition). What this policy adds is *when* passes happen, from
+//! `slurmctld` 22.05:
+//! - a batch job is never started at submission (`job_allocate` with `allocate=0` only
+//!   tests it); the submission asks for a pass (`queue_job_scheduler`);
+//! - the background thread (`_slurmctld_background`, one loop per second) runs a pass when
+//!   one was asked for and `batch_sched_delay` seconds (default 3) have passed since its
+//!   last one;
+//! - when the last node of an ended job reports its epilog complete, the controller runs a
+//!   pass at once (`_slurm_rpc_epilog_complete` -> `schedule()`): here, at the instant
+//!   nodes come back (the engine frees a job's nodes together).
+//!
+//! All of it in simulated time: the background loop ticks at multiples of `tick` (its
+//! phase against the real controller's clock is unknown), and `ticks_per_s` lets a replay
+//! count time in milliseconds (`slurm:ticks_per_s=1000`), as `toposched validate-slurm`
+//! does. Parameters: `slurm:batch_sched_delay_s=3,ticks_per_s=1,tick_phase=0,last_pass=T`
+//! (the loop wakes at `tick_phase + k * ticks_per_s`; `last_pass`: when it last ran a pass
+//! before the replay began; a replay of a real controller's run sets both from its log).
+//! *When to use*: to replay a FIFO Slurm's start times, not only its order.
+//! *Cost*: as `fcfs`, plus one wake-up per pending second.
+//! *Reference*: SchedMD/slurm tag `slurm-22-05-8-1`: `src/slurmctld/controller.c`
+//! (`_slurmctld_background`, `batch_sched_delay`), `job_mgr.c` (`job_allocate`),
+//! `proc_req.c` (`_slurm_rpc_epilog_complete`), `job_scheduler.c` (`_schedule`).
+//! `sched/backfill`'s cycles (`bf_interval`, `bf_window`, ...) are not modelled yet.
+
+use super::{PassCtx, QueueEntry, QueuePolicy};
+use crate::alloc::Guard;
+use crate::options::{parse_options, schema_of};
+
+/// Options of `slurm` (also written `slurm:KEY=VALUE,...`).
+#[derive(Clone, Debug, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct SlurmOptions {
+    /// `SchedulerParameters=batch_sched_delay=` (seconds).
+    pub batch_sched_delay_s: i64,
+    /// Engine time units per second (1000 when the replay counts milliseconds).
+    pub ticks_per_s: i64,
+    /// The background loop's phase: it wakes at `tick_phase + k * ticks_per_s`.
+    pub tick_phase: i64,
+    /// When its last pass before the replay began ran (none: long ago).
+    pub last_pass: Option<i64>,
+}
+
+impl Default for SlurmOptions {
+    fn default() -> Self {
+        SlurmOptions { batch_sched_delay_s: 3, ticks_per_s: 1, tick_phase: 0, last_pass: None }
+    }
+}
+
+pub static POLICY: QueueEntry = QueueEntry {
+    name: "slurm",
+    summary: "Slurm 22.05's FIFO main scheduler, with its pass timing (batch_sched_delay, the 1 s background loop, passes at epilog completion)",
+    options: schema_of::<SlurmOptions>,
+    build: |o| {
+        let opts: SlurmOptions = parse_options("slurm", o)?;
+        opts.check()?;
+        Ok(Box::new(SlurmSched::new(opts)))
+    },
+};
+
+impl SlurmOptions {
+    /// The ranges `parse` enforces, for options given as a JSON object.
+    pub fn check(&self) -> Result<(), String> {
+        for (k, v, min) in [("batch_sched_delay_s", self.batch_sched_delay_s, 0), ("ticks_per_s", self.ticks_per_s, 1), ("tick_phase", self.tick_phase, 0)] {
+            if v < min {
+                return Err(format!("queue slurm: {k}={v} is out of range"));
+            }
+        }
+        Ok(())
+    }
+
+    /// `key=value` pairs separated by commas (the part after `slurm:`).
+    pub fn parse(text: &str) -> Result<SlurmOptions, String> {
+        let mut o = SlurmOptions::default();
+        for item in text.split(',').filter(|s| !s.is_empty()) {
+            let (k, v) = item.split_once('=').ok_or_else(|| format!("queue slurm: expected KEY=VALUE, got {item:?}"))?;
+            let v: i64 = v.parse().map_err(|_| format!("queue slurm: {k} must be a whole number, got {v:?}"))?;
+            match k {
+                "batch_sched_delay_s" if v >= 0 => o.batch_sched_delay_s = v,
+                "ticks_per_s" if v >= 1 => o.ticks_per_s = v,
+                "tick_phase" if v >= 0 => o.tick_phase = v,
+                "last_pass" => o.last_pass = Some(v),
+                "batch_sched_delay_s" | "ticks_per_s" | "tick_phase" => return Err(format!("queue slurm: {k}={v} is out of range")),
+                _ => return Err(format!("queue slurm: unknown parameter {k:?} (batch_sched_delay_s, ticks_per_s, tick_phase, last_pass)")),
+            }
+        }
+        Ok(o)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct SlurmSched {
+    opts: SlurmOptions,
+    /// When the background loop last ran a pass.
+    last_periodic: Option<i64>,
+    /// A pass was asked for (a submission or an end) and the background loop has not run one since.
+    requested: bool,
+    free_after: u32,
+    queued_after: usize,
+}
+
+impl SlurmSched {
+    pub fn new(opts: SlurmOptions) -> SlurmSched {
+        let last_periodic = opts.last_pass;
+        SlurmSched { opts, last_periodic, requested: false, free_after: u32::MAX, queued_after: 0 }
+    }
+
+    fn fifo(ctx: &mut PassCtx) {
+        let mut started = 0;
+        while started < ctx.queue().len() && started < ctx.queue_depth {
+            let job = ctx.queue()[started];
+            if !ctx.try_start(job, &Guard::NONE) {
+                break;
+            }
+            started += 1;
+        }
+        ctx.queue_mut().drain(..started);
+    }
+}
+
+impl QueuePolicy for SlurmSched {
+    fn name(&self) -> String {
+        "slurm".into()
+    }
+
+    fn pass(&mut self, ctx: &mut PassCtx) {
+        let now = ctx.now();
+        let tick = self.opts.ticks_per_s;
+        let nodes_back = self.free_after != u32::MAX && ctx.n_free() > self.free_after;
+        if nodes_back || ctx.queue().len() > self.queued_after {
+            self.requested = true;
+        }
+        // the background loop: on a tick, once batch_sched_delay has passed since its last pass
+        let mut run = nodes_back;
+        if self.requested && !ctx.queue().is_empty() {
+            let earliest = self.last_periodic.map_or(now, |t| t + self.opts.batch_sched_delay_s * tick);
+            let t = earliest.max(now);
+            let phase = self.opts.tick_phase.rem_euclid(tick);
+            let next_tick = (t - phase + tick - 1).div_euclid(tick) * tick + phase;
+            if next_tick == now {
+                run = true;
+                self.requested = false;
+                self.last_periodic = Some(now);
+            } else {
+                ctx.wake_at(next_tick);
+            }
+        }
+        if run {
+            Self::fifo(ctx);
+        }
+        self.free_after = ctx.n_free();
+        self.queued_after = ctx.queue().len();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_parse_and_refuse_clearly() {
+        let o = SlurmOptions::parse("batch_sched_delay_s=5,ticks_per_s=1000").unwrap();
+        assert_eq!((o.batch_sched_delay_s, o.ticks_per_s), (5, 1000));
+        assert!(SlurmOptions::parse("bf_interval=3").unwrap_err().contains("unknown parameter"));
+        assert!(SlurmOptions::parse("ticks_per_s=0").unwrap_err().contains("out of range"));
+        assert!(SlurmOptions::parse("ticks_per_s").unwrap_err().contains("KEY=VALUE"));
+    }
+}

@@ -1,0 +1,453 @@
+"""The same job stream through a real Slurm and through toposched, job by job.
+
+``validate(fabric, stream, ...)`` starts a real Slurm 22.05 (``slurmlab.SlurmLab``: MariaDB,
+slurmdbd, slurmctld, one ``slurmd -N`` per node, topology/tree from the fabric) with the
+chosen select plugin and scheduler, submits the stream in real time (``sleep`` jobs),
+collects what Slurm did, and compares it with toposched in two ways:
+
+*decision* (the allocation algorithm alone): for every job, in the order Slurm started
+them, the nodes toposched's ``slurm-tree`` allocator (profile matching the select plugin)
+picks in *exactly the state Slurm was in* at that instant (the jobs running then, from the
+controller's log, millisecond order), against the nodes Slurm picked. Then Slurm's choice
+is applied, so one difference never cascades. This is what "identical node sets" measures.
+
+*replay* (allocation and scheduling together): the stream replayed by toposched's engine
+from Slurm's submit times and observed run times (milliseconds, so that the order of
+events is Slurm's), with the queue policy matching the scheduler; per job: same node set,
+start-time difference, and the first job where the replay departs from Slurm with both
+states at that instant.
+
+Event times and order come from slurmctld's log (``sched: Allocate JobId=..`` /
+``sched/backfill: _start_job: Started JobId=..`` / ``_job_complete: JobId=.. done``, stamped
+to the millisecond); node lists, submit/start/end and states are cross-checked against
+``sacct`` (slurmdbd) at second resolution. Documented in docs/validation.md.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import hostlist
+import numpy as np
+
+from ..errors import InputError
+from ..topology import Fabric
+
+#: select plugin -> slurm-tree profile that models it
+PROFILE_OF_SELECT = {"linear": "select-linear", "cons_tres": "cons-tres"}
+#: Slurm scheduler -> toposched queue policy of the replay (times in milliseconds)
+QUEUE_OF_SCHEDULER = {"builtin": "slurm", "backfill": "easy"}
+
+
+@dataclass(frozen=True)
+class StreamJob:
+    """One job of a stream, already compressed to run on a lab Slurm."""
+
+    name: str
+    at_s: float  # arrival, seconds after the stream starts
+    nodes: int
+    run_s: int  # the job sleeps this long
+    limit_min: int  # sbatch --time (Slurm keeps time limits in minutes)
+
+
+def random_stream(n_jobs: int, n_nodes: int, seed: int, arrival_span_s: float = 60.0, max_run_s: int = 8) -> list[StreamJob]:
+    """n_jobs jobs, sizes 1..n_nodes skewed small (as in real logs: half of them at most 4
+    nodes), run 1..max_run_s s, Poisson-like arrivals over arrival_span_s."""
+    rng = random.Random(seed)
+    jobs, t = [], 0.0
+    for i in range(n_jobs):
+        t += rng.expovariate(n_jobs / arrival_span_s)
+        if rng.random() < 0.5:
+            nodes = rng.randint(1, min(4, n_nodes))
+        else:
+            nodes = rng.randint(1, n_nodes)
+        run = rng.randint(1, max_run_s)
+        jobs.append(StreamJob(f"r{seed}-{i}", round(t, 3), nodes, run, 1 + run // 60 + rng.randint(0, 2)))
+    return jobs
+
+
+def swf_stream(path: Path, *, cores_per_node: int, max_nodes: int, first_job: int = 0, n_jobs: int = 200,
+               arrival_span_s: float = 60.0, run_compression: float = 200.0, max_run_s: int = 20) -> list[StreamJob]:
+    """A window of an SWF log: job sizes kept (procs / cores_per_node, jobs over max_nodes
+    dropped), arrivals spread over arrival_span_s keeping their spacing, run times divided
+    by run_compression (1..max_run_s s), time limits divided likewise (whole minutes)."""
+    rows = []
+    for lineno, ln in enumerate(Path(path).read_text().splitlines(), 1):
+        if ln.startswith(";") or not ln.strip():
+            continue
+        f = ln.split()
+        if len(f) < 9 or not all(x.lstrip("-").isdigit() for x in f[:9]):
+            raise InputError(str(path), f"not an SWF job line (18 whole numbers expected): {ln[:60]!r}", line=lineno)
+        job_id, submit, run, procs, req_procs, req_time = int(f[0]), int(f[1]), int(f[3]), int(f[4]), int(f[7]), int(f[8])
+        procs = procs if procs > 0 else req_procs
+        nodes = math.ceil(procs / cores_per_node) if procs > 0 else 0
+        if 1 <= nodes <= max_nodes and run > 0:
+            rows.append((job_id, submit, nodes, run, max(req_time, run)))
+    rows = rows[first_job : first_job + n_jobs]
+    if not rows:
+        raise InputError(str(path), f"no job of 1..{max_nodes} nodes in the window", hint="--first-job, --jobs, --cores-per-node")
+    t0, t1 = rows[0][1], rows[-1][1]
+    jobs = []
+    for job_id, submit, nodes, run, req in rows:
+        run_s = min(max_run_s, max(1, math.ceil(run / run_compression)))
+        limit_min = max(1, math.ceil(max(req / run_compression, run_s) / 60))
+        jobs.append(StreamJob(f"swf{job_id}", round((submit - t0) * arrival_span_s / max(1, t1 - t0), 3), nodes, run_s, limit_min))
+    return jobs
+
+
+# --- Slurm side -----------------------------------------------------------------------
+
+_LOG_TIME = re.compile(r"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})\] (.*)$")
+# main scheduler: "sched: Allocate JobId=.. NodeList=.."; backfill (backfill.c _start_job):
+# "[sched/backfill: _start_job: ]Started JobId=.. in PARTITION on NODES"
+_START = re.compile(r"(?:sched: Allocate|Started) JobId=(\d+) (?:NodeList=|in \S+ on )(\S+)")
+_DONE = re.compile(r"_job_complete: JobId=(\d+) done")
+_EPILOG = re.compile(r"_slurm_rpc_epilog_complete: JobId=(\d+) Node=(\S+)")
+_SUBMIT = re.compile(r"_slurm_rpc_submit_batch_job: JobId=(\d+) ")
+
+
+@dataclass
+class SlurmJob:
+    name: str
+    job_id: int
+    nodes_asked: int
+    submit_ms: int  # milliseconds after the stream started (controller's clock)
+    start_ms: int
+    end_ms: int
+    nodes: list[str]
+    #: node -> when the controller had it back (its epilog completed), ms
+    freed_ms: dict[str, int]
+    state: str
+    limit_min: int
+    by_backfill: bool = False
+    #: line numbers in the controller's log of the start and of each node's return: the
+    #: order of events within one millisecond
+    start_seq: int = 0
+    freed_seq: dict[str, int] = field(default_factory=dict)
+
+
+def parse_ctld_log(text: str) -> dict[int, dict[str, Any]]:
+    """JobId -> {submit, start, end (datetime), nodes, backfill, freed {node: datetime}}
+    from slurmctld's log (SlurmctldDebug=debug2).
+
+    A node of an ended job is not free at ``_job_complete``: Slurm keeps it COMPLETING until
+    the node's epilog completes (``_slurm_rpc_epilog_complete``, logged under the controller's
+    lock, so before any scheduling pass that sees the node free). The lab runs an Epilog so
+    that every node sends that message (without one, slurmd answers the terminate request
+    "already complete" and the controller frees the node unlogged)."""
+    out: dict[int, dict[str, Any]] = {}
+    completing: dict[str, int] = {}  # node -> ended job still holding it
+    for seq, line in enumerate(text.splitlines()):
+        m = _LOG_TIME.match(line)
+        if not m:
+            continue
+        t = datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%f")
+        msg = m.group(2)
+        if s := _SUBMIT.search(msg):
+            out.setdefault(int(s.group(1)), {})["submit"] = t
+        elif s := _START.search(msg):
+            rec = out.setdefault(int(s.group(1)), {})
+            rec["start"], rec["start_seq"], rec["nodes"], rec["backfill"] = t, seq, hostlist.expand_hostlist(s.group(2)), "Allocate" not in msg
+        elif s := _DONE.search(msg):
+            job = int(s.group(1))
+            rec = out.setdefault(job, {})
+            rec["end"] = t
+            for n in rec.get("nodes", []):
+                completing[n] = job
+        elif s := _EPILOG.search(msg):
+            node = s.group(2)
+            job = completing.pop(node, None)
+            if job is not None:
+                out[job].setdefault("freed", {})[node] = t
+                out[job].setdefault("freed_seq", {})[node] = seq
+    return out
+
+
+def run_on_slurm(workdir: Path, fabric: Fabric, stream: list[StreamJob], *, select: str, scheduler: str,
+                 scheduler_parameters: str = "", timeout_s: float = 900) -> "SlurmJobs":
+    """Start a lab Slurm, submit the stream in real time, wait for every job, read back."""
+    from .slurmlab import SlurmLab
+
+    lab = SlurmLab(
+        Path(workdir), fabric.spec, hold_with_lua=False, select_type=f"select/{select}", scheduler_type=f"sched/{scheduler}",
+        scheduler_parameters=scheduler_parameters, ctld_debug="debug2", epilog=True,
+    )
+    with lab:
+        # one warm-up job: the controller schedules only once every slurmd has registered,
+        # which sinfo's "idle" does not quite guarantee
+        warm = lab.sbatch(1, 1, 0, "warmup")
+        _wait_gone(lab, [warm], 60)
+        t0 = time.monotonic()
+        ids: dict[str, StreamJob] = {}
+        for j in stream:
+            delay = t0 + j.at_s - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            ids[lab.sbatch(j.nodes, j.limit_min, j.run_s, j.name)] = j
+        _wait_gone(lab, list(ids), timeout_s)
+        sacct = _read_sacct(lab, set(ids), 60)
+        log = parse_ctld_log((lab.workdir / "log" / "ctld.log").read_text())
+    return _merge(ids, sacct, log, warmup_id=int(warm))
+
+
+def _wait_gone(lab, ids: list[str], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        out = lab.run("squeue", "-h", "-o", "%i", check=False).stdout.split()
+        if not set(out) & set(ids):
+            return
+        time.sleep(0.5)
+    raise RuntimeError(f"Slurm jobs not done after {timeout_s:.0f} s (logs in {lab.workdir / 'log'})")
+
+
+def _read_sacct(lab, ids: set[str], timeout_s: float) -> dict[str, dict[str, str]]:
+    fmt = "JobIDRaw,JobName,Submit,Start,End,NNodes,NodeList,State"
+    deadline = time.monotonic() + timeout_s
+    while True:
+        r = lab.run("sacct", "-P", "-X", "-a", "-S", "2020-01-01", "-E", "now", f"--format={fmt}", check=False)
+        lines = r.stdout.splitlines()
+        rows = {}
+        if lines:
+            head = lines[0].split("|")
+            rows = {d["JobIDRaw"]: d for d in (dict(zip(head, ln.split("|"))) for ln in lines[1:] if ln.strip())}
+        if all(i in rows and rows[i]["End"] not in ("", "Unknown") for i in ids) or time.monotonic() > deadline:
+            return rows
+        time.sleep(1)
+
+
+class SlurmJobs(list):
+    """The stream's jobs as Slurm ran them, and ``last_pass_ms``: when the controller's
+    background loop last ran a pass before the stream (the warm-up job's start), which
+    sets the phase of the replay's `slurm` queue policy."""
+
+    last_pass_ms: int | None = None
+
+
+def _merge(ids: dict[str, StreamJob], sacct: dict[str, dict[str, str]] | None, log: dict[int, dict[str, Any]],
+           warmup_id: int | None = None) -> SlurmJobs:
+    first = min(log[int(i)]["submit"] for i in ids if "submit" in log.get(int(i), {}))
+
+    def ms(t: datetime) -> int:
+        return round((t - first).total_seconds() * 1000)
+
+    jobs = SlurmJobs()
+    if warmup_id is not None and "start" in log.get(warmup_id, {}):
+        jobs.last_pass_ms = ms(log[warmup_id]["start"])
+    for jid, sj in ids.items():
+        rec, acct = log.get(int(jid), {}), (sacct.get(jid) if sacct is not None else {"State": "?", "NodeList": ",".join(log.get(int(jid), {}).get("nodes", []))})
+        if acct is None or not {"submit", "start", "end", "nodes"} <= set(rec):
+            raise RuntimeError(f"Slurm job {jid} ({sj.name}): missing from sacct or the controller's log")
+        nodes = sorted(rec["nodes"])
+        if sorted(hostlist.expand_hostlist(acct["NodeList"])) != nodes:
+            raise RuntimeError(f"Slurm job {jid}: the controller's log says {nodes}, sacct {acct['NodeList']}")
+        end = ms(rec["end"])
+        freed = {n: ms(rec.get("freed", {}).get(n, rec["end"])) for n in nodes}
+        seqs = {n: rec.get("freed_seq", {}).get(n, 1 << 62) for n in nodes}
+        jobs.append(SlurmJob(sj.name, int(jid), sj.nodes, ms(rec["submit"]), ms(rec["start"]), end, nodes, freed, acct["State"], sj.limit_min,
+                             rec["backfill"], rec["start_seq"], seqs))
+    jobs.sort(key=lambda j: j.job_id)
+    return jobs
+
+
+# --- toposched side -------------------------------------------------------------------
+
+
+@dataclass
+class JobComparison:
+    name: str
+    job_id: int
+    nodes_asked: int
+    slurm_nodes: str
+    decision_nodes: str  # toposched's choice in Slurm's state at Slurm's start
+    same_decision: bool
+    replay_nodes: str
+    same_replay_nodes: bool
+    slurm_submit_ms: int
+    slurm_start_ms: int
+    replay_start_ms: int
+    start_diff_ms: int  # replay - Slurm
+    slurm_wait_ms: int
+    by_backfill: bool
+
+
+def _events(slurm: list[SlurmJob]) -> list[tuple[int, int, SlurmJob, str]]:
+    """(time, kind, job, node) in the controller's order: a node given back (kind 0, when
+    its epilog completed: until then Slurm keeps it COMPLETING and allocates nothing on it)
+    or a start (kind 1). Within a millisecond the log's line order decides."""
+    ev = [(t, j.freed_seq.get(n, 1 << 62), 0, j, n) for j in slurm for n, t in j.freed_ms.items()] + [(j.start_ms, j.start_seq, 1, j, "") for j in slurm]
+    return [(t, kind, j, n) for t, _, kind, j, n in sorted(ev, key=lambda e: (e[0], e[1], e[2], e[3].job_id, e[4]))]
+
+
+def decisions(fabric: Fabric, slurm: list[SlurmJob], profile: str) -> dict[int, tuple[list[str], dict[str, Any]]]:
+    """For every Slurm start, toposched's choice in Slurm's state then, and that state."""
+    from .._core import Placer
+
+    names = list(fabric.spec.node_names)
+    index = {n: i for i, n in enumerate(names)}
+    placer = Placer(fabric.core, "slurm-tree", slurm_profile=profile)
+    out = {}
+    held: dict[str, set[str]] = {}
+    for t, kind, j, node in _events(slurm):
+        key = str(j.job_id)
+        if kind == 0:
+            placer.release(key)
+            held[key].discard(node)
+            if held[key]:
+                placer.assign(key, [index[n] for n in sorted(held[key])], t // 1000, 3600)
+            continue
+        state = {"time_ms": t, "leaf_free": placer.leaf_free(), "running": sorted((k, hostlist.collect_hostlist([names[n] for n in v])) for k, v, *_ in placer.jobs())}
+        verdict, got, _, why = placer.allocate(key, j.nodes_asked, 3600, t // 1000)
+        mine = sorted(names[n] for n in got) if verdict == "placed" and got else [f"({verdict}: {why})"]
+        if verdict == "placed":
+            placer.release(key)
+        # a node Slurm reuses must have been given back, logged or not (a missed log line)
+        for n in j.nodes:
+            other = placer.holder(index[n])
+            if other is not None:
+                placer.release(other)
+                held[other].discard(n)
+                if held[other]:
+                    placer.assign(other, [index[x] for x in sorted(held[other])], t // 1000, 3600)
+                state.setdefault("unlogged_releases", []).append(n)
+        placer.assign(key, [index[n] for n in j.nodes], t // 1000, 3600)  # Slurm's choice, so nothing cascades
+        held[key] = set(j.nodes)
+        out[j.job_id] = (mine, state)
+    return out
+
+
+def replay(fabric: Fabric, slurm: list[SlurmJob], queue: str, profile: str):
+    """toposched's engine on the stream as Slurm saw it (milliseconds as the time unit)."""
+    from ..simulate import RunConfig, simulate
+    from ..workload.model import Workload
+
+    order = sorted(slurm, key=lambda j: (j.submit_ms, j.job_id))
+    cols = {
+        "job_id": np.array([j.job_id for j in order], dtype=np.int64),
+        "submit_s": np.array([j.submit_ms for j in order], dtype=np.int64),
+        "nodes": np.array([j.nodes_asked for j in order], dtype=np.int64),
+        "walltime_s": np.array([j.limit_min * 60_000 for j in order], dtype=np.int64),
+        # the nodes stay Slurm's until their epilog completes, so that is when the job "ends" here
+        "runtime_s": np.array([max(1, max(j.freed_ms.values()) - j.start_ms) for j in order], dtype=np.int64),
+        "procs": np.array([j.nodes_asked for j in order], dtype=np.int64),
+        "line": np.arange(1, len(order) + 1, dtype=np.int64),
+    }
+    w = Workload(columns=cols, source="slurm-lab stream", format="slurm-lab")
+    return simulate(w, fabric, RunConfig(queue=queue, alloc="slurm-tree", slurm_profile=profile, kill_at_walltime=False, utilization_step_s=60_000))
+
+
+@dataclass
+class Validation:
+    select: str
+    scheduler: str
+    profile: str
+    queue: str
+    jobs: list[JobComparison] = field(default_factory=list)
+    first_divergence: dict[str, Any] | None = None
+    decision_differences: list[dict[str, Any]] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        n = len(self.jobs)
+        same_d = sum(j.same_decision for j in self.jobs)
+        same_r = sum(j.same_replay_nodes for j in self.jobs)
+        diffs = np.array([abs(j.start_diff_ms) / 1000 for j in self.jobs]) if n else np.zeros(0)
+        waits = np.array([j.slurm_wait_ms / 1000 for j in self.jobs]) if n else np.zeros(0)
+        rel = diffs / np.maximum(waits, 1.0) if n else np.zeros(0)
+        return {
+            "select": f"select/{self.select}", "scheduler": f"sched/{self.scheduler}", "profile": self.profile, "queue": self.queue,
+            "jobs": n,
+            "identical_decisions": same_d, "identical_decisions_pct": round(100 * same_d / n, 2) if n else None,
+            "identical_replay_node_sets": same_r, "identical_replay_node_sets_pct": round(100 * same_r / n, 2) if n else None,
+            "start_diff_s": {"mean": round(float(diffs.mean()), 3) if n else None, "p95": round(float(np.percentile(diffs, 95)), 3) if n else None,
+                             "max": round(float(diffs.max()), 3) if n else None},
+            "start_diff_over_wait": {"mean": round(float(rel.mean()), 4) if n else None, "p95": round(float(np.percentile(rel, 95)), 4) if n else None},
+            "mean_slurm_wait_s": round(float(waits.mean()), 3) if n else None,
+            "first_divergence": self.first_divergence,
+        }
+
+
+def compare(fabric: Fabric, slurm: list[SlurmJob], *, select: str, scheduler: str, start_tolerance_ms: int = 1000) -> Validation:
+    profile, queue = PROFILE_OF_SELECT[select], QUEUE_OF_SCHEDULER[scheduler]
+    if queue == "slurm":
+        # the model counts milliseconds here; the controller's background loop last ran a
+        # pass at the warm-up job's start, and wakes once a second from then on
+        last = getattr(slurm, "last_pass_ms", None)
+        queue = "slurm:ticks_per_s=1000" + (f",tick_phase={last % 1000},last_pass={last}" if last is not None else "")
+    dec = decisions(fabric, slurm, profile)
+    r = replay(fabric, slurm, queue, profile)
+    names = list(fabric.spec.node_names)
+    rep = {row["job_id"]: row for row in r.jobs.select(["job_id", "start_s", "node_ids"]).to_pylist()}
+    v = Validation(select, scheduler, profile, queue)
+    for j in sorted(slurm, key=lambda j: (j.start_ms, j.job_id)):
+        mine, state = dec[j.job_id]
+        row = rep.get(j.job_id)
+        rnodes = sorted(names[n] for n in row["node_ids"]) if row else []
+        rstart = row["start_s"] if row else -1
+        c = JobComparison(
+            j.name, j.job_id, j.nodes_asked, hostlist.collect_hostlist(j.nodes), hostlist.collect_hostlist(mine) if mine[0][0] != "(" else mine[0],
+            mine == j.nodes, hostlist.collect_hostlist(rnodes), rnodes == j.nodes, j.submit_ms, j.start_ms, rstart, rstart - j.start_ms,
+            j.start_ms - j.submit_ms, j.by_backfill,
+        )
+        v.jobs.append(c)
+        if not c.same_decision:
+            v.decision_differences.append({"job": asdict(c), "slurm_state": state})
+        if v.first_divergence is None and (not c.same_replay_nodes or abs(c.start_diff_ms) > start_tolerance_ms):
+            v.first_divergence = {
+                "job": c.name, "job_id": c.job_id, "nodes_asked": c.nodes_asked,
+                "slurm": {"start_ms": j.start_ms, "nodes": c.slurm_nodes, "state": state},
+                "toposched": {"start_ms": rstart, "nodes": c.replay_nodes, "state": _replay_state(r, names, rstart, fabric)},
+            }
+    return v
+
+
+def _replay_state(r, names: list[str], t_ms: int, fabric: Fabric) -> dict[str, Any]:
+    """The replay's running jobs just before t_ms (ends at t_ms count as ended)."""
+    rows = r.jobs.select(["job_id", "start_s", "end_s", "node_ids"]).to_pylist()
+    running = [(str(x["job_id"]), x["node_ids"]) for x in rows if x["start_s"] < t_ms < x["end_s"]]
+    leaf_of = [int(x) for x in fabric.core.leaf_of_nodes()]
+    free = [0] * (max(leaf_of) + 1)
+    busy = {n for _, ns in running for n in ns}
+    for n, leaf in enumerate(leaf_of):
+        if n not in busy:
+            free[leaf] += 1
+    return {"time_ms": t_ms, "leaf_free": free, "running": sorted((k, hostlist.collect_hostlist([names[n] for n in ns])) for k, ns in running)}
+
+
+def validate(workdir: Path, fabric: Fabric, stream: list[StreamJob], *, select: str, scheduler: str = "builtin",
+             scheduler_parameters: str = "", timeout_s: float = 900) -> Validation:
+    slurm = run_on_slurm(Path(workdir) / f"slurm-{select}-{scheduler}", fabric, stream, select=select, scheduler=scheduler,
+                         scheduler_parameters=scheduler_parameters, timeout_s=timeout_s)
+    return compare(fabric, slurm, select=select, scheduler=scheduler)
+
+
+def write_report(v: Validation, out: Path) -> dict[str, Any]:
+    """summary.json, jobs.csv (one row per job) and differences.json under out."""
+    import csv
+
+    out.mkdir(parents=True, exist_ok=True)
+    s = v.summary()
+    (out / "summary.json").write_text(json.dumps(s, indent=2) + "\n")
+    with open(out / "jobs.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(JobComparison.__dataclass_fields__))
+        w.writeheader()
+        for j in v.jobs:
+            w.writerow(asdict(j))
+    (out / "differences.json").write_text(json.dumps(v.decision_differences, indent=2) + "\n")
+    return s
+
+
+def summary_line(s: dict[str, Any]) -> str:
+    """One line of a summary, as validate-slurm prints it."""
+    return (
+        f"{s['select']} + {s['scheduler']} vs slurm-tree/{s['profile']} + {s['queue']}: {s['jobs']} jobs; identical decisions "
+        f"{s['identical_decisions']}/{s['jobs']} ({s['identical_decisions_pct']}%); replay: identical node sets {s['identical_replay_node_sets_pct']}%, "
+        f"|start diff| mean {s['start_diff_s']['mean']} s, p95 {s['start_diff_s']['p95']} s (|diff|/wait mean {s['start_diff_over_wait']['mean']}, "
+        f"p95 {s['start_diff_over_wait']['p95']})"
+    )

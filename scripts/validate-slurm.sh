@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The long validation against a real Slurm 22.05 (docs/validation.md, "Against a real Slurm"):
+# random 200-job streams (seeds 1-3) and the LLNL Atlas window in tests/data (its jobs of at most 32 nodes),
+# FIFO, select/linear and select/cons_tres, on 32 nodes in 4 leaves of 8 in 2 pods.
+# Root only (it starts slurmd); ~5 min per stream and plugin. Usage: scripts/validate-slurm.sh [OUT]
+set -euo pipefail
+out=${1:-validate-slurm-results}
+mkdir -p "$out"
+for seed in 1 2 3; do
+    toposched validate-slurm --random 200 --seed "$seed" --out "$out/random-$seed" | tee "$out/random-$seed.txt"
+done
+toposched validate-slurm --trace "$(dirname "$0")/../tests/data/atlas-window-120.swf" --cores-per-node 8 --jobs 200 \
+    --arrival-span-s 60 --run-compression 400 --max-run-s 4 --out "$out/atlas" | tee "$out/atlas.txt"
+grep -h '^select/' "$out"/*.txt
