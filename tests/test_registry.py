@@ -46,7 +46,7 @@ def test_the_documented_flags_keep_their_spellings_and_values():
     want = {
         "--leaf-order": ("isolated", ("flux-topo", "paper")),
         "--tie-break": ("isolated", ("name", "index")),
-        "--slurm-profile": ("slurm-tree", ("current", "classic", "select-linear")),
+        "--slurm-profile": ("slurm-tree", ("current", "classic", "select-linear", "cons-tres")),
         "--flux-window": ("easy", None),
         "--reserved-tiers-always": ("easy", None),
         "--seed": ("random", None),

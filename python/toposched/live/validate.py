@@ -292,7 +292,7 @@ def decisions(fabric: Fabric, slurm: list[SlurmJob], profile: str) -> dict[int, 
 
     names = list(fabric.spec.node_names)
     index = {n: i for i, n in enumerate(names)}
-    placer = Placer(fabric.core, "slurm-tree", slurm_profile=profile)
+    placer = Placer(fabric.core, "slurm-tree", options={"slurm_profile": profile})
     out = {}
     held: dict[str, set[str]] = {}
     for t, kind, j, node in _events(slurm):
