@@ -7,8 +7,8 @@ names ``--queue``/``--alloc`` accept, one CLI flag per option (``leaf_order`` ->
 ``--leaf-order``), the choices sweeps validate against, and the catalogue of
 docs/policies.md. Nothing here lists a policy by name.
 
->>> [p.name for p in policies() if p.kind == "queue"]
-['conservative', 'easy', 'fcfs']
+>>> "easy" in queue_names(), "isolated" in alloc_names()
+(True, True)
 >>> option("leaf_order").flag, option("leaf_order").policy, option("leaf_order").choices
 ('--leaf-order', 'isolated', ('flux-topo', 'paper'))
 """
