@@ -27,14 +27,19 @@ impl QueuePolicy for Fcfs {
         "fcfs".into()
     }
     fn pass(&mut self, ctx: &mut PassCtx) {
-        let mut started = 0;
-        while started < ctx.queue().len() && started < ctx.queue_depth {
-            let job = ctx.queue()[started];
-            if !ctx.try_start(job, &Guard::NONE) {
-                break;
-            }
-            started += 1;
-        }
-        ctx.queue_mut().drain(..started);
+        fifo(ctx);
     }
+}
+
+/// Start queued jobs in order while they can be placed (also Slurm's main-scheduler pass).
+pub(crate) fn fifo(ctx: &mut PassCtx) {
+    let mut started = 0;
+    while started < ctx.queue().len() && started < ctx.queue_depth {
+        let job = ctx.queue()[started];
+        if !ctx.try_start(job, &Guard::NONE) {
+            break;
+        }
+        started += 1;
+    }
+    ctx.queue_mut().drain(..started);
 }

@@ -27,7 +27,6 @@
 //! `sched/backfill`'s cycles (`bf_interval`, `bf_window`, ...) are not modelled yet.
 
 use super::{PassCtx, QueueEntry, QueuePolicy};
-use crate::alloc::Guard;
 use crate::options::{parse_options, schema_of};
 
 /// Options of `slurm` (also written `slurm:KEY=VALUE,...`).
@@ -108,17 +107,6 @@ impl SlurmSched {
         SlurmSched { opts, last_periodic, requested: false, free_after: u32::MAX, queued_after: 0 }
     }
 
-    fn fifo(ctx: &mut PassCtx) {
-        let mut started = 0;
-        while started < ctx.queue().len() && started < ctx.queue_depth {
-            let job = ctx.queue()[started];
-            if !ctx.try_start(job, &Guard::NONE) {
-                break;
-            }
-            started += 1;
-        }
-        ctx.queue_mut().drain(..started);
-    }
 }
 
 impl QueuePolicy for SlurmSched {
@@ -149,7 +137,7 @@ impl QueuePolicy for SlurmSched {
             }
         }
         if run {
-            Self::fifo(ctx);
+            super::fcfs::fifo(ctx);
         }
         self.free_after = ctx.n_free();
         self.queued_after = ctx.queue().len();
