@@ -5,21 +5,10 @@ from __future__ import annotations
 
 import http.client
 import json
-import socket
 import time
 from typing import Any
 
-
-class _UnixConnection(http.client.HTTPConnection):
-    def __init__(self, path: str, timeout: float) -> None:
-        super().__init__("localhost", timeout=timeout)
-        self.unix_path = path
-
-    def connect(self) -> None:
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(self.timeout)
-        s.connect(self.unix_path)
-        self.sock = s
+from ..unix_http import UnixHTTPConnection
 
 
 class ServiceUnavailable(Exception):
@@ -38,7 +27,7 @@ class Client:
     def _connect(self) -> http.client.HTTPConnection:
         if self._conn is None:
             if self.url.startswith("unix:"):
-                self._conn = _UnixConnection(self.url[5:], self.timeout_s)
+                self._conn = UnixHTTPConnection(self.url[5:], self.timeout_s)
             else:
                 hostport = self.url.split("://", 1)[-1].rstrip("/")
                 self._conn = http.client.HTTPConnection(hostport, timeout=self.timeout_s)

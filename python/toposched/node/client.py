@@ -9,27 +9,15 @@ from __future__ import annotations
 
 import http.client
 import json
-import socket
 from dataclasses import dataclass, field
 from typing import Mapping
 
 from ..errors import ToposchedError
+from ..unix_http import UnixHTTPConnection
 
 
 class AgentUnreachable(ToposchedError):
     pass
-
-
-class _UnixConnection(http.client.HTTPConnection):
-    def __init__(self, path: str, timeout: float) -> None:
-        super().__init__("localhost", timeout=timeout)
-        self._path = path
-
-    def connect(self) -> None:
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(self.timeout)
-        s.connect(self._path)
-        self.sock = s
 
 
 class AgentClient:
@@ -42,7 +30,7 @@ class AgentClient:
 
     def _conn(self) -> http.client.HTTPConnection:
         if self.address.startswith("unix:"):
-            return _UnixConnection(self.address[5:], self.timeout_s)
+            return UnixHTTPConnection(self.address[5:], self.timeout_s)
         host, _, port = self.address.rpartition(":")
         return http.client.HTTPConnection(host.strip("[]"), int(port), timeout=self.timeout_s)
 

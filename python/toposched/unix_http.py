@@ -1,0 +1,21 @@
+"""HTTP over a unix socket with the standard library: what the clients of ``toposched
+serve`` and of ``toposched node-agent`` (both listen on ``unix:PATH`` too) connect with."""
+
+from __future__ import annotations
+
+import http.client
+import socket
+
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    """``http.client.HTTPConnection`` to the unix socket at ``path``."""
+
+    def __init__(self, path: str, timeout: float) -> None:
+        super().__init__("localhost", timeout=timeout)
+        self.unix_path = path
+
+    def connect(self) -> None:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(self.timeout)
+        s.connect(self.unix_path)
+        self.sock = s
