@@ -156,16 +156,20 @@ impl SlurmTree {
         }
     }
 
-    fn select_current(&mut self, topo: &Topology, state: &ClusterState, nodes: u32, guard: &Guard) -> Option<Vec<u32>> {
-        // The highest switch with enough usable nodes: the root when there are several pods
-        // (it holds every leaf), else the last pod that has enough.
+    /// The leaves under the highest switch with enough usable nodes (current and 22.05
+    /// cons_tres): the root when there are several pods (it holds every leaf), else the last
+    /// pod that has enough.
+    fn top_switch_leaves(&self, topo: &Topology, nodes: u32) -> Option<Vec<u32>> {
         let total: u32 = self.pod_usable.iter().sum();
-        let leaves: Vec<u32> = if topo.n_pods() > 1 && total >= nodes {
-            (0..topo.n_leaves() as u32).collect()
-        } else {
-            let pod = (0..topo.n_pods() as u32).rev().find(|&p| self.pod_usable[p as usize] >= nodes)?;
-            topo.pod_leaves(pod).collect()
-        };
+        if topo.n_pods() > 1 && total >= nodes {
+            return Some((0..topo.n_leaves() as u32).collect());
+        }
+        let pod = (0..topo.n_pods() as u32).rev().find(|&p| self.pod_usable[p as usize] >= nodes)?;
+        Some(topo.pod_leaves(pod).collect())
+    }
+
+    fn select_current(&mut self, topo: &Topology, state: &ClusterState, nodes: u32, guard: &Guard) -> Option<Vec<u32>> {
+        let leaves = self.top_switch_leaves(topo, nodes)?;
         let mut dist = vec![0u32; topo.n_leaves()];
         let mut chosen = Vec::with_capacity(nodes as usize);
         while (chosen.len() as u32) < nodes {
@@ -291,14 +295,7 @@ impl SlurmTree {
     }
 
     fn select_cons_tres(&mut self, topo: &Topology, state: &ClusterState, nodes: u32, guard: &Guard) -> Option<Vec<u32>> {
-        // Top switch: the highest level with enough usable nodes, the last such on a level.
-        let total: u32 = self.pod_usable.iter().sum();
-        let leaves: Vec<u32> = if topo.n_pods() > 1 && total >= nodes {
-            (0..topo.n_leaves() as u32).collect()
-        } else {
-            let pod = (0..topo.n_pods() as u32).rev().find(|&p| self.pod_usable[p as usize] >= nodes)?;
-            topo.pod_leaves(pod).collect()
-        };
+        let leaves = self.top_switch_leaves(topo, nodes)?;
         let pod_start = self.pod_usable.clone();
         let mut dist = vec![0u32; topo.n_leaves()];
         let mut chosen = Vec::with_capacity(nodes as usize);
