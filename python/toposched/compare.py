@@ -132,12 +132,22 @@ class RunError(ToposchedError):
     names the run). Built from one string, so it crosses process boundaries."""
 
 
-def _run_one(alloc: str, scenario: str, config: RunConfig, out_dir: str) -> tuple[str, str, dict[str, Any], float]:
+@dataclass(frozen=True)
+class RunSpec:
+    """One run of a matrix: its directory name under ``runs/``, the speedup scenario applied
+    to the workload, and the run's settings."""
+
+    name: str
+    scenario: str
+    config: RunConfig
+
+
+def _run_one(spec: RunSpec, out_dir: str) -> tuple[str, dict[str, Any], float]:
     t0 = time.perf_counter()
-    name = run_name(alloc, scenario)
+    name = spec.name
     try:
-        w = apply_scenario(_STATE["workload"], scenario, config.seed)
-        result = simulate(w, _STATE["fabric"], config)
+        w = apply_scenario(_STATE["workload"], spec.scenario, spec.config.seed)
+        result = simulate(w, _STATE["fabric"], spec.config)
         result.write(Path(out_dir) / "runs" / name)
     except (KeyboardInterrupt, SystemExit):
         raise
@@ -149,7 +159,66 @@ def _run_one(alloc: str, scenario: str, config: RunConfig, out_dir: str) -> tupl
         import traceback
 
         raise RuntimeError(f"run {name} failed: {type(exc).__name__}: {exc}\n{traceback.format_exc()}") from None
-    return alloc, scenario, result.summary, time.perf_counter() - t0
+    return name, result.summary, time.perf_counter() - t0
+
+
+def execute_runs(
+    workload: Workload,
+    fabric: Any,
+    system: str,
+    specs: list[RunSpec],
+    out_dir: str | Path,
+    *,
+    lenient: bool = False,
+    jobs: int | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
+    """Run every spec on ``workload`` (each writes ``out_dir/runs/<name>/``) in ``jobs``
+    worker processes (default ``os.cpu_count()``, never more than the runs; 1 runs
+    everything in this process). Returns the summaries and wall seconds by run name.
+    ``progress(done, total, name)`` is called once with ``done == 0``, then after each run.
+    Shared by ``compare`` and ``frontier``: one run matrix, one way to run it."""
+    names = [s.name for s in specs]
+    if len(set(names)) < len(names):
+        raise InputError("runs", "two runs would write to the same run directory: " + ", ".join(names))
+    out = Path(out_dir)
+    (out / "runs").mkdir(parents=True, exist_ok=True)
+    summaries: dict[str, dict[str, Any]] = {}
+    seconds: dict[str, float] = {}
+    n_workers = max(1, min(jobs or os.cpu_count() or 1, len(specs)))
+
+    def done(name: str, summary: dict[str, Any], secs: float) -> None:
+        summaries[name] = summary
+        seconds[name] = secs
+        if progress is not None:
+            progress(len(summaries), len(specs), name)
+
+    if progress is not None:
+        progress(0, len(specs), "")
+    if n_workers == 1:
+        _STATE["workload"] = workload
+        _STATE["fabric"] = fabric
+        try:
+            for spec in specs:
+                done(*_run_one(spec, str(out)))
+                if not summaries[spec.name]["complete"]:  # simulate() stopped on Ctrl-C
+                    raise KeyboardInterrupt
+        finally:
+            _STATE.clear()
+    else:
+        ctx = get_context("spawn")
+        with ProcessPoolExecutor(n_workers, mp_context=ctx, initializer=_init_worker, initargs=(workload, system, lenient)) as pool:
+            futures = [pool.submit(_run_one, spec, str(out)) for spec in specs]
+            try:
+                pending = set(futures)
+                while pending:
+                    finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                    for f in finished:
+                        done(*f.result())  # re-raises a worker's error
+            except BaseException:
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
+    return summaries, seconds
 
 
 # --------------------------------------------------------------------------- driver
@@ -223,41 +292,9 @@ def run_compare(
     # With --network, every run (baselines included) predicts interference, so the cost of
     # isolation (waiting) and its benefit (faster jobs) show in the same numbers.
     configs = {a: RunConfig(queue=queue, alloc=a, seed=seed, network=network, **options) for a, _ in plan}
-    summaries: dict[tuple[str, str], dict[str, Any]] = {}
-    seconds: dict[str, float] = {}
-    n_workers = max(1, min(jobs or os.cpu_count() or 1, len(plan)))
-
-    def done(a: str, s: str, summary: dict[str, Any], secs: float) -> None:
-        summaries[(a, s)] = summary
-        seconds[run_name(a, s)] = secs
-        if progress is not None:
-            progress(len(summaries), len(plan), run_name(a, s))
-
-    if progress is not None:
-        progress(0, len(plan), "")
-    if n_workers == 1:
-        _STATE["workload"] = workload
-        _STATE["fabric"] = fabric
-        try:
-            for a, s in plan:
-                done(*_run_one(a, s, configs[a], str(out)))
-                if not summaries[(a, s)]["complete"]:  # simulate() stopped on Ctrl-C
-                    raise KeyboardInterrupt
-        finally:
-            _STATE.clear()
-    else:
-        ctx = get_context("spawn")
-        with ProcessPoolExecutor(n_workers, mp_context=ctx, initializer=_init_worker, initargs=(workload, system, lenient)) as pool:
-            futures = [pool.submit(_run_one, a, s, configs[a], str(out)) for a, s in plan]
-            try:
-                pending = set(futures)
-                while pending:
-                    finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
-                    for f in finished:
-                        done(*f.result())  # re-raises a worker's error
-            except BaseException:
-                pool.shutdown(wait=True, cancel_futures=True)
-                raise
+    specs = [RunSpec(run_name(a, sc), sc, configs[a]) for a, sc in plan]
+    by_name, seconds = execute_runs(workload, fabric, system, specs, out, lenient=lenient, jobs=jobs, progress=progress)
+    summaries = {(a, sc): by_name[run_name(a, sc)] for a, sc in plan}
 
     document: dict[str, Any] = {
         "toposched_version": __version__,

@@ -294,6 +294,8 @@ def collect(sim: Outcome, workload: Workload, fabric: Fabric, config: RunConfig,
         span = fabric.n_nodes * max(int(end.max()) - int(cols["submit_s"][0]), 1) if len(idx) else 1
         net_summary["busy_utilization"] = float(node_s.sum() / span)
         net_summary["useful_utilization"] = float(useful.sum() / span)
+        # node-seconds lost to predicted slowdown (busy minus useful; toposched frontier's axis)
+        net_summary["interference_node_s"] = float(node_s.sum() - useful.sum())
     skipped_rows = [row for row, _ in sim.skipped]
     skipped_reasons = [why for _, why in sim.skipped]
     skipped = pa.table(

@@ -1,0 +1,100 @@
+"""`toposched frontier`: every allocation policy and knob setting on one workload, what
+each costs in utilization and removes in predicted interference, and the Pareto front."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ._args import add_run_options, positive_int as _positive_int, run_options
+
+NAME = "frontier"
+HELP = "policies x knobs: utilization lost against interference removed, with the Pareto front (report)"
+DESCRIPTION = """\
+Replay one job log on one fabric under a grid of allocation policies and knob settings,
+each twice: without the network model (what the placement constraints cost: busy
+utilization and wait, as the SC18 paper measured them) and with it (what sharing costs:
+node-seconds lost to predicted slowdown, useful utilization). Prints each point against
+the baseline (linear), marks the Pareto front of utilization lost vs interference, and
+says which points meet the target of docs/frontier.md. Writes frontier.json, frontier.csv,
+frontier.html and one simulate-style directory per run."""
+
+EPILOG = """\
+examples:
+  toposched frontier --trace examples/data/LLNL-Atlas-2006-2.1-cln.swf.gz --system cab --transform scale:2 --out out/frontier
+  toposched frontier --trace LLNL-Thunder-2007-1.1-cln.swf.gz --system cab --transform scale:2 \\
+      --network heavy --policies linear isolated slurm-tree capped:leaf_cap=1+2+4+8,pod_cap=1+2 --out out/thunder-frontier
+
+--policies items: NAME, or NAME:OPTION=V1+V2+...,OPTION2=... (every combination of the listed
+values; options are the policy's, as `toposched simulate --help` lists them).
+Default grid: linear, random, slurm-tree, isolated, capped:leaf_cap=2+4,pod_cap=1+2 and jigsaw
+(those this build registers). See docs/frontier.md.
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..registry import queue_names
+    from ..workload import FORMATS
+
+    g = parser.add_argument_group("what to replay")
+    g.add_argument("--trace", required=True, metavar="LOG", help="job log: SWF (.swf, .swf.gz), Slurm sacct -P dump, or PBS/Torque accounting log")
+    g.add_argument("--format", choices=FORMATS, help="log format (default: guessed from the file)")
+    g.add_argument("--lenient", action="store_true", help="skip and count malformed log records instead of stopping")
+    g.add_argument("--system", required=True, metavar="FABRIC", help="preset, fattree:K=..,S=..,P=.. or topology.conf")
+    g.add_argument("--transform", action="extend", nargs="+", default=[], metavar="T", help="workload transforms, applied in order: scale:K, days:N[@START], cores:C, cap[:N], drop[:N]")
+    g = parser.add_argument_group("the grid")
+    g.add_argument("--policies", nargs="+", metavar="P", default=None, help="allocation policies and knob values: NAME or NAME:OPTION=V1+V2,... (default: the grid below)")
+    g.add_argument("--baseline", default="linear", metavar="NAME", help="the policy every point is measured against (default: linear)")
+    g.add_argument("--queue", default="easy", choices=queue_names(), help="queue policy of every run (default: easy)")
+    add_run_options(parser, seed_help="seed of the random policy and of the network model's draws (default: 0)")
+    g = parser.add_argument_group("running and output")
+    g.add_argument("--jobs", type=_positive_int, default=None, metavar="N", help="parallel worker processes (default: the number of CPUs)")
+    g.add_argument("--out", required=True, metavar="DIR", help="directory for the results")
+    g.add_argument("--no-report", action="store_true", help="do not build frontier.html")
+    g.add_argument("--quiet", action="store_true", help="print nothing but errors")
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from ..frontier import expand_grid, default_grid, run_frontier
+    from ..progress import Progress, setup_logging
+    from ..reporting.frontier import build_frontier_report, frontier_table
+
+    setup_logging(quiet=args.quiet)
+    console = Console(quiet=args.quiet)
+    policies = args.policies if args.policies is not None else default_grid()
+    allocs = sorted({p.alloc for p in expand_grid(policies)} | {args.baseline})
+    options = run_options(args, queues=[args.queue], allocs=allocs, alloc_flag="--policies")
+    network = options.pop("network", None) or "bins"
+    try:
+        with Progress("frontier", total=None, unit="runs", console=console, quiet=args.quiet, interval_s=0.0) as bar:
+            result = run_frontier(
+                args.trace,
+                args.system,
+                args.out,
+                policies=policies,
+                baseline=args.baseline,
+                queue=args.queue,
+                network=network,
+                transforms=args.transform,
+                jobs=args.jobs,
+                format=args.format,
+                lenient=args.lenient,
+                run_options=options,
+                progress=lambda done, total, name: bar.update(done, total, f"last: {name}" if name else ""),
+            )
+    except KeyboardInterrupt:
+        print("interrupted: finished runs are in " + str(Path(args.out) / "runs") + "; no frontier.json was written", file=sys.stderr)
+        return 130
+    console.print(frontier_table(result.document))
+    console.print(f"{2 * len(result.document['points'])} runs in {result.total_s:.1f} s; results in {Path(args.out)}/ (frontier.json, frontier.csv, runs/)", soft_wrap=True)
+    if not args.no_report:
+        path = build_frontier_report(Path(args.out))
+        console.print(f"report: {path}", soft_wrap=True)
+    incomplete = [p["policy"] for p in result.document["points"] if not p["complete"]]
+    if incomplete:
+        print("incomplete runs: " + ", ".join(incomplete), file=sys.stderr)
+        return 130
+    return 0
