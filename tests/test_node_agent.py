@@ -387,7 +387,7 @@ def test_non_root_job_binds_itself_through_the_agent(tmp_path):
 
     cli.build_parser()  # import every module now: the child below cannot read root's Python
     import toposched.commands.run_in  # noqa: F401
-    import toposched.node.auth  # noqa: F401
+    import toposched.tokens  # noqa: F401
     public = Path(tempfile.mkdtemp(prefix="toposched-test-"))
     public.chmod(0o755)
     nobody = 65534

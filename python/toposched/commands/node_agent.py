@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..node.agent import NodeAgent, make_server
-    from ..node.auth import read_token_file
+    from ..tokens import read_token_file
     from ..node.cpulist import CpuListError, parse_cpulist
     from ..node.cpuset import detect
     from ..node.hwloc import load_topology

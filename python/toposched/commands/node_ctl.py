@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..errors import ToposchedError
-    from ..node.auth import read_token_file
+    from ..tokens import read_token_file
     from ..node.client import AgentClient
 
     token = read_token_file(args.token_file) if args.token_file else None

@@ -38,11 +38,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from ..live.service import Service, lock_state_dir, read_token, serve_forever
+    from ..live.service import Service, lock_state_dir, serve_forever
+    from ..tokens import read_token_file
     from ..live.table import LiveTable
     from ..topology import load_fabric
 
-    token = read_token(args.token_file)
+    token = read_token_file(args.token_file)
     fabric = load_fabric(args.system)
     lock_state_dir(args.state)
     table = LiveTable(

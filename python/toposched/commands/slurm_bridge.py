@@ -42,11 +42,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from ..live.bridge import Bridge, SlurmCommands, stderr_log
     from ..live.client import Client
-    from ..live.service import ServeError, read_token
+    from ..live.service import ServeError
+    from ..tokens import read_token_file
 
     if not args.token_file:
         raise ServeError("--token-file is required (the service's bearer token)")
-    token = read_token(args.token_file)
+    token = read_token_file(args.token_file)
     url = args.service if args.service.startswith(("unix:", "http://")) else f"http://{args.service}"
     bridge = Bridge(
         Client(url, token), SlurmCommands(timeout_s=args.slurm_timeout_s, log=stderr_log), args.partition,

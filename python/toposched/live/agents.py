@@ -37,7 +37,7 @@ class AgentDirectory:
 
     @classmethod
     def load(cls, path: str | Path) -> "AgentDirectory":
-        from .service import read_token
+        from ..tokens import read_token_file
 
         p = Path(path)
         try:
@@ -52,7 +52,7 @@ class AgentDirectory:
         agents = doc.get("agents")
         if not isinstance(agents, dict) or not agents:
             raise InputError(str(p), "needs an [agents] table: node name = \"unix:PATH\" or \"HOST:PORT\"", field="agents")
-        token = read_token(str(doc["token_file"])) if "token_file" in doc else None
+        token = read_token_file(str(doc["token_file"])) if "token_file" in doc else None
         timeout = doc.get("timeout_s", 5)
         if not isinstance(timeout, (int, float)) or timeout <= 0:
             raise InputError(str(p), f"timeout_s must be a positive number, got {timeout!r}", field="timeout_s")

@@ -18,7 +18,6 @@ import json
 import os
 import signal
 import socket
-import stat
 import sys
 import time
 from pathlib import Path
@@ -43,28 +42,6 @@ class BadRequest(Exception):
     def __init__(self, message: str, field: str | None = None) -> None:
         super().__init__(message)
         self.field = field
-
-
-def read_token(path: str) -> str:
-    """The bearer token in ``path``, which must be a regular file of the service's user that
-    nobody else can read or write (mode 0600 or stricter)."""
-    p = Path(path)
-    try:
-        st = p.stat()
-    except OSError as exc:
-        raise ServeError(f"--token-file {path}: {exc.strerror}") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise ServeError(f"--token-file {path}: not a regular file")
-    if st.st_uid != os.geteuid():
-        raise ServeError(f"--token-file {path}: owned by uid {st.st_uid}, not by the service's user (uid {os.geteuid()})")
-    if st.st_mode & 0o077:
-        raise ServeError(
-            f"--token-file {path}: mode {stat.S_IMODE(st.st_mode):04o} lets others read or write it; run: chmod 600 {path}"
-        )
-    token = p.read_text().strip()
-    if len(token) < 16:
-        raise ServeError(f"--token-file {path}: the token must be at least 16 characters (e.g. openssl rand -hex 32)")
-    return token
 
 
 # request validation -------------------------------------------------------------------

@@ -43,7 +43,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Callable
 
-from .auth import token_matches
+from ..tokens import token_matches
 from .cpulist import format_cpulist, parse_cpulist
 from .cpuset import CgroupError, CgroupUnavailable, CpusetBackend, check_job_id
 from .hwloc import NodeTopology
