@@ -78,7 +78,7 @@ def analyse(run_dir: Path, repeat: int) -> dict:
 
     t = time.perf_counter()
     from toposched import contention as C
-    from toposched.commands.contention import write_outputs
+    from toposched.reporting.contention import write_outputs
 
     import_s = time.perf_counter() - t
     rss0 = _rss_mib()

@@ -448,14 +448,15 @@ def test_cli_usage_errors(tmp_path, capsys):
     assert "toposched simulate" in capsys.readouterr().err
 
 
-def test_fallback_report_without_toposched_reporting(tmp_path, monkeypatch):
-    from toposched.commands.contention import write_outputs
+def test_write_outputs_files_figures_and_page(tmp_path):
+    from toposched.reporting.contention import write_outputs
 
     s = sched([(0, 100, [0, 1, 4, 5]), (50, 150, [2, 8])], np.arange(12) // 4, cores_per_node=1)
     a, doc = C.run_contention(s, crossbar_sizes=[2, 4], cores=[1, 2], comm_fractions=[0.5])
-    monkeypatch.setitem(__import__("sys").modules, "toposched.reporting", None)  # import fails
-    write_outputs(a, doc, tmp_path)
+    written = write_outputs(a, doc, tmp_path)
     page = (tmp_path / "report.html").read_text()
-    assert "fallback page" in page and "figures/uplink_removal.png" in page
+    # the shared page (toposched.reporting.html): its table of contents and sections
+    assert "<nav>" in page and "Uplink removal" in page and "Crossbar size" in page and "figures/uplink_removal.png" in page
     assert (tmp_path / "figures" / "crossbar_size.svg").exists()
+    assert {p.name for p in written} >= {"leaf_demand.parquet", "job_slowdowns.parquet", "job_exposure.parquet", "sweeps.parquet", "contention.json", "report.html"}
     assert json.loads((tmp_path / "contention.json").read_text())["exposed_jobs"] == 2

@@ -115,7 +115,7 @@ def test_check_counts_every_problem_and_says_how_many_it_does_not_show():
 def test_terminal_summary_says_how_many_skip_reasons_it_leaves_out(tmp_path):
     from rich.console import Console
 
-    from toposched.report import terminal_summary
+    from toposched.reporting.terminal import terminal_summary
 
     # jobs of 19..24 nodes never fit the 18-node toy fabric: six distinct reasons
     w = make_workload([0] * 6, [19, 20, 21, 22, 23, 24], [10] * 6, [10] * 6)

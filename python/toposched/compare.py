@@ -325,19 +325,11 @@ def run_compare(
 # --------------------------------------------------------------------------- reporting
 
 
-def build_report(out_dir: Path) -> Path | None:
-    """Build ``out_dir/report.html`` with :func:`toposched.reporting.build_compare_report`
-    when that module is available; None when it is not (or builds nothing)."""
-    try:
-        from .reporting import build_compare_report  # type: ignore[import-not-found, attr-defined]
-    except ModuleNotFoundError as exc:
-        if exc.name in ("toposched.reporting", f"{__package__}.reporting"):
-            return None
-        raise
-    except ImportError:
-        return None
-    path = build_compare_report(Path(out_dir))
-    return Path(path) if path is not None else None
+def build_report(out_dir: Path) -> Path:
+    """Build ``out_dir/report.html`` (:func:`toposched.reporting.build_compare_report`)."""
+    from .reporting import build_compare_report
+
+    return Path(build_compare_report(Path(out_dir)))
 
 
 def summary_table(document: dict[str, Any]):
@@ -347,7 +339,7 @@ def summary_table(document: dict[str, Any]):
     from rich import box
     from rich.table import Table
 
-    from .report import _fmt
+    from .reporting.terminal import fmt_number as _fmt
     from .units import duration_unit
 
     runs = document["runs"]

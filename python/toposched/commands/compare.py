@@ -125,10 +125,8 @@ def run_with(*, trace: str, system: str, out: str, report: bool = True, quiet: b
             traceback.print_exc()
             print(f"error: building the report failed: {exc}", file=sys.stderr)
             path, status = None, 1
-        if path is not None and Path(path).exists():
+        if path is not None:
             console.print(f"report: {path}", soft_wrap=True)
-        elif status == 0:
-            console.print("report: not built (toposched.reporting is not available)")
     if incomplete:
         print("incomplete runs: " + ", ".join(incomplete), file=sys.stderr)
         return 130

@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
     t_sim = time.perf_counter() - t1
     paths = result.write(args.out)
     if console is not None:
-        from ..report import terminal_summary
+        from ..reporting.terminal import terminal_summary
 
         console.print(terminal_summary(result, read_s=t_read, sim_s=t_sim))
         console.print(f"results in {Path(args.out)}/ ({', '.join(p.name for p in paths.values())})")

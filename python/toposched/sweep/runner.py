@@ -353,7 +353,7 @@ def run_sweep(
             outcome.completed = sum(_is_complete(runs_dir / r.run_id) for r in pending)
         outcome.catalog = build_catalog(out)
         if report:
-            from .report import write_report
+            from ..reporting.sweep import write_report
 
             try:
                 outcome.report = write_report(out)

@@ -433,8 +433,6 @@ def _workloads(c: _Checker, raw: Any) -> list[list[dict[str, Any]]]:
                         continue
                     try:
                         slot.append(_canonical_transform(alt))
-                    except ImportError:
-                        c.err(aw, "transforms are not supported by this version of toposched")
                     except Exception as exc:  # noqa: BLE001 - the transform's own message
                         msg = _error_text(exc)
                         if alt not in msg:
@@ -590,11 +588,8 @@ def _builtin_allocs() -> list[str]:
 def _python_policy(c: _Checker, value: str, where: str) -> bool:
     """A ``module:Class`` policy (docs/python-policies.md): importable here and made
     without arguments? The workers import it the same way."""
-    try:
-        from ..policies import load_policy
-    except ImportError:
-        c.err(where, "policies written in Python are not supported by this version of toposched")
-        return False
+    from ..policies import load_policy
+
     try:
         load_policy(value)
     except Exception as exc:  # noqa: BLE001 - the loader's own message
@@ -651,11 +646,8 @@ def _scenarios(c: _Checker, raw: Any) -> tuple[list[str], list[int], list[str] |
     c.keys(t, "scenarios", SCENARIO_KEYS)
     speedups = ["none"]
     if "speedup" in t:
-        try:
-            from ..transforms import SCENARIOS
-        except ImportError:
-            c.err("scenarios.speedup", "speedup scenarios are not supported by this version of toposched")
-            SCENARIOS = ("none",)
+        from ..transforms import SCENARIOS
+
         speedups = _choices(c, t, "speedup", "scenarios", SCENARIOS, ["none"])
     seeds = [0]
     if "seeds" in t:

@@ -7,16 +7,17 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 
 if TYPE_CHECKING:
-    from .simulate import SimResult
+    from ..simulate import SimResult
 
 
-def _fmt(x: float | None, digits: int = 1) -> str:
+def fmt_number(x: float | None, digits: int = 1) -> str:
+    """``x`` with thousands separators and ``digits`` decimals (``-`` for None)."""
     return "-" if x is None else f"{x:,.{digits}f}"
 
 
 def _duration(x: float | None) -> str:
     """A duration in the unit that reads best (toposched.units)."""
-    from .units import fmt_duration
+    from ..units import fmt_duration
 
     return fmt_duration(x)
 
@@ -59,15 +60,15 @@ def terminal_summary(result: "SimResult", *, read_s: float | None = None, sim_s:
     w = s["wait_s"]
     t.add_row("wait", f"mean {_duration(w['mean'])}, median {_duration(w['median'])}, p95 {_duration(w['p95'])}")
     b = s["bounded_slowdown"]
-    t.add_row("bounded slowdown", f"mean {_fmt(b['mean'], 2)}, median {_fmt(b['median'], 2)}, p95 {_fmt(b['p95'], 2)}")
+    t.add_row("bounded slowdown", f"mean {fmt_number(b['mean'], 2)}, median {fmt_number(b['median'], 2)}, p95 {fmt_number(b['p95'], 2)}")
     a = s["aph"]
-    t.add_row("APH (jobs >= 2 nodes)", f"mean {_fmt(a['mean'], 3)}, median {_fmt(a['median'], 3)}, max {_fmt(a['max'], 3)}")
+    t.add_row("APH (jobs >= 2 nodes)", f"mean {fmt_number(a['mean'], 3)}, median {fmt_number(a['median'], 3)}, max {fmt_number(a['max'], 3)}")
     net = s.get("network")
     if net:
         sd = net["slowdown"]
         t.add_row(
             "network model",
-            f"slowdown mean {_fmt(sd['mean'], 3)}, p95 {_fmt(sd['p95'], 3)}, max {_fmt(sd['max'], 3)}; "
+            f"slowdown mean {fmt_number(sd['mean'], 3)}, p95 {fmt_number(sd['p95'], 3)}, max {fmt_number(sd['max'], 3)}; "
             f"{sd['jobs_slowed']:,} jobs slowed, {net['jobs_sharing_links']:,} shared links; useful utilization "
             f"{100 * net['useful_utilization']:.1f}% of {100 * net['busy_utilization']:.1f}% busy (spec {net['spec']})",
         )

@@ -23,7 +23,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from .catalog import catalog_rows
+from ..sweep.catalog import catalog_rows
 from ..files import write_text_atomic as _write_atomic
 
 __all__ = ["write_report", "METRICS"]
@@ -150,7 +150,7 @@ def _hours(v: Any) -> float | None:
 def write_report(out: str | Path, *, title: str | None = None) -> Path:
     """Write ``out/report.html`` (atomically) and return its path."""
     out = Path(out)
-    from ..reporting import Html, build_page, plotly_div, table_html
+    from .html import Html, build_page, plotly_div, table_html
     rows = catalog_rows(out)
     plan_name = ""
     try:
