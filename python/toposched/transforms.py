@@ -37,6 +37,8 @@ docs/compare.md for their exact definitions and the reading of the paper behind 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from fractions import Fraction
 from typing import Any
 
@@ -202,6 +204,67 @@ def _positive(spec: str, text: str, what: str, *, whole: bool = False) -> Fracti
     return v
 
 
+@dataclass(frozen=True)
+class Transform:
+    """One transform string, read and checked (:func:`parse_transform`), not yet applied."""
+
+    #: ``scale``, ``days``, ``cores``, ``cap`` or ``drop``.
+    name: str
+    #: The factor, the number of days, the cores per node or the node count; None for
+    #: ``cap``/``drop`` without a number (the fabric's size, known per run).
+    value: Fraction | None = None
+    #: ``days`` only: the window's first day.
+    start: Fraction = Fraction(0)
+
+    @property
+    def text(self) -> str:
+        """The canonical string, as the workload's settings record it once applied
+        (``scale:2.0`` -> ``scale:2``; ``cap`` stays ``cap``)."""
+        if self.value is None:
+            return self.name
+        text = f"{self.name}:{_num_text(self.value)}"
+        if self.name == "days" and self.start:
+            text += f"@{_num_text(self.start)}"
+        return text
+
+
+def parse_transform(raw: str) -> Transform:
+    """Read one transform string (see the module docstring for the syntax); one that
+    cannot be read raises :class:`~toposched.errors.InputError` naming it.
+
+    >>> parse_transform(" Scale:2.0 ").text, parse_transform("days:30@1.5").text, parse_transform("cap").text
+    ('scale:2', 'days:30@1.5', 'cap')
+    """
+    spec = raw.strip()
+    name, sep, arg = spec.partition(":")
+    name = name.strip().lower()
+    if name == "scale":
+        if not sep:
+            raise _bad(spec, "scale needs a factor, e.g. scale:2")
+        return Transform("scale", _positive(spec, arg, "the scale factor"))
+    if name == "days":
+        if not sep:
+            raise _bad(spec, "days needs a number of days, e.g. days:30 or days:30@60")
+        length, at, start = arg.partition("@")
+        n = _positive(spec, length, "the number of days")
+        s = Fraction(0)
+        if at:
+            try:
+                s = Fraction(start.strip())
+            except (ValueError, ZeroDivisionError):
+                raise _bad(spec, f"the start day must be a number, got {start!r}") from None
+            if s < 0:
+                raise _bad(spec, f"the start day must be 0 or more, got {start!r}")
+        return Transform("days", n, s)
+    if name == "cores":
+        if not sep:
+            raise _bad(spec, "cores needs a number of cores per node, e.g. cores:16")
+        return Transform("cores", _positive(spec, arg, "cores per node", whole=True))
+    if name in ("cap", "drop"):
+        return Transform(name, _positive(spec, arg, "the node count", whole=True) if sep else None)
+    raise _bad(spec, f"unknown transform {name!r}")
+
+
 def apply_transforms(w: Workload, specs: list[str] | tuple[str, ...], *, fabric_nodes: int | None = None) -> Workload:
     """Apply transform strings in order (see the module docstring for the syntax).
 
@@ -210,41 +273,24 @@ def apply_transforms(w: Workload, specs: list[str] | tuple[str, ...], *, fabric_
     """
     out = w
     for raw in specs:
-        spec = raw.strip()
-        name, sep, arg = spec.partition(":")
-        name = name.strip().lower()
-        if name == "scale":
-            if not sep:
-                raise _bad(spec, "scale needs a factor, e.g. scale:2")
-            out = scale_nodes(out, _positive(spec, arg, "the scale factor"))
-        elif name == "days":
-            if not sep:
-                raise _bad(spec, "days needs a number of days, e.g. days:30 or days:30@60")
-            length, at, start = arg.partition("@")
-            n = _positive(spec, length, "the number of days")
-            s = Fraction(0)
-            if at:
-                try:
-                    s = Fraction(start.strip())
-                except (ValueError, ZeroDivisionError):
-                    raise _bad(spec, f"the start day must be a number, got {start!r}") from None
-                if s < 0:
-                    raise _bad(spec, f"the start day must be 0 or more, got {start!r}")
-            out = time_window(out, float(n), float(s))
-        elif name == "cores":
-            if not sep:
-                raise _bad(spec, "cores needs a number of cores per node, e.g. cores:16")
-            out = rescale_cores(out, int(_positive(spec, arg, "cores per node", whole=True)))
-        elif name in ("cap", "drop"):
-            if sep:
-                m = int(_positive(spec, arg, "the node count", whole=True))
+        t = parse_transform(raw)
+        if t.name == "scale":
+            assert t.value is not None
+            out = scale_nodes(out, t.value)
+        elif t.name == "days":
+            assert t.value is not None
+            out = time_window(out, float(t.value), float(t.start))
+        elif t.name == "cores":
+            assert t.value is not None
+            out = rescale_cores(out, int(t.value))
+        else:
+            if t.value is not None:
+                m = int(t.value)
             elif fabric_nodes is not None:
                 m = int(fabric_nodes)
             else:
-                raise _bad(spec, f"{name} needs a node count here, e.g. {name}:1296")
-            out = fit_to_fabric(out, m, name)
-        else:
-            raise _bad(spec, f"unknown transform {name!r}")
+                raise _bad(raw.strip(), f"{t.name} needs a node count here, e.g. {t.name}:1296")
+            out = fit_to_fabric(out, m, t.name)
     if out is w:  # no transforms: still hand back a new workload
         out = _copy(w)
     return out

@@ -315,38 +315,12 @@ def _join(where: str, key: str) -> str:
     return f"{where}.{key}" if where else key
 
 
-def _dummy_workload() -> Any:
-    import numpy as np
-
-    from ..workload.model import Workload
-
-    return Workload(
-        columns={
-            "job_id": np.array([1, 2], dtype=np.int64),
-            "submit_s": np.array([0, 10], dtype=np.int64),
-            "nodes": np.array([1, 2], dtype=np.int64),
-            "walltime_s": np.array([100, 100], dtype=np.int64),
-            "runtime_s": np.array([50, 50], dtype=np.int64),
-            "procs": np.array([1, 2], dtype=np.int64),
-            "line": np.array([1, 2], dtype=np.int64),
-        },
-        source="<check>",
-        format="check",
-    )
-
-
 def _canonical_transform(text: str) -> str:
-    """The transform as toposched.transforms writes it (``scale:2.0`` -> ``scale:2``);
+    """The transform as toposched.transforms records it (``scale:2.0`` -> ``scale:2``);
     raises the transforms module's error for a string it cannot read."""
-    from ..transforms import apply_transforms
+    from ..transforms import parse_transform
 
-    s = text.strip()
-    if s.lower() in ("cap", "drop"):  # the fabric's size: decided per run
-        apply_transforms(_dummy_workload(), [s], fabric_nodes=1)
-        return s.lower()
-    out = apply_transforms(_dummy_workload(), [s], fabric_nodes=1)
-    done = out.settings.get("transforms") or [s]
-    return str(done[-1])
+    return parse_transform(text).text
 
 
 def _error_text(exc: Exception) -> str:
