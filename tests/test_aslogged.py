@@ -18,6 +18,7 @@ from toposched.aslogged import fabric_from_hosts, hosts_of, natural_key, rack_ke
 from toposched.check import check_run_dir
 from toposched.cli import main
 from toposched.errors import InputError, TraceFormatError
+from toposched.nodelists import node_lists
 from toposched.simulate import RunConfig, simulate
 from toposched.topology import load_fabric
 from toposched.workload import detect_format, read_trace
@@ -271,7 +272,7 @@ def test_mapping_rules() -> None:
     # jobs 1 and 2 share no node; job 6 starts when they end
     assert al["jobs_sharing_a_node"] == 0
     # natural order m1, n1, n2, n3: leaves [m1, n1], [n2, n3]
-    ids = r.jobs.column("node_ids").to_pylist()
+    ids = node_lists(r.jobs)
     assert ids == [[1, 3], [2], [1, 2]]
     assert r.jobs.column("alloc_class").to_pylist() == [2, 1, 2]
 

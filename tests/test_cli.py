@@ -36,7 +36,7 @@ def test_simulate_writes_results_and_check_passes(tmp_path, capsys):
     assert summary["input"]["records"] == 3170
     jobs = pq.read_table(out / "jobs.parquet")
     assert len(jobs) == summary["jobs"]["replayed"]
-    assert {"job_id", "submit_s", "start_s", "end_s", "wait_s", "nodes", "walltime_s", "runtime_s", "bounded_slowdown", "aph", "alloc_class", "node_ids"} <= set(jobs.column_names)
+    assert {"job_id", "submit_s", "start_s", "end_s", "wait_s", "nodes", "walltime_s", "runtime_s", "bounded_slowdown", "aph", "alloc_class", "node_ranges"} <= set(jobs.column_names)
     code, stdout, _ = run(["check", str(out), "--interference-free"], capsys)
     assert code == 0 and "schedule OK" in stdout
 

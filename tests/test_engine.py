@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from conftest import HPC2N_SUBSET, KTH, SDSC_SP2, THUNDER, first_jobs
 from reference_easy import reference_schedule
 from toposched.check import check_schedule
+from toposched.nodelists import node_lists, ranges_array_of_lists
 from toposched.simulate import RunConfig, simulate
 from toposched.topology import load_fabric
 from toposched.workload import read_trace
@@ -67,7 +68,7 @@ def test_random_and_linear_start_jobs_at_the_same_times_under_classic_easy():
     a = simulate(w, fabric, RunConfig(alloc="linear"))
     b = simulate(w, fabric, RunConfig(alloc="random", seed=3))
     assert a.jobs.column("start_s").to_pylist() == b.jobs.column("start_s").to_pylist()
-    assert a.jobs.column("node_ids").to_pylist() != b.jobs.column("node_ids").to_pylist()
+    assert node_lists(a.jobs) != node_lists(b.jobs)
 
 
 def test_plugin_regression_test_e9_through_the_api():
@@ -75,7 +76,7 @@ def test_plugin_regression_test_e9_through_the_api():
     r = simulate(w, load_fabric("hype"), RunConfig(queue="easy", alloc="isolated", check_interference_free=True))
     assert r.jobs.column("start_s").to_pylist() == [1, 361, 1, 1]
     names = r.fabric.describe()["node_names"]
-    job2 = [names[i] for i in r.jobs.column("node_ids").to_pylist()[1]]
+    job2 = [names[i] for i in node_lists(r.jobs)[1]]
     assert job2 == ["hype33"] + [f"hype{i}" for i in range(65, 97)]
     assert r.jobs.column("killed").to_pylist() == [False, True, False, False]
     assert r.jobs.column("alloc_class").to_pylist() == [3, 3, 2, 1]
@@ -132,7 +133,13 @@ def test_check_schedule_catches_a_shared_node_and_a_broken_invariant():
     r = simulate(w, fabric, RunConfig(alloc="linear"))
     import pyarrow as pa
 
-    jobs = r.jobs.set_column(r.jobs.schema.get_field_index("node_ids"), "node_ids", pa.array([[0, 1, 2, 3, 4], [4, 5, 6, 7, 8]], pa.list_(pa.int32())))
+    jobs = r.jobs.set_column(r.jobs.schema.get_field_index("node_ranges"), "node_ranges", ranges_array_of_lists([[0, 1, 2, 3, 4], [4, 5, 6, 7, 8]]))
+    problems = check_schedule(jobs, fabric.describe(), interference_free=True)
+    assert any(p.startswith("node 4 held by jobs 1") for p in problems)
+    assert any("leaf (two spanning jobs on) 1" in p for p in problems)
+    # a file of an earlier version (node_ids, one id per node) is checked the same way
+    old = jobs.drop_columns(["node_ranges"]).append_column("node_ids", pa.array([[0, 1, 2, 3, 4], [4, 5, 6, 7, 8]], pa.list_(pa.int32())))
+    problems = check_schedule(old, fabric.describe(), interference_free=True)
     problems = check_schedule(jobs, fabric.describe(), interference_free=True)
     assert any(p.startswith("node 4 held by jobs 1") for p in problems)
     assert any("leaf (two spanning jobs on) 1" in p for p in problems)

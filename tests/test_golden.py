@@ -18,6 +18,7 @@ import pytest
 
 from conftest import EXAMPLE_TRACE, HPC2N_SUBSET, KTH, THUNDER, first_jobs
 from toposched.check import check_schedule
+from toposched.nodelists import node_lists
 from toposched.simulate import RunConfig, simulate
 from toposched.topology import load_fabric
 from toposched.workload import read_trace
@@ -57,7 +58,7 @@ def render(name: str) -> tuple[str, object, object]:
         t.column("start_s").to_pylist(),
         t.column("end_s").to_pylist(),
         t.column("alloc_class").to_pylist(),
-        t.column("node_ids").to_pylist(),
+        node_lists(t),
     ):
         lines.append(f"{j},{s},{b},{e},{c},{ranges(n)}")
     return "\n".join(lines) + "\n", r, fabric

@@ -19,6 +19,7 @@ from conftest import EXAMPLE_TRACE
 from live_util import ServiceProcess, write_token
 from toposched import _core
 from toposched.live.table import LiveTable
+from toposched.nodelists import lists_from_ranges
 from toposched.topology import load_fabric
 
 
@@ -362,7 +363,7 @@ def test_table_makes_the_replays_decisions_on_a_real_trace(tmp_path, queue, allo
                     rest += queued[k + 1 :]
                     break
         queued = rest
-    off = res["node_offsets"]
+    off, node_ids = lists_from_ranges(res["range_offsets"], res["range_first"], res["range_count"])
     started = 0
     for i in range(n):
         if res["status"][i] == 3:
@@ -370,7 +371,7 @@ def test_table_makes_the_replays_decisions_on_a_real_trace(tmp_path, queue, allo
             continue
         started += 1
         assert got[i][0] == res["start_s"][i], i
-        assert got[i][1] == list(res["node_ids"][off[i] : off[i + 1]]), i
+        assert got[i][1] == node_ids[off[i] : off[i + 1]].tolist(), i
     assert started > 250
     assert (reservations > 300) if queue == "easy" else (reservations == 0)
 

@@ -15,6 +15,7 @@ from toposched import _core
 from toposched.cli import main
 from toposched.errors import InputError
 from toposched.network import evaluate_scenario, load_scenario, parse_scenario
+from toposched.nodelists import lists_from_ranges, node_lists
 
 T288 = "fattree:K=18,S=16,P=1"  # the research note's 288-node 2-level tree
 T288_TAPER = "fattree:K=18,S=16,P=1,W1=9"
@@ -168,7 +169,7 @@ def _running_sets(alloc, seed=3):
     res = simulate(Workload(columns=cols, source="synthetic", format="test"), load_fabric("cab"), RunConfig(alloc=alloc))
     jobs = res.jobs
     start, end = jobs.column("start_s").to_numpy(), jobs.column("end_s").to_numpy()
-    lists = jobs.column("node_ids").to_pylist()
+    lists = node_lists(jobs)
     out = []
     for t in np.linspace(start.min(), end.max(), 12)[1:-1]:
         running = np.flatnonzero((start <= t) & (end > t))
@@ -310,7 +311,7 @@ def _placements(sizes, alloc, seed):
     )
     sim.step(1)
     r = sim.results()
-    off, ids = r["node_offsets"], r["node_ids"]
+    off, ids = lists_from_ranges(r["range_offsets"], r["range_first"], r["range_count"])
     return {i: ids[off[i] : off[i + 1]].tolist() for i in range(n) if r["status"][i] == 1}
 
 

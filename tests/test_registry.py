@@ -15,6 +15,7 @@ from toposched import _core, registry
 from toposched.cli import main
 from toposched.commands import simulate as simulate_cmd
 from toposched.errors import InputError
+from toposched.nodelists import node_lists
 from toposched.simulate import RunConfig, policy_options, simulate
 from toposched.topology import load_fabric
 from toposched.workload.model import Workload
@@ -139,8 +140,8 @@ def test_registry_options_change_schedules_as_the_old_keywords_did():
     a = simulate(w, fabric, RunConfig(queue="easy", alloc="isolated", leaf_order="paper"))
     b = simulate(w, fabric, RunConfig(queue="easy", alloc="isolated", leaf_order="flux-topo", policy_options={"leaf_order": "paper"}))
     c = simulate(w, fabric, RunConfig(queue="easy", alloc="isolated"))
-    assert a.jobs.column("node_ids").to_pylist() == b.jobs.column("node_ids").to_pylist()
-    assert a.jobs.column("node_ids").to_pylist() != c.jobs.column("node_ids").to_pylist()
+    assert node_lists(a.jobs) == node_lists(b.jobs)
+    assert node_lists(a.jobs) != node_lists(c.jobs)
 
 
 class Lowest:
@@ -169,7 +170,7 @@ def test_a_python_policy_registers_through_the_same_registry(monkeypatch):
         by_path = simulate(w, fabric, RunConfig(queue="easy", alloc="test_registry:Lowest"))
         linear = simulate(w, fabric, RunConfig(queue="easy", alloc="linear"))
         assert by_name.summary["policy"]["alloc"] == "py-lowest"
-        assert by_name.jobs.column("node_ids").to_pylist() == by_path.jobs.column("node_ids").to_pylist() == linear.jobs.column("node_ids").to_pylist()
+        assert node_lists(by_name.jobs) == node_lists(by_path.jobs) == node_lists(linear.jobs)
         with pytest.raises(InputError, match="built-in"):
             registry.register("test_registry:Lowest", name="linear")
     finally:

@@ -13,6 +13,7 @@ from conftest import EXAMPLE_TRACE
 from test_engine import make_workload
 from toposched.check import check_schedule
 from toposched.compare import run_compare, summary_table
+from toposched.nodelists import ranges_array_of_lists
 from toposched.simulate import RunConfig, simulate
 from toposched.topology import load_fabric
 
@@ -103,7 +104,7 @@ def test_check_counts_every_problem_and_says_how_many_it_does_not_show():
     fabric = load_fabric("toy18")
     r = simulate(w, fabric, RunConfig(alloc="linear"))
     # put every job on node 0 at the same time: 29 overlapping neighbour pairs
-    jobs = r.jobs.set_column(r.jobs.schema.get_field_index("node_ids"), "node_ids", pa.array([[0]] * n, pa.list_(pa.int32())))
+    jobs = r.jobs.set_column(r.jobs.schema.get_field_index("node_ranges"), "node_ranges", ranges_array_of_lists([[0]] * n))
     jobs = jobs.set_column(jobs.schema.get_field_index("start_s"), "start_s", pa.array(np.zeros(n, np.int64)))
     jobs = jobs.set_column(jobs.schema.get_field_index("end_s"), "end_s", pa.array(np.full(n, 10, np.int64)))
     problems = check_schedule(jobs, fabric.describe())

@@ -23,6 +23,7 @@ import numpy as np
 
 from toposched import _core
 from toposched.network import evaluate_scenario
+from toposched.nodelists import lists_from_ranges
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "validation-network.md"
@@ -80,7 +81,7 @@ def _placements(system: str, sizes: list[int], alloc: str, seed: int) -> dict[in
     )
     sim.step(1)
     r = sim.results()
-    off, ids = r["node_offsets"], r["node_ids"]
+    off, ids = lists_from_ranges(r["range_offsets"], r["range_first"], r["range_count"])
     return {i: ids[off[i] : off[i + 1]].tolist() for i in range(n) if r["status"][i] == 1}
 
 

@@ -44,6 +44,7 @@ from .errors import InputError
 from .fabric_spec import FabricSpec, LeafSpec, PodSpec
 from .config import RunConfig
 from .results import Outcome, SimResult, collect
+from .nodelists import ranges_from_lists
 from .topology import Fabric
 from .workload.model import COLUMNS, Workload
 
@@ -342,9 +343,8 @@ def replay_as_logged(workload: Workload, fabric: Fabric, config: RunConfig = Run
         "alloc_class": klass,
         "killed": np.zeros(n, dtype=bool),
         "aph": aph,
-        "node_offsets": offsets,
-        "node_ids": (np.concatenate(flat) if flat else np.zeros(0, np.int64)).astype(np.int32),
     }
+    results["range_offsets"], results["range_first"], results["range_count"] = ranges_from_lists(offsets, np.concatenate(flat) if flat else np.zeros(0, np.int64))
     skipped = sorted(mapping.reasons.items())
 
     new_cols = {c: cols[c] for c in COLUMNS}

@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .errors import InputError
+from .nodelists import has_node_lists, table_lists
 
 
 class Problems(list):
@@ -65,9 +66,7 @@ def check_schedule(jobs: pa.Table, fabric: dict, *, interference_free: bool = Fa
     problems.add([f"job {int(job_id[i])} starts at {int(start[i])}, before its submit {int(submit[i])}" for i in early[:limit]], len(early), "jobs starting before their submit")
     backwards = np.flatnonzero(end < start)
     problems.add([f"job {int(job_id[i])} ends at {int(end[i])}, before its start {int(start[i])}" for i in backwards[:limit]], len(backwards), "jobs ending before their start")
-    lists = jobs.column("node_ids").combine_chunks()
-    offsets = lists.offsets.to_numpy()
-    nodes = lists.values.to_numpy()
+    offsets, nodes = table_lists(jobs) if len(jobs) else (np.zeros(1, np.int64), np.zeros(0, np.int64))
     per_job = offsets[1:] - offsets[:-1]
     jrow = np.repeat(np.arange(len(job_id)), per_job)
     problems.add(*_overlaps(nodes, start[jrow], end[jrow], job_id[jrow], "node", limit), "nodes held by two jobs at once")
@@ -106,7 +105,9 @@ def check_run_dir(out_dir: str | Path, *, interference_free: bool = False) -> Pr
     for key in ("node_leaf", "leaf_pod"):
         if not isinstance(fabric.get(key), list):
             raise InputError(str(out / "fabric.json"), f"has no {key} list: not a fabric.json written by toposched")
-    missing = [c for c in ("job_id", "submit_s", "start_s", "end_s", "node_ids") if c not in jobs.column_names]
+    missing = [c for c in ("job_id", "submit_s", "start_s", "end_s") if c not in jobs.column_names]
+    if not has_node_lists(jobs.column_names):
+        missing.append("node_ranges")
     if missing:
         raise InputError(str(out / "jobs.parquet"), f"lacks columns {missing}: not a jobs.parquet written by toposched")
     found = check_schedule(jobs, fabric, interference_free=interference_free)

@@ -196,19 +196,15 @@ class Schedule:
 
     @classmethod
     def from_jobs_table(cls, jobs: pa.Table, fabric: dict[str, Any], *, cores_per_node: int | None = None, name: str = "") -> "Schedule":
-        """From a ``jobs.parquet`` table (``start_s``, ``end_s``, ``node_ids``, ``job_id``)
-        and a ``fabric.json`` dictionary (``node_leaf``, ``nodes_per_leaf``,
-        ``uplinks_per_leaf``)."""
-        col = jobs.column("node_ids").combine_chunks()
-        if isinstance(col, pa.ChunkedArray):  # an empty table
-            col = pa.array([], pa.list_(pa.int32()))
-        off = np.asarray(col.offsets, dtype=np.int64)
-        vals = np.asarray(col.values, dtype=np.int64)
-        if len(off) and off[0] != 0:
-            vals = vals[off[0] : off[-1]]
-            off = off - off[0]
-        if len(off) == 0:
-            off = np.zeros(1, np.int64)
+        """From a ``jobs.parquet`` table (``start_s``, ``end_s``, ``node_ranges`` or, in
+        files of earlier versions, ``node_ids``, ``job_id``) and a ``fabric.json``
+        dictionary (``node_leaf``, ``nodes_per_leaf``, ``uplinks_per_leaf``)."""
+        from .nodelists import table_lists
+
+        if len(jobs) == 0:
+            off, vals = np.zeros(1, np.int64), np.zeros(0, np.int64)
+        else:
+            off, vals = table_lists(jobs)
         return cls.from_arrays(
             start_s=jobs.column("start_s").to_numpy(),
             end_s=jobs.column("end_s").to_numpy(),
@@ -233,7 +229,9 @@ class Schedule:
         for f in ("jobs.parquet", "fabric.json"):
             if not (d / f).is_file():
                 raise FileNotFoundError(f"{d / f} not found: --run wants a directory written by toposched simulate")
-        jobs = pq.read_table(d / "jobs.parquet", columns=["job_id", "start_s", "end_s", "node_ids"])
+        from .nodelists import file_node_column
+
+        jobs = pq.read_table(d / "jobs.parquet", columns=["job_id", "start_s", "end_s", file_node_column(d / "jobs.parquet")])
         fabric = json.loads((d / "fabric.json").read_text())
         cpn = None
         if (d / "summary.json").is_file():
@@ -251,7 +249,9 @@ class Schedule:
         fabric = result.fabric.describe()
         cpn = result.workload.settings.get("cores_per_node")
         name = f"{Path(result.workload.source).name} on {fabric['name']}"
-        return cls.from_jobs_table(result.jobs.select(["job_id", "start_s", "end_s", "node_ids"]), fabric, cores_per_node=cpn, name=name)
+        from .nodelists import node_column
+
+        return cls.from_jobs_table(result.jobs.select(["job_id", "start_s", "end_s", node_column(result.jobs.column_names)]), fabric, cores_per_node=cpn, name=name)
 
     # -- shape --------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from . import __version__
 from .config import RunConfig
 from .files import RESULT_FILES, foreign_entries, replace_dir
 from .files import write_atomic as _atomic
+from .nodelists import NODE_RANGES, ranges_array, span_counts, table_ranges
 from .startup import column_numpy
 from .topology import Fabric
 from .utilization import CHUNK_SAMPLES, UtilizationSeries
@@ -47,7 +48,8 @@ SIZE_BINS: tuple[tuple[str, int, int], ...] = (
 class Outcome:
     """Per-job results of a replay, in job-row order (what ``_core.Simulation.results()``
     returns: ``status`` 0 pending / 1 running / 2 done / 3 skipped, ``start_s``, ``end_s``,
-    ``alloc_class``, ``killed``, ``aph``, ``node_offsets``, ``node_ids``), the jobs that
+    ``alloc_class``, ``killed``, ``aph`` and the node lists as ranges, ``range_offsets``,
+    ``range_first``, ``range_count``: see :mod:`toposched.nodelists`), the jobs that
     could never run, the number of scheduling passes and the recorded reservations."""
 
     results: dict[str, np.ndarray]
@@ -132,9 +134,9 @@ class SimResult:
         for name in ("job_id", "start_s", "end_s"):
             for chunk in self.jobs.column(name).chunks:
                 h.update(np.ascontiguousarray(column_numpy(chunk)))  # type: ignore[arg-type]  # ndarray has the buffer protocol (numpy types it for 3.12+)
-        for chunk in self.jobs.column("node_ids").chunks:
-            h.update(np.ascontiguousarray(column_numpy(chunk.offsets)))  # type: ignore[arg-type]  # ndarray has the buffer protocol (numpy types it for 3.12+)
-            h.update(np.ascontiguousarray(column_numpy(chunk.values)))  # type: ignore[arg-type]  # ndarray has the buffer protocol (numpy types it for 3.12+)
+        roff, first, count = table_ranges(self.jobs)
+        for a in (roff, first, count):
+            h.update(np.ascontiguousarray(a))  # type: ignore[arg-type]  # ndarray has the buffer protocol (numpy types it for 3.12+)
         return h.hexdigest()[:16]
 
     def write(self, out_dir: str | Path) -> dict[str, Path]:
@@ -175,14 +177,13 @@ class SimResult:
 JOBS_ROW_GROUP = 1 << 17
 
 #: How jobs.parquet's columns are encoded (only the encoding: readers see the same
-#: columns, and files written before read as they did). Dictionary encoding only where
-#: values are few: on every column (pyarrow's default) it doubled the time to write the
-#: file, times and ids being nearly all distinct. Node ids are delta-encoded: a job's list
-#: is ascending and mostly runs of consecutive ids, so it costs a few bits per node
-#: (Curie on 93,312 nodes: 474 MB -> a few MB, written faster).
+#: columns). Dictionary encoding only where values are few: on every column (pyarrow's
+#: default) it doubled the time to write the file, times and ids being nearly all
+#: distinct. Node lists are ranges (toposched.nodelists); a job's ranges ascend, so their
+#: first ids are delta-encoded.
 JOBS_WRITE_OPTIONS: dict[str, Any] = {
     "use_dictionary": ["nodes", "killed", "alloc_class", "leaves", "pods"],
-    "column_encoding": {"node_ids.list.element": "DELTA_BINARY_PACKED"},
+    "column_encoding": {f"{NODE_RANGES}.list.element.first": "DELTA_BINARY_PACKED", f"{NODE_RANGES}.list.element.count": "DELTA_BINARY_PACKED"},
 }
 
 #: Key of the run id in the Parquet files' metadata.
@@ -242,21 +243,19 @@ def collect(sim: Outcome, workload: Workload, fabric: Fabric, config: RunConfig,
     wait = start - submit
     run = end - start
     bsld = np.maximum((wait + run) / np.maximum(run, BSLD_TAU_S), 1.0)
-    offsets = r["node_offsets"]
-    node_ids = r["node_ids"]
-    # Node lists of the finished jobs only: gather their slices.
-    lens = (offsets[1:] - offsets[:-1])[idx]
-    new_offsets = np.zeros(len(idx) + 1, dtype=np.int32)
-    np.cumsum(lens, out=new_offsets[1:])
-    if every:
-        flat = node_ids  # every job finished (a complete run): nothing to filter
-    else:
-        all_lens = offsets[1:] - offsets[:-1]
-        flat = node_ids[np.repeat(done, all_lens)]
-    node_list = pa.ListArray.from_arrays(pa.array(new_offsets, pa.int32()), pa.array(flat, pa.int32()))
+    roff = r["range_offsets"]
+    first = r["range_first"]
+    count = r["range_count"]
+    if not every:
+        # node lists of the finished jobs only: gather their ranges
+        all_lens = roff[1:] - roff[:-1]
+        keep = np.repeat(done, all_lens)
+        first, count = first[keep], count[keep]
+        roff = np.zeros(len(idx) + 1, dtype=np.int64)
+        np.cumsum(all_lens[idx], out=roff[1:])
     leaf_of = fabric.core.leaf_of_nodes()
     pod_of_leaf = fabric.core.pod_of_leaves()
-    leaves_used, pods_used = _span_counts(new_offsets, flat, leaf_of, pod_of_leaf)
+    leaves_used, pods_used = _span_counts(roff, first, count, leaf_of, pod_of_leaf)
     jobs = pa.table(
         {
             "job_id": pa.array(pick(cols["job_id"])),
@@ -274,7 +273,7 @@ def collect(sim: Outcome, workload: Workload, fabric: Fabric, config: RunConfig,
             "alloc_class": pa.array(pick(r["alloc_class"])),
             "leaves": pa.array(leaves_used),
             "pods": pa.array(pods_used),
-            "node_ids": node_list,
+            NODE_RANGES: ranges_array(roff, first, count),
         }
     )
     net_summary = None
@@ -320,43 +319,13 @@ def collect(sim: Outcome, workload: Workload, fabric: Fabric, config: RunConfig,
     return SimResult(workload, fabric, config, jobs, utilization, skipped, summary, reservations)
 
 
-def _span_counts(offsets: np.ndarray, flat: np.ndarray, leaf_of: np.ndarray, pod_of_leaf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct leaves and pods per job. Node lists are ascending and ids leaf-major, so a
-    new leaf (pod) starts wherever the leaf (pod) changes along the list: count the
-    changes with one cumulative sum and read it at the job boundaries. Done a slice of
-    jobs at a time (about 2^22 node entries each), so the temporary arrays stay small
-    whatever the number of jobs."""
-    n_jobs = len(offsets) - 1
-    leaves = np.zeros(n_jobs, np.int32)
-    pods = np.zeros(n_jobs, np.int32)
-    if len(flat) == 0:
-        return leaves, pods
-    if len(pod_of_leaf) == 1:
-        # one pod (a one-leaf fabric too): every job with nodes spans one pod, and one
-        # leaf when there is only one (nodes = processors fabrics: 10^8 entries not read)
-        pods[:] = np.diff(offsets) > 0
-        if len(leaf_of) == 0 or int(leaf_of.max()) == 0:
-            return pods.copy(), pods
-    budget = 1 << 22
-    j0 = 0
-    while j0 < n_jobs:
-        # the jobs [j0, j1) whose node lists hold about `budget` entries (at least one job)
-        j1 = int(np.searchsorted(offsets, offsets[j0] + budget, side="right")) - 1
-        j1 = min(max(j1, j0 + 1), n_jobs)
-        lo, hi = int(offsets[j0]), int(offsets[j1])
-        part = offsets[j0 : j1 + 1] - lo
-        leaf = leaf_of[flat[lo:hi]]
-        pod = pod_of_leaf[leaf]
-        for key, out in ((leaf, leaves), (pod, pods)):
-            # c[k] = changes between neighbours at positions 1..k-1, so a job [s, e) has
-            # c[e] - c[s+1] changes inside it, plus one leaf (pod) to start with.
-            c = np.zeros(len(key) + 1, np.int64)
-            np.cumsum(key[1:] != key[:-1], out=c[2:])
-            start, end = part[:-1], part[1:]
-            inside = c[end] - c[np.minimum(start + 1, len(key))]
-            out[j0:j1] = np.where(end > start, inside + 1, 0)
-        j0 = j1
-    return leaves, pods
+def _span_counts(roff: np.ndarray, first: np.ndarray, count: np.ndarray, leaf_of: np.ndarray, pod_of_leaf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct leaves and pods per job, from its ascending node ranges."""
+    if len(pod_of_leaf) == 1 and (len(leaf_of) == 0 or int(leaf_of.max()) == 0):
+        # one leaf in one pod (nodes = processors fabrics): every job with nodes spans one
+        one = (np.diff(roff) > 0).astype(np.int32)
+        return one, one.copy()
+    return span_counts(roff, first, count, leaf_of, pod_of_leaf)
 
 
 def _policy_block(config: RunConfig) -> dict[str, Any]:

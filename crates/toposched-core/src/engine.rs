@@ -110,7 +110,7 @@ impl Engine {
             return Err(SimError(format!("down node {d} is not on the fabric ({} nodes)", topo.n_nodes())));
         }
         let state = ClusterState::new(&topo, down);
-        let blank = Outcome { status: JobStatus::Pending, start_s: -1, end_s: -1, class: None, killed: false, node_off: 0, node_len: 0 };
+        let blank = Outcome { status: JobStatus::Pending, start_s: -1, end_s: -1, class: None, killed: false, node_off: 0, node_len: 0, slot: 0 };
         let core = Core {
             now: i64::MIN,
             state: state.clone(),
@@ -124,7 +124,9 @@ impl Engine {
             wakeups: BinaryHeap::new(),
             ended: 0,
             outcomes: vec![blank; jobs.len()],
-            node_lists: Vec::new(),
+            node_ranges: Vec::new(),
+            held: Vec::new(),
+            free_slots: Vec::new(),
             kill_at_walltime: opts.kill_at_walltime,
             record_reservations: opts.record_reservations,
             reservations: Vec::new(),
@@ -266,9 +268,8 @@ impl Engine {
             let start = self.core.outcomes[job as usize].start_s;
             self.core.running.remove(&(start + spec.walltime_s, job));
             let class = self.core.class_of(job);
-            let o = self.core.outcomes[job as usize];
-            let nodes = &self.core.node_lists[o.node_off as usize..(o.node_off + o.node_len) as usize];
-            self.core.state.release(&self.topo, job, nodes, class);
+            let nodes = self.core.take_nodes(job);
+            self.core.state.release(&self.topo, job, &nodes, class);
             self.core.outcomes[job as usize].status = JobStatus::Done;
             if let Some(net) = self.core.net.as_mut() {
                 self.core.outcomes[job as usize].killed = net.on_end(job, t);
@@ -357,9 +358,13 @@ impl Engine {
     pub fn outcomes(&self) -> &[Outcome] {
         &self.core.outcomes
     }
-    /// Nodes a started job held.
-    pub fn nodes_of(&self, job: u32) -> &[u32] {
-        self.core.nodes_of(job)
+    /// Nodes a started job holds or held, ascending (expanded from its ranges).
+    pub fn nodes_of(&self, job: u32) -> Vec<u32> {
+        crate::pass::expand_ranges(self.core.node_ranges_of(job))
+    }
+    /// A started job's nodes as (first, count) ranges of consecutive ids, ascending.
+    pub fn node_ranges_of(&self, job: u32) -> &[(u32, u32)] {
+        self.core.node_ranges_of(job)
     }
     /// Jobs that could never run, with the reason, in submit order.
     pub fn skipped(&self) -> &[(u32, String)] {
@@ -372,7 +377,8 @@ impl Engine {
     pub fn release_outcomes(&mut self) {
         self.finished = true;
         self.core.outcomes = Vec::new();
-        self.core.node_lists = Vec::new();
+        self.core.node_ranges = Vec::new();
+        self.core.held = Vec::new();
     }
     pub fn reservations(&self) -> &[ReservationRecord] {
         &self.core.reservations

@@ -16,6 +16,44 @@ pub fn aph(topo: &Topology, nodes: &[u32]) -> Option<f64> {
     Some(total as f64 / (n * (n - 1)) as f64)
 }
 
+/// [`aph`] of a node set given as (first, count) ranges of consecutive ids, ascending and
+/// disjoint (the engine's node lists): the same value, in time proportional to the ranges
+/// and the leaves they touch rather than to the nodes. Ids are leaf-major and pods hold
+/// consecutive leaves, so walking the ranges in order meets each leaf and each pod in
+/// one stretch.
+pub fn aph_of_ranges(topo: &Topology, ranges: &[(u32, u32)]) -> Option<f64> {
+    let n: u64 = ranges.iter().map(|r| u64::from(r.1)).sum();
+    if n < 2 {
+        return None;
+    }
+    let (mut leaf_sq, mut pod_sq) = (0u64, 0u64);
+    let (mut leaf, mut pod) = (u32::MAX, u32::MAX);
+    let (mut leaf_run, mut pod_run) = (0u64, 0u64);
+    for &(first, count) in ranges {
+        let (mut a, b) = (first, first + count);
+        while a < b {
+            let l = topo.leaf_of(a);
+            let take = b.min(topo.leaf_nodes(l).end) - a;
+            if l != leaf {
+                leaf_sq += leaf_run * leaf_run;
+                (leaf, leaf_run) = (l, 0);
+                let p = topo.pod_of_leaf(l);
+                if p != pod {
+                    pod_sq += pod_run * pod_run;
+                    (pod, pod_run) = (p, 0);
+                }
+            }
+            leaf_run += u64::from(take);
+            pod_run += u64::from(take);
+            a += take;
+        }
+    }
+    leaf_sq += leaf_run * leaf_run;
+    pod_sq += pod_run * pod_run;
+    let total = 2 * (pod_sq - leaf_sq) + 4 * (n * n - pod_sq);
+    Some(total as f64 / (n * (n - 1)) as f64)
+}
+
 /// (Σ over leaves of n_L², Σ over pods of n_P²) for a node set.
 fn grouped_square_sums(topo: &Topology, nodes: &[u32]) -> (u64, u64) {
     let mut sorted: Vec<(u32, u32)> = nodes.iter().map(|&x| (topo.pod_of(x), topo.leaf_of(x))).collect();
@@ -152,6 +190,31 @@ mod tests {
         let sets: [Vec<u32>; 3] = [(0..40).collect(), (0..1296).step_by(37).collect(), vec![5, 17, 18, 400, 401, 1295]];
         for s in sets {
             assert!((aph(&t, &s).unwrap() - brute_aph(&t, &s)).abs() < 1e-9);
+        }
+    }
+
+    proptest::proptest! {
+        /// From ranges, APH is bit for bit the value of the node list (uneven leaves and
+        /// pods, any ascending set of nodes).
+        #[test]
+        fn aph_of_ranges_equals_aph(
+            pods in proptest::collection::vec(proptest::collection::vec(1u32..7, 1..5), 1..4),
+            pick in proptest::collection::vec(proptest::bool::ANY, 0..200),
+        ) {
+            let t = Topology::from_leaf_sizes("t", 3, &pods, None, None, None, None).unwrap();
+            let nodes: Vec<u32> = (0..t.n_nodes() as u32).filter(|&n| pick.get(n as usize).copied().unwrap_or(false)).collect();
+            let mut ranges = Vec::new();
+            crate::pass::push_ranges(&mut ranges, &nodes);
+            proptest::prop_assert_eq!(aph_of_ranges(&t, &ranges).map(f64::to_bits), aph(&t, &nodes).map(f64::to_bits));
+        }
+
+        /// Ranges give back exactly the list they were made of, in any order, with repeats.
+        #[test]
+        fn ranges_round_trip(nodes in proptest::collection::vec(proptest::prop_oneof![0u32..20, proptest::num::u32::ANY], 0..60)) {
+            let mut ranges = Vec::new();
+            crate::pass::push_ranges(&mut ranges, &nodes);
+            proptest::prop_assert_eq!(crate::pass::expand_ranges(&ranges), nodes);
+            proptest::prop_assert!(ranges.iter().all(|r| r.1 >= 1));
         }
     }
 

@@ -34,8 +34,12 @@ pub struct Outcome {
     pub class: Option<SpanClass>,
     /// Log run time exceeded the limit and the job was killed at it.
     pub killed: bool,
+    /// The job's node list as ranges of consecutive ids: `Core::node_ranges[node_off ..
+    /// node_off + node_len]` (set when it starts, kept after it ends).
     pub(crate) node_off: u32,
     pub(crate) node_len: u32,
+    /// While it runs: its slot in `Core::held` (the full node list).
+    pub(crate) slot: u32,
 }
 
 /// When scheduling passes run within one instant (docs/semantics.md).
@@ -93,7 +97,17 @@ pub struct Core {
     /// Jobs that have ended so far (lets policies notice early ends).
     pub(crate) ended: u64,
     pub(crate) outcomes: Vec<Outcome>,
-    pub(crate) node_lists: Vec<u32>,
+    /// Node lists of every started job as (first, count) ranges of consecutive ids, in the
+    /// list's (ascending) order, appended at each start. What the results hand over: a few
+    /// ranges per job where one id per node grows with fabric x jobs (Curie with nodes =
+    /// processors: 120 M node ids).
+    pub(crate) node_ranges: Vec<(u32, u32)>,
+    /// Full node lists of the running jobs only (policies read them while projecting the
+    /// future), by slot; a job's list is dropped when it ends, so this follows the running
+    /// set, not the whole history.
+    pub(crate) held: Vec<Vec<u32>>,
+    /// Slots of `held` free for the next start.
+    pub(crate) free_slots: Vec<u32>,
     pub(crate) kill_at_walltime: bool,
     pub(crate) record_reservations: bool,
     pub(crate) reservations: Vec<ReservationRecord>,
@@ -110,10 +124,22 @@ impl Core {
     pub fn running(&self) -> &BTreeSet<(i64, u32)> {
         &self.running
     }
-    /// Nodes held (or last held) by a started job.
+    /// Nodes held by a running job (ascending).
     pub fn nodes_of(&self, job: u32) -> &[u32] {
         let o = &self.outcomes[job as usize];
-        &self.node_lists[o.node_off as usize..(o.node_off + o.node_len) as usize]
+        debug_assert_eq!(o.status, JobStatus::Running, "nodes_of job row {job}, which is not running");
+        &self.held[o.slot as usize]
+    }
+    /// The node list of a started job (running or done) as (first, count) ranges.
+    pub fn node_ranges_of(&self, job: u32) -> &[(u32, u32)] {
+        let o = &self.outcomes[job as usize];
+        &self.node_ranges[o.node_off as usize..(o.node_off + o.node_len) as usize]
+    }
+    /// A running job's full node list, taken out as it ends (its ranges stay).
+    pub(crate) fn take_nodes(&mut self, job: u32) -> Vec<u32> {
+        let slot = self.outcomes[job as usize].slot;
+        self.free_slots.push(slot);
+        std::mem::take(&mut self.held[slot as usize])
     }
     pub fn class_of(&self, job: u32) -> SpanClass {
         self.outcomes[job as usize].class.expect("class_of a job that never started")
@@ -135,9 +161,10 @@ impl Core {
         o.end_s = end;
         o.class = Some(class);
         o.killed = killed;
-        o.node_off = self.node_lists.len() as u32;
-        o.node_len = nodes.len() as u32;
-        self.node_lists.extend_from_slice(&nodes);
+        let off = self.node_ranges.len();
+        push_ranges(&mut self.node_ranges, &nodes);
+        o.node_off = u32::try_from(off).expect("more than 2^32 node ranges");
+        o.node_len = (self.node_ranges.len() - off) as u32;
         self.running.insert((self.now + spec.walltime_s, job));
         if self.event_order == EventOrder::PerEvent {
             self.starts += 1;
@@ -148,6 +175,17 @@ impl Core {
             Some(net) => net.on_start(job, &nodes, self.now),
             None => self.push_end(end, job),
         }
+        let slot = match self.free_slots.pop() {
+            Some(s) => {
+                self.held[s as usize] = nodes;
+                s
+            }
+            None => {
+                self.held.push(nodes);
+                (self.held.len() - 1) as u32
+            }
+        };
+        self.outcomes[job as usize].slot = slot;
         self.version += 1;
     }
 
@@ -217,6 +255,33 @@ impl Core {
             self.reservations.push(ReservationRecord { pass_s, job, start_s });
         }
     }
+}
+
+/// Append `nodes` to `out` as maximal runs of consecutive ids, in list order: (first,
+/// count) with each next id equal to the previous plus one. Expanding the runs gives the
+/// list back exactly, whatever its order or repeats.
+pub fn push_ranges(out: &mut Vec<(u32, u32)>, nodes: &[u32]) {
+    let mut it = nodes.iter();
+    let Some(&first) = it.next() else { return };
+    let (mut start, mut count) = (first, 1u32);
+    for &n in it {
+        if n.checked_sub(start) == Some(count) {
+            count += 1;
+        } else {
+            out.push((start, count));
+            (start, count) = (n, 1);
+        }
+    }
+    out.push((start, count));
+}
+
+/// The node ids of (first, count) ranges, in order.
+pub fn expand_ranges(ranges: &[(u32, u32)]) -> Vec<u32> {
+    let mut out = Vec::with_capacity(ranges.iter().map(|r| r.1 as usize).sum());
+    for &(first, count) in ranges {
+        out.extend((0..count).map(|k| first + k)); // first + count may be 2^32
+    }
+    out
 }
 
 /// Everything a queue policy may read or do during one pass.

@@ -60,12 +60,12 @@ fn e9_plugin_regression_test() {
         assert!(o[1].killed && !o[2].killed);
         let mut expected_12: Vec<u32> = vec![33];
         expected_12.extend(65..=96);
-        assert_eq!(hype_names(e.nodes_of(0)), expected_12);
-        assert_eq!(hype_names(e.nodes_of(1)), expected_12);
+        assert_eq!(hype_names(&e.nodes_of(0)), expected_12);
+        assert_eq!(hype_names(&e.nodes_of(1)), expected_12);
         let mut expected_3: Vec<u32> = (1..=6).collect();
         expected_3.extend(9..=32);
-        assert_eq!(hype_names(e.nodes_of(2)), expected_3);
-        assert_eq!(hype_names(e.nodes_of(3)), vec![7]);
+        assert_eq!(hype_names(&e.nodes_of(2)), expected_3);
+        assert_eq!(hype_names(&e.nodes_of(3)), vec![7]);
         // The reservation for job 2 at t=1 starts at job 1's expected end, 601 (+2 in the plugin's window).
         let first = e.reservations()[0];
         assert_eq!((first.pass_s, first.job, first.start_s), (1, 1, if flux_window { 603 } else { 601 }));
@@ -78,8 +78,8 @@ fn e10_paper_leaf_order() {
     let e = run(Topology::preset("hype").unwrap(), e9_jobs(), "easy", "isolated", iso, EasyOptions::default(), EngineOptions::default());
     let mut expected: Vec<u32> = vec![57];
     expected.extend(65..=96);
-    assert_eq!(hype_names(e.nodes_of(0)), expected);
-    assert_eq!(hype_names(e.nodes_of(1)), expected);
+    assert_eq!(hype_names(&e.nodes_of(0)), expected);
+    assert_eq!(hype_names(&e.nodes_of(1)), expected);
     let starts: Vec<i64> = e.outcomes().iter().map(|o| o.start_s).collect();
     assert_eq!(starts, vec![1, 361, 1, 1]);
 }
@@ -218,7 +218,7 @@ fn check_schedule(e: &Engine, queue: &str, kill: bool) -> Result<(), TestCaseErr
     let mut intervals: Vec<Vec<(i64, i64, usize)>> = vec![Vec::new(); topo.n_nodes()];
     for (i, o) in o.iter().enumerate() {
         if o.status == JobStatus::Done && o.end_s > o.start_s {
-            for &n in e.nodes_of(i as u32) {
+            for &n in &e.nodes_of(i as u32) {
                 intervals[n as usize].push((o.start_s, o.end_s, i));
             }
         }

@@ -357,8 +357,10 @@ impl Simulation {
     /// Per-job results in job-row order, as NumPy arrays: `status` (0 pending, 1 running,
     /// 2 done, 3 skipped), `start_s`, `end_s` (-1 if never started), `alloc_class` (1 one
     /// leaf, 2 one pod, 3 several pods; 0 if never started), `killed`, `aph` (NaN below two
-    /// nodes or never started), `node_offsets` (length rows + 1) and `node_ids` (the
-    /// nodes of row i are `node_ids[node_offsets[i]:node_offsets[i+1]]`, ascending).
+    /// nodes or never started), and the node lists as ranges of consecutive ids:
+    /// `range_offsets` (int64, length rows + 1), `range_first` and `range_count` (uint32;
+    /// row i holds, ascending, the ids `range_first[k] .. range_first[k] + range_count[k]`
+    /// for k in `range_offsets[i]:range_offsets[i+1]`; `toposched.nodelists` expands them).
     /// With `release=True` the engine frees its own copy afterwards (then neither
     /// `results` nor `step` may be called again).
     #[pyo3(signature = (release=false))]
@@ -403,8 +405,11 @@ impl Simulation {
         let mut class = Vec::with_capacity(n);
         let mut killed = Vec::with_capacity(n);
         let mut aph = Vec::with_capacity(n);
+        // Node lists as (first, count) ranges in CSR form: a few per job, where one id per
+        // node grew with fabric x jobs (toposched.nodelists expands them when needed).
         let mut offsets = Vec::with_capacity(n + 1);
-        let mut ids: Vec<i32> = Vec::new();
+        let mut first: Vec<u32> = Vec::new();
+        let mut count: Vec<u32> = Vec::new();
         offsets.push(0i64);
         for (i, o) in out.iter().enumerate() {
             status.push(match o.status {
@@ -417,14 +422,15 @@ impl Simulation {
             end.push(o.end_s);
             class.push(o.class.map_or(0, |c| c.number() as i8));
             killed.push(o.killed);
-            let nodes: &[u32] = if o.start_s >= 0 && matches!(o.status, JobStatus::Running | JobStatus::Done) {
-                e.nodes_of(i as u32)
+            let ranges: &[(u32, u32)] = if o.start_s >= 0 && matches!(o.status, JobStatus::Running | JobStatus::Done) {
+                e.node_ranges_of(i as u32)
             } else {
                 &[]
             };
-            aph.push(metrics::aph(topo, nodes).unwrap_or(f64::NAN));
-            ids.extend(nodes.iter().map(|&x| x as i32));
-            offsets.push(ids.len() as i64);
+            aph.push(metrics::aph_of_ranges(topo, ranges).unwrap_or(f64::NAN));
+            first.extend(ranges.iter().map(|r| r.0));
+            count.extend(ranges.iter().map(|r| r.1));
+            offsets.push(first.len() as i64);
         }
         let d = PyDict::new(py);
         d.set_item("status", PyArray1::from_vec(py, status))?;
@@ -433,8 +439,9 @@ impl Simulation {
         d.set_item("alloc_class", PyArray1::from_vec(py, class))?;
         d.set_item("killed", PyArray1::from_vec(py, killed))?;
         d.set_item("aph", PyArray1::from_vec(py, aph))?;
-        d.set_item("node_offsets", PyArray1::from_vec(py, offsets))?;
-        d.set_item("node_ids", PyArray1::from_vec(py, ids))?;
+        d.set_item("range_offsets", PyArray1::from_vec(py, offsets))?;
+        d.set_item("range_first", PyArray1::from_vec(py, first))?;
+        d.set_item("range_count", PyArray1::from_vec(py, count))?;
         Ok(d)
     }
 }

@@ -39,6 +39,7 @@ import hostlist
 import numpy as np
 
 from ..errors import InputError
+from ..nodelists import node_lists
 from ..topology import Fabric
 
 #: select plugin -> slurm-tree profile that models it
@@ -383,7 +384,10 @@ def compare(fabric: Fabric, slurm: list[SlurmJob], *, select: str, scheduler: st
     dec = decisions(fabric, slurm, profile)
     r = replay(fabric, slurm, queue, profile)
     names = list(fabric.spec.node_names)
-    rep = {row["job_id"]: row for row in r.jobs.select(["job_id", "start_s", "node_ids"]).to_pylist()}
+    rows = r.jobs.select(["job_id", "start_s"]).to_pylist()
+    for row, ids in zip(rows, node_lists(r.jobs)):
+        row["node_ids"] = ids
+    rep = {row["job_id"]: row for row in rows}
     v = Validation(select, scheduler, profile, queue)
     for j in sorted(slurm, key=lambda j: (j.start_ms, j.job_id)):
         mine, state = dec[j.job_id]
@@ -409,8 +413,8 @@ def compare(fabric: Fabric, slurm: list[SlurmJob], *, select: str, scheduler: st
 
 def _replay_state(r, names: list[str], t_ms: int, fabric: Fabric) -> dict[str, Any]:
     """The replay's running jobs just before t_ms (ends at t_ms count as ended)."""
-    rows = r.jobs.select(["job_id", "start_s", "end_s", "node_ids"]).to_pylist()
-    running = [(str(x["job_id"]), x["node_ids"]) for x in rows if x["start_s"] < t_ms < x["end_s"]]
+    rows = r.jobs.select(["job_id", "start_s", "end_s"]).to_pylist()
+    running = [(str(x["job_id"]), ids) for x, ids in zip(rows, node_lists(r.jobs)) if x["start_s"] < t_ms < x["end_s"]]
     leaf_of = [int(x) for x in fabric.core.leaf_of_nodes()]
     free = [0] * (max(leaf_of) + 1)
     busy = {n for _, ns in running for n in ns}

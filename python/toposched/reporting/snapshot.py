@@ -36,6 +36,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .figures import save_figure
+from ..nodelists import file_node_column, node_lists
 
 #: Job colours: qualitative palettes without reds, so that red means "shared link" only.
 _JOB_COLORS: tuple[str, ...] = (
@@ -120,13 +121,13 @@ def shared_links(run_dir: str | Path, time_s: int, fabric: dict[str, Any] | None
     """Jobs running at ``time_s`` in the run and which link bundles they can share."""
     run_dir = Path(run_dir)
     fab = fabric if fabric is not None else _fabric(run_dir)
-    table = pq.read_table(run_dir / "jobs.parquet", columns=["job_id", "start_s", "end_s", "node_ids"])
+    table = pq.read_table(run_dir / "jobs.parquet", columns=["job_id", "start_s", "end_s", file_node_column(run_dir / "jobs.parquet")])
     start = table.column("start_s")
     end = table.column("end_s")
     mask = pc.and_(pc.less_equal(start, time_s), pc.greater(end, time_s))
     running = table.filter(mask)
     job_ids = [int(x) for x in running.column("job_id").to_pylist()]
-    job_nodes = [np.asarray(x, dtype=np.int64) for x in running.column("node_ids").to_pylist()]
+    job_nodes = [np.asarray(x, dtype=np.int64) for x in node_lists(running)]
     node_leaf = np.asarray(fab["node_leaf"], dtype=np.int64)
     leaf_pod = np.asarray(fab["leaf_pod"], dtype=np.int64)
     leaf_users: dict[int, list[int]] = {}
