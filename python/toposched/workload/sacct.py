@@ -15,8 +15,9 @@ import calendar
 import datetime as _dt
 import functools
 import re
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import hostlist
 import numpy as np
@@ -200,29 +201,176 @@ _READ_COLUMNS = frozenset(
               "NNodes", "AllocCPUS", "NCPUS", "ReqCPUS", "NodeList", "State", "Partition", "User")
 )  # fmt: skip
 
-
-def _require_columns(path: str, layout: Layout) -> None:
-    need = [
-        (("JobIDRaw", "JobID"), "JobIDRaw (or JobID)"),
-        (("Submit",), "Submit"),
-        (("Start",), "Start"),
-        (("ElapsedRaw", "Elapsed"), "Elapsed (or ElapsedRaw)"),
-        (("Timelimit", "TimelimitRaw"), "Timelimit"),
-        (("NNodes", "AllocCPUS", "NCPUS"), "NNodes (or AllocCPUS/NCPUS)"),
-    ]
-    for alternatives, label in need:
-        if layout.col(*alternatives) is None:
-            raise TraceFormatError(
-                path,
-                f"the header has no {label} column; run sacct with "
-                "--format=JobIDRaw,JobID,Submit,Start,End,Elapsed,Timelimit,NNodes,AllocCPUS,"
-                "ReqCPUS,NodeList,State,Partition,User (or --format=ALL)",
-                line=layout.header_line,
-                field=alternatives[0],
-            )
+#: Columns a log must have (any one of the alternatives), in the order they are checked.
+_REQUIRED = (
+    (("JobIDRaw", "JobID"), "JobIDRaw (or JobID)"),
+    (("Submit",), "Submit"),
+    (("Start",), "Start"),
+    (("ElapsedRaw", "Elapsed"), "Elapsed (or ElapsedRaw)"),
+    (("Timelimit", "TimelimitRaw"), "Timelimit"),
+    (("NNodes", "AllocCPUS", "NCPUS"), "NNodes (or AllocCPUS/NCPUS)"),
+)
 
 
-# --------------------------------------------------------------------------- reader
+@dataclass(frozen=True)
+class Columns:
+    """Where each column the reader takes values from is: its index in a record's fields,
+    or None when the log has no such column. Built once per file (:meth:`of`)."""
+
+    job_id: int  # JobIDRaw, else JobID: gives the integer job id
+    jobid: int | None  # JobID as printed: tells steps and repeated records apart
+    submit: int
+    start: int
+    end: int | None
+    elapsed_raw: int | None  # seconds; preferred to Elapsed when the field is not empty
+    elapsed: int | None
+    timelimit: int | None
+    timelimit_raw: int | None  # minutes; only used (and set) when there is no Timelimit
+    nnodes: int | None
+    procs: int | None  # AllocCPUS, else NCPUS
+    req_cpus: int | None
+    nodelist: int | None
+    state: int | None
+    partition: int | None
+    user: int | None
+
+    @classmethod
+    def of(cls, path: str, layout: Layout) -> Columns:
+        """The columns of ``layout``.
+
+        Raises:
+            TraceFormatError: naming the header line, when a required column is missing.
+        """
+        for alternatives, label in _REQUIRED:
+            if layout.col(*alternatives) is None:
+                raise TraceFormatError(
+                    path,
+                    f"the header has no {label} column; run sacct with "
+                    "--format=JobIDRaw,JobID,Submit,Start,End,Elapsed,Timelimit,NNodes,AllocCPUS,"
+                    "ReqCPUS,NodeList,State,Partition,User (or --format=ALL)",
+                    line=layout.header_line,
+                    field=alternatives[0],
+                )
+
+        def required(*names: str) -> int:
+            c = layout.col(*names)
+            assert c is not None  # checked above
+            return c
+
+        timelimit = layout.col("Timelimit")
+        return cls(
+            job_id=required("JobIDRaw", "JobID"),
+            jobid=layout.col("JobID"),
+            submit=required("Submit"),
+            start=required("Start"),
+            end=layout.col("End"),
+            elapsed_raw=layout.col("ElapsedRaw"),
+            elapsed=layout.col("Elapsed"),
+            timelimit=timelimit,
+            timelimit_raw=layout.col("TimelimitRaw") if timelimit is None else None,
+            nnodes=layout.col("NNodes"),
+            procs=layout.col("AllocCPUS", "NCPUS"),
+            req_cpus=layout.col("ReqCPUS"),
+            nodelist=layout.col("NodeList"),
+            state=layout.col("State"),
+            partition=layout.col("Partition"),
+            user=layout.col("User"),
+        )
+
+    def used(self) -> list[int]:
+        """The columns in use, each once, in the order of the fields above (the splitter
+        reports the first column it cannot locate in this order)."""
+        found = (getattr(self, f.name) for f in fields(self))
+        return list(dict.fromkeys(c for c in found if c is not None))
+
+    def field_names(self, names: list[str]) -> dict[str, str]:
+        """The column name behind each raw column of :func:`normalize` (for its messages)."""
+        runtime = self.elapsed_raw if self.elapsed_raw is not None else self.elapsed
+        walltime = self.timelimit if self.timelimit is not None else self.timelimit_raw
+        pairs = (("submit_s", self.submit), ("runtime_s", runtime), ("walltime_s", walltime),
+                 ("procs_alloc", self.procs), ("procs_req", self.req_cpus), ("nodes_alloc", self.nnodes))  # fmt: skip
+        return {raw: names[c] for raw, c in pairs if c is not None}
+
+
+class _Job(NamedTuple):
+    """The values of one job record (times in Unix seconds)."""
+
+    job_id: int
+    submit: int
+    start: int | None  # None: never started
+    runtime_s: int
+    walltime_s: int
+    nodes: int
+    procs_alloc: int
+    procs_req: int
+    nodelist: str
+    hosts: list[str]
+
+
+class _Jobs:
+    """The jobs read so far, in file order, as columns."""
+
+    def __init__(self) -> None:
+        self.jobs: list[_Job] = []
+        self.lines: list[int] = []
+        self.states: list[str] = []
+        self.partitions: list[str] = []
+        self.users: list[str] = []
+        self.switches: list[tuple[int, int]] = []
+        self._seen: set[tuple[Any, ...]] = set()
+
+    def add(self, job: _Job, line: int, vals: dict[int, str], cols: Columns, raw_id: str, pieces: list[str]) -> bool:
+        """Keep a job; False (and nothing kept) when it repeats one already kept."""
+        # The same allocation printed again (sacct prints a job once per association or
+        # cluster it matches, and dumps get concatenated): keep the first, count the rest.
+        identity = (vals[cols.jobid].strip() if cols.jobid is not None else raw_id, job.job_id, job.submit, job.start, job.runtime_s, job.nodelist)
+        if identity in self._seen:
+            return False
+        self._seen.add(identity)
+        self.jobs.append(job)
+        self.lines.append(line)
+        self.switches.append(_switches_requested(pieces))
+        self.states.append(vals[cols.state].strip() if cols.state is not None else "")
+        self.partitions.append(vals[cols.partition].strip() if cols.partition is not None else "")
+        self.users.append(vals[cols.user].strip() if cols.user is not None else "")
+        return True
+
+    def columns(self) -> tuple[int | None, dict[str, np.ndarray], dict[str, Any]]:
+        """(time origin, raw columns for :func:`normalize`, extra columns)."""
+        jobs = self.jobs
+        submit_ep = [j.submit for j in jobs]
+        origin = min(submit_ep) if submit_ep else None
+        sub_arr = np.asarray(submit_ep, dtype=np.int64)
+        start_arr = np.asarray([-1 if j.start is None else j.start for j in jobs], dtype=np.int64)
+        if origin is not None:
+            sub_arr = sub_arr - origin
+            start_arr = np.where(start_arr >= 0, start_arr - origin, -1)
+
+        def col(values: list[int]) -> np.ndarray:
+            return np.asarray(values, dtype=np.int64)
+
+        raw = {
+            "job_id": col([j.job_id for j in jobs]),
+            "submit_s": sub_arr,
+            "runtime_s": col([j.runtime_s for j in jobs]),
+            "walltime_s": col([j.walltime_s for j in jobs]),
+            "procs_alloc": col([j.procs_alloc for j in jobs]),
+            "procs_req": col([j.procs_req for j in jobs]),
+            "nodes_alloc": col([j.nodes for j in jobs]),
+            "line": col(self.lines),
+        }
+        extra = {
+            "logged_start_s": start_arr.astype(np.int64),
+            "logged_nodelist": [j.nodelist for j in jobs],
+            "logged_hosts": [j.hosts for j in jobs],
+            "state": self.states,
+            "partition": self.partitions,
+            "user": self.users,
+            # sbatch --switches=N@TIME as the SubmitLine shows it (0: not asked)
+            "max_leaves": col([n for n, _ in self.switches]),
+            "switch_wait_s": col([w for _, w in self.switches]),
+        }
+        return origin, raw, extra
 
 
 def read_sacct(
@@ -288,54 +436,7 @@ def read_sacct(
     src = str(path)
     lines = read_lines(path)
     layout, data_start = read_layout(src, lines, _READ_COLUMNS)
-    _require_columns(src, layout)
-
-    c_id = layout.col("JobIDRaw", "JobID")
-    c_jobid = layout.col("JobID")
-    c_submit = layout.col("Submit")
-    c_start = layout.col("Start")
-    c_end = layout.col("End")
-    c_elapsed_raw = layout.col("ElapsedRaw")
-    c_elapsed = layout.col("Elapsed")
-    c_limit = layout.col("Timelimit")
-    c_limit_raw = layout.col("TimelimitRaw") if c_limit is None else None
-    c_nnodes = layout.col("NNodes")
-    c_procs = layout.col("AllocCPUS", "NCPUS")
-    c_req = layout.col("ReqCPUS")
-    c_nodelist = layout.col("NodeList")
-    c_state = layout.col("State")
-    c_partition = layout.col("Partition")
-    c_user = layout.col("User")
-    used = [
-        c
-        for c in (c_id, c_jobid, c_submit, c_start, c_end, c_elapsed_raw, c_elapsed, c_limit, c_limit_raw,
-                  c_nnodes, c_procs, c_req, c_nodelist, c_state, c_partition, c_user)
-        if c is not None
-    ]  # fmt: skip
-    used = list(dict.fromkeys(used))
-    name = layout.names
-    field_names = {
-        raw: name[c]
-        for raw, c in (("submit_s", c_submit), ("runtime_s", c_elapsed_raw if c_elapsed_raw is not None else c_elapsed),
-                       ("walltime_s", c_limit if c_limit is not None else c_limit_raw), ("procs_alloc", c_procs),
-                       ("procs_req", c_req), ("nodes_alloc", c_nnodes))
-        if c is not None
-    }  # fmt: skip
-
-    job_id: list[int] = []
-    submit_ep: list[int] = []
-    start_ep: list[int] = []
-    runtime: list[int] = []
-    walltime: list[int] = []
-    nodes_alloc: list[int] = []
-    procs_alloc: list[int] = []
-    procs_req: list[int] = []
-    line_no: list[int] = []
-    nodelists: list[str] = []
-    hosts: list[list[str]] = []
-    states: list[str] = []
-    partitions: list[str] = []
-    users: list[str] = []
+    cols = Columns.of(src, layout)
 
     records = 0
     skipped: dict[str, int] = {}
@@ -350,10 +451,8 @@ def read_sacct(
             where = f"line {err.line}: field {err.field}: " if err.field else f"line {err.line}: "
             examples.append(where + err.message)
 
-    switches: list[tuple[int, int]] = []
-    seen: set[tuple] = set()
-    splitter = Splitter(layout, used, lines)
-    for first0, last0, pieces, status, detail in splitter.records(data_start):
+    jobs = _Jobs()
+    for first0, last0, pieces, status, detail in Splitter(layout, cols.used(), lines).records(data_start):
         records += 1
         first, last = first0 + 1, last0 + 1
         if status != "ok":
@@ -361,13 +460,12 @@ def read_sacct(
             fail(TraceFormatError(src, message, line=first, field=field))
             continue
         vals, relaxed = detail
-        raw_id = vals[c_id].strip()
-        if "." in raw_id or (c_jobid is not None and "." in vals[c_jobid]):
+        raw_id = vals[cols.job_id].strip()
+        if "." in raw_id or (cols.jobid is not None and "." in vals[cols.jobid]):
             skipped["job_step"] = skipped.get("job_step", 0) + 1
             continue
         try:
-            row = _parse_job(vals, name, raw_id, c_id, c_submit, c_start, c_end, c_elapsed_raw, c_elapsed,
-                             c_limit, c_limit_raw, c_nnodes, c_procs, c_req, c_nodelist, c_state)  # fmt: skip
+            job = _parse_job(vals, raw_id, cols, layout.names)
         except _FieldError as exc:
             fail(TraceFormatError(src, exc.message, line=first, field=exc.field))
             continue
@@ -376,66 +474,18 @@ def read_sacct(
             # the shapes and the parsers disagree. Refuse rather than guess.
             fail(TraceFormatError(src, split_message(layout, len(pieces), first, last, "nosplit", None)[1], line=first))
             continue
-
-        jid, sub, start, rt, wt, nn, pa, pr, nl, hl = row
-        # The same allocation printed again (sacct prints a job once per association or
-        # cluster it matches, and dumps get concatenated): keep the first, count the rest.
-        identity = (vals[c_jobid].strip() if c_jobid is not None else raw_id, jid, sub, start, rt, nl)
-        if identity in seen:
+        if not jobs.add(job, first, vals, cols, raw_id, pieces):
             skipped["duplicate_record"] = skipped.get("duplicate_record", 0) + 1
-            continue
-        seen.add(identity)
-        job_id.append(jid)
-        submit_ep.append(sub)
-        start_ep.append(-1 if start is None else start)
-        runtime.append(rt)
-        walltime.append(wt)
-        nodes_alloc.append(nn)
-        procs_alloc.append(pa)
-        procs_req.append(pr)
-        line_no.append(first)
-        nodelists.append(nl)
-        hosts.append(hl)
-        switches.append(_switches_requested(pieces))
-        states.append(vals[c_state].strip() if c_state is not None else "")
-        partitions.append(vals[c_partition].strip() if c_partition is not None else "")
-        users.append(vals[c_user].strip() if c_user is not None else "")
 
     if records == 0:
         raise TraceFormatError(src, "no job records found (only a header)")
-    if not job_id:
+    if not jobs.jobs:
         malformed = skipped.get("malformed_line", 0)
         if malformed:
             raise TraceFormatError(src, f"no valid job records found ({malformed} malformed; first: {examples[0]})")
         raise TraceFormatError(src, f"no job records found: all {records} records are job steps (a JobID with '.')")
 
-    origin = min(submit_ep) if submit_ep else None
-    sub_arr = np.asarray(submit_ep, dtype=np.int64)
-    start_arr = np.asarray(start_ep, dtype=np.int64)
-    if origin is not None:
-        sub_arr = sub_arr - origin
-        start_arr = np.where(start_arr >= 0, start_arr - origin, -1)
-    raw = {
-        "job_id": np.asarray(job_id, dtype=np.int64),
-        "submit_s": sub_arr,
-        "runtime_s": np.asarray(runtime, dtype=np.int64),
-        "walltime_s": np.asarray(walltime, dtype=np.int64),
-        "procs_alloc": np.asarray(procs_alloc, dtype=np.int64),
-        "procs_req": np.asarray(procs_req, dtype=np.int64),
-        "nodes_alloc": np.asarray(nodes_alloc, dtype=np.int64),
-        "line": np.asarray(line_no, dtype=np.int64),
-    }
-    extra = {
-        "logged_start_s": start_arr.astype(np.int64),
-        "logged_nodelist": nodelists,
-        "logged_hosts": hosts,
-        "state": states,
-        "partition": partitions,
-        "user": users,
-        # sbatch --switches=N@TIME as the SubmitLine shows it (0: not asked)
-        "max_leaves": np.asarray([n for n, _ in switches], dtype=np.int64),
-        "switch_wait_s": np.asarray([w for _, w in switches], dtype=np.int64),
-    }
+    origin, raw, extra = jobs.columns()
     note: dict[str, Any] = {"layout": layout.kind}
     if lenient:
         note["lenient_examples"] = examples
@@ -452,46 +502,29 @@ def read_sacct(
         settings_note=note,
         lenient=lenient,
         allow_long_span=allow_long_span,
-        field_names=field_names,
+        field_names=cols.field_names(layout.names),
     )
 
 
-def _parse_job(
-    vals: dict[int, str],
-    name: list[str],
-    raw_id: str,
-    c_id: int,
-    c_submit: int,
-    c_start: int,
-    c_end: int | None,
-    c_elapsed_raw: int | None,
-    c_elapsed: int | None,
-    c_limit: int | None,
-    c_limit_raw: int | None,
-    c_nnodes: int | None,
-    c_procs: int | None,
-    c_req: int | None,
-    c_nodelist: int | None,
-    c_state: int | None,
-) -> tuple[int, int, int | None, int, int, int, int, int, str, list[str]]:
-    """The raw values of one job record (raises _FieldError for a bad value)."""
+def _parse_job(vals: dict[int, str], raw_id: str, cols: Columns, name: list[str]) -> _Job:
+    """The values of one job record (raises _FieldError for a bad value)."""
     if not _RE_UINT.fullmatch(raw_id):
-        if name[c_id].lower() == "jobid" and re.fullmatch(r"\d+[_+].*", raw_id):
+        if name[cols.job_id].lower() == "jobid" and re.fullmatch(r"\d+[_+].*", raw_id):
             raise _FieldError(
-                name[c_id],
+                name[cols.job_id],
                 f"job id {raw_id!r} is an array task or a heterogeneous-job component and has "
                 "no integer id; add JobIDRaw to sacct --format",
             )
-        raise _FieldError(name[c_id], f"expected an integer job id, got {raw_id!r}")
+        raise _FieldError(name[cols.job_id], f"expected an integer job id, got {raw_id!r}")
     jid = int(raw_id)
     if jid > MAX_INT64:
-        raise _FieldError(name[c_id], f"job id {raw_id} is out of range (at most 2^63 - 1)")
+        raise _FieldError(name[cols.job_id], f"job id {raw_id} is out of range (at most 2^63 - 1)")
 
-    submit = _time(vals[c_submit], name[c_submit])
+    submit = _time(vals[cols.submit], name[cols.submit])
     if submit is None:
-        raise _FieldError(name[c_submit], _TIME_HINT.format(vals[c_submit]))
-    start = _time(vals[c_start], name[c_start])
-    nodelist = vals[c_nodelist].strip() if c_nodelist is not None else ""
+        raise _FieldError(name[cols.submit], _TIME_HINT.format(vals[cols.submit]))
+    start = _time(vals[cols.start], name[cols.start])
+    nodelist = vals[cols.nodelist].strip() if cols.nodelist is not None else ""
     # sacct prints "None assigned" for a job that never got nodes (and then a Start equal
     # to its End, e.g. when it was cancelled while pending).
     started = start is not None and nodelist != _NOT_ALLOCATED
@@ -499,35 +532,37 @@ def _parse_job(
         nodelist = ""
     # A job still running when the log was taken has no End yet; its Elapsed is only a
     # lower bound of its run time, so the run time is unknown.
-    state = vals[c_state].strip().upper() if c_state is not None else ""
+    state = vals[cols.state].strip().upper() if cols.state is not None else ""
     running = state.startswith("RUNNING")
-    if c_end is not None and _time(vals[c_end], name[c_end]) is None:
+    if cols.end is not None and _time(vals[cols.end], name[cols.end]) is None:
         running = True
 
-    if c_elapsed_raw is not None and vals[c_elapsed_raw].strip() != "":
-        elapsed = _int_or(vals[c_elapsed_raw], name[c_elapsed_raw])
-    elif c_elapsed is not None:
-        elapsed = _duration(vals[c_elapsed], name[c_elapsed])
+    if cols.elapsed_raw is not None and vals[cols.elapsed_raw].strip() != "":
+        elapsed = _int_or(vals[cols.elapsed_raw], name[cols.elapsed_raw])
+    elif cols.elapsed is not None:
+        elapsed = _duration(vals[cols.elapsed], name[cols.elapsed])
     else:
         elapsed = -1
     rt = elapsed if started and not running else -1
 
-    if c_limit is not None:
-        wt = _duration(vals[c_limit], name[c_limit])
+    if cols.timelimit is not None:
+        wt = _duration(vals[cols.timelimit], name[cols.timelimit])
     else:
-        s = vals[c_limit_raw].strip()  # type: ignore[index]
-        wt = -1 if s.lower() in _UNKNOWN_DURATIONS else _int_or(s, name[c_limit_raw]) * 60  # type: ignore[index]
+        assert cols.timelimit_raw is not None  # Columns.of requires one of the two
+        s = vals[cols.timelimit_raw].strip()
+        wt = -1 if s.lower() in _UNKNOWN_DURATIONS else _int_or(s, name[cols.timelimit_raw]) * 60
         wt = max(wt, -1)
 
-    nn = _int_or(vals[c_nnodes], name[c_nnodes]) if c_nnodes is not None else -1
+    nn = _int_or(vals[cols.nnodes], name[cols.nnodes]) if cols.nnodes is not None else -1
     nn = nn if started and nn > 0 else -1
-    pa = _int_or(vals[c_procs], name[c_procs]) if c_procs is not None else -1
-    pr = _int_or(vals[c_req], name[c_req]) if c_req is not None else -1
+    pa = _int_or(vals[cols.procs], name[cols.procs]) if cols.procs is not None else -1
+    pr = _int_or(vals[cols.req_cpus], name[cols.req_cpus]) if cols.req_cpus is not None else -1
 
     hl: list[str] = []
     if started and nodelist:
+        assert cols.nodelist is not None  # a nodelist is only read from that column
         try:
             hl = list(_expand_cached(nodelist))
         except hostlist.BadHostlist as exc:
-            raise _FieldError(name[c_nodelist], f"bad host list {nodelist!r}: {exc}") from None  # type: ignore[index]
-    return jid, submit, (start if started else None), rt, wt, nn, pa, pr, nodelist, hl
+            raise _FieldError(name[cols.nodelist], f"bad host list {nodelist!r}: {exc}") from None
+    return _Job(jid, submit, (start if started else None), rt, wt, nn, pa, pr, nodelist, hl)
