@@ -22,10 +22,12 @@ from typing import Any, Literal, NamedTuple
 import hostlist
 import numpy as np
 
-from ..errors import LENIENT_HINT, TraceFormatError
+from ..errors import TraceFormatError
 from ..limits import EPOCH_MAX_S, EPOCH_MIN_S, MAX_INT64, SLURM_MAX_SWITCH_WAIT_S
+from .model import Workload
 from .normalize import NormalizeSettings, normalize
 from .sacct_records import FREE_TEXT, XDMOD_FIELDS, Layout, Splitter, read_layout, read_lines, split_message
+from .tally import Tally
 
 __all__ = ["FREE_TEXT", "XDMOD_FIELDS", "parse_duration", "parse_time", "read_sacct"]
 
@@ -44,9 +46,6 @@ _RE_UINT = re.compile(r"\d+")
 _DURATION_HINT = "expected a duration like 1-00:00:00, got {!r}"
 _TIME_HINT = "expected a time like 2021-01-06T14:09:15, got {!r}"
 _INT_HINT = "expected a whole number, got {!r}"
-
-_MAX_EXAMPLES = 5
-
 
 class _FieldError(ValueError):
     """A bad value in one field; becomes a TraceFormatError with the record's line."""
@@ -382,7 +381,7 @@ def read_sacct(
     missing_walltime: Literal["runtime"] | int = "runtime",
     missing_runtime: Literal["skip", "zero"] = "skip",
     allow_long_span: bool = False,
-):
+) -> Workload:
     """Read a Slurm accounting log into a normalized :class:`~toposched.workload.model.Workload`.
 
     Records:
@@ -440,24 +439,14 @@ def read_sacct(
 
     records = 0
     skipped: dict[str, int] = {}
-    examples: list[str] = []
-
-    def fail(err: TraceFormatError) -> None:
-        if not lenient:
-            raise TraceFormatError(err.path, err.message, line=err.line, field=err.field, hint=LENIENT_HINT)
-        skipped["malformed_line"] = skipped.get("malformed_line", 0) + 1
-        if len(examples) < _MAX_EXAMPLES:
-            # same form as the SWF reader's examples: the summary already names the file
-            where = f"line {err.line}: field {err.field}: " if err.field else f"line {err.line}: "
-            examples.append(where + err.message)
-
+    tally = Tally(src, lenient, skipped)
     jobs = _Jobs()
     for first0, last0, pieces, status, detail in Splitter(layout, cols.used(), lines).records(data_start):
         records += 1
         first, last = first0 + 1, last0 + 1
         if status != "ok":
             field, message = split_message(layout, len(pieces), first, last, status, detail)
-            fail(TraceFormatError(src, message, line=first, field=field))
+            tally.fail(message, line=first, field=field)
             continue
         vals, relaxed = detail
         raw_id = vals[cols.job_id].strip()
@@ -467,12 +456,12 @@ def read_sacct(
         try:
             job = _parse_job(vals, raw_id, cols, layout.names)
         except _FieldError as exc:
-            fail(TraceFormatError(src, exc.message, line=first, field=exc.field))
+            tally.fail(exc.message, line=first, field=exc.field)
             continue
         if relaxed:
             # Found only by ignoring the shapes of our fields, yet every value parsed:
             # the shapes and the parsers disagree. Refuse rather than guess.
-            fail(TraceFormatError(src, split_message(layout, len(pieces), first, last, "nosplit", None)[1], line=first))
+            tally.fail(split_message(layout, len(pieces), first, last, "nosplit", None)[1], line=first)
             continue
         if not jobs.add(job, first, vals, cols, raw_id, pieces):
             skipped["duplicate_record"] = skipped.get("duplicate_record", 0) + 1
@@ -480,15 +469,14 @@ def read_sacct(
     if records == 0:
         raise TraceFormatError(src, "no job records found (only a header)")
     if not jobs.jobs:
-        malformed = skipped.get("malformed_line", 0)
-        if malformed:
-            raise TraceFormatError(src, f"no valid job records found ({malformed} malformed; first: {examples[0]})")
+        if tally.malformed:
+            raise tally.no_valid_records()
         raise TraceFormatError(src, f"no job records found: all {records} records are job steps (a JobID with '.')")
 
     origin, raw, extra = jobs.columns()
     note: dict[str, Any] = {"layout": layout.kind}
     if lenient:
-        note["lenient_examples"] = examples
+        note["lenient_examples"] = tally.examples
     return normalize(
         raw,
         source=src,
