@@ -22,10 +22,11 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..errors import LENIENT_HINT, TraceFormatError
+from ..errors import TraceFormatError
 from ..limits import EPOCH_MAX_S, EPOCH_MIN_S, MAX_INT64, MAX_SPAN_LONG_S, MAX_SPAN_S, years
 from ._io import read_bytes
 from .normalize import NormalizeSettings, normalize
+from .tally import Tally
 
 __all__ = ["LINE_RE", "parse_exec_host", "parse_exec_vnode", "parse_pbs_duration", "parse_resource_spec", "read_pbs"]
 
@@ -38,9 +39,6 @@ _INT_RE = re.compile(r"-?\d+\Z")
 _SLOTS_RE = re.compile(r"(\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*)(?:\*(\d+))?\Z")
 _VNODE_SUFFIX_RE = re.compile(r"\[\d+\]\Z")
 _LEADING_COUNT_RE = re.compile(r"(\d+)(?::|\Z)")
-
-_MAX_EXAMPLES = 5
-
 
 class _FieldError(ValueError):
     def __init__(self, field: str | None, message: str) -> None:
@@ -286,20 +284,12 @@ def read_pbs(
     records = 0
     skipped: dict[str, int] = {}
     repairs: dict[str, int] = {}
-    examples: list[str] = []
+    tally = Tally(src, lenient, skipped)
     other_types: dict[str, int] = {}
     runtime_disagrees = 0
 
     def count(d: dict[str, int], key: str) -> None:
         d[key] = d.get(key, 0) + 1
-
-    def fail(err: TraceFormatError) -> None:
-        if not lenient:
-            raise TraceFormatError(err.path, err.message, line=err.line, field=err.field, hint=LENIENT_HINT)
-        count(skipped, "malformed_line")
-        if len(examples) < _MAX_EXAMPLES:
-            where = f"line {err.line}: field {err.field}: " if err.field else f"line {err.line}: "
-            examples.append(where + err.message)
 
     cols: dict[str, list[int]] = {
         k: [] for k in ("job_id", "submit", "start", "end", "runtime_s", "walltime_s", "procs_alloc", "procs_req", "nodes_alloc", "line")
@@ -319,13 +309,7 @@ def read_pbs(
         m = LINE_RE.match(line.strip())
         if m is None:
             records += 1
-            fail(
-                TraceFormatError(
-                    src,
-                    f"expected a PBS accounting line 'MM/DD/YYYY HH:MM:SS;T;job id;key=value ...', got {line[:60]!r}",
-                    line=line_no,
-                )
-            )
+            tally.fail(f"expected a PBS accounting line 'MM/DD/YYYY HH:MM:SS;T;job id;key=value ...', got {line[:60]!r}", line=line_no)
             continue
         month, day, _year, hour, minute, second, rtype, jobid_text, message = m.groups()
         if rtype != "E":
@@ -333,23 +317,23 @@ def read_pbs(
             continue
         records += 1
         if not (1 <= int(month) <= 12 and 1 <= int(day) <= 31 and int(hour) <= 23 and int(minute) <= 59 and int(second) <= 60):
-            fail(TraceFormatError(src, f"bad record time {line[:19]!r}", line=line_no, field="datetime"))
+            tally.fail(f"bad record time {line[:19]!r}", line=line_no, field="datetime")
             continue
         attrs = _split_message(message)
         try:
             row = _parse_end_record(jobid_text.strip(), attrs)
         except _FieldError as exc:
-            fail(TraceFormatError(src, exc.message, line=line_no, field=exc.field))
+            tally.fail(exc.message, line=line_no, field=exc.field)
             continue
         (jid, index, submit, start, end, rt, wt, nodes, pa, pr, hosts, nodelist, fixes, disagree) = row
         try:
             record_s = calendar.timegm((int(_year), int(month), int(day), int(hour), int(minute), int(second)))
         except ValueError:  # year 0000
-            fail(TraceFormatError(src, f"bad record time {line[:19]!r}", line=line_no, field="datetime"))
+            tally.fail(f"bad record time {line[:19]!r}", line=line_no, field="datetime")
             continue
         bad = _out_of_range(row, record_s, MAX_SPAN_LONG_S if allow_long_span else MAX_SPAN_S, attrs)
         if bad is not None:
-            fail(TraceFormatError(src, bad[1], line=line_no, field=bad[0]))
+            tally.fail(bad[1], line=line_no, field=bad[0])
             continue
         key = (jid, index, submit, start, end)
         if key in seen:
@@ -380,8 +364,7 @@ def read_pbs(
         found = ", ".join(f"{k}={v}" for k, v in sorted(other_types.items()))
         raise TraceFormatError(src, "no job records found: no E (job end) records" + (f" (only {found})" if found else " (the file is empty)"))
     if not cols["job_id"]:
-        malformed = skipped.get("malformed_line", 0)
-        raise TraceFormatError(src, f"no valid job records found ({malformed} malformed; first: {examples[0]})")
+        raise tally.no_valid_records()
 
     submit = np.asarray(cols["submit"], dtype=np.int64)
     known = submit[submit >= 0]
@@ -417,7 +400,7 @@ def read_pbs(
     if runtime_disagrees:
         note["runtime_differs_from_end_minus_start"] = runtime_disagrees
     if lenient:
-        note["lenient_examples"] = examples
+        note["lenient_examples"] = tally.examples
     return normalize(
         raw,
         source=src,

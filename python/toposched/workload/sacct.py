@@ -1,40 +1,11 @@
-"""Slurm accounting logs: ``sacct -P`` output, and Open XDMoD's header-less layout.
+"""Slurm accounting logs (``sacct -P`` output, and Open XDMoD's header-less layout): which
+columns give which job value.
 
-Two layouts are read:
-
-* **sacct with a header** (``sacct -P`` / ``--parsable2``, or ``-p`` / ``--parsable``,
-  which adds a trailing ``|``): the first line names the columns, as ``--format`` (or
-  ``--format=ALL``) prints them. Columns are found by name, case-insensitively, so any
-  column order and any extra columns work.
-* **Open XDMoD's shredder layout**: no header, 26 fields in the fixed order of
-  :data:`XDMOD_FIELDS`. It is recognised when the first line has at least 26 fields and
-  its second field (``jobidraw``) is an integer.
-
-Free text is not escaped by sacct, which makes the format ambiguous in two ways, both
-seen in real logs:
-
-* a field may contain a line break (``SubmitLine`` of a job submitted with a script on
-  the command line, ``Comment``): a record continues on the next physical line while it
-  has fewer fields than the header, unless that line is a complete record by itself
-  (then the record was cut off, and is malformed);
-* a field may contain ``|`` (``JobName``, a ``Constraints`` OR such as ``cpu-a|cpu-b``, a
-  ``--wrap`` shell pipeline in ``SubmitLine``): a record then has *more* fields than the
-  header. The extra ``|`` can only belong to one of the free-text columns of
-  :data:`FREE_TEXT`; every other column has a known shape (a number, a duration, a
-  time, ...). The reader finds every way of giving the extra pieces to free-text columns
-  such that each typed column gets a value of its shape. If the fields this reader uses
-  land on the same pieces in every such way, the record is read; if not (or if there is
-  no such way), the record is malformed: an error, or skipped and counted with
-  ``lenient=True``. Nothing is guessed.
-
-Both at once (a text field with ``|`` before a line break) can end a record too early;
-such a record cannot be split, and is extended line by line until it can (see
-:class:`_Splitter`). When only text columns follow the field, the early end cannot be
-detected and the rest of the text is reported as a cut-off record: the reader needs none
-of those columns, so leave them out of ``--format``.
-
-Which records become jobs, and how fields map onto the raw columns of
-:func:`toposched.workload.normalize.normalize`, is described in ``docs/sacct.md`` and in
+What a record is (the two layouts, and how records whose free text holds ``|`` or line
+breaks are cut and split) is :mod:`toposched.workload.sacct_records`. This module finds
+the columns it uses in the layout (:class:`Columns`), parses their values and hands the
+raw columns to :func:`toposched.workload.normalize.normalize`. Which records become jobs,
+and how fields map onto the raw columns, is described in ``docs/sacct.md`` and in
 :func:`read_sacct`.
 """
 
@@ -44,92 +15,22 @@ import calendar
 import datetime as _dt
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import hostlist
 import numpy as np
 
-from ..errors import LENIENT_HINT, TraceFormatError
+from ..errors import TraceFormatError
 from ..limits import EPOCH_MAX_S, EPOCH_MIN_S, MAX_INT64, SLURM_MAX_SWITCH_WAIT_S
-from ._io import read_bytes
+from .model import Workload
 from .normalize import NormalizeSettings, normalize
+from .sacct_records import FREE_TEXT, XDMOD_FIELDS, Layout, Splitter, read_layout, read_lines, split_message
+from .tally import Tally
 
 __all__ = ["FREE_TEXT", "XDMOD_FIELDS", "parse_duration", "parse_time", "read_sacct"]
 
-#: Open XDMoD's shredder field order (``docs/resource-manager-slurm.md`` of xdmod), with the
-#: names sacct's header would use for them.
-XDMOD_FIELDS: tuple[str, ...] = (
-    "JobID", "JobIDRaw", "Cluster", "Partition", "QOS", "Account", "Group", "GID", "User",
-    "UID", "Submit", "Eligible", "Start", "End", "Elapsed", "ExitCode", "State", "NNodes",
-    "NCPUS", "ReqCPUS", "ReqMem", "ReqTRES", "AllocTRES", "Timelimit", "NodeList", "JobName",
-)  # fmt: skip
-
-#: Columns whose text the user controls (lower case): the only places a ``|`` or a line
-#: break inside a field can be.
-FREE_TEXT: frozenset[str] = frozenset(
-    {
-        "admincomment", "comment", "constraints", "container", "extra", "jobname",
-        "licenses", "stderr", "stdin", "stdout", "submitline", "systemcomment", "workdir",
-    }
-)  # fmt: skip
-
-# Shapes of the typed columns, used only to decide where the extra '|' of a record go
-# (see the module docstring). They are deliberately a little looser than what sacct
-# prints, so that a correct record is never refused; columns not listed accept any text
-# without '|' or a line break.
-_INT = r"\d*"
-_INT1 = r"\d+"
-_NUM = r"(?:\d+(?:\.\d+)?[KMGTPE]?)?"
-_DUR = r"(?:(?:\d+-)?\d+:\d\d:\d\d|\d+:\d\d(?:\.\d+)?|\d+|(?i:unlimited|partition_limit|invalid|unknown)|)"
-_DATE = r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d|Unknown|None|)"
-_EXIT = r"(?:\d+:\d+)?"
-_STATE = r"(?:[A-Za-z_]+(?: by \d+)?)?"
-_JOBID = r"\d+(?:_(?:\d+|\[[^\]\n]*\]))?(?:\+\d+)?(?:\.[\w-]+)?"
-_JOBIDRAW = r"\d+(?:\+\d+)?(?:\.[\w-]+)?"
-_TRES = r"(?:[^=,\s]+=[^,\s]*(?:,[^=,\s]+=[^,\s]*)*)?"
-_MEM = r"(?:\d+(?:\.\d+)?[KMGTPE?]?[cn]?)?"
-
-_SHAPES: dict[str, str] = {
-    **dict.fromkeys(
-        ("alloccpus", "allocnodes", "associd", "consumedenergyraw", "cputimeraw", "dbindex",
-         "elapsedraw", "gid", "ntasks", "priority", "qosraw", "reqcpus", "reqnodes",
-         "reservationid", "resvcpuraw", "uid", "wckeyid"),
-        _INT,
-    ),
-    **dict.fromkeys(("nnodes", "ncpus"), _INT1),
-    **dict.fromkeys(
-        ("consumedenergy", "avecpufreq", "avediskread", "avediskwrite", "avepages", "averss",
-         "avevmsize", "maxdiskread", "maxdiskwrite", "maxpages", "maxrss", "maxvmsize"),
-        _NUM,
-    ),
-    **dict.fromkeys(
-        ("avecpu", "cputime", "elapsed", "mincpu", "planned", "plannedcpu", "reserved",
-         "resvcpu", "suspended", "systemcpu", "timelimit", "totalcpu", "usercpu"),
-        _DUR,
-    ),
-    **dict.fromkeys(("submit", "start", "end", "eligible"), _DATE),
-    **dict.fromkeys(("exitcode", "derivedexitcode"), _EXIT),
-    **dict.fromkeys(
-        ("alloctres", "reqtres", "tresusageinave", "tresusageinmax", "tresusageinmaxnode",
-         "tresusageinmaxtask", "tresusageinmin", "tresusageinminnode", "tresusageinmintask",
-         "tresusageintot", "tresusageoutave", "tresusageoutmax", "tresusageoutmaxnode",
-         "tresusageoutmaxtask", "tresusageoutmin", "tresusageoutminnode",
-         "tresusageoutmintask", "tresusageouttot"),
-        _TRES,
-    ),
-    "state": _STATE,
-    "jobid": _JOBID,
-    "jobidraw": _JOBIDRAW,
-    "reqmem": _MEM,
-    "timelimitraw": r"(?:\d+|(?i:partition_limit|unlimited|invalid)|)",
-    # `sacct -p` ends every line with '|': the header then has an unnamed last column,
-    # which must stay empty.
-    "": r"",
-}  # fmt: skip
-_COMPILED = {k: re.compile(v) for k, v in _SHAPES.items()}
-_FREE = "free"
 
 # The values sacct prints for "no limit" or "not known".
 _UNKNOWN_DURATIONS = frozenset({"", "unlimited", "partition_limit", "invalid", "unknown", "none"})
@@ -145,9 +46,6 @@ _RE_UINT = re.compile(r"\d+")
 _DURATION_HINT = "expected a duration like 1-00:00:00, got {!r}"
 _TIME_HINT = "expected a time like 2021-01-06T14:09:15, got {!r}"
 _INT_HINT = "expected a whole number, got {!r}"
-
-_MAX_EXAMPLES = 5
-
 
 class _FieldError(ValueError):
     """A bad value in one field; becomes a TraceFormatError with the record's line."""
@@ -295,28 +193,6 @@ def _time(text: str, field: str) -> int | None:
     return t
 
 
-# --------------------------------------------------------------------------- layout
-
-
-@dataclass
-class _Layout:
-    """Column names and what the reader needs to know about them."""
-
-    kind: Literal["header", "xdmod"]
-    names: list[str]  # as printed (header) or XDMOD_FIELDS
-    kinds: list[Any]  # per column: _FREE, a compiled shape, or None (any one piece)
-    index: dict[str, int]  # lower-case name -> column
-    header_line: int | None  # 1-based line of the header, None for xdmod
-
-    def col(self, *names: str) -> int | None:
-        """Index of the first of ``names`` present."""
-        for n in names:
-            i = self.index.get(n.lower())
-            if i is not None:
-                return i
-        return None
-
-
 #: Columns the reader takes values from (lower case): none may appear twice.
 _READ_COLUMNS = frozenset(
     c.lower()
@@ -324,267 +200,176 @@ _READ_COLUMNS = frozenset(
               "NNodes", "AllocCPUS", "NCPUS", "ReqCPUS", "NodeList", "State", "Partition", "User")
 )  # fmt: skip
 
-
-def _make_layout(path: str, names: list[str], kind: Literal["header", "xdmod"], header_line: int | None) -> _Layout:
-    index: dict[str, int] = {}
-    kinds: list[Any] = []
-    for i, name in enumerate(names):
-        low = name.strip().lower()
-        if low in index and low in _READ_COLUMNS:
-            # Two columns of the same name may hold different values: which one is right
-            # cannot be told, so refuse rather than silently take the first.
-            raise TraceFormatError(
-                path,
-                f"column {name.strip()!r} appears twice in the header (columns {index[low] + 1} and {i + 1}); "
-                "list each column once in sacct --format",
-                line=header_line,
-                field=name.strip(),
-            )
-        index.setdefault(low, i)
-        if low in FREE_TEXT:
-            kinds.append(_FREE)
-        else:
-            kinds.append(_COMPILED.get(low))
-    layout = _Layout(kind, [n.strip() for n in names], kinds, index, header_line)
-    need = [
-        (("JobIDRaw", "JobID"), "JobIDRaw (or JobID)"),
-        (("Submit",), "Submit"),
-        (("Start",), "Start"),
-        (("ElapsedRaw", "Elapsed"), "Elapsed (or ElapsedRaw)"),
-        (("Timelimit", "TimelimitRaw"), "Timelimit"),
-        (("NNodes", "AllocCPUS", "NCPUS"), "NNodes (or AllocCPUS/NCPUS)"),
-    ]
-    for alternatives, label in need:
-        if layout.col(*alternatives) is None:
-            raise TraceFormatError(
-                path,
-                f"the header has no {label} column; run sacct with "
-                "--format=JobIDRaw,JobID,Submit,Start,End,Elapsed,Timelimit,NNodes,AllocCPUS,"
-                "ReqCPUS,NodeList,State,Partition,User (or --format=ALL)",
-                line=header_line,
-                field=alternatives[0],
-            )
-    return layout
+#: Columns a log must have (any one of the alternatives), in the order they are checked.
+_REQUIRED = (
+    (("JobIDRaw", "JobID"), "JobIDRaw (or JobID)"),
+    (("Submit",), "Submit"),
+    (("Start",), "Start"),
+    (("ElapsedRaw", "Elapsed"), "Elapsed (or ElapsedRaw)"),
+    (("Timelimit", "TimelimitRaw"), "Timelimit"),
+    (("NNodes", "AllocCPUS", "NCPUS"), "NNodes (or AllocCPUS/NCPUS)"),
+)
 
 
-def _detect_layout(path: str, first: str, line_no: int) -> _Layout:
-    fields = first.split("|")
-    if len(fields) >= len(XDMOD_FIELDS) and _RE_UINT.fullmatch(fields[1].strip()):
-        return _make_layout(path, list(XDMOD_FIELDS), "xdmod", None)
-    known = {n.lower() for n in XDMOD_FIELDS} | set(_SHAPES) | FREE_TEXT
-    if not any(f.strip().lower() in known and f.strip() for f in fields):
-        raise TraceFormatError(
-            path,
-            "the first line is neither a sacct header (column names, as sacct -P prints "
-            f"them without --noheader) nor Open XDMoD's {len(XDMOD_FIELDS)}-field layout: {first[:80]!r}",
-            line=line_no,
-        )
-    return _make_layout(path, fields, "header", line_no)
+@dataclass(frozen=True)
+class Columns:
+    """Where each column the reader takes values from is: its index in a record's fields,
+    or None when the log has no such column. Built once per file (:meth:`of`)."""
 
+    job_id: int  # JobIDRaw, else JobID: gives the integer job id
+    jobid: int | None  # JobID as printed: tells steps and repeated records apart
+    submit: int
+    start: int
+    end: int | None
+    elapsed_raw: int | None  # seconds; preferred to Elapsed when the field is not empty
+    elapsed: int | None
+    timelimit: int | None
+    timelimit_raw: int | None  # minutes; only used (and set) when there is no Timelimit
+    nnodes: int | None
+    procs: int | None  # AllocCPUS, else NCPUS
+    req_cpus: int | None
+    nodelist: int | None
+    state: int | None
+    partition: int | None
+    user: int | None
 
-# --------------------------------------------------------------------------- records
+    @classmethod
+    def of(cls, path: str, layout: Layout) -> Columns:
+        """The columns of ``layout``.
 
-
-def _positions(tokens: list[str], kinds: list[Any], need: list[int]) -> dict[int, list[int]] | None:
-    """Where each column of ``need`` can sit, over every valid split of ``tokens``.
-
-    ``tokens`` are the record split at every '|'. Each free-text column takes one or more
-    consecutive pieces (joined back with '|'); every other column takes exactly one piece,
-    which must fit its shape (``None``: anything without a line break). Returns, for each
-    column in ``need``, the piece indices it takes in at least one valid split, or None
-    when there is no valid split. Dynamic programming over (column, piece): O(columns x
-    pieces), run only for records whose piece count differs from the header's.
-    """
-    n_tok, n_col = len(tokens), len(kinds)
-
-    def fits(c: int, i: int) -> bool:
-        k = kinds[c]
-        if k is None:
-            return "\n" not in tokens[i]
-        return k.fullmatch(tokens[i]) is not None
-
-    # fwd[c][i]: columns [0, c) can take pieces [0, i)
-    fwd = [[False] * (n_tok + 1) for _ in range(n_col + 1)]
-    fwd[0][0] = True
-    for c in range(n_col):
-        cur, nxt = fwd[c], fwd[c + 1]
-        if kinds[c] is _FREE:
-            first = next((i for i in range(n_tok + 1) if cur[i]), None)
-            if first is None:
-                return None
-            for j in range(first + 1, n_tok + 1):
-                nxt[j] = True
-        else:
-            for i in range(n_tok):
-                if cur[i] and fits(c, i):
-                    nxt[i + 1] = True
-    if not fwd[n_col][n_tok]:
-        return None
-    # bwd[c][i]: columns [c, n_col) can take pieces [i, n_tok)
-    bwd = [[False] * (n_tok + 1) for _ in range(n_col + 1)]
-    bwd[n_col][n_tok] = True
-    for c in range(n_col - 1, -1, -1):
-        after, cur = bwd[c + 1], bwd[c]
-        if kinds[c] is _FREE:
-            last = max((j for j in range(n_tok + 1) if after[j]), default=None)
-            if last is None:
-                return None
-            for i in range(last):
-                cur[i] = True
-        else:
-            for i in range(n_tok):
-                if after[i + 1] and fits(c, i):
-                    cur[i] = True
-    out: dict[int, list[int]] = {}
-    for c in need:
-        if kinds[c] is _FREE:
-            raise AssertionError("free-text columns are never needed")
-        out[c] = [i for i in range(n_tok) if fwd[c][i] and bwd[c + 1][i + 1] and fits(c, i)]
-    return out
-
-
-class _Splitter:
-    """Cuts the physical lines of a log into records and finds the fields we use.
-
-    Rules (see ``docs/sacct.md``):
-
-    1. A record goes on to the next physical line while it has fewer fields than the
-       header (a line break inside a text field), unless that next line is itself a
-       complete record (then this one was cut off, and is malformed).
-    2. A record with more fields than the header has '|' inside text fields: every way of
-       giving the extra pieces to the free-text columns is tried (:func:`_positions`).
-    3. A '|' inside a text field that also holds a line break can make rule 1 stop too
-       early; the record then cannot be split. It is extended line by line, while the
-       next line is not itself a complete record, until it can.
-    """
-
-    #: how far rule 3 looks ahead, in physical lines
-    MAX_EXTEND = 1000
-
-    def __init__(self, layout: _Layout, need: list[int], lines: list[str]) -> None:
-        self.layout = layout
-        self.need = need
-        self.lines = lines
-        self.n_col = len(layout.names)
-        self.relaxed_kinds = list(layout.kinds)
-        for c in need:
-            self.relaxed_kinds[c] = None
-        self._is_record: dict[int, bool] = {}
-
-    def locate(self, pieces: list[str], multi: bool) -> tuple[str, Any, bool]:
-        """Find the ``need`` columns in a record's pieces.
-
-        Returns ``(status, detail, strict)``: ``("ok", (values, relaxed), ...)``,
-        ``("ambiguous", column, ...)`` or ``("nosplit", None, ...)``. ``relaxed`` means the
-        values were only found by ignoring the shapes of the columns we use, so one of
-        them is bad and its parser will say which; ``strict`` tells whether the record
-        splits with every shape honoured.
+        Raises:
+            TraceFormatError: naming the header line, when a required column is missing.
         """
-        if not multi and len(pieces) == self.n_col:
-            return "ok", ({c: pieces[c] for c in self.need}, False), True
-        status, detail = self._locate_dp(pieces, self.layout.kinds)
-        if status == "ok":
-            return status, (detail, False), True
-        if status == "nosplit":
-            # A bad value in a field we use also leaves no valid split: find the split
-            # without those fields' shapes, so that the bad value itself is reported.
-            st2, det2 = self._locate_dp(pieces, self.relaxed_kinds)
-            if st2 == "ok":
-                return st2, (det2, True), False
-        return status, detail, False
-
-    def _locate_dp(self, pieces: list[str], kinds: list[Any]) -> tuple[str, Any]:
-        pos = _positions(pieces, kinds, self.need)
-        if pos is None:
-            return "nosplit", None
-        for c, p in pos.items():
-            if len(p) != 1:
-                return "ambiguous", c
-        return "ok", {c: pieces[p[0]] for c, p in pos.items()}
-
-    def is_record(self, j: int) -> bool:
-        """Whether physical line ``j`` (0-based) is, on its own, a complete record.
-
-        It is if it splits with every shape honoured, or if it has exactly as many
-        fields as the header and splits once the shapes of our fields are ignored (a
-        record with a bad value, which must be reported, not swallowed).
-        """
-        hit = self._is_record.get(j)
-        if hit is None:
-            pieces = self.lines[j].split("|")
-            hit = False
-            if len(pieces) >= self.n_col:
-                hit = self._locate_dp(pieces, self.layout.kinds)[0] == "ok" or (
-                    len(pieces) == self.n_col and self._locate_dp(pieces, self.relaxed_kinds)[0] == "ok"
+        for alternatives, label in _REQUIRED:
+            if layout.col(*alternatives) is None:
+                raise TraceFormatError(
+                    path,
+                    f"the header has no {label} column; run sacct with "
+                    "--format=JobIDRaw,JobID,Submit,Start,End,Elapsed,Timelimit,NNodes,AllocCPUS,"
+                    "ReqCPUS,NodeList,State,Partition,User (or --format=ALL)",
+                    line=layout.header_line,
+                    field=alternatives[0],
                 )
-            self._is_record[j] = hit
-        return hit
 
-    @staticmethod
-    def join(pieces: list[str], line: str) -> list[str]:
-        more = line.split("|")
-        return pieces[:-1] + [pieces[-1] + "\n" + more[0]] + more[1:]
+        def required(*names: str) -> int:
+            c = layout.col(*names)
+            assert c is not None  # checked above
+            return c
 
-    def records(self, start: int):
-        """Yield (first, last, pieces, status, detail) per record; lines 0-based."""
-        lines, n, n_col = self.lines, len(self.lines), self.n_col
-        i = start
-        while i < n:
-            if lines[i].strip() == "":
-                i += 1  # blank lines between records
-                continue
-            first = i
-            pieces = lines[i].split("|")
-            while len(pieces) < n_col and i + 1 < n and not self.is_record(i + 1):
-                i += 1
-                pieces = self.join(pieces, lines[i])
-            last = i
-            i = last + 1
-            if len(pieces) < n_col:
-                yield first, last, pieces, "short", (last + 1 if last + 1 < n else None)
-                continue
-            status, detail, strict = self.locate(pieces, last > first)
-            if not strict and status != "ambiguous":
-                ext, j = pieces, last
-                while j + 1 < n and j - last < self.MAX_EXTEND and not self.is_record(j + 1):
-                    j += 1
-                    ext = self.join(ext, lines[j])
-                    st2, det2, strict2 = self.locate(ext, True)
-                    if strict2:
-                        pieces, last, status, detail = ext, j, st2, det2
-                        i = j + 1
-                        break
-            yield first, last, pieces, status, detail
-
-
-def _split_message(layout: _Layout, n_pieces: int, first: int, last: int, status: str, detail: Any) -> tuple[str | None, str]:
-    """(field, message) for a record that could not be read; lines are 1-based."""
-    n_col = len(layout.names)
-    free = [layout.names[c] for c, k in enumerate(layout.kinds) if k is _FREE]
-    span = f" (lines {first}-{last})" if last > first else ""
-    if status == "short":
-        if detail is None:
-            return None, f"the file ends inside this record: it has {n_pieces} of the {n_col} fields{span}"
-        return None, (
-            f"the record has only {n_pieces} of the {n_col} fields{span}, and line {detail + 1} starts the "
-            "next record: a cut-off line, or the end of the record above if one of its text fields "
-            "holds both '|' and a line break"
+        timelimit = layout.col("Timelimit")
+        return cls(
+            job_id=required("JobIDRaw", "JobID"),
+            jobid=layout.col("JobID"),
+            submit=required("Submit"),
+            start=required("Start"),
+            end=layout.col("End"),
+            elapsed_raw=layout.col("ElapsedRaw"),
+            elapsed=layout.col("Elapsed"),
+            timelimit=timelimit,
+            timelimit_raw=layout.col("TimelimitRaw") if timelimit is None else None,
+            nnodes=layout.col("NNodes"),
+            procs=layout.col("AllocCPUS", "NCPUS"),
+            req_cpus=layout.col("ReqCPUS"),
+            nodelist=layout.col("NodeList"),
+            state=layout.col("State"),
+            partition=layout.col("Partition"),
+            user=layout.col("User"),
         )
-    what = f"the record has {n_pieces} fields where the header has {n_col}{span}"
-    if status == "ambiguous":
-        return layout.names[detail], (
-            f"{what}, and the extra '|' could belong to more than one text field "
-            f"({', '.join(free)}), so this field cannot be located"
-        )
-    if not free:
-        return None, what
-    return None, (
-        f"{what}, and no way of reading the extra '|' or line breaks as part of a text field "
-        f"({', '.join(free)}) gives every other field a valid value"
-    )
+
+    def used(self) -> list[int]:
+        """The columns in use, each once, in the order of the fields above (the splitter
+        reports the first column it cannot locate in this order)."""
+        found = (getattr(self, f.name) for f in fields(self))
+        return list(dict.fromkeys(c for c in found if c is not None))
+
+    def field_names(self, names: list[str]) -> dict[str, str]:
+        """The column name behind each raw column of :func:`normalize` (for its messages)."""
+        runtime = self.elapsed_raw if self.elapsed_raw is not None else self.elapsed
+        walltime = self.timelimit if self.timelimit is not None else self.timelimit_raw
+        pairs = (("submit_s", self.submit), ("runtime_s", runtime), ("walltime_s", walltime),
+                 ("procs_alloc", self.procs), ("procs_req", self.req_cpus), ("nodes_alloc", self.nnodes))  # fmt: skip
+        return {raw: names[c] for raw, c in pairs if c is not None}
 
 
-# --------------------------------------------------------------------------- reader
+class _Job(NamedTuple):
+    """The values of one job record (times in Unix seconds)."""
+
+    job_id: int
+    submit: int
+    start: int | None  # None: never started
+    runtime_s: int
+    walltime_s: int
+    nodes: int
+    procs_alloc: int
+    procs_req: int
+    nodelist: str
+    hosts: list[str]
+
+
+class _Jobs:
+    """The jobs read so far, in file order, as columns."""
+
+    def __init__(self) -> None:
+        self.jobs: list[_Job] = []
+        self.lines: list[int] = []
+        self.states: list[str] = []
+        self.partitions: list[str] = []
+        self.users: list[str] = []
+        self.switches: list[tuple[int, int]] = []
+        self._seen: set[tuple[Any, ...]] = set()
+
+    def add(self, job: _Job, line: int, vals: dict[int, str], cols: Columns, raw_id: str, pieces: list[str]) -> bool:
+        """Keep a job; False (and nothing kept) when it repeats one already kept."""
+        # The same allocation printed again (sacct prints a job once per association or
+        # cluster it matches, and dumps get concatenated): keep the first, count the rest.
+        identity = (vals[cols.jobid].strip() if cols.jobid is not None else raw_id, job.job_id, job.submit, job.start, job.runtime_s, job.nodelist)
+        if identity in self._seen:
+            return False
+        self._seen.add(identity)
+        self.jobs.append(job)
+        self.lines.append(line)
+        self.switches.append(_switches_requested(pieces))
+        self.states.append(vals[cols.state].strip() if cols.state is not None else "")
+        self.partitions.append(vals[cols.partition].strip() if cols.partition is not None else "")
+        self.users.append(vals[cols.user].strip() if cols.user is not None else "")
+        return True
+
+    def columns(self) -> tuple[int | None, dict[str, np.ndarray], dict[str, Any]]:
+        """(time origin, raw columns for :func:`normalize`, extra columns)."""
+        jobs = self.jobs
+        submit_ep = [j.submit for j in jobs]
+        origin = min(submit_ep) if submit_ep else None
+        sub_arr = np.asarray(submit_ep, dtype=np.int64)
+        start_arr = np.asarray([-1 if j.start is None else j.start for j in jobs], dtype=np.int64)
+        if origin is not None:
+            sub_arr = sub_arr - origin
+            start_arr = np.where(start_arr >= 0, start_arr - origin, -1)
+
+        def col(values: list[int]) -> np.ndarray:
+            return np.asarray(values, dtype=np.int64)
+
+        raw = {
+            "job_id": col([j.job_id for j in jobs]),
+            "submit_s": sub_arr,
+            "runtime_s": col([j.runtime_s for j in jobs]),
+            "walltime_s": col([j.walltime_s for j in jobs]),
+            "procs_alloc": col([j.procs_alloc for j in jobs]),
+            "procs_req": col([j.procs_req for j in jobs]),
+            "nodes_alloc": col([j.nodes for j in jobs]),
+            "line": col(self.lines),
+        }
+        extra = {
+            "logged_start_s": start_arr.astype(np.int64),
+            "logged_nodelist": [j.nodelist for j in jobs],
+            "logged_hosts": [j.hosts for j in jobs],
+            "state": self.states,
+            "partition": self.partitions,
+            "user": self.users,
+            # sbatch --switches=N@TIME as the SubmitLine shows it (0: not asked)
+            "max_leaves": col([n for n, _ in self.switches]),
+            "switch_wait_s": col([w for _, w in self.switches]),
+        }
+        return origin, raw, extra
 
 
 def read_sacct(
@@ -596,7 +381,7 @@ def read_sacct(
     missing_walltime: Literal["runtime"] | int = "runtime",
     missing_runtime: Literal["skip", "zero"] = "skip",
     allow_long_span: bool = False,
-):
+) -> Workload:
     """Read a Slurm accounting log into a normalized :class:`~toposched.workload.model.Workload`.
 
     Records:
@@ -648,173 +433,50 @@ def read_sacct(
         missing_runtime=missing_runtime,
     )
     src = str(path)
-    # Bytes, split on '\n' only: universal newlines would also split at a bare '\r',
-    # which can occur inside a SubmitLine.
-    text = read_bytes(path).decode("utf-8", errors="replace")
-    lines = [ln[:-1] if ln.endswith("\r") else ln for ln in text.split("\n")]
-    if lines and lines[-1] == "":
-        lines.pop()  # the newline ending the last line does not start another
-
-    first_idx = next((i for i, ln in enumerate(lines) if ln.strip()), None)
-    if first_idx is None:
-        raise TraceFormatError(src, "no job records found (the file is empty)")
-    layout = _detect_layout(src, lines[first_idx], first_idx + 1)
-    data_start = first_idx + 1 if layout.kind == "header" else first_idx
-
-    c_id = layout.col("JobIDRaw", "JobID")
-    c_jobid = layout.col("JobID")
-    c_submit = layout.col("Submit")
-    c_start = layout.col("Start")
-    c_end = layout.col("End")
-    c_elapsed_raw = layout.col("ElapsedRaw")
-    c_elapsed = layout.col("Elapsed")
-    c_limit = layout.col("Timelimit")
-    c_limit_raw = layout.col("TimelimitRaw") if c_limit is None else None
-    c_nnodes = layout.col("NNodes")
-    c_procs = layout.col("AllocCPUS", "NCPUS")
-    c_req = layout.col("ReqCPUS")
-    c_nodelist = layout.col("NodeList")
-    c_state = layout.col("State")
-    c_partition = layout.col("Partition")
-    c_user = layout.col("User")
-    used = [
-        c
-        for c in (c_id, c_jobid, c_submit, c_start, c_end, c_elapsed_raw, c_elapsed, c_limit, c_limit_raw,
-                  c_nnodes, c_procs, c_req, c_nodelist, c_state, c_partition, c_user)
-        if c is not None
-    ]  # fmt: skip
-    used = list(dict.fromkeys(used))
-    # A column we use cannot be a free-text one (none of them is), but a header could
-    # repeat a name; treat such a column as untyped rather than free.
-    for c in used:
-        if layout.kinds[c] is _FREE:
-            layout.kinds[c] = None
-    name = layout.names
-    field_names = {
-        raw: name[c]
-        for raw, c in (("submit_s", c_submit), ("runtime_s", c_elapsed_raw if c_elapsed_raw is not None else c_elapsed),
-                       ("walltime_s", c_limit if c_limit is not None else c_limit_raw), ("procs_alloc", c_procs),
-                       ("procs_req", c_req), ("nodes_alloc", c_nnodes))
-        if c is not None
-    }  # fmt: skip
-
-    job_id: list[int] = []
-    submit_ep: list[int] = []
-    start_ep: list[int] = []
-    runtime: list[int] = []
-    walltime: list[int] = []
-    nodes_alloc: list[int] = []
-    procs_alloc: list[int] = []
-    procs_req: list[int] = []
-    line_no: list[int] = []
-    nodelists: list[str] = []
-    hosts: list[list[str]] = []
-    states: list[str] = []
-    partitions: list[str] = []
-    users: list[str] = []
+    lines = read_lines(path)
+    layout, data_start = read_layout(src, lines, _READ_COLUMNS)
+    cols = Columns.of(src, layout)
 
     records = 0
     skipped: dict[str, int] = {}
-    examples: list[str] = []
-
-    def fail(err: TraceFormatError) -> None:
-        if not lenient:
-            raise TraceFormatError(err.path, err.message, line=err.line, field=err.field, hint=LENIENT_HINT)
-        skipped["malformed_line"] = skipped.get("malformed_line", 0) + 1
-        if len(examples) < _MAX_EXAMPLES:
-            # same form as the SWF reader's examples: the summary already names the file
-            where = f"line {err.line}: field {err.field}: " if err.field else f"line {err.line}: "
-            examples.append(where + err.message)
-
-    switches: list[tuple[int, int]] = []
-    seen: set[tuple] = set()
-    splitter = _Splitter(layout, used, lines)
-    for first0, last0, pieces, status, detail in splitter.records(data_start):
+    tally = Tally(src, lenient, skipped)
+    jobs = _Jobs()
+    for first0, last0, pieces, status, detail in Splitter(layout, cols.used(), lines).records(data_start):
         records += 1
         first, last = first0 + 1, last0 + 1
         if status != "ok":
-            field, message = _split_message(layout, len(pieces), first, last, status, detail)
-            fail(TraceFormatError(src, message, line=first, field=field))
+            field, message = split_message(layout, len(pieces), first, last, status, detail)
+            tally.fail(message, line=first, field=field)
             continue
         vals, relaxed = detail
-        raw_id = vals[c_id].strip()
-        if "." in raw_id or (c_jobid is not None and "." in vals[c_jobid]):
+        raw_id = vals[cols.job_id].strip()
+        if "." in raw_id or (cols.jobid is not None and "." in vals[cols.jobid]):
             skipped["job_step"] = skipped.get("job_step", 0) + 1
             continue
         try:
-            row = _parse_job(vals, name, raw_id, c_id, c_submit, c_start, c_end, c_elapsed_raw, c_elapsed,
-                             c_limit, c_limit_raw, c_nnodes, c_procs, c_req, c_nodelist, c_state)  # fmt: skip
+            job = _parse_job(vals, raw_id, cols, layout.names)
         except _FieldError as exc:
-            fail(TraceFormatError(src, exc.message, line=first, field=exc.field))
+            tally.fail(exc.message, line=first, field=exc.field)
             continue
         if relaxed:
             # Found only by ignoring the shapes of our fields, yet every value parsed:
             # the shapes and the parsers disagree. Refuse rather than guess.
-            fail(TraceFormatError(src, _split_message(layout, len(pieces), first, last, "nosplit", None)[1], line=first))
+            tally.fail(split_message(layout, len(pieces), first, last, "nosplit", None)[1], line=first)
             continue
-
-        jid, sub, start, rt, wt, nn, pa, pr, nl, hl = row
-        # The same allocation printed again (sacct prints a job once per association or
-        # cluster it matches, and dumps get concatenated): keep the first, count the rest.
-        identity = (vals[c_jobid].strip() if c_jobid is not None else raw_id, jid, sub, start, rt, nl)
-        if identity in seen:
+        if not jobs.add(job, first, vals, cols, raw_id, pieces):
             skipped["duplicate_record"] = skipped.get("duplicate_record", 0) + 1
-            continue
-        seen.add(identity)
-        job_id.append(jid)
-        submit_ep.append(sub)
-        start_ep.append(-1 if start is None else start)
-        runtime.append(rt)
-        walltime.append(wt)
-        nodes_alloc.append(nn)
-        procs_alloc.append(pa)
-        procs_req.append(pr)
-        line_no.append(first)
-        nodelists.append(nl)
-        hosts.append(hl)
-        switches.append(_switches_requested(pieces))
-        states.append(vals[c_state].strip() if c_state is not None else "")
-        partitions.append(vals[c_partition].strip() if c_partition is not None else "")
-        users.append(vals[c_user].strip() if c_user is not None else "")
 
     if records == 0:
         raise TraceFormatError(src, "no job records found (only a header)")
-    if not job_id:
-        malformed = skipped.get("malformed_line", 0)
-        if malformed:
-            raise TraceFormatError(src, f"no valid job records found ({malformed} malformed; first: {examples[0]})")
+    if not jobs.jobs:
+        if tally.malformed:
+            raise tally.no_valid_records()
         raise TraceFormatError(src, f"no job records found: all {records} records are job steps (a JobID with '.')")
 
-    origin = min(submit_ep) if submit_ep else None
-    sub_arr = np.asarray(submit_ep, dtype=np.int64)
-    start_arr = np.asarray(start_ep, dtype=np.int64)
-    if origin is not None:
-        sub_arr = sub_arr - origin
-        start_arr = np.where(start_arr >= 0, start_arr - origin, -1)
-    raw = {
-        "job_id": np.asarray(job_id, dtype=np.int64),
-        "submit_s": sub_arr,
-        "runtime_s": np.asarray(runtime, dtype=np.int64),
-        "walltime_s": np.asarray(walltime, dtype=np.int64),
-        "procs_alloc": np.asarray(procs_alloc, dtype=np.int64),
-        "procs_req": np.asarray(procs_req, dtype=np.int64),
-        "nodes_alloc": np.asarray(nodes_alloc, dtype=np.int64),
-        "line": np.asarray(line_no, dtype=np.int64),
-    }
-    extra = {
-        "logged_start_s": start_arr.astype(np.int64),
-        "logged_nodelist": nodelists,
-        "logged_hosts": hosts,
-        "state": states,
-        "partition": partitions,
-        "user": users,
-        # sbatch --switches=N@TIME as the SubmitLine shows it (0: not asked)
-        "max_leaves": np.asarray([n for n, _ in switches], dtype=np.int64),
-        "switch_wait_s": np.asarray([w for _, w in switches], dtype=np.int64),
-    }
+    origin, raw, extra = jobs.columns()
     note: dict[str, Any] = {"layout": layout.kind}
     if lenient:
-        note["lenient_examples"] = examples
+        note["lenient_examples"] = tally.examples
     return normalize(
         raw,
         source=src,
@@ -828,46 +490,29 @@ def read_sacct(
         settings_note=note,
         lenient=lenient,
         allow_long_span=allow_long_span,
-        field_names=field_names,
+        field_names=cols.field_names(layout.names),
     )
 
 
-def _parse_job(
-    vals: dict[int, str],
-    name: list[str],
-    raw_id: str,
-    c_id: int,
-    c_submit: int,
-    c_start: int,
-    c_end: int | None,
-    c_elapsed_raw: int | None,
-    c_elapsed: int | None,
-    c_limit: int | None,
-    c_limit_raw: int | None,
-    c_nnodes: int | None,
-    c_procs: int | None,
-    c_req: int | None,
-    c_nodelist: int | None,
-    c_state: int | None,
-) -> tuple[int, int, int | None, int, int, int, int, int, str, list[str]]:
-    """The raw values of one job record (raises _FieldError for a bad value)."""
+def _parse_job(vals: dict[int, str], raw_id: str, cols: Columns, name: list[str]) -> _Job:
+    """The values of one job record (raises _FieldError for a bad value)."""
     if not _RE_UINT.fullmatch(raw_id):
-        if name[c_id].lower() == "jobid" and re.fullmatch(r"\d+[_+].*", raw_id):
+        if name[cols.job_id].lower() == "jobid" and re.fullmatch(r"\d+[_+].*", raw_id):
             raise _FieldError(
-                name[c_id],
+                name[cols.job_id],
                 f"job id {raw_id!r} is an array task or a heterogeneous-job component and has "
                 "no integer id; add JobIDRaw to sacct --format",
             )
-        raise _FieldError(name[c_id], f"expected an integer job id, got {raw_id!r}")
+        raise _FieldError(name[cols.job_id], f"expected an integer job id, got {raw_id!r}")
     jid = int(raw_id)
     if jid > MAX_INT64:
-        raise _FieldError(name[c_id], f"job id {raw_id} is out of range (at most 2^63 - 1)")
+        raise _FieldError(name[cols.job_id], f"job id {raw_id} is out of range (at most 2^63 - 1)")
 
-    submit = _time(vals[c_submit], name[c_submit])
+    submit = _time(vals[cols.submit], name[cols.submit])
     if submit is None:
-        raise _FieldError(name[c_submit], _TIME_HINT.format(vals[c_submit]))
-    start = _time(vals[c_start], name[c_start])
-    nodelist = vals[c_nodelist].strip() if c_nodelist is not None else ""
+        raise _FieldError(name[cols.submit], _TIME_HINT.format(vals[cols.submit]))
+    start = _time(vals[cols.start], name[cols.start])
+    nodelist = vals[cols.nodelist].strip() if cols.nodelist is not None else ""
     # sacct prints "None assigned" for a job that never got nodes (and then a Start equal
     # to its End, e.g. when it was cancelled while pending).
     started = start is not None and nodelist != _NOT_ALLOCATED
@@ -875,35 +520,37 @@ def _parse_job(
         nodelist = ""
     # A job still running when the log was taken has no End yet; its Elapsed is only a
     # lower bound of its run time, so the run time is unknown.
-    state = vals[c_state].strip().upper() if c_state is not None else ""
+    state = vals[cols.state].strip().upper() if cols.state is not None else ""
     running = state.startswith("RUNNING")
-    if c_end is not None and _time(vals[c_end], name[c_end]) is None:
+    if cols.end is not None and _time(vals[cols.end], name[cols.end]) is None:
         running = True
 
-    if c_elapsed_raw is not None and vals[c_elapsed_raw].strip() != "":
-        elapsed = _int_or(vals[c_elapsed_raw], name[c_elapsed_raw])
-    elif c_elapsed is not None:
-        elapsed = _duration(vals[c_elapsed], name[c_elapsed])
+    if cols.elapsed_raw is not None and vals[cols.elapsed_raw].strip() != "":
+        elapsed = _int_or(vals[cols.elapsed_raw], name[cols.elapsed_raw])
+    elif cols.elapsed is not None:
+        elapsed = _duration(vals[cols.elapsed], name[cols.elapsed])
     else:
         elapsed = -1
     rt = elapsed if started and not running else -1
 
-    if c_limit is not None:
-        wt = _duration(vals[c_limit], name[c_limit])
+    if cols.timelimit is not None:
+        wt = _duration(vals[cols.timelimit], name[cols.timelimit])
     else:
-        s = vals[c_limit_raw].strip()  # type: ignore[index]
-        wt = -1 if s.lower() in _UNKNOWN_DURATIONS else _int_or(s, name[c_limit_raw]) * 60  # type: ignore[index]
+        assert cols.timelimit_raw is not None  # Columns.of requires one of the two
+        s = vals[cols.timelimit_raw].strip()
+        wt = -1 if s.lower() in _UNKNOWN_DURATIONS else _int_or(s, name[cols.timelimit_raw]) * 60
         wt = max(wt, -1)
 
-    nn = _int_or(vals[c_nnodes], name[c_nnodes]) if c_nnodes is not None else -1
+    nn = _int_or(vals[cols.nnodes], name[cols.nnodes]) if cols.nnodes is not None else -1
     nn = nn if started and nn > 0 else -1
-    pa = _int_or(vals[c_procs], name[c_procs]) if c_procs is not None else -1
-    pr = _int_or(vals[c_req], name[c_req]) if c_req is not None else -1
+    pa = _int_or(vals[cols.procs], name[cols.procs]) if cols.procs is not None else -1
+    pr = _int_or(vals[cols.req_cpus], name[cols.req_cpus]) if cols.req_cpus is not None else -1
 
     hl: list[str] = []
     if started and nodelist:
+        assert cols.nodelist is not None  # a nodelist is only read from that column
         try:
             hl = list(_expand_cached(nodelist))
         except hostlist.BadHostlist as exc:
-            raise _FieldError(name[c_nodelist], f"bad host list {nodelist!r}: {exc}") from None  # type: ignore[index]
-    return jid, submit, (start if started else None), rt, wt, nn, pa, pr, nodelist, hl
+            raise _FieldError(name[cols.nodelist], f"bad host list {nodelist!r}: {exc}") from None
+    return _Job(jid, submit, (start if started else None), rt, wt, nn, pa, pr, nodelist, hl)

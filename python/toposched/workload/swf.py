@@ -33,10 +33,11 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..errors import LENIENT_HINT, TraceFormatError
+from ..errors import TraceFormatError
 from ._io import read_bytes
 from .model import Workload
 from .normalize import NormalizeSettings, normalize
+from .tally import Tally
 
 __all__ = ["FIELD_NAMES", "N_FIELDS", "parse_header_line", "read_swf"]
 
@@ -71,7 +72,6 @@ _USED_SET = frozenset(_USED)
 # Position of each kept field in the per-record rows we collect.
 _JOB, _SUBMIT, _WAIT, _RUN, _PALLOC, _PREQ, _REQTIME, _STATUS, _USER, _QUEUE, _PART = range(len(_USED))
 
-_MAX_EXAMPLES = 5  # lenient mode: problems quoted in settings["lenient_examples"]
 _CHUNK_BYTES = 1 << 20  # fast-path chunk size; ~1 MiB keeps temporaries in cache
 
 # Bytes the fast path accepts in a chunk: digits, '-', '.', and the whitespace that
@@ -150,19 +150,12 @@ class _Collector:
         self.rows: list[np.ndarray] = []  # (k, len(_USED)) int64 blocks, in file order
         self.lines: list[np.ndarray] = []  # matching 1-based line numbers
         self.records = 0
-        self.malformed = 0
-        self.examples: list[str] = []
+        self.tally = Tally(path, lenient)
         self.extended_lines = 0  # records with more than 18 fields
 
     def problem(self, line: int, field_index: int | None, message: str) -> None:
         """A malformed record: raise (strict) or count and skip it (lenient)."""
-        name = FIELD_NAMES[field_index] if field_index is not None else None
-        if not self.lenient:
-            raise TraceFormatError(self.path, message, line=line, field=name, hint=LENIENT_HINT)
-        self.malformed += 1
-        if len(self.examples) < _MAX_EXAMPLES:
-            where = f"line {line}: field {name}: " if name else f"line {line}: "
-            self.examples.append(where + message)
+        self.tally.fail(message, line=line, field=FIELD_NAMES[field_index] if field_index is not None else None)
 
 
 def _token_text(tok: bytes) -> str:
@@ -518,10 +511,7 @@ def read_swf(
     if col.records == 0:
         raise TraceFormatError(spath, "no job records found")
     if not col.rows:
-        raise TraceFormatError(
-            spath,
-            f"no valid job records found ({col.malformed} malformed; first: {col.examples[0]})",
-        )
+        raise col.tally.no_valid_records()
 
     table = col.rows[0] if len(col.rows) == 1 else np.concatenate(col.rows)
     line = col.lines[0] if len(col.lines) == 1 else np.concatenate(col.lines)
@@ -541,7 +531,7 @@ def read_swf(
     if overuse is not None:
         note["allow_overuse"] = overuse
     if lenient:
-        note["lenient_examples"] = list(col.examples)
+        note["lenient_examples"] = list(col.tally.examples)
     if col.extended_lines:
         note["extended_fields_ignored"] = col.extended_lines
     settings = NormalizeSettings(
@@ -578,7 +568,7 @@ def read_swf(
         "queue": np.ascontiguousarray(table[:, _QUEUE]),
         "user": np.ascontiguousarray(table[:, _USER]),
     }
-    skipped = {"malformed_line": col.malformed} if col.malformed else {}
+    skipped = dict(col.tally.skipped)  # {"malformed_line": n}, or empty
     return normalize(
         raw,
         source=spath,

@@ -30,16 +30,16 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..errors import LENIENT_HINT, TraceFormatError
+from ..errors import TraceFormatError
 from ._io import open_text, read_bytes
 from .model import COLUMNS, Workload
 from .swf import N_FIELDS, read_swf
+from .tally import MAX_EXAMPLES, Tally
 
 __all__ = ["AleaCluster", "has_node_lists", "parse_node_list", "read_alea_machines", "read_swf_with_nodes"]
 
 _NODE_LIST_RE = re.compile(r"\{([^{}\s]*)\}\Z")
 _NODE_ID_RE = re.compile(r"[A-Za-z0-9_.\-]+\Z")
-_MAX_EXAMPLES = 5
 
 
 @dataclass(frozen=True)
@@ -197,22 +197,20 @@ def read_swf_with_nodes(
     queues: list[str] = []
     requests: list[str] = []
     keep = np.ones(n, dtype=bool)
-    examples: list[str] = []
+    tally = Tally(spath, lenient)
     length_differs = 0
     for i in range(n):
         toks = lines[int(line_of[i]) - 1].decode("utf-8", errors="replace").split()
         extra = toks[N_FIELDS:]
         field19 = extra[0] if extra else ""
+        bad: str | None = None
         try:
             h = parse_node_list(field19) if field19 else []
         except ValueError as exc:
-            err = TraceFormatError(spath, str(exc), line=int(line_of[i]), field="node_list", hint=LENIENT_HINT)
-            if not lenient:
-                raise err from None
+            bad, h = str(exc), []
+        if bad is not None:  # out of the except block: the error is the whole story
+            tally.fail(bad, line=int(line_of[i]), field="node_list")
             keep[i] = False
-            if len(examples) < _MAX_EXAMPLES:
-                examples.append(f"line {err.line}: field node_list: {err.message}")
-            h = []
         if field19.startswith("{") and keep[i]:
             per_cpu = field19.count(",") + 1 if len(field19) > 2 else 0
             if per_cpu != int(w["procs"][i]):
@@ -248,7 +246,7 @@ def read_swf_with_nodes(
         }
     skipped = dict(w.skipped)
     if lenient:
-        settings["lenient_examples"] = (list(settings.get("lenient_examples", [])) + examples)[:_MAX_EXAMPLES]
+        settings["lenient_examples"] = (list(settings.get("lenient_examples", [])) + tally.examples)[:MAX_EXAMPLES]
     out = Workload(
         columns=cols,
         source=w.source,
@@ -263,5 +261,5 @@ def read_swf_with_nodes(
     )
     if not keep.all():
         out = out.take(np.flatnonzero(keep))
-        out.skipped["malformed_line"] = out.skipped.get("malformed_line", 0) + int((~keep).sum())
+        out.skipped["malformed_line"] = out.skipped.get("malformed_line", 0) + tally.malformed
     return out
