@@ -36,8 +36,9 @@ def file_mode() -> int:
     return 0o666 & ~_umask()
 
 
-def write_atomic(path: str | Path, write: Callable[[str], None]) -> Path:
-    """Call ``write(tmp_path)`` to produce the file, then move it to ``path``."""
+def write_atomic(path: str | Path, write: Callable[[str], object]) -> Path:
+    """Call ``write(tmp_path)`` to produce the file (what it returns is ignored), then move
+    it to ``path``."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
@@ -128,7 +129,7 @@ def _exchange(a: Path, b: Path) -> bool:
             return False
     at_fdcwd, rename_exchange = -100, 2
     rc = renameat2(at_fdcwd, os.fsencode(str(a)), at_fdcwd, os.fsencode(str(b)), rename_exchange)
-    return rc == 0
+    return int(rc) == 0  # renameat2 returns a C int (ctypes gives it untyped)
 
 
 def replace_dir(out: Path, write: Callable[[Path], None]) -> None:

@@ -125,8 +125,8 @@ def resolve(policy: Any, fabric: Any) -> Any:
     return obj
 
 
-def describe(policy: Any) -> str:
-    """How a policy is named in a summary."""
+def describe(policy: Any) -> str | None:
+    """How a policy is named in a summary (None for no policy)."""
     if policy is None or isinstance(policy, str):
         return policy
     return getattr(policy, "name", None) or f"{type(policy).__module__}:{type(policy).__qualname__}"

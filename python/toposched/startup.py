@@ -61,7 +61,8 @@ def column_numpy(column: "pa.ChunkedArray | pa.Array") -> "np.ndarray":
             continue
         floating = pa.types.is_floating(t)
         if (chunk.null_count and not floating) or not (pa.types.is_integer(t) or floating):
-            return column.to_numpy(zero_copy_only=False) if isinstance(column, pa.ChunkedArray) else chunk.to_numpy(zero_copy_only=False)
+            whole: np.ndarray = column.to_numpy(zero_copy_only=False) if isinstance(column, pa.ChunkedArray) else chunk.to_numpy(zero_copy_only=False)
+            return whole  # pyarrow is untyped
         dtype = np.dtype(t.to_pandas_dtype())
         values = np.frombuffer(chunk.buffers()[1], dtype=dtype, count=len(chunk), offset=chunk.offset * dtype.itemsize)
         if chunk.null_count:  # nulls of a floating column read as NaN, as to_numpy gives them

@@ -16,13 +16,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .limits import MAX_FABRIC_NODES
 from .errors import TopologyError
 from .fabric_spec import FabricSpec, LeafSpec, PodSpec
+
+if TYPE_CHECKING:
+    from . import _core
 
 # Shapes of the presets, (K, S, P, W1, W2) or an explicit pod list; the Rust core holds
 # the same table (crates/toposched-core/src/topology.rs) and a test checks they agree.
@@ -126,10 +129,10 @@ def preset_spec(name: str) -> FabricSpec:
         leaf_names = _names("leaf", 84)
         pod_names = _names("pod", 10)
         pods = []
-        leaf = 0
+        first_leaf = 0
         for p, n_leaves in enumerate([9] * 4 + [8] * 6):
-            leaves = [LeafSpec(leaf_names[i], node_names[i * 32 : (i + 1) * 32]) for i in range(leaf, leaf + n_leaves)]
-            leaf += n_leaves
+            leaves = [LeafSpec(leaf_names[i], node_names[i * 32 : (i + 1) * 32]) for i in range(first_leaf, first_leaf + n_leaves)]
+            first_leaf += n_leaves
             pods.append(PodSpec(pod_names[p], leaves))
         spec = FabricSpec("quartz", pods, levels=3, uplinks_per_leaf=16, uplinks_per_l2=9)
     else:
@@ -164,7 +167,9 @@ def parse_fattree_params(text: str) -> FabricSpec:
     if total > MAX_FABRIC_NODES:
         raise TopologyError(text, f"K x S x P = {total:,} nodes, more than the {MAX_FABRIC_NODES:,} toposched supports (docs/reliability.md)")
     name = f"fattree-{params['nodes_per_leaf']}x{params['leaves_per_pod']}x{params['pods']}"
-    return regular_spec(name, **params)
+    return regular_spec(name, params["nodes_per_leaf"], params["leaves_per_pod"], params["pods"],
+                        uplinks_per_leaf=params.get("uplinks_per_leaf"), uplinks_per_l2=params.get("uplinks_per_l2"),
+                        nodes=params.get("nodes"))
 
 
 def load_spec(system: str, *, lenient: bool = False) -> FabricSpec:
@@ -190,7 +195,7 @@ class Fabric:
     """A fabric: its spec (names) and the core's topology (numbers)."""
 
     spec: FabricSpec
-    core: Any  # toposched._core.Topology
+    core: _core.Topology
 
     @classmethod
     def from_spec(cls, spec: FabricSpec) -> "Fabric":

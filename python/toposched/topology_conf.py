@@ -102,7 +102,8 @@ def _hostlist_size(value: str) -> int:
     """How many names a host list expands to, counted without expanding it (a typo such as
     ``n[1-99999999]`` would otherwise fill the memory). Malformed parts count as one: the
     expansion then reports them."""
-    total, depth, item = 0, 0, []
+    total, depth = 0, 0
+    item: list[str] = []
     for ch in value + ",":
         if ch == "," and depth == 0:
             size = 1
@@ -129,7 +130,7 @@ def _expand(path: str, value: str, line: int, key: str, what: str) -> list[str]:
             path, f"the host list names {size:,} {what}s, more than the {MAX_FABRIC_NODES:,} toposched supports (docs/reliability.md)", line=line, field=key
         )
     try:
-        names = hostlist.expand_hostlist(value, allow_duplicates=True)
+        names: list[str] = hostlist.expand_hostlist(value, allow_duplicates=True)  # hostlist is untyped
     except hostlist.BadHostlist as exc:
         raise TopologyError(path, f"bad host list {value!r}: {exc}", line=line, field=key) from None
     if not names:

@@ -303,14 +303,16 @@ def speedup_fraction(nodes: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.nd
     """V1/V2 reduction inside a bin [lo, hi]: ``lo + (hi - lo) * min(nodes, 512) / 512``,
     growing linearly with the node count and reaching the top of the bin at 512 nodes."""
     n = np.minimum(np.asarray(nodes, dtype=np.float64), V_FULL_NODES)
-    return lo + (hi - lo) * n / V_FULL_NODES
+    fraction: np.ndarray = lo + (hi - lo) * n / V_FULL_NODES
+    return fraction
 
 
 def _shorten(runtime: np.ndarray, fraction: np.ndarray) -> np.ndarray:
     """``runtime * (1 - fraction)`` rounded to the nearest second (halves up); a job that
     ran at least 1 s keeps at least 1 s."""
     new = np.floor(runtime * (1.0 - fraction) + 0.5).astype(np.int64)
-    return np.maximum(new, np.minimum(runtime, 1))
+    shortened: np.ndarray = np.maximum(new, np.minimum(runtime, 1))
+    return shortened
 
 
 def apply_scenario(w: Workload, name: str, seed: int = 0) -> Workload:

@@ -5,6 +5,11 @@ from __future__ import annotations
 
 import http.client
 import socket
+from typing import Any
+
+# A decoded JSON object: the bodies the HTTP APIs of serve and node-agent send and receive.
+# The wire format is the boundary where values are checked by the code, not by the types.
+JsonObject = dict[str, Any]
 
 
 class UnixHTTPConnection(http.client.HTTPConnection):

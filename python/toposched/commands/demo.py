@@ -4,12 +4,27 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TypedDict
+
 from ._args import positive_int as _positive_int
 
 NAME = "demo"
 HELP = "compare linear and isolated allocation on the bundled LLNL Atlas log (cab fabric) and build the report"
 DEMO_TRACE = "LLNL-Atlas-2006-2.1-cln.swf.gz"
-DEMO_OPTIONS = {
+
+
+class DemoOptions(TypedDict):
+    """The demo's comparison settings (keywords of commands/compare.py's run_with)."""
+
+    system: str
+    allocs: list[str]
+    scenarios: list[str]
+    transforms: list[str]
+    queue: str
+    run_options: dict[str, int]
+
+
+DEMO_OPTIONS: DemoOptions = {
     "system": "cab",
     "allocs": ["linear", "isolated"],
     "scenarios": ["none", "ta10", "v2"],

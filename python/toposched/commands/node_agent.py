@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+from types import FrameType
+from typing import NoReturn
 
 NAME = "node-agent"
 HELP = "run the per-host topology agent (best-radius core placement, cgroup cpusets)"
@@ -57,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     server, where = make_server(agent, args.listen, token)
     print(f"node-agent: listening on {where}", file=sys.stderr, flush=True)
 
-    def stop(signum, frame):  # serve_forever returns; the state is already durable
+    def stop(signum: int, frame: FrameType | None) -> NoReturn:  # serve_forever returns; the state is already durable
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, stop)

@@ -43,7 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _split_columns(text: str) -> list[str]:
     """Split on commas outside parentheses and quotes."""
-    out, depth, quote, cur = [], 0, None, []
+    out: list[str] = []
+    cur: list[str] = []
+    depth, quote = 0, None
     for ch in text:
         if quote:
             cur.append(ch)

@@ -6,7 +6,9 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from ..registry import alloc_names, policy
+from typing import Any
+
+from ..registry import alloc_names, policies
 from ._args import add_run_options, output_dir, run_options
 from ._args import positive_int as _positive_int
 from .. import _core
@@ -60,7 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     g = parser.add_argument_group("policies")
     g.add_argument("--queue", default="easy", choices=_core.QUEUES, help="queue policy (default: easy)")
-    g.add_argument("--alloc", default="linear", type=_alloc_name, metavar="POLICY", help="allocation policy (default: linear): " + "; ".join(f"{n}: {policy(n).summary}" for n in alloc_names()) + "; as-logged: start times and nodes from the log (docs/as-logged.md); or module:Class for a policy written in Python (docs/python-policies.md)")
+    g.add_argument("--alloc", default="linear", type=_alloc_name, metavar="POLICY", help="allocation policy (default: linear): " + "; ".join(f"{p.name}: {p.summary}" for p in policies() if p.kind == "alloc") + "; as-logged: start times and nodes from the log (docs/as-logged.md); or module:Class for a policy written in Python (docs/python-policies.md)")
     add_run_options(parser)
     g = parser.add_argument_group("reading the log (see docs/workloads.md)")
     g.add_argument("--cores-per-node", type=_positive_int, help="processors per node to turn processor counts into nodes (default: from the SWF header MaxProcs/MaxNodes, else 1)")
@@ -96,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
 
         console = Console(stderr=False)
     t0 = time.perf_counter()
-    options: dict = {
+    options: dict[str, Any] = {  # read_trace's keywords
         "lenient": args.lenient,
         "allow_long_span": args.allow_long_span,
         "size_field": args.size_field,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from types import FrameType
 
 from ._args import positive_int
 
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     stopping = {"now": False}
 
-    def on_signal(signum, frame):
+    def on_signal(signum: int, frame: FrameType | None) -> None:
         stopping["now"] = True
 
     signal.signal(signal.SIGTERM, on_signal)

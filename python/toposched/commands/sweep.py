@@ -55,7 +55,8 @@ def _out_dir(args: argparse.Namespace, sweep: object) -> Path:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from ..sweep.runner import RUNS, run_status, run_sweep
+    from ..sweep.layout import RUNS, run_status
+    from ..sweep.runner import run_sweep
     from ..sweep.spec import SweepSpecError, load_sweep
 
     if args.scheduler and args.scheduler_file:

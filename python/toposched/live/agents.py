@@ -27,6 +27,7 @@ from typing import Iterable
 
 from ..errors import InputError
 from ..node.client import AgentClient, Ranking, rank_hosts
+from ..unix_http import JsonObject
 
 
 @dataclass
@@ -63,7 +64,7 @@ class AgentDirectory:
             out[name] = AgentClient(addr, token, timeout_s=float(timeout))
         return cls(out)
 
-    def rank(self, requirement: str | dict, hosts: Iterable[str]) -> Ranking:
+    def rank(self, requirement: str | JsonObject, hosts: Iterable[str]) -> Ranking:
         """Filter and rank ``hosts`` for ``requirement``; hosts without an agent are rejected."""
         hosts = list(hosts)
         ranking = rank_hosts(requirement, {h: self.agents[h] for h in hosts if h in self.agents})

@@ -30,10 +30,11 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import hostlist
 
+from ..unix_http import JsonObject
 from .client import Client, ServiceUnavailable
 
 TERMINAL = {
@@ -102,7 +103,7 @@ def _hosts(text: str) -> list[str]:
 class SlurmCommands:
     """Slurm's stock commands, each with a timeout and retries."""
 
-    def __init__(self, *, env: dict | None = None, timeout_s: float = 15.0, retries: int = 3, log: Callable[[str], None]) -> None:
+    def __init__(self, *, env: dict[str, str] | None = None, timeout_s: float = 15.0, retries: int = 3, log: Callable[[str], None]) -> None:
         self.env, self.timeout_s, self.retries, self.log = env, timeout_s, retries, log
 
     def run(self, *cmd: str, ok_errors: tuple[str, ...] = ()) -> str:
@@ -184,7 +185,8 @@ class Bridge:
         self.never_logged: set[str] = set()
         self.passes = 0
 
-    def _svc(self, method: str, path: str, body=None) -> tuple[int, object]:
+    def _svc(self, method: str, path: str, body: JsonObject | None = None) -> tuple[int, Any]:
+        """(status, decoded JSON answer): the service's wire format, checked by the callers."""
         return self.client.call(method, path, body, retry_for_s=60.0, log=self.log)
 
     def reconcile(self, jobs: list[SlurmJob]) -> None:
@@ -221,7 +223,7 @@ class Bridge:
         code, state = self._svc("GET", "/v1/state")
         if code != 200:
             raise RuntimeError(f"GET /v1/state: {code}")
-        held: dict[str, list[str]] = state["allocations"]  # type: ignore[index]
+        held: dict[str, list[str]] = state["allocations"]
         # ends
         for job in sorted(held):
             sj = by_id.get(job)
@@ -234,10 +236,10 @@ class Bridge:
         if (why := self._diverges(jobs, held)) is not None:
             self.log(f"service and Slurm disagree ({why}); reconciling")
             self.reconcile(jobs)
-            held = self._svc("GET", "/v1/state")[1]["allocations"]  # type: ignore[index]
+            held = self._svc("GET", "/v1/state")[1]["allocations"]
         # drains
         node_states = self.slurm.node_states(self.partition)
-        drained = set(state["drained"])  # type: ignore[index]
+        drained = set(state["drained"])
         bad = {n for n, s in node_states.items() if not node_is_good(s)}
         to_drain, to_resume = sorted(bad - drained), sorted((drained - bad) & set(node_states))
         if to_drain:
@@ -267,7 +269,7 @@ class Bridge:
             reserve = self.queue == "easy" and not reserved
             code, body = self._svc("POST", "/v1/allocate", {"job": j.job, "nodes": j.nodes, "walltime_s": j.walltime_s, "reserve": reserve})
             if code == 200:
-                nodes = body["nodes"]  # type: ignore[index]
+                nodes = body["nodes"]
                 try:
                     self.slurm.start(j.job, nodes)
                 except SlurmError as exc:
@@ -278,10 +280,10 @@ class Bridge:
                 self.log(f"started job {j.job} ({j.nodes} nodes, limit {j.walltime_s} s) on {hostlist.collect_hostlist(nodes)}")
             elif code == 202:
                 reserved = True
-            elif code == 409 and body.get("never"):  # type: ignore[union-attr]
+            elif code == 409 and body.get("never"):
                 if j.job not in self.never_logged:
                     self.never_logged.add(j.job)
-                    self.log(f"job {j.job} can never run here: {body.get('reason')}; left held")  # type: ignore[union-attr]
+                    self.log(f"job {j.job} can never run here: {body.get('reason')}; left held")
             elif code == 409:
                 if self.queue == "fcfs" or not reserved:
                     break  # FCFS stops at the head; EASY with no possible reservation backfills nothing

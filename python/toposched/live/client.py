@@ -6,13 +6,20 @@ from __future__ import annotations
 import http.client
 import json
 import time
-from typing import Any
+from typing import Any, Callable, TypedDict, Unpack, cast
 
-from ..unix_http import UnixHTTPConnection
+from ..unix_http import JsonObject, UnixHTTPConnection
 
 
 class ServiceUnavailable(Exception):
     """The service could not be reached within the retry budget."""
+
+
+class CallOptions(TypedDict, total=False):
+    """The keywords of :meth:`Client.call` that the conveniences pass through."""
+
+    retry_for_s: float
+    log: Callable[[str], None] | None
 
 
 class Client:
@@ -40,7 +47,7 @@ class Client:
 
     def request(self, method: str, path: str, body: Any = None, *, raw: bytes | None = None, token: str | None = "default") -> tuple[int, Any]:
         """One request, no retry: (status, decoded JSON or text). Connection errors raise OSError."""
-        headers = {}
+        headers: dict[str, str] = {}
         tok = self.token if token == "default" else token
         if tok is not None:
             headers["Authorization"] = f"Bearer {tok}"
@@ -60,7 +67,7 @@ class Client:
         ctype = resp.getheader("Content-Type", "")
         return resp.status, (json.loads(payload) if ctype.startswith("application/json") else payload.decode())
 
-    def call(self, method: str, path: str, body: Any = None, *, retry_for_s: float = 30.0, log=None) -> tuple[int, Any]:
+    def call(self, method: str, path: str, body: Any = None, *, retry_for_s: float = 30.0, log: Callable[[str], None] | None = None) -> tuple[int, Any]:
         """A request retried (with back-off) while the service cannot be reached, e.g. while it
         restarts. Safe for every route: allocate and release are idempotent."""
         deadline = time.monotonic() + retry_for_s
@@ -77,7 +84,7 @@ class Client:
                 delay = min(delay * 2, 1.0)
 
     # conveniences
-    def allocate(self, job: str, nodes: int, walltime_s: int, reserve: bool = False, requirement: str | dict | None = None, **kw) -> tuple[int, Any]:
+    def allocate(self, job: str, nodes: int, walltime_s: int, reserve: bool = False, requirement: str | JsonObject | None = None, **kw: Unpack[CallOptions]) -> tuple[int, Any]:
         """``requirement``: a per-host requirement for the node agents (service started with
         --node-agents)."""
         body: dict[str, Any] = {"job": job, "nodes": nodes, "walltime_s": walltime_s, "reserve": reserve}
@@ -85,11 +92,11 @@ class Client:
             body["requirement"] = requirement
         return self.call("POST", "/v1/allocate", body, **kw)
 
-    def release(self, job: str, **kw) -> tuple[int, Any]:
+    def release(self, job: str, **kw: Unpack[CallOptions]) -> tuple[int, Any]:
         return self.call("POST", "/v1/release", {"job": job}, **kw)
 
-    def state(self, **kw) -> dict:
+    def state(self, **kw: Unpack[CallOptions]) -> JsonObject:
         code, body = self.call("GET", "/v1/state", **kw)
         if code != 200:
             raise RuntimeError(f"GET /v1/state: {code} {body}")
-        return body
+        return cast(JsonObject, body)  # the route answers a JSON object (live/openapi.py)

@@ -21,8 +21,8 @@ def _labels(pairs: tuple[tuple[str, str], ...]) -> str:
 class Metrics:
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self.requests: dict[tuple, int] = defaultdict(int)
-        self.decisions: dict[tuple, int] = defaultdict(int)
+        self.requests: dict[tuple[tuple[str, str], ...], int] = defaultdict(int)
+        self.decisions: dict[tuple[tuple[str, str], ...], int] = defaultdict(int)
         self.latency_counts: dict[str, list[int]] = defaultdict(lambda: [0] * (len(BUCKETS_S) + 1))
         self.latency_sum: dict[str, float] = defaultdict(float)
 

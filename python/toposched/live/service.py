@@ -21,11 +21,12 @@ import socket
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, TextIO
 
 import hostlist
 
 from ..errors import ToposchedError
+from ..unix_http import JsonObject
 from .metrics import Metrics
 from .openapi import openapi_document
 from .table import DurabilityError, LiveTable, UnknownNode
@@ -47,7 +48,7 @@ class BadRequest(Exception):
 # request validation -------------------------------------------------------------------
 
 
-def _field(body: dict, name: str, kind: type, *, required: bool = True, default: Any = None) -> Any:
+def _field(body: JsonObject, name: str, kind: type, *, required: bool = True, default: Any = None) -> Any:
     if name not in body:
         if required:
             raise BadRequest(f"missing field '{name}'", name)
@@ -64,14 +65,14 @@ def _field(body: dict, name: str, kind: type, *, required: bool = True, default:
     return v
 
 
-def _only(body: dict, allowed: set[str]) -> None:
+def _only(body: JsonObject, allowed: set[str]) -> None:
     extra = sorted(set(body) - allowed)
     if extra:
         raise BadRequest(f"unknown field '{extra[0]}' (allowed: {', '.join(sorted(allowed))})", extra[0])
 
 
-def _job_id(body: dict) -> str:
-    job = _field(body, "job", str)
+def _job_id(body: JsonObject) -> str:
+    job: str = _field(body, "job", str)
     if not job or len(job) > MAX_JOB_ID_CHARS or any(c.isspace() or not c.isprintable() for c in job):
         raise BadRequest(f"field 'job' must be 1 to {MAX_JOB_ID_CHARS} printable characters without spaces", "job")
     return job
@@ -89,7 +90,7 @@ def _node_list(value: Any, field: str) -> list[str]:
     raise BadRequest(f"field '{field}' must be a list of node names or a host list string", field)
 
 
-def _host_advice(ranking: Any, nodes: list[str]) -> list[dict]:
+def _host_advice(ranking: Ranking, nodes: list[str]) -> list[JsonObject]:
     """Per chosen host, best radius first: the CPUs its agent proposes and how good they are."""
     answers = dict(ranking.ranked)
     chosen = [h for h in ranking.hosts if h in set(nodes)]
@@ -101,6 +102,7 @@ def _host_advice(ranking: Any, nodes: list[str]) -> list[dict]:
 
 
 if TYPE_CHECKING:
+    from ..node.client import Ranking
     from .agents import AgentDirectory
 
 
@@ -110,7 +112,7 @@ if TYPE_CHECKING:
 class Service:
     """Routes requests to the table; owns the lock, the token and the metrics."""
 
-    def __init__(self, table: LiveTable, token: str, *, log=sys.stderr, agents: "AgentDirectory | None" = None) -> None:
+    def __init__(self, table: LiveTable, token: str, *, log: TextIO | None = sys.stderr, agents: "AgentDirectory | None" = None) -> None:
         self.table = table
         #: node agents consulted for jobs that state a per-host requirement (live/agents.py)
         self.agents = agents
@@ -142,7 +144,7 @@ class Service:
         return None
 
     # handlers return (status, json-able body)
-    def allocate(self, body: dict) -> tuple[int, dict]:
+    def allocate(self, body: JsonObject) -> tuple[int, JsonObject]:
         _only(body, {"job", "nodes", "walltime_s", "reserve", "requirement"})
         job = _job_id(body)
         nodes = _field(body, "nodes", int)
@@ -153,7 +155,7 @@ class Service:
             raise BadRequest("field 'walltime_s' must not be negative", "walltime_s")
         reserve = _field(body, "reserve", bool, required=False, default=False)
         requirement = body.get("requirement")
-        ranking = None
+        ranking: Ranking | None = None
         exclude: list[str] = []
         if requirement is not None:
             ranking, exclude = self._filter_hosts(requirement)
@@ -173,6 +175,7 @@ class Service:
             if self.log is not None:
                 self._log(f"placed {job} ({nodes} nodes) on {hostlist.collect_hostlist(a.nodes)}")
             if ranking is not None:
+                assert a.nodes is not None  # placed answers name their nodes
                 return 200, {"job": job, "nodes": a.nodes, "hosts": _host_advice(ranking, a.nodes)}
             return 200, {"job": job, "nodes": a.nodes}
         if a.outcome == "reserved":
@@ -183,12 +186,12 @@ class Service:
                 "start_at_s": a.start_at_s,
                 "nodes": a.nodes,
             }
-        refusal = {"job": job, "reason": a.reason, "never": a.outcome == "never"}
+        refusal: JsonObject = {"job": job, "reason": a.reason, "never": a.outcome == "never"}
         if ranking is not None:
             refusal["hosts_refused"] = dict(sorted(ranking.rejected.items()))
         return 409, refusal
 
-    def _filter_hosts(self, requirement: Any) -> tuple[Any, list[str]]:
+    def _filter_hosts(self, requirement: Any) -> tuple[Ranking, list[str]]:
         """Seed 002's filter: ask the agents of the free hosts; (ranking, hosts to exclude)."""
         from ..node.requirement import parse_requirement
 
@@ -205,7 +208,7 @@ class Service:
         ranking = self.agents.rank(requirement, free)
         return ranking, sorted(ranking.rejected)
 
-    def satisfiable(self, body: dict) -> tuple[int, dict]:
+    def satisfiable(self, body: JsonObject) -> tuple[int, JsonObject]:
         _only(body, {"nodes", "job"})
         nodes = _field(body, "nodes", int)
         if nodes < 1:
@@ -213,7 +216,7 @@ class Service:
         with self.lock:
             return 200, self.table.satisfiable(nodes)
 
-    def release(self, body: dict) -> tuple[int, dict]:
+    def release(self, body: JsonObject) -> tuple[int, JsonObject]:
         _only(body, {"job"})
         job = _job_id(body)
         with self.lock:
@@ -231,7 +234,7 @@ class Service:
             return 200, {"job": job, "released": False, "note": "held no nodes; its reservation was dropped"}
         return 404, {"job": job, "error": "no such job"}
 
-    def put_state(self, body: dict) -> tuple[int, dict]:
+    def put_state(self, body: JsonObject) -> tuple[int, JsonObject]:
         _only(body, {"allocations"})
         allocs = _field(body, "allocations", dict)
         table: dict[str, tuple[list[str], int | None, int | None]] = {}
@@ -256,7 +259,7 @@ class Service:
         self._log(f"state replaced: {len(table)} allocations")
         return 200, {"allocations": len(table)}
 
-    def drain(self, body: dict, drained: bool) -> tuple[int, dict]:
+    def drain(self, body: JsonObject, drained: bool) -> tuple[int, JsonObject]:
         _only(body, {"nodes", "reason"})
         names = _node_list(_field(body, "nodes", object), "nodes")
         with self.lock:
@@ -270,7 +273,7 @@ class Service:
             self._log(f"{'drained' if drained else 'resumed'} {hostlist.collect_hostlist(changed)} {body.get('reason', '')}")
         return 200, {"changed": changed}
 
-    def state(self) -> dict:
+    def state(self) -> JsonObject:
         with self.lock:
             snap = self.table.snapshot()
             seq = self.table.seq
@@ -298,7 +301,7 @@ REASONS = {200: "OK", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized", 
            405: "Method Not Allowed", 409: "Conflict", 413: "Payload Too Large", 500: "Internal Server Error", 503: "Service Unavailable"}
 
 
-def _parse_json(raw: bytes) -> dict:
+def _parse_json(raw: bytes) -> JsonObject:
     if not raw.strip():
         raise BadRequest("empty body: a JSON object is expected")
     try:
@@ -373,7 +376,7 @@ class Committer:
 
     def __init__(self, table: LiveTable) -> None:
         self.table = table
-        self.inflight: asyncio.Future | None = None
+        self.inflight: asyncio.Future[None] | None = None
 
     async def durable(self, seq: int) -> None:
         loop = asyncio.get_running_loop()

@@ -22,6 +22,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import hostlist
 
@@ -88,7 +89,7 @@ class SlurmLab:
     #: run an (empty) Epilog on every node: each node then reports MESSAGE_EPILOG_COMPLETE and
     #: stays COMPLETING until it does (without one, slurmd answers "already complete" at once)
     epilog: bool = False
-    procs: dict[str, subprocess.Popen] = field(default_factory=dict)
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.workdir = Path(self.workdir).resolve()
@@ -197,7 +198,7 @@ class SlurmLab:
 
     # processes -------------------------------------------------------------------------
 
-    def _spawn(self, name: str, cmd: list[str], argv0: str | None = None) -> subprocess.Popen:
+    def _spawn(self, name: str, cmd: list[str], argv0: str | None = None) -> subprocess.Popen[bytes]:
         """Start a daemon. ``argv0``: the name it runs under. Slurm decides whether it runs
         inside slurmctld or slurmd by its program name, and Debian's binaries are called
         slurmctld-wlm / slurmd-wlm: under those names slurmctld's accounting agent is never
@@ -210,13 +211,13 @@ class SlurmLab:
         self.procs[name] = p
         return p
 
-    def run(self, *cmd: str, timeout_s: float = 30, check: bool = True) -> subprocess.CompletedProcess:
+    def run(self, *cmd: str, timeout_s: float = 30, check: bool = True) -> subprocess.CompletedProcess[str]:
         r = subprocess.run(list(cmd), env=self.env, capture_output=True, text=True, timeout=timeout_s)
         if check and r.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)}: exit {r.returncode}: {r.stderr.strip()[-500:]}")
         return r
 
-    def _wait(self, what: str, ok, timeout_s: float) -> None:
+    def _wait(self, what: str, ok: Callable[[], object], timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if ok():
@@ -304,7 +305,7 @@ class SlurmLab:
             self.stop()
             raise
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     # jobs ------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ import json
 import sqlite3
 import threading
 from pathlib import Path
+from types import TracebackType
 
 from ..errors import ToposchedError
 
@@ -148,5 +149,5 @@ class _Tx:
     def __enter__(self) -> None:
         self.db.execute("BEGIN IMMEDIATE")
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self.db.execute("COMMIT" if exc_type is None else "ROLLBACK")

@@ -62,7 +62,7 @@ class LiveTable:
         self.pod_names = [pod.name for pod in fabric.spec.pods]
         from ..registry import options_of
 
-        given = {"seed": seed, "leaf_order": leaf_order, "tie_break": tie_break, "slurm_profile": slurm_profile}
+        given: dict[str, int | float | str] = {"seed": seed, "leaf_order": leaf_order, "tie_break": tie_break, "slurm_profile": slurm_profile}
         # the policy's own options, as a replay passes them (toposched.config.policy_options)
         self.placer = _core.Placer(fabric.core, alloc, options={o.name: given[o.name] for o in options_of([alloc]) if o.name in given})
         self.alloc = alloc

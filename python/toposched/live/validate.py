@@ -33,7 +33,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import hostlist
 import numpy as np
@@ -41,6 +41,10 @@ import numpy as np
 from ..errors import InputError
 from ..nodelists import node_lists
 from ..topology import Fabric
+
+if TYPE_CHECKING:
+    from ..results import SimResult
+    from .slurmlab import SlurmLab
 
 #: select plugin -> slurm-tree profile that models it
 PROFILE_OF_SELECT = {"linear": "select-linear", "cons_tres": "cons-tres"}
@@ -135,7 +139,21 @@ class SlurmJob:
     freed_seq: dict[str, int] = field(default_factory=dict)
 
 
-def parse_ctld_log(text: str) -> dict[int, dict[str, Any]]:
+class CtldRecord(TypedDict, total=False):
+    """One job's events in the controller's log (a key is absent until its line is seen);
+    ``*_seq``: the line number, the order of events within one millisecond."""
+
+    submit: datetime
+    start: datetime
+    start_seq: int
+    nodes: list[str]
+    backfill: bool
+    end: datetime
+    freed: dict[str, datetime]  # node -> its epilog completed
+    freed_seq: dict[str, int]
+
+
+def parse_ctld_log(text: str) -> dict[int, CtldRecord]:
     """JobId -> {submit, start, end (datetime), nodes, backfill, freed {node: datetime}}
     from slurmctld's log (SlurmctldDebug=debug2).
 
@@ -144,7 +162,7 @@ def parse_ctld_log(text: str) -> dict[int, dict[str, Any]]:
     lock, so before any scheduling pass that sees the node free). The lab runs an Epilog so
     that every node sends that message (without one, slurmd answers the terminate request
     "already complete" and the controller frees the node unlogged)."""
-    out: dict[int, dict[str, Any]] = {}
+    out: dict[int, CtldRecord] = {}
     completing: dict[str, int] = {}  # node -> ended job still holding it
     for seq, line in enumerate(text.splitlines()):
         m = _LOG_TIME.match(line)
@@ -165,10 +183,10 @@ def parse_ctld_log(text: str) -> dict[int, dict[str, Any]]:
                 completing[n] = job
         elif s := _EPILOG.search(msg):
             node = s.group(2)
-            job = completing.pop(node, None)
-            if job is not None:
-                out[job].setdefault("freed", {})[node] = t
-                out[job].setdefault("freed_seq", {})[node] = seq
+            ended = completing.pop(node, None)
+            if ended is not None:
+                out[ended].setdefault("freed", {})[node] = t
+                out[ended].setdefault("freed_seq", {})[node] = seq
     return out
 
 
@@ -199,7 +217,7 @@ def run_on_slurm(workdir: Path, fabric: Fabric, stream: list[StreamJob], *, sele
     return _merge(ids, sacct, log, warmup_id=int(warm))
 
 
-def _wait_gone(lab, ids: list[str], timeout_s: float) -> None:
+def _wait_gone(lab: SlurmLab, ids: list[str], timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         out = lab.run("squeue", "-h", "-o", "%i", check=False).stdout.split()
@@ -209,13 +227,13 @@ def _wait_gone(lab, ids: list[str], timeout_s: float) -> None:
     raise RuntimeError(f"Slurm jobs not done after {timeout_s:.0f} s (logs in {lab.workdir / 'log'})")
 
 
-def _read_sacct(lab, ids: set[str], timeout_s: float) -> dict[str, dict[str, str]]:
+def _read_sacct(lab: SlurmLab, ids: set[str], timeout_s: float) -> dict[str, dict[str, str]]:
     fmt = "JobIDRaw,JobName,Submit,Start,End,NNodes,NodeList,State"
     deadline = time.monotonic() + timeout_s
     while True:
         r = lab.run("sacct", "-P", "-X", "-a", "-S", "2020-01-01", "-E", "now", f"--format={fmt}", check=False)
         lines = r.stdout.splitlines()
-        rows = {}
+        rows: dict[str, dict[str, str]] = {}
         if lines:
             head = lines[0].split("|")
             rows = {d["JobIDRaw"]: d for d in (dict(zip(head, ln.split("|"))) for ln in lines[1:] if ln.strip())}
@@ -224,7 +242,7 @@ def _read_sacct(lab, ids: set[str], timeout_s: float) -> dict[str, dict[str, str
         time.sleep(1)
 
 
-class SlurmJobs(list):
+class SlurmJobs(list[SlurmJob]):
     """The stream's jobs as Slurm ran them, and ``last_pass_ms``: when the controller's
     background loop last ran a pass before the stream (the warm-up job's start), which
     sets the phase of the replay's `slurm` queue policy."""
@@ -232,7 +250,7 @@ class SlurmJobs(list):
     last_pass_ms: int | None = None
 
 
-def _merge(ids: dict[str, StreamJob], sacct: dict[str, dict[str, str]] | None, log: dict[int, dict[str, Any]],
+def _merge(ids: dict[str, StreamJob], sacct: dict[str, dict[str, str]] | None, log: dict[int, CtldRecord],
            warmup_id: int | None = None) -> SlurmJobs:
     first = min(log[int(i)]["submit"] for i in ids if "submit" in log.get(int(i), {}))
 
@@ -304,7 +322,7 @@ def decisions(fabric: Fabric, slurm: list[SlurmJob], profile: str) -> dict[int, 
             if held[key]:
                 placer.assign(key, [index[n] for n in sorted(held[key])], t // 1000, 3600)
             continue
-        state = {"time_ms": t, "leaf_free": placer.leaf_free(), "running": sorted((k, hostlist.collect_hostlist([names[n] for n in v])) for k, v, *_ in placer.jobs())}
+        state: dict[str, Any] = {"time_ms": t, "leaf_free": placer.leaf_free(), "running": sorted((k, hostlist.collect_hostlist([names[n] for n in v])) for k, v, *_ in placer.jobs())}
         verdict, got, _, why = placer.allocate(key, j.nodes_asked, 3600, t // 1000)
         mine = sorted(names[n] for n in got) if verdict == "placed" and got else [f"({verdict}: {why})"]
         if verdict == "placed":
@@ -324,7 +342,7 @@ def decisions(fabric: Fabric, slurm: list[SlurmJob], profile: str) -> dict[int, 
     return out
 
 
-def replay(fabric: Fabric, slurm: list[SlurmJob], queue: str, profile: str):
+def replay(fabric: Fabric, slurm: list[SlurmJob], queue: str, profile: str) -> SimResult:
     """toposched's engine on the stream as Slurm saw it (milliseconds as the time unit)."""
     from ..simulate import RunConfig, simulate
     from ..workload.model import Workload
@@ -411,7 +429,7 @@ def compare(fabric: Fabric, slurm: list[SlurmJob], *, select: str, scheduler: st
     return v
 
 
-def _replay_state(r, names: list[str], t_ms: int, fabric: Fabric) -> dict[str, Any]:
+def _replay_state(r: SimResult, names: list[str], t_ms: int, fabric: Fabric) -> dict[str, Any]:
     """The replay's running jobs just before t_ms (ends at t_ms count as ended)."""
     rows = r.jobs.select(["job_id", "start_s", "end_s"]).to_pylist()
     running = [(str(x["job_id"]), ids) for x, ids in zip(rows, node_lists(r.jobs)) if x["start_s"] < t_ms < x["end_s"]]

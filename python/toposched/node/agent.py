@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..tokens import token_matches
+from ..unix_http import JsonObject
 from .cpulist import format_cpulist, parse_cpulist
 from .cpuset import CgroupError, CgroupUnavailable, CpusetBackend, check_job_id
 from .hwloc import NodeTopology
@@ -72,10 +73,10 @@ class NodeAgent:
         self.lock = threading.RLock()
         self.log = log or (lambda msg: print(f"node-agent: {msg}", file=sys.stderr, flush=True))
         self.uids: dict[str, int | None] = {}
-        self.requirements: dict[str, dict] = {}
+        self.requirements: dict[str, JsonObject] = {}
 
     # -- start ------------------------------------------------------------------------
-    def start(self) -> dict:
+    def start(self) -> JsonObject:
         """Check the machine, load the durable state, reconcile cpusets. Returns a report."""
         topo = self.topology
         if self.backend is not None:
@@ -126,7 +127,7 @@ class NodeAgent:
         return report
 
     # -- requests ---------------------------------------------------------------------
-    def query(self, requirement) -> dict:
+    def query(self, requirement: str | JsonObject) -> JsonObject:
         req = parse_requirement(requirement)
         with self.lock:
             d = decide(self.topology, self.state, req)
@@ -135,7 +136,7 @@ class NodeAgent:
         out["requirement"] = req.to_text()
         return out
 
-    def _allocation_json(self, job: str) -> dict:
+    def _allocation_json(self, job: str) -> JsonObject:
         h = self.state.holdings[job]
         req = parse_requirement(self.requirements[job])
         numa = self.topology.numa_domains_of(h.pus)
@@ -145,7 +146,7 @@ class NodeAgent:
                 "requirement": req.to_text(), "uid": self.uids.get(job),
                 "cgroup": str(self.backend.path(job)) if self.backend else None}
 
-    def allocate(self, job: str, requirement, uid: int | None = None) -> tuple[int, dict]:
+    def allocate(self, job: str, requirement: str | JsonObject, uid: int | None = None) -> tuple[int, JsonObject]:
         check_job_id(job)
         req = parse_requirement(requirement)
         with self.lock:
@@ -182,7 +183,7 @@ class NodeAgent:
         except CgroupError as exc:  # it will be an orphan, removed at the next start
             self.log(f"could not remove the half-made cpuset of job {job}: {exc}")
 
-    def release(self, job: str) -> tuple[int, dict]:
+    def release(self, job: str) -> tuple[int, JsonObject]:
         check_job_id(job)
         with self.lock:
             if job not in self.state.holdings:
@@ -197,7 +198,7 @@ class NodeAgent:
             self.log(f"released job {job}" + (f", killed {killed} leftover processes" if killed else ""))
             return 200, {"job": job, "released": True, "killed_processes": killed}
 
-    def reconcile(self, live_jobs: list[str]) -> tuple[int, dict]:
+    def reconcile(self, live_jobs: list[str]) -> tuple[int, JsonObject]:
         """Release every allocation whose job is not in ``live_jobs`` (the resource
         manager's list of jobs still running on this host: it is the source of truth after
         a missed release)."""
@@ -214,7 +215,7 @@ class NodeAgent:
             kept = sorted(self.state.holdings)
         return 200, {"released": released, "kept": kept, "killed_processes": killed}
 
-    def job(self, job: str) -> tuple[int, dict]:
+    def job(self, job: str) -> tuple[int, JsonObject]:
         with self.lock:
             if job not in self.state.holdings:
                 return 404, {"job": job, "reason": f"job {job} holds nothing on this host"}
@@ -223,7 +224,7 @@ class NodeAgent:
                 out["processes"] = self.backend.procs(job)
             return 200, out
 
-    def bind(self, job: str, pid: int) -> tuple[int, dict]:
+    def bind(self, job: str, pid: int) -> tuple[int, JsonObject]:
         with self.lock:
             if job not in self.state.holdings:
                 return 404, {"job": job, "reason": f"job {job} holds nothing on this host"}
@@ -232,7 +233,7 @@ class NodeAgent:
             self.backend.attach(job, pid)
             return 200, {"job": job, "pid": pid, "cgroup": str(self.backend.path(job))}
 
-    def snapshot(self) -> dict:
+    def snapshot(self) -> JsonObject:
         with self.lock:
             return {
                 "host": self.host,
@@ -257,13 +258,13 @@ class _Handler(BaseHTTPRequestHandler):
     agent: NodeAgent
     token: str
 
-    def log_message(self, format: str, *args) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
         pass  # decisions are logged by the agent; no per-request noise
 
     def address_string(self) -> str:
         return "unix" if not self.client_address else str(self.client_address[0])
 
-    def _send(self, code: int, body: dict) -> None:
+    def _send(self, code: int, body: JsonObject) -> None:
         data = (json.dumps(body, sort_keys=True) + "\n").encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
@@ -271,7 +272,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _body(self) -> dict:
+    def _body(self) -> JsonObject:
         try:
             length = int(self.headers.get("Content-Length", "0") or 0)
         except ValueError:
@@ -287,7 +288,7 @@ class _Handler(BaseHTTPRequestHandler):
             raise BadRequest("body", "must be a JSON object")
         return body
 
-    def _job(self, body: dict) -> str:
+    def _job(self, body: JsonObject) -> str:
         job = body.get("job")
         if not isinstance(job, str):
             raise BadRequest("job", "missing, or not a string")
@@ -390,12 +391,12 @@ class _Handler(BaseHTTPRequestHandler):
 class _UnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
 
-    def get_request(self):
+    def get_request(self) -> tuple[socket.socket, tuple[str, int]]:
         conn, _ = self.socket.accept()
         return conn, ("", 0)
 
 
-def make_server(agent: NodeAgent, listen: str, token: str):
+def make_server(agent: NodeAgent, listen: str, token: str) -> tuple[socketserver.BaseServer, str]:
     """An HTTP server for ``unix:PATH`` or ``HOST:PORT`` (port 0: any free port)."""
     handler = type("Handler", (_Handler,), {"agent": agent, "token": token})
     if listen.startswith("unix:"):
@@ -421,9 +422,10 @@ def make_server(agent: NodeAgent, listen: str, token: str):
     if not sep:
         raise AgentStartError(f"--listen {listen!r}: expected unix:PATH or HOST:PORT")
     try:
-        server = ThreadingHTTPServer((host.strip("[]") or "127.0.0.1", int(port)), handler)
+        tcp = ThreadingHTTPServer((host.strip("[]") or "127.0.0.1", int(port)), handler)
     except (OSError, ValueError) as exc:
         raise AgentStartError(f"--listen {listen}: {exc}") from None
-    server.daemon_threads = True
-    h, p = server.server_address[:2]
-    return server, f"{h}:{p}"
+    tcp.daemon_threads = True
+    # The bound (host, port), as server_bind stored it in server_address (typed loosely).
+    h, p = tcp.socket.getsockname()[:2]
+    return tcp, f"{h}:{p}"

@@ -13,7 +13,10 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from ..errors import ToposchedError
-from ..unix_http import UnixHTTPConnection
+from ..unix_http import JsonObject, UnixHTTPConnection
+
+# A query answer's host score: (radius, NUMA domains, fragmentation vector).
+RankKey = tuple[int, int, tuple[int, ...]]
 
 
 class AgentUnreachable(ToposchedError):
@@ -34,7 +37,7 @@ class AgentClient:
         host, _, port = self.address.rpartition(":")
         return http.client.HTTPConnection(host.strip("[]"), int(port), timeout=self.timeout_s)
 
-    def request(self, method: str, path: str, body: dict | None = None, *, auth: bool = True) -> tuple[int, dict]:
+    def request(self, method: str, path: str, body: JsonObject | None = None, *, auth: bool = True) -> tuple[int, JsonObject]:
         """(HTTP status, JSON body). Raises :class:`AgentUnreachable` if no agent answers."""
         headers = {"Content-Type": "application/json"}
         if auth and self.token:
@@ -54,38 +57,38 @@ class AgentClient:
         except ValueError:
             return resp.status, {"reason": raw.decode(errors="replace")}
 
-    def health(self) -> dict:
+    def health(self) -> JsonObject:
         return self.request("GET", "/v1/health")[1]
 
-    def state(self) -> dict:
+    def state(self) -> JsonObject:
         return self.request("GET", "/v1/state")[1]
 
-    def topology(self) -> dict:
+    def topology(self) -> JsonObject:
         return self.request("GET", "/v1/topology")[1]
 
-    def job(self, job: str) -> tuple[int, dict]:
+    def job(self, job: str) -> tuple[int, JsonObject]:
         return self.request("GET", f"/v1/jobs/{job}")
 
-    def query(self, requirement: str | dict) -> dict:
+    def query(self, requirement: str | JsonObject) -> JsonObject:
         status, body = self.request("POST", "/v1/query", {"requirement": requirement})
         if status != 200:
             raise ToposchedError(f"node agent at {self.address}: query refused ({status}): {body.get('reason')}")
         return body
 
-    def allocate(self, job: str, requirement: str | dict, uid: int | None = None) -> tuple[int, dict]:
-        body: dict = {"job": job, "requirement": requirement}
+    def allocate(self, job: str, requirement: str | JsonObject, uid: int | None = None) -> tuple[int, JsonObject]:
+        body: JsonObject = {"job": job, "requirement": requirement}
         if uid is not None:
             body["uid"] = uid
         return self.request("POST", "/v1/allocate", body)
 
-    def release(self, job: str) -> tuple[int, dict]:
+    def release(self, job: str) -> tuple[int, JsonObject]:
         return self.request("POST", "/v1/release", {"job": job})
 
-    def reconcile(self, live_jobs: list[str]) -> tuple[int, dict]:
+    def reconcile(self, live_jobs: list[str]) -> tuple[int, JsonObject]:
         return self.request("POST", "/v1/reconcile", {"jobs": list(live_jobs)})
 
-    def bind(self, job: str, pid: int | None = None) -> tuple[int, dict]:
-        body: dict = {"job": job}
+    def bind(self, job: str, pid: int | None = None) -> tuple[int, JsonObject]:
+        body: JsonObject = {"job": job}
         if pid is not None:
             body["pid"] = pid
         return self.request("POST", "/v1/bind", body)
@@ -96,7 +99,7 @@ class Ranking:
     """Hosts that can take the job now, best first (``ranked``: (host, answer)); the
     others with the reason (``rejected``: host -> status and reason)."""
 
-    ranked: list[tuple[str, dict]] = field(default_factory=list)
+    ranked: list[tuple[str, JsonObject]] = field(default_factory=list)
     rejected: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -104,17 +107,17 @@ class Ranking:
         return [h for h, _ in self.ranked]
 
 
-def rank_key(answer: dict) -> tuple:
+def rank_key(answer: JsonObject) -> RankKey:
     """The host score of a query answer (smaller is better): radius, NUMA domains, then
     fragmentation (more fully free objects left is better)."""
     r = answer["placement"]["rank_key"]
     return (r[0], r[1], tuple(r[2]))
 
 
-def rank_answers(answers: Mapping[str, dict]) -> Ranking:
+def rank_answers(answers: Mapping[str, JsonObject]) -> Ranking:
     """Filter + rank from query answers already gathered (host -> answer)."""
     out = Ranking()
-    ok = []
+    ok: list[tuple[RankKey, str, JsonObject]] = []
     for host, ans in answers.items():
         if ans.get("status") == "ok":
             ok.append((rank_key(ans), host, ans))
@@ -125,10 +128,10 @@ def rank_answers(answers: Mapping[str, dict]) -> Ranking:
     return out
 
 
-def rank_hosts(requirement: str | dict, agents: Mapping[str, AgentClient]) -> Ranking:
+def rank_hosts(requirement: str | JsonObject, agents: Mapping[str, AgentClient]) -> Ranking:
     """Ask every host's agent about ``requirement``; keep those that can place it now (and,
     for WAIT, well enough), best radius first; ties by host name."""
-    answers: dict[str, dict] = {}
+    answers: dict[str, JsonObject] = {}
     rejected: dict[str, str] = {}
     for host in sorted(agents):
         try:

@@ -42,7 +42,7 @@ def check_job_id(job: str) -> str:
 
 
 def _mounts(path: str = "/proc/self/mounts") -> list[tuple[str, str, list[str]]]:
-    out = []
+    out: list[tuple[str, str, list[str]]] = []
     try:
         text = Path(path).read_text()
     except OSError:

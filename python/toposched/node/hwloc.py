@@ -26,6 +26,7 @@ import subprocess
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Iterable
 
 from ..errors import InputError
 
@@ -95,7 +96,7 @@ class NodeTopology:
         """The NUMA domains (objects) that ``pus`` touch, in order."""
         return [n for n in self.numa if n.pus & pus]
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """A JSON-ready description: counts per level, NUMA memory, distances."""
         return {
             "host": self.host,
@@ -108,7 +109,7 @@ class NodeTopology:
         }
 
 
-def _fmt(pus) -> str:
+def _fmt(pus: Iterable[int]) -> str:
     from .cpulist import format_cpulist
     return format_cpulist(pus)
 
@@ -242,9 +243,9 @@ def _distances(root: ET.Element) -> dict[tuple[int, int], int] | None:
     for d in root.iter("distances"):
         n = int(d.get("nbobjs", "0") or 0)
         base = float(d.get("latency_base", "1") or 1)
-        vals = [float(x.get("value", "0")) for x in d.findall("latency")]
-        if n and len(vals) == n * n:
-            return {(i, j): round(vals[i * n + j] * base) for i in range(n) for j in range(n)}
+        latencies = [float(x.get("value", "0")) for x in d.findall("latency")]
+        if n and len(latencies) == n * n:
+            return {(i, j): round(latencies[i * n + j] * base) for i in range(n) for j in range(n)}
     return None
 
 

@@ -27,6 +27,7 @@ fragmentation): smaller is better, and a cluster scheduler ranks hosts by it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from .cpulist import format_cpulist
 from .hwloc import LEVEL_RANK, LEVELS, NodeTopology, TopoObject
@@ -97,7 +98,7 @@ class Placement:
     free_after: tuple[int, ...]
 
     @property
-    def rank_key(self) -> tuple:
+    def rank_key(self) -> tuple[int, int, tuple[int, ...]]:
         """Smaller is better: radius, then NUMA domains, then fragmentation."""
         return (LEVEL_RANK[self.radius], self.numa_domains, tuple(-x for x in self.free_after))
 
@@ -105,7 +106,7 @@ class Placement:
     def cpus(self) -> str:
         return format_cpulist(self.pus)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"cpus": self.cpus, "mems": format_cpulist(self.mems), "radius": self.radius,
                 "numa_domains": self.numa_domains,
                 "free_after": dict(zip(FREE_LEVELS, self.free_after)),
@@ -126,10 +127,10 @@ class Decision:
     placement: Placement | None = None
     good_radius: str | None = None
     reason: str = ""
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)  # JSON-ready fields added to the answer
 
-    def to_json(self) -> dict:
-        out = {"status": self.status, "reason": self.reason}
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"status": self.status, "reason": self.reason}
         if self.placement is not None:
             out["placement"] = self.placement.to_json()
         if self.good_radius is not None:
@@ -143,6 +144,8 @@ def _vec_add(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
 
 # Cost vectors: (NUMA domains touched, -free packages, -free NUMA, -free L3, -free L2, -free cores).
 _ZERO = (0,) * (1 + len(FREE_LEVELS))
+# A search table entry: (cost vector, chosen unit indices).
+_Choice = tuple[tuple[int, ...], tuple[int, ...]]
 
 
 def _free_unit(kind: str) -> tuple[int, ...]:
@@ -183,31 +186,34 @@ class _Search:
     def own_free(self, o: TopoObject) -> tuple[int, ...]:
         return _free_unit(o.kind) if o.kind in _FREE_POS and self.fully_free(o) else _ZERO
 
-    def best(self, o: TopoObject) -> list[tuple[tuple[int, ...], tuple[int, ...]] | None]:
+    def best(self, o: TopoObject) -> list[_Choice | None]:
         """For k = 0..min(n, available units in o): (cost, chosen unit indices) or None."""
         if self._is_leaf(o):
-            out: list = [(self.own_free(o), ())]
+            out: list[_Choice | None] = [(self.own_free(o), ())]
             if o.index in self.available and self.n >= 1:
                 out.append((_ZERO, (o.index,)))
             return out
-        acc: list = [(_ZERO, ())]
+        acc: list[_Choice | None] = [(_ZERO, ())]
         for ci in o.children:
             child = self.topo.objects[ci]
             if child.kind == "pu" and self.unit == "core":
                 continue
             sub = self.best(child)
             cap = min(self.n, len(acc) - 1 + len(sub) - 1)
-            merged: list = [None] * (cap + 1)
+            merged: list[_Choice | None] = [None] * (cap + 1)
             for t in range(cap + 1):
-                best_here = None
+                best_here: _Choice | None = None
                 # Fewer in the later child first, so ties fill earlier children (lower PUs).
                 for kc in range(0, min(t, len(sub) - 1) + 1):
                     ka = t - kc
-                    if ka >= len(acc) or acc[ka] is None or sub[kc] is None:
+                    if ka >= len(acc):
                         continue
-                    cost = _vec_add(acc[ka][0], sub[kc][0])
+                    a, b = acc[ka], sub[kc]
+                    if a is None or b is None:
+                        continue
+                    cost = _vec_add(a[0], b[0])
                     if best_here is None or cost < best_here[0]:
-                        best_here = (cost, acc[ka][1] + sub[kc][1])
+                        best_here = (cost, a[1] + b[1])
                 merged[t] = best_here
             acc = merged
         own0 = self.own_free(o)
@@ -284,12 +290,13 @@ def best_placement(topo: NodeTopology, state: NodeState, req: Requirement) -> Pl
         candidates = [o for o in topo.by_level[level] if search.avail_count[o.index] >= n]
         if not candidates:
             continue
-        best = None
+        best: _Choice | None = None
         for x in candidates:
             table = search.best(x)
-            if len(table) <= n or table[n] is None:
+            entry = table[n] if len(table) > n else None
+            if entry is None:
                 continue
-            cost, sel = table[n]
+            cost, sel = entry
             # Objects outside x keep their status, except x's ancestors: they stop being free.
             lost_before = [o for o in _subtree(topo, x) + _ancestors(topo, x) if o.kind in _FREE_POS and search.fully_free(o)]
             lost_vec = _ZERO

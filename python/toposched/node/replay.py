@@ -31,6 +31,7 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -38,11 +39,14 @@ from .hwloc import NodeTopology
 from .placement import NodeState, Placement, best_placement, holding_for
 from .requirement import Requirement
 
+if TYPE_CHECKING:
+    from ..workload.model import Workload
+
 
 @dataclass
 class CoreReplayResult:
     jobs: dict[str, np.ndarray]
-    summary: dict
+    summary: dict[str, Any]  # JSON-ready totals (the CLI prints and writes them)
     node_cpus: list[str] = field(default_factory=list)  # per job: CPUs on its node(s), for checks
 
 
@@ -63,7 +67,7 @@ def _fragmentation(topo: NodeTopology, states: list[NodeState]) -> tuple[int, in
 QUEUES = ("fcfs", "first-fit")
 
 
-def core_replay(workload, topology: NodeTopology, nodes: int, *, wait: bool = False, queue: str = "fcfs",
+def core_replay(workload: Workload, topology: NodeTopology, nodes: int, *, wait: bool = False, queue: str = "fcfs",
                 max_jobs: int | None = None) -> CoreReplayResult:
     """Replay ``workload`` (its first ``max_jobs`` jobs) on ``nodes`` nodes of ``topology``."""
     if queue not in QUEUES:
@@ -135,25 +139,25 @@ def core_replay(workload, topology: NodeTopology, nodes: int, *, wait: bool = Fa
             cpus_txt[i] = f"nodes {','.join(map(str, chosen))}"
         else:
             req = Requirement(cores=c)
-            best: tuple | None = None
+            best: tuple[tuple[int, int, tuple[int, ...]], int, Placement] | None = None
             for nd in range(nodes):
                 p = node_best(nd, c, req)
                 if p is not None and (best is None or p.rank_key < best[0]):
                     best = (p.rank_key, nd, p)
             if best is None:
                 return False
-            _, nd, p = best
-            if wait and _worse(p, ideal_radius(c)):
+            _, nd, placed = best
+            if wait and _worse(placed, ideal_radius(c)):
                 waited[i] = True
                 return False
-            states[nd].add(holding_for(str(i), req, p))
+            states[nd].add(holding_for(str(i), req, placed))
             version[nd] += 1
             whole_free.discard(nd)
             held_nodes[i] = [nd]
             node_of[i] = nd
-            radius[i] = p.radius
-            numa[i] = p.numa_domains
-            cpus_txt[i] = p.cpus
+            radius[i] = placed.radius
+            numa[i] = placed.numa_domains
+            cpus_txt[i] = placed.cpus
         start[i] = now
         heapq.heappush(ends, (now + int(run[i]), i))
         return True

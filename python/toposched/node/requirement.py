@@ -39,6 +39,7 @@ toposched.node.requirement.RequirementError: requirement field 'CORES': must be 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import ToposchedError
 from .cpulist import CpuListError, format_cpulist, parse_cpulist
@@ -94,8 +95,8 @@ class Requirement:
             items.append(f"MAX_RADIUS={self.max_radius}")
         return ";".join(items)
 
-    def to_json(self) -> dict:
-        out: dict = {"exclusive": self.exclusive, "memory_mandatory": self.memory_mandatory, "wait": self.wait}
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"exclusive": self.exclusive, "memory_mandatory": self.memory_mandatory, "wait": self.wait}
         if self.cores is not None:
             out["cores"] = self.cores
         if self.pus is not None:
@@ -117,7 +118,7 @@ _IRIX = {"CPUSET_CPU_EXCLUSIVE": "exclusive", "CPUSET_MEMORY_MANDATORY": "memory
          "CPUSET_MEMORY_LOCAL": "memory_mandatory"}
 
 
-def _flag(key: str, value) -> bool:
+def _flag(key: str, value: object) -> bool:
     if isinstance(value, bool):
         return value
     v = str(value).strip().lower()
@@ -128,7 +129,7 @@ def _flag(key: str, value) -> bool:
     raise RequirementError(key.upper(), f"expected yes or no, got {value!r}")
 
 
-def _count(key: str, value) -> int:
+def _count(key: str, value: object) -> int:
     if isinstance(value, bool):
         raise RequirementError(key.upper(), f"expected a whole number, got {value!r}")
     try:
@@ -140,7 +141,7 @@ def _count(key: str, value) -> int:
     return n
 
 
-def parse_requirement(spec: str | dict | Requirement) -> Requirement:
+def parse_requirement(spec: str | dict[str, Any] | Requirement) -> Requirement:
     """A :class:`Requirement` from the text form, a JSON object, or one already parsed."""
     if isinstance(spec, Requirement):
         return spec

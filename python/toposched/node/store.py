@@ -11,6 +11,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -18,7 +19,7 @@ class StoredAllocation:
     job: str
     cpus: str
     mems: str
-    requirement: dict
+    requirement: dict[str, Any]  # Requirement.to_json(), as stored
     exclusive: bool
     mem_bytes_per_numa: tuple[tuple[int, int], ...]
     uid: int | None

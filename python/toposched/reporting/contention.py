@@ -109,8 +109,14 @@ def _prob(r: dict[str, Any], J: float, key: str) -> float | None:
     for p in r["probabilistic"]:
         if p["J"] == J:
             v = p[key]
-            return v["mean"] if isinstance(v, dict) else v
+            out: float | None = v["mean"] if isinstance(v, dict) else v  # contention.json values
+            return out
     return None
+
+
+def _prob_of(J: float, key: str) -> Callable[[dict[str, Any]], float | None]:
+    """A series of :func:`_prob` at one comm fraction (bound now, not when called)."""
+    return lambda r: _prob(r, J, key)
 
 
 def _log_axis(ax: Any) -> None:
@@ -139,7 +145,7 @@ def write_figures(doc: dict[str, Any], fig_dir: Path) -> dict[str, str]:
         a = ax[0, 0]
         a.plot(x, _series(sweep, lambda r: r["system_slowdown"], log=True), "o-", color="black", label="worst case (J = 1)")
         for J in Js:
-            a.plot(x, _series(sweep, lambda r, J=J: _prob(r, J, "system_slowdown"), log=True), ".--", label=f"expected, J = {J:g}")
+            a.plot(x, _series(sweep, _prob_of(J, "system_slowdown"), log=True), ".--", label=f"expected, J = {J:g}")
         a.set_title("system-wide: added wall time / total wall time")
         a.set_ylabel("slowdown (%, log scale)")
         _log_axis(a)
@@ -153,7 +159,7 @@ def write_figures(doc: dict[str, Any], fig_dir: Path) -> dict[str, str]:
         a.plot(x, _series(sweep, lambda r: r["affected_job_slowdown"]["mean"], log=True), "o-", color="black", label="mean, worst case")
         a.plot(x, _series(sweep, lambda r: r["affected_job_slowdown"]["max"], log=True), "^:", color="tab:red", label="max, worst case")
         for J in Js:
-            a.plot(x, _series(sweep, lambda r, J=J: _prob(r, J, "affected_job_slowdown"), log=True), ".--", label=f"mean, expected, J = {J:g}")
+            a.plot(x, _series(sweep, _prob_of(J, "affected_job_slowdown"), log=True), ".--", label=f"mean, expected, J = {J:g}")
         a.set_title("per affected job")
         a.set_ylabel("slowdown (%, log scale)")
         _log_axis(a)
@@ -223,8 +229,8 @@ def _plotly_sweep(doc: dict[str, Any]) -> Any:
     palette = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
     for i, J in enumerate(doc.get("comm_fractions", [])):
         style = {"color": palette[i % len(palette)], "dash": "dash"}
-        fig.add_trace(go.Scatter(x=x, y=_series(sweep, lambda r, J=J: _prob(r, J, "system_slowdown"), log=True), name=f"expected, J={J:g}", legendgroup=f"J{J:g}", mode="lines+markers", line=style), 1, 1)
-        fig.add_trace(go.Scatter(x=x, y=_series(sweep, lambda r, J=J: _prob(r, J, "affected_job_slowdown"), log=True), name=f"expected, J={J:g}", legendgroup=f"J{J:g}", showlegend=False, mode="lines+markers", line=style), 1, 2)
+        fig.add_trace(go.Scatter(x=x, y=_series(sweep, _prob_of(J, "system_slowdown"), log=True), name=f"expected, J={J:g}", legendgroup=f"J{J:g}", mode="lines+markers", line=style), 1, 1)
+        fig.add_trace(go.Scatter(x=x, y=_series(sweep, _prob_of(J, "affected_job_slowdown"), log=True), name=f"expected, J={J:g}", legendgroup=f"J{J:g}", showlegend=False, mode="lines+markers", line=style), 1, 2)
     for c in (1, 2):
         fig.update_xaxes(title_text=f"uplinks removed per leaf (of {doc['schedule']['full_uplinks']})", row=1, col=c)
         fig.update_yaxes(type="log", exponentformat="power", range=[-3, None], row=1, col=c)

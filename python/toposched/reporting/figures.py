@@ -99,7 +99,8 @@ class RunData:
 
     @cached_property
     def utilization(self) -> np.ndarray:
-        return pq.read_table(self.dir / "utilization.parquet", columns=["utilization"]).column("utilization").to_numpy()
+        util: np.ndarray = pq.read_table(self.dir / "utilization.parquet", columns=["utilization"]).column("utilization").to_numpy()
+        return util
 
 
 @dataclass
@@ -129,7 +130,8 @@ class CompareData:
         for r in self.runs:
             p = r.dir / "fabric.json"
             if p.exists():
-                return json.loads(p.read_text())
+                fabric: dict[str, Any] = json.loads(p.read_text())  # SimResult.write's JSON object
+                return fabric
         return {}
 
     @property
@@ -510,7 +512,7 @@ def mean_wait_table_figure(datas: Sequence[CompareData]) -> Any:
             cell.set_facecolor("#f0f0f0")
         if col == 0:
             cell.get_text().set_horizontalalignment("left")
-            cell._loc = "left"  # noqa: SLF001 - matplotlib has no public setter per cell
+            cell._loc = "left"  # type: ignore[attr-defined]  # noqa: SLF001 - matplotlib has no public setter per cell
     fig.suptitle("Mean wait (hours), laid out as the paper's Table I", fontsize=10, y=0.98)
     return fig
 

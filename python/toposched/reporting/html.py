@@ -35,10 +35,13 @@ import hashlib
 import html
 import re
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
 from ..files import write_text_atomic as _write_atomic
+
+if TYPE_CHECKING:
+    from .figures import CompareData, RunData
 
 #: Marker class of plotly's figure divs; its presence makes build_page inline plotly.js.
 PLOTLY_CLASS = "plotly-graph-div"
@@ -520,7 +523,7 @@ def _network_section(data: Any) -> str | None:
     ) + table_html(cols, rows) + plotly_div(fig, div_id="plot-network-slowdowns")
 
 
-def snapshot_runs(data: Any) -> list[Any]:
+def snapshot_runs(data: CompareData) -> list[RunData]:
     """The runs that get a fabric snapshot: each allocation policy's baseline run."""
     return data.baselines
 
@@ -578,7 +581,7 @@ def build_compare_report(out_dir: str | Path) -> Path:
     static_html = "".join(image_html(f"figures/{stem}.png", caption, svg=f"figures/{stem}.svg") for stem, caption in static)
     sections.append(("Static figures (PNG and SVG)", Html(static_html)))
 
-    snap_parts = [
+    snap_parts: list[str] = [
         Html(
             "<p>Each leaf switch is a column of its nodes, coloured by the job holding them, for each policy at two instants: "
             "the first of peak busy nodes, and the first at which the most jobs spanning several leaves run at once. "
@@ -595,13 +598,13 @@ def build_compare_report(out_dir: str | Path) -> Path:
         snap_parts.append(image_html(f"figures/{stem}.png", cap, svg=f"figures/{stem}.svg", wide=True))
     sections.append(("Fabric snapshots", Html("".join(snap_parts))))
 
-    link_rows = []
+    link_rows: list[list[Html | str | None]] = []
     for r in data.runs:
-        cells = []
+        cells: list[Html | str | None] = []
         for name in ("jobs.parquet", "utilization.parquet", "skipped.parquet", "summary.json", "fabric.json"):
             p = f"{r.rel_dir}/{name}"
             cells.append(Html(f'<a href="{html.escape(p, quote=True)}">{name}</a>') if (r.dir / name).exists() else None)
-        link_rows.append([r.label, Html(f"<code>{html.escape(r.rel_dir)}</code>")] + cells)
+        link_rows.append([r.label, Html(f"<code>{html.escape(r.rel_dir)}</code>"), *cells])
     sections.append(
         (
             "Per-job data",

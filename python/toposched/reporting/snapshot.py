@@ -87,7 +87,8 @@ class Snapshot:
 
 
 def _fabric(run_dir: Path) -> dict[str, Any]:
-    return json.loads((run_dir / "fabric.json").read_text())
+    fabric: dict[str, Any] = json.loads((run_dir / "fabric.json").read_text())  # SimResult.write's JSON object
+    return fabric
 
 
 def peak_time(run_dir: str | Path) -> int:
@@ -167,6 +168,7 @@ def draw_snapshot(
     ``formats`` is written next to it (``snap.png``, ``snap.svg``). Returns the
     :class:`Snapshot` drawn (running jobs, shared leaf and pod bundles).
     """
+    from matplotlib.artist import Artist
     from matplotlib.collections import LineCollection, PatchCollection
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch, Rectangle
@@ -267,8 +269,7 @@ def draw_snapshot(
         label = f"{pod_names[pod]}: L2" + (f" x{w1}" if w1 else "")
         ax.text((x0 + x1) / 2, l2_y, label, fontsize=7, ha="center", va="center")
         if three_levels:
-            users = snap.pod_users.get(pod)
-            c, lw, ls = bundle_style(users)
+            c, lw, ls = bundle_style(snap.pod_users.get(pod))
             cx = (x0 + x1) / 2
             ax.plot([cx, cx], [l2_y + bh, l3_y - bh], color=c, linewidth=lw * 2, linestyle=ls, solid_capstyle="butt")
             if users and len(users) >= 2:
@@ -295,7 +296,7 @@ def draw_snapshot(
     lines = textwrap.wrap(f"{head}{when}", chars) + textwrap.wrap(stats, chars)
     fig.suptitle("\n".join(lines), fontsize=10)
 
-    handles = [
+    handles: list[Artist] = [
         Patch(facecolor=job_color[snap.job_ids[i]], edgecolor="#9a9a9a", label=f"job {snap.job_ids[i]} ({len(snap.job_nodes[i])} n)")
         for i in order[:LEGEND_JOBS]
     ]

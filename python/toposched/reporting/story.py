@@ -71,11 +71,13 @@ def _s(summary: dict[str, Any], *keys: str) -> Any:
 
 
 def _wait(summary: dict[str, Any]) -> float | None:
-    return _s(summary, "wait_s", "mean")
+    mean: float | None = _s(summary, "wait_s", "mean")  # summary.json: a number or null
+    return mean
 
 
 def _util(summary: dict[str, Any]) -> float | None:
-    return _s(summary, "utilization", "mean")
+    mean: float | None = _s(summary, "utilization", "mean")  # summary.json: a number or null
+    return mean
 
 
 def _transforms_text(transforms: list[Any]) -> str:
@@ -144,7 +146,7 @@ def compare_story(meta: dict[str, Any], runs: list[tuple[str, str, dict[str, Any
                 lead += f" brings a job's nodes closer (mean pairwise hops {aph_a:.2f} vs {aph_b:.2f})"
             if a == "isolated":
                 lead += " and removes every shared switch link between jobs"
-            if None not in (w, u, bw, bu):
+            if w is not None and u is not None and bw is not None and bu is not None:
                 du = (bu - u) * 100
                 dw = w - bw
                 cost = []

@@ -21,7 +21,7 @@ import json
 import math
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..sweep.catalog import catalog_rows
 from ..files import write_text_atomic as _write_atomic
@@ -71,12 +71,13 @@ def _axis_label(x: str) -> str:
     return f"{x[2:]} (transform)"
 
 
-def _mean(vals: list[float]) -> float | None:
-    vals = [v for v in vals if v is not None and not (isinstance(v, float) and math.isnan(v))]
-    return sum(vals) / len(vals) if vals else None
+def _mean(vals: list[float | None]) -> float | None:
+    """The mean of the numbers, None and NaN left out (None when nothing is left)."""
+    kept = [v for v in vals if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    return sum(kept) / len(kept) if kept else None
 
 
-def _line_figures(rows: list[dict[str, Any]], x: str, vary: dict[str, bool], plotly_div: Any) -> list[tuple[str, str]]:
+def _line_figures(rows: list[dict[str, Any]], x: str, vary: dict[str, bool], plotly_div: Callable[..., str]) -> list[tuple[str, str]]:
     import plotly.graph_objects as go
     from plotly.colors import qualitative
     from plotly.subplots import make_subplots
@@ -121,7 +122,7 @@ def _line_figures(rows: list[dict[str, Any]], x: str, vary: dict[str, bool], plo
     return sections
 
 
-def _bar_figure(rows: list[dict[str, Any]], vary: dict[str, bool], plotly_div: Any) -> str:
+def _bar_figure(rows: list[dict[str, Any]], vary: dict[str, bool], plotly_div: Callable[..., str]) -> str:
     import plotly.graph_objects as go
     from plotly.colors import qualitative
     from plotly.subplots import make_subplots

@@ -79,7 +79,7 @@ def _publish(tmp: Path, final: Path) -> str:
     failed run, replace it. Returns the status left in ``final``."""
     try:
         os.rename(tmp, final)
-        return (run_status(final) or {}).get("status", "complete")
+        return _status(final)
     except OSError as exc:
         if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
             raise
@@ -90,7 +90,14 @@ def _publish(tmp: Path, final: Path) -> str:
     os.rename(final, old)
     os.rename(tmp, final)
     shutil.rmtree(old, ignore_errors=True)
-    return (run_status(final) or {}).get("status", "complete")
+    return _status(final)
+
+
+def _status(run_dir: Path) -> str:
+    """The finished run's status ("complete" or "failed", the only ones run_status returns);
+    "complete" when it has no marker."""
+    marker = run_status(run_dir)
+    return "complete" if marker is None else str(marker["status"])
 
 
 # ----------------------------------------------------------------------------- one run (on a worker)

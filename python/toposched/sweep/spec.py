@@ -289,7 +289,7 @@ class _Checker:
         if minimum is not None and v < minimum:
             self.err(where, f"must be at least {minimum}, got {v}")
             return None
-        return v
+        return int(v)  # v is an int (not a bool): int() only gives it that type
 
     def boolean(self, v: Any, where: str) -> bool | None:
         if not isinstance(v, bool):
@@ -400,8 +400,8 @@ def _workloads(c: _Checker, raw: Any) -> list[list[dict[str, Any]]]:
                 if isinstance(item, list) and not item:
                     c.err(iw, "empty array of alternatives")
                 slot: list[str] = []
-                for k, alt in enumerate(alts):
-                    aw = f"{iw}[{k}]" if isinstance(item, list) else iw
+                for ai, alt in enumerate(alts):
+                    aw = f"{iw}[{ai}]" if isinstance(item, list) else iw
                     if not isinstance(alt, str):
                         c.err(aw, f"expected a transform string such as 'scale:2', got {_kind(alt)}")
                         continue
@@ -518,20 +518,20 @@ def _fabrics(c: _Checker, raw: Any) -> list[list[dict[str, Any]]]:
             for combo in itertools.product(*(axes[k] for k in keys)):
                 params = dict(zip(keys, combo))
                 for taper in tapers:
-                    p = dict(params)
+                    fp = dict(params)
                     if taper is not None:
-                        w1 = p["K"] / taper
+                        w1 = fp["K"] / taper
                         if abs(w1 - round(w1)) > 1e-9 or round(w1) < 1:
-                            c.err(_join(where, "taper"), f"taper {taper} does not give a whole number of uplinks for K = {p['K']} (W1 = K / taper = {w1:g})")
+                            c.err(_join(where, "taper"), f"taper {taper} does not give a whole number of uplinks for K = {fp['K']} (W1 = K / taper = {w1:g})")
                             continue
-                        p["W1"] = int(round(w1))
-                    system = "fattree:" + ",".join(f"{k}={p[k]}" for k in FATTREE_ORDER if k in p)
+                        fp["W1"] = int(round(w1))
+                    system = "fattree:" + ",".join(f"{k}={fp[k]}" for k in FATTREE_ORDER if k in fp)
                     try:
                         spec = parse_fattree_params(system)
                     except Exception as exc:  # noqa: BLE001
                         c.err(fw, f"{system}: {_error_text(exc)}")
                         continue
-                    label = name or "fattree:" + ",".join(f"{k}={p[k]}" for k in FATTREE_ORDER if k in p and k != "W1")
+                    label = name or "fattree:" + ",".join(f"{k}={fp[k]}" for k in FATTREE_ORDER if k in fp and k != "W1")
                     variants.append({"name": label, "kind": "fattree", "system": system, "lenient": lenient, "params_name": spec.name})
         out.append(variants)
     return out
@@ -685,6 +685,7 @@ _BAD = object()
 def _config_value(c: _Checker, key: str, v: Any, where: str, f: Any, default: Any) -> Any:
     from ..registry import PolicyOption
 
+    r: object  # the checked value, None when it is not valid
     if isinstance(f, PolicyOption) and f.choices is None:
         # A policy option without a RunConfig field: its type from the registry's schema.
         if f.type == "boolean":
@@ -781,13 +782,14 @@ def parse_sweep(text: str, path: str | Path = "<sweep>", *, base: str | Path | N
         raise SweepSpecError(shown, c.problems)
 
     cfg_keys = list(run_axes)
+    net_choices: list[str | None] = list(networks) if networks else [None]  # None: the run's default network
     runs: list[RunSpec] = []
     seen: set[str] = set()
     dropped = dup = 0
     for wl in itertools.chain.from_iterable(workloads):
         for fab in itertools.chain.from_iterable(fabrics):
             for queue, alloc, speedup in itertools.product(queues, allocs, speedups):
-                for net in networks or [None]:
+                for net in net_choices:
                     for cfg_combo in itertools.product(*(run_axes[k] for k in cfg_keys)):
                         extra = dict(zip(cfg_keys, cfg_combo))
                         for seed in seeds:

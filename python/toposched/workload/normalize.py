@@ -208,7 +208,7 @@ def normalize(
         "procs": np.maximum(procs, 0)[order],
         "line": cols["line"][order],
     }
-    extra_out = {}
+    extra_out: dict[str, Any] = {}  # Workload.extra: per-job columns (arrays or lists) or values
     for k, v in (extra or {}).items():
         if isinstance(v, np.ndarray) and len(v) == n:
             extra_out[k] = v[order]

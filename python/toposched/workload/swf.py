@@ -29,9 +29,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import TraceFormatError
 from ._io import read_bytes
@@ -248,14 +249,20 @@ def _fast_chunk(chunk: bytes, first_line: int, col: _Collector) -> int | None:
     return n_lines
 
 
-def _native_plain_chunk():
+# _core.swf_plain_chunk: (chunk, used fields, fields per line, max digits) -> (values, data
+# line offsets, lines read), or None when the chunk is not plain SWF.
+_PlainChunk = Callable[[bytes, list[int], int, int], tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], int] | None]
+
+
+def _native_plain_chunk() -> _PlainChunk | None:
     """``_core.swf_plain_chunk``, or None while the extension cannot be imported (the
     readers work without it: see toposched/__init__.py)."""
     try:
         from .. import _core
     except ImportError:
         return None
-    return getattr(_core, "swf_plain_chunk", None)
+    parse: _PlainChunk | None = getattr(_core, "swf_plain_chunk", None)  # None: an extension built without it
+    return parse
 
 
 def _fast_chunk_numpy(chunk: bytes, first_line: int, col: _Collector) -> int | None:
