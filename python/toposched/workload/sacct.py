@@ -193,6 +193,9 @@ def _time(text: str, field: str) -> int | None:
     return t
 
 
+# --------------------------------------------------------------------------- columns
+
+
 #: Columns the reader takes values from (lower case): none may appear twice.
 _READ_COLUMNS = frozenset(
     c.lower()
@@ -370,6 +373,9 @@ class _Jobs:
             "switch_wait_s": col([w for _, w in self.switches]),
         }
         return origin, raw, extra
+
+
+# --------------------------------------------------------------------------- reader
 
 
 def read_sacct(
