@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from typing import Any
+from typing import Any, TextIO
 
 log = logging.getLogger("toposched")
 
@@ -26,7 +26,7 @@ def setup_logging(*, quiet: bool = False, verbose: int = 0) -> None:
     log.setLevel(level)
 
 
-class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+class _Stderr(logging.StreamHandler[TextIO]):
     """Writes to whatever ``sys.stderr`` is when a line is logged (a test harness or a
     notebook may replace it after the handler was made)."""
 

@@ -5,7 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
 from ._args import positive_int as _positive_int
+
+if TYPE_CHECKING:
+    from ..sweep.spec import Sweep
 
 NAME = "sweep"
 HELP = "run a matrix of replays (workloads x fabrics x policies x scenarios) on Dask"
@@ -44,11 +49,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--quiet", action="store_true", help="no progress bar; print failures and the final line only")
 
 
-def _out_dir(args: argparse.Namespace, sweep: object) -> Path:
+def _out_dir(args: argparse.Namespace, sweep: Sweep) -> Path:
     if args.out:
         return Path(args.out)
-    if getattr(sweep, "out", None) is not None:
-        return Path(sweep.out)  # type: ignore[attr-defined]
+    if sweep.out is not None:
+        return Path(sweep.out)
     return Path("out") / Path(args.sweep).stem
 
 

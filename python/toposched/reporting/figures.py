@@ -287,8 +287,8 @@ def utilization_stats(run: RunData) -> tuple[float, float, float, float, float, 
     u = run.utilization
     if len(u) == 0:
         return None
-    q = np.percentile(u, [0, 25, 50, 75, 100])
-    return (*map(float, q), float(np.mean(u)))  # type: ignore[return-value]
+    lo, q1, median, q3, hi = (float(x) for x in np.percentile(u, [0, 25, 50, 75, 100]))
+    return (lo, q1, median, q3, hi, float(np.mean(u)))
 
 
 def time_unit(max_seconds: float) -> tuple[str, float]:

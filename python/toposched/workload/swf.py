@@ -219,7 +219,7 @@ def _slow_chunk(chunk: bytes, first_line: int, col: _Collector) -> int:
                 col.problem(line_no, i, error)
                 break
             if i in _USED_SET:
-                row.append(value)  # type: ignore[arg-type]
+                row.append(value)  # type: ignore[arg-type]  # an int: _parse_token gives None only with an error
         else:
             rows.append(row)
             lines.append(line_no)
