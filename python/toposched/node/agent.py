@@ -272,14 +272,16 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _body(self) -> JsonObject:
+    def _raw_body(self) -> bytes:
         try:
             length = int(self.headers.get("Content-Length", "0") or 0)
         except ValueError:
             raise BadRequest("Content-Length", "not a number") from None
         if length > MAX_BODY_BYTES:
             raise BadRequest("body", f"larger than {MAX_BODY_BYTES} bytes")
-        raw = self.rfile.read(length) if length else b""
+        return self.rfile.read(length) if length else b""
+
+    def _body(self, raw: bytes) -> JsonObject:
         try:
             body = json.loads(raw or b"{}")
         except ValueError as exc:
@@ -332,12 +334,15 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         a = self.agent
         try:
+            # read the whole request before any answer: a refusal sent while the client is
+            # still writing its body would reach it as a broken pipe, not as the refusal
+            raw = self._raw_body()
             if path in ("/v1/allocate", "/v1/release", "/v1/reconcile"):
                 refused = self._authorized()
                 if refused is not None:
                     self._send(refused, {"reason": "missing bearer token" if refused == 401 else "wrong bearer token"})
                     return
-            body = self._body()
+            body = self._body(raw)
             if path == "/v1/query":
                 if "requirement" not in body:
                     raise BadRequest("requirement", "missing")
