@@ -7,7 +7,7 @@ each of its ranges in turn. Files written before that stored ``node_ids``, a
 ``list<int32>`` with one entry per node; they read the same through this module.
 
 Why ranges: a job's nodes are mostly long runs of consecutive ids, and one id per node
-grows with fabric x jobs (CEA-Curie with nodes = processors, 93,312 nodes: 120 M ids, 388
+grows with fabric x jobs (CEA-Curie with nodes = processors, 93,312 nodes: 225 M ids, 388
 MB in jobs.parquet and most of a 6 GB peak). Ranges cost a few entries per job.
 
 In memory the lists are CSR arrays: ranges as ``(range_offsets, first, count)`` (job j's
