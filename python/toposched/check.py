@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .errors import InputError
-from .nodelists import has_node_lists, table_lists
+from .nodelists import has_node_lists, lists_from_ranges, table_ranges
 
 
 class Problems(list):
@@ -54,6 +54,42 @@ def _overlaps(key: np.ndarray, start: np.ndarray, end: np.ndarray, job: np.ndarr
     ], len(bad)
 
 
+def _ranges_never_shared(range_offsets: np.ndarray, first: np.ndarray, count: np.ndarray, start: np.ndarray, end: np.ndarray) -> bool:
+    """True when no node is held by two jobs (or twice by one) at the same instant, decided
+    on the node ranges without expanding them: jobs in start order, the held ranges kept
+    as disjoint sorted intervals, those of jobs ended by then (``end <= start``) released
+    first; a new range must meet none of them. Memory follows the running jobs' ranges,
+    not the node entries (Curie with nodes = processors: 1.9 M ranges for 225 M nodes)."""
+    import heapq
+    from bisect import bisect_left, bisect_right
+
+    lo: list[int] = []  # first node of each held interval, sorted
+    hi: list[int] = []  # one past its last node
+    ends: list[tuple[int, int]] = []  # (end time, first node) of each held interval
+    roff = range_offsets.tolist()
+    firsts = first.tolist()
+    counts = count.tolist()
+    starts = start.tolist()
+    stops = end.tolist()
+    for j in sorted(range(len(starts)), key=starts.__getitem__):
+        s, e = starts[j], stops[j]
+        if e <= s or roff[j] == roff[j + 1]:
+            continue  # holds nothing
+        while ends and ends[0][0] <= s:
+            i = bisect_left(lo, heapq.heappop(ends)[1])
+            del lo[i], hi[i]
+        for k in range(roff[j], roff[j + 1]):
+            f = firsts[k]
+            g = f + counts[k]
+            i = bisect_right(lo, f)
+            if (i and hi[i - 1] > f) or (i < len(lo) and lo[i] < g):
+                return False
+            lo.insert(i, f)
+            hi.insert(i, g)
+            heapq.heappush(ends, (e, f))
+    return True
+
+
 def check_schedule(jobs: pa.Table, fabric: dict, *, interference_free: bool = False, limit: int = 10) -> Problems:
     """Problems found in a schedule (empty when it is sound): the first ``limit`` of each
     kind, an "and N more" line for each kind cut short, and ``.total`` for all of them."""
@@ -66,7 +102,11 @@ def check_schedule(jobs: pa.Table, fabric: dict, *, interference_free: bool = Fa
     problems.add([f"job {int(job_id[i])} starts at {int(start[i])}, before its submit {int(submit[i])}" for i in early[:limit]], len(early), "jobs starting before their submit")
     backwards = np.flatnonzero(end < start)
     problems.add([f"job {int(job_id[i])} ends at {int(end[i])}, before its start {int(start[i])}" for i in backwards[:limit]], len(backwards), "jobs ending before their start")
-    offsets, nodes = table_lists(jobs) if len(jobs) else (np.zeros(1, np.int64), np.zeros(0, np.int64))
+    ranges = table_ranges(jobs) if len(jobs) else (np.zeros(1, np.int64), np.zeros(0, np.uint32), np.zeros(0, np.uint32))
+    if not interference_free and _ranges_never_shared(*ranges, start, end):
+        return problems  # no node held twice: shown on the ranges, nodes never expanded
+    # one entry per node: exact per-node reports (and the leaf and pod invariants)
+    offsets, nodes = lists_from_ranges(*ranges)
     per_job = offsets[1:] - offsets[:-1]
     jrow = np.repeat(np.arange(len(job_id)), per_job)
     problems.add(*_overlaps(nodes, start[jrow], end[jrow], job_id[jrow], "node", limit), "nodes held by two jobs at once")

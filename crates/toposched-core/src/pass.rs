@@ -100,7 +100,7 @@ pub struct Core {
     /// Node lists of every started job as (first, count) ranges of consecutive ids, in the
     /// list's (ascending) order, appended at each start. What the results hand over: a few
     /// ranges per job where one id per node grows with fabric x jobs (Curie with nodes =
-    /// processors: 120 M node ids).
+    /// processors: 225 M node ids).
     pub(crate) node_ranges: Vec<(u32, u32)>,
     /// Full node lists of the running jobs only (policies read them while projecting the
     /// future), by slot; a job's list is dropped when it ends, so this follows the running
