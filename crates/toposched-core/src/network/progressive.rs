@@ -423,4 +423,73 @@ mod tests {
         assert_eq!((t.slowdown(1), t.slowdown(2), t.x(2)), (1.0, 1.0, 1.0));
         assert!(close(t.t_shared[0], 2.0));
     }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The water filling is max-min: no link is over capacity, and every flow has a
+        /// bottleneck, a full link on its path where no flow runs faster than it (the
+        /// definition of max-min fairness, independent of how the filling computes it).
+        #[test]
+        fn water_filling_meets_the_max_min_definition(
+            caps in proptest::collection::vec(0.1f64..3.0, 1..8),
+            paths in proptest::collection::vec(proptest::collection::btree_set(0u32..8, 1..4), 1..12),
+        ) {
+            let nl = caps.len() as u32;
+            let mut fs = FlowSet::new(caps.clone());
+            let j = fs.add_job(1.0);
+            for p in &paths {
+                let links: Vec<u32> = p.iter().map(|&l| l % nl).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+                fs.add_flow(j, &links, 1.0);
+            }
+            let active: Vec<u32> = (0..fs.n_flows() as u32).collect();
+            let mut rate = vec![-1.0; fs.n_flows()];
+            WaterFill::new(&fs).solve(&fs, &active, &mut rate);
+            let mut load = vec![0.0; caps.len()];
+            for f in 0..fs.n_flows() {
+                prop_assert!(rate[f] > 0.0);
+                for &l in fs.flows_of(f) {
+                    load[l as usize] += rate[f];
+                }
+            }
+            for l in 0..caps.len() {
+                prop_assert!(load[l] <= caps[l] * (1.0 + 1e-9), "link {} over capacity", l);
+            }
+            for f in 0..fs.n_flows() {
+                let bottleneck = fs.flows_of(f).iter().any(|&l| {
+                    let li = l as usize;
+                    load[li] >= caps[li] * (1.0 - 1e-9)
+                        && (0..fs.n_flows()).all(|g| !fs.flows_of(g).contains(&l) || rate[g] <= rate[f] * (1.0 + 1e-9))
+                });
+                prop_assert!(bottleneck, "flow {} has no bottleneck: {:?}", f, rate);
+            }
+        }
+
+        /// Same flows, same times, whatever the order the jobs are given in.
+        #[test]
+        fn job_order_does_not_change_the_times(
+            sizes in proptest::collection::vec((0u32..4, 0u32..4, 0.5f64..4.0), 2..10),
+            phis in proptest::collection::vec(0.2f64..1.0, 3),
+        ) {
+            let build = |order: &[usize]| {
+                let mut fs = FlowSet::new(vec![1.0, 1.5, 0.7, 2.0]);
+                for &k in order {
+                    fs.add_job(phis[k]);
+                }
+                for (i, &(a, b, bytes)) in sizes.iter().enumerate() {
+                    let k = i % 3;
+                    let job = order.iter().position(|&o| o == k).unwrap() as u32;
+                    let links: Vec<u32> = if a == b { vec![a] } else { vec![a.min(b), a.max(b)] };
+                    fs.add_flow(job, &links, bytes);
+                }
+                simulate(&fs, 3)
+            };
+            let t1 = build(&[0, 1, 2]);
+            let t2 = build(&[2, 0, 1]);
+            for k in 0..3 {
+                let k2 = [1, 2, 0][k];
+                prop_assert!((t1.slowdown(k) - t2.slowdown(k2)).abs() <= 1e-9 * t1.slowdown(k));
+            }
+        }
+    }
 }
