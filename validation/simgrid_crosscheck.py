@@ -2,7 +2,7 @@
 by the tests or CI).
 
     pip install "pybind11<3" && pip install --no-build-isolation simgrid   # ~10 CPU-minutes
-    python validation/simgrid_crosscheck.py --scenarios 20 --seed 1 [--taper] [--fairness flows]
+    python validation/simgrid_crosscheck.py --scenarios 20 --seed 1 [--taper] [--fairness flows] [--filling steady]
 
 Random multi-job scenarios on the research note's 288-node two-level tree
 (``fattree:K=18,S=16,P=1``, or its 2:1 taper ``W1=9``): 2-5 jobs of 16-72 random nodes,
@@ -122,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--taper", action="store_true", help="2:1 tapered leaves (W1 = 9)")
     ap.add_argument("--fairness", default="flows", help="the model's fairness unit (flows compares like with like)")
+    ap.add_argument("--filling", default="auto", choices=["auto", "steady", "progressive"],
+                    help="under fairness=flows: progressive filling in time or the steady-state job-level solve (auto: progressive up to 4,000 flows)")
     ap.add_argument("--horizon", type=float, default=0.0, help="simulated seconds (default: 6 iterations of the slowest job alone)")
     ap.add_argument("--alone", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -144,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
         for j in jobs:
             f = model.pattern_flows(j["nodes"], j["pattern"], seed=j["seed"])
             flows.append([(int(a), int(b), float(c)) for a, b, c in zip(f["src"], f["dst"], f["bytes"])])
-        est = evaluate_scenario({"fabric": fabric, "model": {"fairness": args.fairness}, "jobs": jobs})["jobs"]
+        model_settings = {"fairness": args.fairness} | ({"filling": args.filling} if args.filling != "auto" else {})
+        est = evaluate_scenario({"fabric": fabric, "model": model_settings, "jobs": jobs})["jobs"]
         horizon = args.horizon or 6 * max(j["t_alone"] for j in est)
         together = _together(flows, args.taper, horizon)
         alone = [_alone(f, args.taper, horizon) for f in flows]
@@ -154,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
             errors.append(err)
             print(f"scenario {s} job {k} {j['pattern']:>10} {len(j['nodes']):3d} nodes: SimGrid {sg:.3f} model {est[k]['slowdown']:.3f} error {100 * err:+.1f} %", flush=True)
     e = np.abs(np.array(errors))
-    print(f"{len(e)} jobs, {'2:1 taper' if args.taper else 'full tree'}, fairness={args.fairness}: "
+    print(f"{len(e)} jobs, {'2:1 taper' if args.taper else 'full tree'}, fairness={args.fairness}, filling={args.filling}: "
           f"{100 * np.mean(e <= 0.10):.0f} % within 10 %, median error {100 * np.median(e):.1f} %, max {100 * e.max():.0f} %")
     return 0
 

@@ -90,6 +90,10 @@ class ModelSettings:
     sl_weights: tuple[float, ...] = (1.0,)
     #: Link data rate and message latency of the job model (None: the fabric's preset).
     timing: FabricTiming | None = None
+    #: Under fairness=flows: "auto" (progressive filling when every job's service level
+    #: has the same weight and there are at most 4,000 flows), "steady" (the job-level
+    #: solve) or "progressive" (`interfere` only; docs/network.md).
+    filling: str = "auto"
 
     def describe(self) -> dict[str, Any]:
         d: dict[str, Any] = {"bandwidth": list(self.bandwidth), "fairness": self.fairness, "service_levels": list(self.sl_weights)}
@@ -153,7 +157,7 @@ def network_model(fabric: Fabric, settings: ModelSettings | None = None) -> Any:
     from . import _core
 
     s = settings or ModelSettings()
-    return _core.NetworkModel(fabric.core, bandwidth=tuple(s.bandwidth), fairness=s.fairness, sl_weights=list(s.sl_weights))
+    return _core.NetworkModel(fabric.core, bandwidth=tuple(s.bandwidth), fairness=s.fairness, sl_weights=list(s.sl_weights), filling=s.filling)
 
 
 # ---------------------------------------------------------------------------- reading
@@ -169,9 +173,9 @@ def parse_settings(obj: Any, src: str = "<scenario>", where: str = "model") -> M
         return ModelSettings()
     if not isinstance(obj, dict):
         raise _err(src, where, "expected an object with bandwidth, fairness, service_levels")
-    unknown = set(obj) - {"bandwidth", "fairness", "service_levels", "link_gbps", "overhead_us"}
+    unknown = set(obj) - {"bandwidth", "fairness", "service_levels", "link_gbps", "overhead_us", "filling"}
     if unknown:
-        raise _err(src, f"{where}.{sorted(unknown)[0]}", "unknown setting; settings are bandwidth, fairness, service_levels, link_gbps, overhead_us")
+        raise _err(src, f"{where}.{sorted(unknown)[0]}", "unknown setting; settings are bandwidth, fairness, service_levels, link_gbps, overhead_us, filling")
     timing = None
     if "link_gbps" in obj or "overhead_us" in obj:
         gbps, over = obj.get("link_gbps", 32.0), obj.get("overhead_us", 1.0)
@@ -192,6 +196,11 @@ def parse_settings(obj: Any, src: str = "<scenario>", where: str = "model") -> M
     fairness = obj.get("fairness", DEFAULT_FAIRNESS)
     if fairness not in ("flows", "ports", "jobs", "job-maxmin"):
         raise _err(src, f"{where}.fairness", f"expected 'jobs', 'job-maxmin', 'ports' or 'flows', got {fairness!r}")
+    filling = obj.get("filling", "auto")
+    if filling not in ("auto", "steady", "progressive"):
+        raise _err(src, f"{where}.filling", f"expected 'auto', 'steady' or 'progressive', got {filling!r}")
+    if filling == "progressive" and fairness != "flows":
+        raise _err(src, f"{where}.filling", f"progressive filling is per-flow max-min: it needs fairness 'flows', not {fairness!r}")
     sl = obj.get("service_levels", "default")
     if isinstance(sl, str):
         if sl not in SL_PRESETS:
@@ -201,7 +210,7 @@ def parse_settings(obj: Any, src: str = "<scenario>", where: str = "model") -> M
         weights = tuple(float(w) for w in sl)
     else:
         raise _err(src, f"{where}.service_levels", "expected a non-empty list of positive weights or a table name")
-    return ModelSettings(bandwidth=bandwidth, fairness=fairness, sl_weights=weights, timing=timing)
+    return ModelSettings(bandwidth=bandwidth, fairness=fairness, sl_weights=weights, timing=timing, filling=filling)
 
 
 _RANGE = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+))?\s*$")
@@ -562,7 +571,7 @@ def evaluate(scenario: Scenario) -> dict[str, Any]:
         "toposched_version": __version__,
         "scenario": scenario.source,
         "fabric": {k: v for k, v in scenario.fabric.describe().items() if k not in ("node_names", "node_leaf", "leaf_names", "leaf_pod", "pod_names")},
-        "model": scenario.settings.describe(),
+        "model": {**scenario.settings.describe(), "filling": ev["filling"]},
         "seed": scenario.seed,
         "jobs": jobs,
         "links": {"total": model.n_links, "shared": ev["shared_links"], "hot": hot},
@@ -833,6 +842,9 @@ def _spec_from_obj(obj: dict[str, Any], src: str) -> NetworkSpec:
         raise _err(src, "ranks_per_node", "must be at least 1")
     spec.bytes = float(obj.get("bytes", 1.0))
     spec.settings = parse_settings(obj.get("model"), src)
+    if spec.settings.filling != "auto":
+        # the replay's closed loop re-solves at every start and end with the steady solve
+        raise _err(src, "model.filling", "filling is a setting of interfere scenarios; the replay uses the steady-state solve")
     return spec
 
 

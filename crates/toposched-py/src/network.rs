@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use toposched_core::network::{
-    Bandwidth, Fairness, JobSpec, JobTraffic, NetConfig, NetReplay, Network, Pattern, Reference, Traffic, CATALYST_SL_WEIGHTS, PATTERNS,
+    Bandwidth, Fairness, Filling, JobSpec, JobTraffic, NetConfig, NetReplay, Network, Pattern, Reference, Traffic, CATALYST_SL_WEIGHTS, PATTERNS,
 };
 
 use crate::{Simulation, Topology};
@@ -23,6 +23,7 @@ pub(crate) fn net_config(bandwidth: (f64, f64, f64), fairness: &str, sl_weights:
         bandwidth: Bandwidth { host: bandwidth.0, leaf: bandwidth.1, core: bandwidth.2 },
         fairness: Fairness::parse(fairness).map_err(value_err)?,
         sl_weights: sl_weights.unwrap_or_else(|| vec![1.0]),
+        filling: Filling::Auto,
     };
     cfg.check().map_err(value_err)?;
     Ok(cfg)
@@ -50,9 +51,11 @@ pub struct NetworkModel {
 #[pymethods]
 impl NetworkModel {
     #[new]
-    #[pyo3(signature = (topology, *, bandwidth=(1.0, 1.0, 1.0), fairness="flows", sl_weights=None))]
-    fn new(topology: &Topology, bandwidth: (f64, f64, f64), fairness: &str, sl_weights: Option<Vec<f64>>) -> PyResult<NetworkModel> {
-        let cfg = net_config(bandwidth, fairness, sl_weights)?;
+    #[pyo3(signature = (topology, *, bandwidth=(1.0, 1.0, 1.0), fairness="flows", sl_weights=None, filling="auto"))]
+    fn new(topology: &Topology, bandwidth: (f64, f64, f64), fairness: &str, sl_weights: Option<Vec<f64>>, filling: &str) -> PyResult<NetworkModel> {
+        let mut cfg = net_config(bandwidth, fairness, sl_weights)?;
+        cfg.filling = Filling::parse(filling).map_err(value_err)?;
+        cfg.check().map_err(value_err)?;
         Ok(NetworkModel { inner: Network::new(&topology.inner, cfg).map_err(value_err)? })
     }
 
@@ -64,6 +67,11 @@ impl NetworkModel {
     #[getter]
     fn fairness(&self) -> &'static str {
         self.inner.config().fairness.name()
+    }
+    /// `auto`, `steady` or `progressive` (docs/network.md, "Progressive filling").
+    #[getter]
+    fn filling(&self) -> &'static str {
+        self.inner.config().filling.name()
     }
     #[getter]
     fn sl_weights(&self) -> Vec<f64> {
@@ -228,6 +236,7 @@ impl NetworkModel {
         out.set_item("hot_links", ev.hot_links.clone())?;
         out.set_item("shared_links", ev.shared_links)?;
         out.set_item("rounds", ev.rounds)?;
+        out.set_item("filling", if ev.progressive { "progressive" } else { "steady" })?;
         Ok(out)
     }
 

@@ -77,24 +77,7 @@ impl DemandBuilder {
     /// Build the demand of `traffic` on `nodes` (rank r's node is `nodes[r / ppn]`).
     /// With `ports`, also count distinct input ports per link.
     pub fn build(&mut self, router: &Router, nodes: &[u32], traffic: &Traffic, ports: bool) -> Result<Demand, String> {
-        let n_nodes = router.links().n_nodes();
-        if let Some(&bad) = nodes.iter().find(|&&x| x >= n_nodes) {
-            return Err(format!("node {bad} is not on the fabric ({n_nodes} nodes)"));
-        }
-        if !(traffic.bytes.is_finite() && traffic.bytes >= 0.0) {
-            return Err(format!("bytes must be a finite number >= 0, got {}", traffic.bytes));
-        }
-        let ppn = if traffic.pattern.node_level() { 1 } else { traffic.ranks_per_node.max(1) };
-        let ranks = nodes.len() as u64 * ppn as u64;
-        if ranks > u32::MAX as u64 {
-            return Err("too many ranks".into());
-        }
-        let ranks = ranks as u32;
-        if let Pattern::Explicit(flows) = &traffic.pattern {
-            if let Some(&(s, d, b)) = flows.iter().find(|&&(s, d, b)| s >= ranks || d >= ranks || !(b.is_finite() && b >= 0.0)) {
-                return Err(format!("explicit flow ({s}, {d}, {b}): ranks must be below {ranks} and bytes a finite number >= 0"));
-            }
-        }
+        check_traffic(router, nodes, traffic)?;
         self.cur = self.cur.wrapping_add(1);
         if self.cur == 0 {
             self.stamp.iter_mut().for_each(|s| *s = 0);
@@ -109,14 +92,7 @@ impl DemandBuilder {
         acc.total_bytes = 0.0;
         self.port_pairs.clear();
         let (slot, stamp, cur, pairs) = (&mut self.slot, &mut self.stamp, self.cur, &mut self.port_pairs);
-        let node_of = |r: u32| nodes[(r / ppn) as usize];
-        let leaf_of_rank = |r: u32| router.leaf_of(node_of(r));
-        let pod_of_rank = |r: u32| router.pod_of(node_of(r));
-        let mut emit = |s: u32, d: u32, b: f64| {
-            let (ns, nd) = (node_of(s), node_of(d));
-            if ns == nd || b <= 0.0 {
-                return;
-            }
+        let mut emit = |ns: u32, nd: u32, b: f64| {
             acc.n_flows += 1;
             acc.total_bytes += b;
             let route = router.route(ns, nd);
@@ -140,7 +116,7 @@ impl DemandBuilder {
                 prev = l;
             }
         };
-        traffic.pattern.for_each_flow(ranks, traffic.bytes, traffic.seed, &leaf_of_rank, &pod_of_rank, &mut emit);
+        for_each_node_flow(router, nodes, traffic, &mut emit);
         // sort by link id
         let mut order: Vec<usize> = (0..self.acc.links.len()).collect();
         order.sort_unstable_by_key(|&k| self.acc.links[k]);
@@ -180,6 +156,48 @@ impl DemandBuilder {
             total_bytes: self.acc.total_bytes,
         })
     }
+}
+
+/// Check what [`for_each_node_flow`] needs: nodes on the fabric, finite bytes, explicit
+/// flows' ranks in range. The one check of every consumer of a job's flows.
+pub fn check_traffic(router: &Router, nodes: &[u32], traffic: &Traffic) -> Result<(), String> {
+    let n_nodes = router.links().n_nodes();
+    if let Some(&bad) = nodes.iter().find(|&&x| x >= n_nodes) {
+        return Err(format!("node {bad} is not on the fabric ({n_nodes} nodes)"));
+    }
+    if !(traffic.bytes.is_finite() && traffic.bytes >= 0.0) {
+        return Err(format!("bytes must be a finite number >= 0, got {}", traffic.bytes));
+    }
+    let ppn = if traffic.pattern.node_level() { 1 } else { traffic.ranks_per_node.max(1) };
+    let ranks = nodes.len() as u64 * ppn as u64;
+    if ranks > u32::MAX as u64 {
+        return Err("too many ranks".into());
+    }
+    let ranks = ranks as u32;
+    if let Pattern::Explicit(flows) = &traffic.pattern {
+        if let Some(&(s, d, b)) = flows.iter().find(|&&(s, d, b)| s >= ranks || d >= ranks || !(b.is_finite() && b >= 0.0)) {
+            return Err(format!("explicit flow ({s}, {d}, {b}): ranks must be below {ranks} and bytes a finite number >= 0"));
+        }
+    }
+    Ok(())
+}
+
+/// Call `emit(src_node, dst_node, bytes)` for every flow of one iteration that leaves its
+/// node (ranks mapped to `nodes` in blocks; on-node and empty flows dropped). Both the
+/// per-link demand and the per-flow progressive filling read a job's traffic through this.
+/// The caller has run [`check_traffic`].
+pub fn for_each_node_flow(router: &Router, nodes: &[u32], traffic: &Traffic, emit: &mut dyn FnMut(u32, u32, f64)) {
+    let ppn = if traffic.pattern.node_level() { 1 } else { traffic.ranks_per_node.max(1) };
+    let ranks = (nodes.len() as u64 * ppn as u64) as u32;
+    let node_of = |r: u32| nodes[(r / ppn) as usize];
+    let leaf_of_rank = |r: u32| router.leaf_of(node_of(r));
+    let pod_of_rank = |r: u32| router.pod_of(node_of(r));
+    traffic.pattern.for_each_flow(ranks, traffic.bytes, traffic.seed, &leaf_of_rank, &pod_of_rank, &mut |s, d, b| {
+        let (ns, nd) = (node_of(s), node_of(d));
+        if ns != nd && b > 0.0 {
+            emit(ns, nd, b);
+        }
+    });
 }
 
 #[cfg(test)]

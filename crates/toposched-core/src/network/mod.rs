@@ -6,6 +6,7 @@
 //! - [`patterns`]: communication patterns as rank-level flows per iteration.
 //! - [`demand`]: a job's per-link bytes, flows and input ports; its time alone and ideal.
 //! - [`solver`]: the weighted job-level fair-bottleneck solve.
+//! - [`progressive`]: per-flow max-min in time (event-driven progressive filling).
 //! - [`share`]: the set of jobs on the network, hot-link components, duty-cycle correction.
 //! - [`model`]: a fabric's model and the one-shot evaluation of co-running jobs.
 //! - [`replay`]: the closed loop inside the replay engine (progress follows slowdown).
@@ -14,6 +15,7 @@ pub mod demand;
 pub mod links;
 pub mod model;
 pub mod patterns;
+pub mod progressive;
 pub mod replay;
 pub mod routing;
 pub mod share;
@@ -24,7 +26,7 @@ mod tests;
 
 pub use demand::{Demand, DemandBuilder, Traffic};
 pub use links::{Bandwidth, LinkKind, Links};
-pub use model::{Evaluation, JobResult, JobSpec, NetConfig, Network, CATALYST_SL_WEIGHTS};
+pub use model::{Evaluation, Filling, JobResult, JobSpec, NetConfig, Network, CATALYST_SL_WEIGHTS, PROGRESSIVE_AUTO_MAX_FLOWS, PROGRESSIVE_ITERATIONS};
 pub use patterns::{Pattern, PATTERNS};
 pub use replay::{JobNetResult, JobTraffic, NetReplay, Reference, ReplayStats};
 pub use routing::{Route, Router};

@@ -3,6 +3,7 @@
 
 use super::demand::{Demand, DemandBuilder, Traffic};
 use super::links::{Bandwidth, Links};
+use super::progressive::{simulate, FlowSet};
 use super::routing::{Route, Router};
 use super::share::{dilation, Active, Fairness, Shared};
 use crate::topology::Topology;
@@ -14,11 +15,55 @@ pub struct NetConfig {
     pub fairness: Fairness,
     /// Weight of each service level (index = level). Default: one level of weight 1.
     pub sl_weights: Vec<f64>,
+    /// How `evaluate` finds the per-flow shares (only `fairness=flows` is per-flow).
+    pub filling: Filling,
 }
+
+/// Under `fairness=flows`: the steady-state job-level solve, or per-flow progressive
+/// filling in time (`progressive`), where flows that finish early release their bandwidth.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Filling {
+    /// Progressive under `fairness=flows` when every job is at a level of the same weight
+    /// (progressive filling has no service levels) and the jobs have at most
+    /// [`PROGRESSIVE_AUTO_MAX_FLOWS`] flows (its cost grows with the square of the flows);
+    /// the steady-state solve otherwise.
+    #[default]
+    Auto,
+    Steady,
+    Progressive,
+}
+
+impl Filling {
+    pub fn parse(text: &str) -> Result<Filling, String> {
+        match text {
+            "auto" => Ok(Filling::Auto),
+            "steady" => Ok(Filling::Steady),
+            "progressive" => Ok(Filling::Progressive),
+            other => Err(format!("filling must be 'auto', 'steady' or 'progressive', not {other:?}")),
+        }
+    }
+    pub fn name(&self) -> &'static str {
+        match self {
+            Filling::Auto => "auto",
+            Filling::Steady => "steady",
+            Filling::Progressive => "progressive",
+        }
+    }
+}
+
+/// Communication phases each job completes in a progressive evaluation (the first is not
+/// measured): enough for the mean to settle on the random scenarios of the tests (a
+/// job's iterations drift against each other's within two or three phases).
+pub const PROGRESSIVE_ITERATIONS: u32 = 6;
+
+/// Above this many flows, `filling=auto` keeps the steady-state solve: progressive filling
+/// solves every flow at every flow end, about flows² · iterations work (4,000 flows: a few
+/// seconds; docs/network.md).
+pub const PROGRESSIVE_AUTO_MAX_FLOWS: u64 = 4_000;
 
 impl Default for NetConfig {
     fn default() -> Self {
-        NetConfig { bandwidth: Bandwidth::default(), fairness: Fairness::Flows, sl_weights: vec![1.0] }
+        NetConfig { bandwidth: Bandwidth::default(), fairness: Fairness::Flows, sl_weights: vec![1.0], filling: Filling::Auto }
     }
 }
 
@@ -39,6 +84,9 @@ impl NetConfig {
         }
         if let Some(w) = self.sl_weights.iter().find(|w| !(w.is_finite() && **w > 0.0)) {
             return Err(format!("service level weights must be positive numbers, got {w}"));
+        }
+        if self.filling == Filling::Progressive && self.fairness != Fairness::Flows {
+            return Err(format!("filling=progressive is per-flow max-min: it needs fairness=flows, not {}", self.fairness.name()));
         }
         Ok(())
     }
@@ -103,8 +151,10 @@ pub struct Evaluation {
     pub hot_links: Vec<(u32, f64, f64)>,
     /// Links used by two jobs or more.
     pub shared_links: usize,
-    /// Solver rounds.
+    /// Solver rounds (with progressive filling, also the links it saturated).
     pub rounds: u64,
+    /// Whether progressive filling gave the jobs' times (else the steady-state solve).
+    pub progressive: bool,
 }
 
 impl Network {
@@ -155,7 +205,29 @@ impl Network {
         Ok(Active::from_demand(dem, |x| l.is_inter_switch(x), self.config.fairness, service_level, phi))
     }
 
-    /// Evaluate jobs running together in steady state. Node lists must not overlap.
+    /// Whether `evaluate` uses progressive filling for these jobs (see [`Filling`]).
+    /// `flows` is the jobs' number of flows leaving their nodes.
+    pub fn progressive_for(&self, jobs: &[JobSpec], flows: u64) -> Result<bool, String> {
+        let c = &self.config;
+        let one_weight = {
+            let mut w = jobs.iter().map(|j| self.config.sl_weight(j.service_level));
+            match w.next() {
+                None => true,
+                Some(first) => {
+                    let first = first?;
+                    w.try_fold(true, |same, x| Ok::<bool, String>(same && x? == first))?
+                }
+            }
+        };
+        match c.filling {
+            Filling::Steady => Ok(false),
+            Filling::Auto => Ok(c.fairness == Fairness::Flows && one_weight && flows <= PROGRESSIVE_AUTO_MAX_FLOWS),
+            Filling::Progressive if one_weight => Ok(true),
+            Filling::Progressive => Err("filling=progressive has no service levels: the jobs are at levels of different weights (use filling=steady or auto)".into()),
+        }
+    }
+
+    /// Evaluate jobs running together (steady-state solve or progressive filling). Node lists must not overlap.
     pub fn evaluate(&self, jobs: &[JobSpec]) -> Result<Evaluation, String> {
         let n = self.topo.n_nodes();
         let mut owner = vec![usize::MAX; n];
@@ -192,13 +264,24 @@ impl Network {
         if !comp.is_empty() {
             shared.solve(&comp);
         }
+        let n_flows: u64 = demands.iter().map(|d: &Demand| d.n_flows).sum();
+        let timing = if self.progressive_for(jobs, n_flows)? {
+            let l = self.links();
+            let mut fs = FlowSet::new((0..l.len() as u32).map(|x| l.capacity(x)).collect());
+            for j in jobs {
+                let k = fs.add_job(j.phi);
+                fs.add_traffic(&self.router, k, &j.nodes, &j.traffic)?;
+            }
+            Some(simulate(&fs, PROGRESSIVE_ITERATIONS))
+        } else {
+            None
+        };
         let slot_to_job: std::collections::BTreeMap<u32, usize> = slots.iter().enumerate().map(|(i, &s)| (s, i)).collect();
         let mut out = Vec::with_capacity(jobs.len());
         for (i, j) in jobs.iter().enumerate() {
             let dem = &demands[i];
             let a = shared.get(slots[i]);
-            let x = a.x;
-            let phibar = a.phibar;
+            let (x, phibar) = (a.x, a.phibar);
             let mut with: Vec<usize> = Vec::new();
             for &l in &a.links {
                 for &o in shared.jobs_on(l) {
@@ -209,14 +292,20 @@ impl Network {
             }
             with.sort_unstable();
             with.dedup();
-            let p = dem.placement_penalty();
-            let slow = dilation(j.phi, x, phibar);
+            // steady state: the job-level solve and the duty-cycle correction; progressive:
+            // the simulated times (phibar is then not used: the quiet phases are simulated)
+            let (t_alone, t_shared, x, phibar, slow) = match &timing {
+                Some(t) if t.t_alone[i] > 0.0 => (t.t_alone[i], t.t_shared[i], t.x(i), 1.0, t.slowdown(i)),
+                Some(_) => (dem.t_alone, dem.t_alone, 1.0, 1.0, 1.0),
+                None => (dem.t_alone, dem.t_alone / x, x, phibar, dilation(j.phi, x, phibar)),
+            };
+            let p = if dem.t_ideal > 0.0 { t_alone / dem.t_ideal } else { 1.0 };
             out.push(JobResult {
                 flows: dem.n_flows,
                 bytes: dem.total_bytes,
                 t_ideal: dem.t_ideal,
-                t_alone: dem.t_alone,
-                t_shared: dem.t_alone / x,
+                t_alone,
+                t_shared,
                 placement_penalty: p,
                 x,
                 comm_slowdown: 1.0 / x,
@@ -240,6 +329,7 @@ impl Network {
                 hot.push((l, shared.load(l), shared.capacity(l)));
             }
         }
-        Ok(Evaluation { jobs: out, hot_links: hot, shared_links: n_shared, rounds: shared.rounds })
+        let rounds = shared.rounds + timing.as_ref().map_or(0, |t| t.rounds);
+        Ok(Evaluation { jobs: out, hot_links: hot, shared_links: n_shared, rounds, progressive: timing.is_some() })
     }
 }

@@ -18,8 +18,9 @@ fn job(nodes: Vec<u32>, pattern: Pattern) -> JobSpec {
     JobSpec { nodes, traffic: Traffic::new(pattern), service_level: 0, phi: 1.0 }
 }
 
+/// The steady-state job-level solve (these cases pin it; progressive.rs has its own).
 fn eval(t: &Topology, jobs: &[JobSpec]) -> Evaluation {
-    Network::new(t, NetConfig::default()).unwrap().evaluate(jobs).unwrap()
+    Network::new(t, NetConfig { filling: Filling::Steady, ..NetConfig::default() }).unwrap().evaluate(jobs).unwrap()
 }
 
 fn interleaved_9_9() -> (Vec<u32>, Vec<u32>) {
