@@ -446,10 +446,10 @@ mod tests {
             let mut rate = vec![-1.0; fs.n_flows()];
             WaterFill::new(&fs).solve(&fs, &active, &mut rate);
             let mut load = vec![0.0; caps.len()];
-            for f in 0..fs.n_flows() {
-                prop_assert!(rate[f] > 0.0);
+            for (f, &r) in rate.iter().enumerate() {
+                prop_assert!(r > 0.0);
                 for &l in fs.flows_of(f) {
-                    load[l as usize] += rate[f];
+                    load[l as usize] += r;
                 }
             }
             for l in 0..caps.len() {
