@@ -246,13 +246,19 @@ pub fn simulate(fs: &FlowSet, iterations: u32) -> Timing {
         flows_of_job[fs.job[f] as usize].push(f as u32);
     }
     let mut out = Timing { t_alone: vec![0.0; nj], t_shared: vec![0.0; nj], t_quiet: vec![0.0; nj], events: 0, rounds: 0 };
-    let comm: Vec<bool> = (0..nj).map(|j| fs.phi[j] > 0.0 && !flows_of_job[j].is_empty()).collect();
-    for (j, &communicates) in comm.iter().enumerate() {
-        if communicates {
+    let mut comm: Vec<bool> = (0..nj).map(|j| fs.phi[j] > 0.0 && !flows_of_job[j].is_empty()).collect();
+    for (j, communicates) in comm.iter_mut().enumerate() {
+        if *communicates {
             let (times, ev) = run(fs, &mut wf, &flows_of_job, &[j as u32], &[0.0], 1);
-            out.t_alone[j] = times[0][0];
             out.events += ev;
-            out.t_quiet[j] = out.t_alone[j] * (1.0 - fs.phi[j]) / fs.phi[j];
+            let quiet = times[0][0] * (1.0 - fs.phi[j]) / fs.phi[j];
+            if quiet.is_finite() {
+                out.t_alone[j] = times[0][0];
+                out.t_quiet[j] = quiet;
+            } else {
+                // phi so small that its quiet phase overflows: it never meets anyone
+                *communicates = false;
+            }
         }
     }
     let jobs: Vec<u32> = (0..nj as u32).filter(|&j| comm[j as usize]).collect();
@@ -409,6 +415,17 @@ mod tests {
         assert!(close(t.t_shared[0], 2.0), "{t:?}");
         assert!(close(t.t_shared[1], 13.0 / 3.0), "{t:?}");
         assert!(close(t.slowdown(0), 1.5) && close(t.x(1), 3.0 / (13.0 / 3.0)));
+    }
+
+    #[test]
+    fn a_vanishing_communication_fraction_runs_as_alone() {
+        let mut fs = FlowSet::new(vec![1.0]);
+        let a = fs.add_job(1e-320);
+        let b = fs.add_job(1.0);
+        fs.add_flow(a, &[0], 1.0);
+        fs.add_flow(b, &[0], 1.0);
+        let t = simulate(&fs, 3);
+        assert_eq!((t.slowdown(0), t.slowdown(1)), (1.0, 1.0));
     }
 
     #[test]
