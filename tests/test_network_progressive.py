@@ -150,3 +150,35 @@ def test_progressive_filling_needs_fairness_flows():
     with pytest.raises(InputError) as e:
         evaluate_scenario({"fabric": TINY, "model": {"fairness": "jobs", "filling": "progressive"}, "jobs": []})
     assert e.value.field == "model.filling"
+
+
+def test_filling_in_the_command_and_its_errors(tmp_path, capsys):
+    import json
+
+    from toposched.cli import main
+    from toposched.errors import InputError
+    from toposched.network import parse_network_spec
+
+    scen = tmp_path / "s.json"
+    jobs = [{"name": "A", "nodes": [0, 4], "flows": [[0, 1, 1.0]], "phi": 0.5}, {"name": "B", "nodes": [1, 5], "flows": [[0, 1, 3.0]], "phi": 1}]
+    scen.write_text(json.dumps({"fabric": TINY, "model": {"fairness": "flows"}, "jobs": jobs}))
+    assert main(["interfere", str(scen), "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["model"]["filling"] == "progressive" and r["jobs"][0]["slowdown"] == pytest.approx(1.5)
+    assert main(["interfere", str(scen), "--filling", "steady", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["model"]["filling"] == "steady"
+    assert main(["interfere", str(scen)]) == 0
+    assert "(progressive)" in capsys.readouterr().out
+    # progressive with another fairness: one located line, exit 2
+    assert main(["interfere", str(scen), "--filling", "progressive", "--fairness", "ports"]) == 2
+    err = capsys.readouterr().err
+    assert "needs fairness=flows" in err and "Traceback" not in err
+    scen.write_text(json.dumps({"fabric": TINY, "model": {"fairness": "flows", "filling": "fast"}, "jobs": jobs}))
+    assert main(["interfere", str(scen)]) == 2
+    assert "model.filling" in capsys.readouterr().err
+    # the replay keeps the steady solve: a --network spec may not ask for another filling
+    f = tmp_path / "net.json"
+    f.write_text(json.dumps({"mapping": "bins", "model": {"fairness": "flows", "filling": "progressive"}}))
+    with pytest.raises(InputError) as e:
+        parse_network_spec(str(f))
+    assert e.value.field == "model.filling"

@@ -525,12 +525,13 @@ def load_scenario(path: str | Path, *, system: str | None = None) -> Scenario:
 
 def evaluate(scenario: Scenario) -> dict[str, Any]:
     """Evaluate a scenario: the result object of docs/network.md."""
-    model = network_model(scenario.fabric, scenario.settings)
     try:
+        # inside: settings changed after parsing (interfere --fairness) are checked here
+        model = network_model(scenario.fabric, scenario.settings)
         _resolve_phi(model, scenario.jobs)
         ev = model.evaluate([j.core_dict() for j in scenario.jobs])
     except ValueError as exc:
-        raise InputError(scenario.source, str(exc), field="jobs") from None
+        raise InputError(scenario.source, str(exc), field="model" if "filling" in str(exc) else "jobs") from None
     names = [j.name for j in scenario.jobs]
     jobs = []
     for j, r in zip(scenario.jobs, ev["jobs"]):

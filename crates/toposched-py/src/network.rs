@@ -7,6 +7,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
+use toposched_core::network::demand::{check_traffic, for_each_node_flow};
 use toposched_core::network::{
     Bandwidth, Fairness, Filling, JobSpec, JobTraffic, NetConfig, NetReplay, Network, Pattern, Reference, Traffic, CATALYST_SL_WEIGHTS, PATTERNS,
 };
@@ -121,27 +122,14 @@ impl NetworkModel {
         flows: Option<Vec<(u32, u32, f64)>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let tr = traffic(pattern, bytes, ranks_per_node, seed, flows)?;
-        let n = self.inner.topology().n_nodes() as u32;
-        if let Some(&bad) = nodes.iter().find(|&&x| x >= n) {
-            return Err(PyValueError::new_err(format!("node {bad} is not on the fabric ({n} nodes)")));
-        }
-        let ppn = if tr.pattern.node_level() { 1 } else { tr.ranks_per_node };
-        let ranks = nodes.len() as u32 * ppn;
-        if let Pattern::Explicit(f) = &tr.pattern {
-            if f.iter().any(|&(s, d, _)| s >= ranks || d >= ranks) {
-                return Err(PyValueError::new_err(format!("explicit flows: ranks must be below {ranks}")));
-            }
-        }
-        let topo = self.inner.topology();
-        let node_of = |r: u32| nodes[(r / ppn) as usize];
+        // the flows the demand and progressive filling see (one rank-to-node mapping)
+        let router = self.inner.router();
+        check_traffic(router, &nodes, &tr).map_err(value_err)?;
         let (mut s, mut d, mut b) = (Vec::new(), Vec::new(), Vec::new());
-        tr.pattern.for_each_flow(ranks, tr.bytes, tr.seed, &|r| topo.leaf_of(node_of(r)), &|r| topo.pod_of(node_of(r)), &mut |x, y, z| {
-            let (nx, ny) = (node_of(x), node_of(y));
-            if nx != ny && z > 0.0 {
-                s.push(nx as i64);
-                d.push(ny as i64);
-                b.push(z);
-            }
+        for_each_node_flow(router, &nodes, &tr, &mut |x, y, z| {
+            s.push(x as i64);
+            d.push(y as i64);
+            b.push(z);
         });
         let out = PyDict::new(py);
         out.set_item("src", PyArray1::from_vec(py, s))?;

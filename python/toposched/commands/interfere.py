@@ -36,6 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="RESULT.json", help="write the full result as JSON here")
     parser.add_argument("--system", metavar="FABRIC", help="evaluate on this fabric instead of the scenario's")
     parser.add_argument("--fairness", choices=("jobs", "job-maxmin", "ports", "flows"), help="override the scenario's fairness unit")
+    parser.add_argument("--filling", choices=("auto", "steady", "progressive"),
+                        help="under fairness flows: progressive filling in time or the steady-state solve (docs/network.md)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON instead of a table")
     parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
 
@@ -49,6 +51,8 @@ def run(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario, system=args.system)
     if args.fairness:
         scenario.settings.fairness = args.fairness
+    if args.filling:
+        scenario.settings.filling = args.filling
     result = evaluate(scenario)
     if args.out:
         write_result(result, args.out)
@@ -62,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     f = result["fabric"]
     console.print(
         f"[bold]{f['name']}[/]: {f['nodes']} nodes, {f['leaves']} leaves, {f['pods']} pods, W1={f['uplinks_per_leaf']}, "
-        f"W2={f['uplinks_per_l2']}; fairness {m['fairness']}, service levels {m['service_levels']}"
+        f"W2={f['uplinks_per_l2']}; fairness {m['fairness']} ({m['filling']}), service levels {m['service_levels']}"
     )
     t = Table(show_edge=False, caption="t alone: comm time per iteration alone; placement: t alone / t ideal; comm: 1/x")
     for col in ("job", "pattern", "nodes", "SL", "phi", "t alone", "placement", "comm", "slowdown", "shared"):

@@ -272,7 +272,12 @@ impl Network {
                 let k = fs.add_job(j.phi);
                 fs.add_traffic(&self.router, k, &j.nodes, &j.traffic)?;
             }
-            Some(simulate(&fs, PROGRESSIVE_ITERATIONS))
+            match simulate(&fs, PROGRESSIVE_ITERATIONS) {
+                Ok(t) => Some(t),
+                // auto falls back to the steady solve; an explicit choice says why it cannot
+                Err(_) if self.config.filling == Filling::Auto => None,
+                Err(e) => return Err(e),
+            }
         } else {
             None
         };

@@ -235,9 +235,20 @@ impl WaterFill {
     }
 }
 
+/// Work budget of one [`simulate`] call, in flow-solves (the active flows of every event
+/// summed): about a minute on one core. Jobs whose iterations differ by orders of magnitude
+/// (one must repeat millions of times while another finishes six) exceed it.
+pub const MAX_FLOW_SOLVES: u64 = 500_000_000;
+
 /// Simulate the jobs of `fs` together until each has finished `iterations` (>= 2)
-/// communication phases, and each alone for one. See the module doc.
-pub fn simulate(fs: &FlowSet, iterations: u32) -> Timing {
+/// communication phases, and each alone for one. See the module doc. An error when the
+/// work exceeds [`MAX_FLOW_SOLVES`].
+pub fn simulate(fs: &FlowSet, iterations: u32) -> Result<Timing, String> {
+    simulate_within(fs, iterations, MAX_FLOW_SOLVES)
+}
+
+/// [`simulate`] with another work budget.
+pub fn simulate_within(fs: &FlowSet, iterations: u32, max_flow_solves: u64) -> Result<Timing, String> {
     assert!(iterations >= 2, "the first phase is not measured: at least 2 iterations");
     let nj = fs.n_jobs();
     let mut wf = WaterFill::new(fs);
@@ -246,19 +257,25 @@ pub fn simulate(fs: &FlowSet, iterations: u32) -> Timing {
         flows_of_job[fs.job[f] as usize].push(f as u32);
     }
     let mut out = Timing { t_alone: vec![0.0; nj], t_shared: vec![0.0; nj], t_quiet: vec![0.0; nj], events: 0, rounds: 0 };
-    let comm: Vec<bool> = (0..nj).map(|j| fs.phi[j] > 0.0 && !flows_of_job[j].is_empty()).collect();
-    for (j, &communicates) in comm.iter().enumerate() {
-        if communicates {
-            let (times, ev) = run(fs, &mut wf, &flows_of_job, &[j as u32], &[0.0], 1);
-            out.t_alone[j] = times[0][0];
+    let mut comm: Vec<bool> = (0..nj).map(|j| fs.phi[j] > 0.0 && !flows_of_job[j].is_empty()).collect();
+    for (j, communicates) in comm.iter_mut().enumerate() {
+        if *communicates {
+            let (times, ev) = run(fs, &mut wf, &flows_of_job, &[j as u32], &[0.0], 1, max_flow_solves)?;
             out.events += ev;
-            out.t_quiet[j] = out.t_alone[j] * (1.0 - fs.phi[j]) / fs.phi[j];
+            let quiet = times[0][0] * (1.0 - fs.phi[j]) / fs.phi[j];
+            if quiet.is_finite() {
+                out.t_alone[j] = times[0][0];
+                out.t_quiet[j] = quiet;
+            } else {
+                // phi so small that its quiet phase overflows: it never meets anyone
+                *communicates = false;
+            }
         }
     }
     let jobs: Vec<u32> = (0..nj as u32).filter(|&j| comm[j as usize]).collect();
     if !jobs.is_empty() {
         let quiet: Vec<f64> = jobs.iter().map(|&j| out.t_quiet[j as usize]).collect();
-        let (times, ev) = run(fs, &mut wf, &flows_of_job, &jobs, &quiet, iterations);
+        let (times, ev) = run(fs, &mut wf, &flows_of_job, &jobs, &quiet, iterations, max_flow_solves)?;
         out.events += ev;
         for (k, &j) in jobs.iter().enumerate() {
             let t = &times[k][1..];
@@ -266,12 +283,21 @@ pub fn simulate(fs: &FlowSet, iterations: u32) -> Timing {
         }
     }
     out.rounds = wf.rounds;
-    out
+    Ok(out)
 }
 
 /// The event loop: `jobs` repeat (communication phase, quiet phase of `quiet[k]`) from
 /// time 0 until each has `iterations` phases; returns every phase's duration per job.
-fn run(fs: &FlowSet, wf: &mut WaterFill, flows_of_job: &[Vec<u32>], jobs: &[u32], quiet: &[f64], iterations: u32) -> (Vec<Vec<f64>>, u64) {
+#[allow(clippy::too_many_arguments)] // the event loop's inputs, each used once
+fn run(
+    fs: &FlowSet,
+    wf: &mut WaterFill,
+    flows_of_job: &[Vec<u32>],
+    jobs: &[u32],
+    quiet: &[f64],
+    iterations: u32,
+    max_flow_solves: u64,
+) -> Result<(Vec<Vec<f64>>, u64), String> {
     let nf = fs.n_flows();
     let mut rem = vec![0.0; nf];
     let mut rate = vec![0.0; nf];
@@ -298,9 +324,17 @@ fn run(fs: &FlowSet, wf: &mut WaterFill, flows_of_job: &[Vec<u32>], jobs: &[u32]
         begin(k, t, &mut rem, &mut active, &mut running, &mut start);
     }
     let mut events = 0u64;
+    let mut work = 0u64;
     let mut short = jobs.len(); // jobs with fewer than `iterations` phases
     while short > 0 {
         events += 1;
+        work += active.len() as u64;
+        if work > max_flow_solves {
+            return Err(format!(
+                "progressive filling gave up after {events} events ({work} flow solves): the jobs' iteration times differ too much \
+                 for every job to finish {iterations} iterations (use filling=steady)"
+            ));
+        }
         active.sort_unstable(); // a deterministic order whatever the history
         for &f in &active {
             rate[f as usize] = -1.0;
@@ -357,7 +391,7 @@ fn run(fs: &FlowSet, wf: &mut WaterFill, flows_of_job: &[Vec<u32>], jobs: &[u32]
             begin(k, t, &mut rem, &mut active, &mut running, &mut start);
         }
     }
-    (times, events)
+    Ok((times, events))
 }
 
 #[cfg(test)]
@@ -390,7 +424,7 @@ mod tests {
         let j = fs.add_job(1.0);
         fs.add_flow(j, &[0], 1.0);
         fs.add_flow(j, &[0], 3.0);
-        let t = simulate(&fs, 2);
+        let t = simulate(&fs, 2).unwrap();
         assert!(close(t.t_alone[0], 4.0) && close(t.t_shared[0], 4.0), "{t:?}");
     }
 
@@ -403,12 +437,35 @@ mod tests {
         let b = fs.add_job(1.0);
         fs.add_flow(a, &[0], 1.0);
         fs.add_flow(b, &[0], 3.0);
-        let t = simulate(&fs, 4);
+        let t = simulate(&fs, 4).unwrap();
         // B's 4th phase ends at 18; A then has 6 phases of 2; B's after the first: 4, 5, 4
         assert!(close(t.t_alone[0], 1.0) && close(t.t_quiet[0], 1.0), "{t:?}");
         assert!(close(t.t_shared[0], 2.0), "{t:?}");
         assert!(close(t.t_shared[1], 13.0 / 3.0), "{t:?}");
         assert!(close(t.slowdown(0), 1.5) && close(t.x(1), 3.0 / (13.0 / 3.0)));
+    }
+
+    #[test]
+    fn a_vanishing_communication_fraction_runs_as_alone() {
+        let mut fs = FlowSet::new(vec![1.0]);
+        let a = fs.add_job(1e-320);
+        let b = fs.add_job(1.0);
+        fs.add_flow(a, &[0], 1.0);
+        fs.add_flow(b, &[0], 1.0);
+        let t = simulate(&fs, 3).unwrap();
+        assert_eq!((t.slowdown(0), t.slowdown(1)), (1.0, 1.0));
+    }
+
+    #[test]
+    fn jobs_whose_iterations_differ_too_much_give_up() {
+        // a 1e-9-byte job would repeat 6e9 times while the other finishes six
+        let mut fs = FlowSet::new(vec![1.0, 1.0]);
+        let a = fs.add_job(1.0);
+        let b = fs.add_job(1.0);
+        fs.add_flow(a, &[0], 1e-9);
+        fs.add_flow(b, &[0, 1], 1.0);
+        let e = simulate_within(&fs, 6, 10_000).unwrap_err();
+        assert!(e.contains("filling=steady"), "{e}");
     }
 
     #[test]
@@ -419,7 +476,7 @@ mod tests {
         let c = fs.add_job(0.0);
         fs.add_flow(a, &[0], 2.0);
         fs.add_flow(c, &[0], 2.0);
-        let t = simulate(&fs, 3);
+        let t = simulate(&fs, 3).unwrap();
         assert_eq!((t.slowdown(1), t.slowdown(2), t.x(2)), (1.0, 1.0, 1.0));
         assert!(close(t.t_shared[0], 2.0));
     }
@@ -446,10 +503,10 @@ mod tests {
             let mut rate = vec![-1.0; fs.n_flows()];
             WaterFill::new(&fs).solve(&fs, &active, &mut rate);
             let mut load = vec![0.0; caps.len()];
-            for f in 0..fs.n_flows() {
-                prop_assert!(rate[f] > 0.0);
+            for (f, &r) in rate.iter().enumerate() {
+                prop_assert!(r > 0.0);
                 for &l in fs.flows_of(f) {
-                    load[l as usize] += rate[f];
+                    load[l as usize] += r;
                 }
             }
             for l in 0..caps.len() {
@@ -482,7 +539,7 @@ mod tests {
                     let links: Vec<u32> = if a == b { vec![a] } else { vec![a.min(b), a.max(b)] };
                     fs.add_flow(job, &links, bytes);
                 }
-                simulate(&fs, 3)
+                simulate(&fs, 3).unwrap()
             };
             let t1 = build(&[0, 1, 2]);
             let t2 = build(&[2, 0, 1]);
