@@ -548,7 +548,7 @@ def test_slowed_jobs_run_past_their_limit_by_default():
 
 
 def test_network_spec_forms(tmp_path):
-    from toposched.network import DEFAULT_BINS, parse_network_spec
+    from toposched.network_spec import DEFAULT_BINS, parse_network_spec
 
     assert parse_network_spec("bins").bins == DEFAULT_BINS
     s = parse_network_spec("random,seed=4,phi=0.2-0.5,patterns=pairs+a2a,fairness=ports,reference=ideal,service_levels=9:1")
@@ -571,7 +571,7 @@ def test_network_spec_forms(tmp_path):
 
 
 def test_column_and_bins_mappings():
-    from toposched.network import assign_traffic, parse_network_spec
+    from toposched.network_spec import assign_traffic, parse_network_spec
 
     w = _workload()
     t = assign_traffic(w, parse_network_spec("column:app,patterns=pairs+a2a+ring,phi=0.1-0.9"))

@@ -157,7 +157,7 @@ def test_filling_in_the_command_and_its_errors(tmp_path, capsys):
 
     from toposched.cli import main
     from toposched.errors import InputError
-    from toposched.network import parse_network_spec
+    from toposched.network_spec import parse_network_spec
 
     scen = tmp_path / "s.json"
     jobs = [{"name": "A", "nodes": [0, 4], "flows": [[0, 1, 1.0]], "phi": 0.5}, {"name": "B", "nodes": [1, 5], "flows": [[0, 1, 3.0]], "phi": 1}]

@@ -27,7 +27,7 @@ def _share_by_hand(pattern: str, n: int) -> float:
 
 
 def test_default_bins_take_phi_from_the_job_model():
-    from toposched.network import DEFAULT_BINS, SHARE_NODES_CAP, assign_traffic, parse_network_spec
+    from toposched.network_spec import DEFAULT_BINS, SHARE_NODES_CAP, assign_traffic, parse_network_spec
     from toposched.workload.model import Workload
 
     sizes = np.array([1, 8, 16, 40, 100, 300])

@@ -56,15 +56,17 @@ class Outcome:
     skipped: list[tuple[int, str]]
     passes: int = 0
     reservations: dict[str, np.ndarray] = field(default_factory=dict)
-    #: The native simulation, when the network model ran in it (its per-job network
-    #: results are read from it); None otherwise.
-    native: Any = None
+    #: The network model as attached to the replay (:class:`toposched.network_spec.ReplayNetwork`:
+    #: its spec, its traffic and the native simulation its results are read from); None
+    #: when the model was off.
+    network: Any = None
 
     @classmethod
-    def of_simulation(cls, sim: Any) -> Outcome:
-        """The outcome of a stepped ``_core.Simulation``. The engine's own copy of the
-        per-job results is freed once they are here (memory per job)."""
-        return cls(results=sim.results(release=True), skipped=sim.skipped(), passes=int(sim.passes), reservations=sim.reservations(), native=sim)
+    def of_simulation(cls, sim: Any, network: Any = None) -> Outcome:
+        """The outcome of a stepped ``_core.Simulation`` (``network``: what
+        :func:`toposched.network_spec.attach_network` returned, if it ran). The engine's own
+        copy of the per-job results is freed once they are here (memory per job)."""
+        return cls(results=sim.results(release=True), skipped=sim.skipped(), passes=int(sim.passes), reservations=sim.reservations(), network=network)
 
 
 @dataclass
@@ -277,10 +279,10 @@ def collect(sim: Outcome, workload: Workload, fabric: Fabric, config: RunConfig,
         }
     )
     net_summary = None
-    if config.network:
-        from .network import network_columns
+    if sim.network is not None:
+        from .network_spec import network_columns
 
-        net_cols, net_summary = network_columns(sim.native, idx, workload, config.network)
+        net_cols, net_summary = network_columns(sim.network, idx)
         # jobs the predicted slowdown stretched past their limit (overrun=run-on)
         net_summary["jobs_past_limit"] = int(np.sum((end - start) > cols["walltime_s"][idx]))
         for name, values in net_cols.items():

@@ -75,10 +75,11 @@ def simulate(
         raise InputError("settings", f"a number is out of range ({exc}): --seed takes 0 to 2^64 - 1") from None
     except RuntimeError as exc:
         raise SimulationError(str(exc)) from None
+    network = None
     if config.network:
-        from .network import attach_network
+        from .network_spec import attach_network
 
-        attach_network(sim, workload, config.network)
+        network = attach_network(sim, workload, config.network)
     total = len(workload)
     complete = True
     try:
@@ -92,7 +93,7 @@ def simulate(
         complete = False
     except RuntimeError as exc:
         raise SimulationError(str(exc)) from None
-    result = collect(Outcome.of_simulation(sim), workload, fabric, config, complete)
+    result = collect(Outcome.of_simulation(sim, network), workload, fabric, config, complete)
     result.summary["policy"]["kill_at_walltime_rule"] = kill_rule
     return result
 
