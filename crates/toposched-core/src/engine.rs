@@ -109,7 +109,8 @@ impl Engine {
         if let Some(&d) = down.iter().find(|&&d| d as usize >= topo.n_nodes()) {
             return Err(SimError(format!("down node {d} is not on the fabric ({} nodes)", topo.n_nodes())));
         }
-        let state = ClusterState::new(&topo, down);
+        // with the allocation policy's own counters, if it keeps any
+        let state = crate::alloc::new_state(alloc.as_ref(), &topo, down);
         let blank = Outcome { status: JobStatus::Pending, start_s: -1, end_s: -1, class: None, killed: false, node_off: 0, node_len: 0, slot: 0 };
         let core = Core {
             now: i64::MIN,

@@ -24,7 +24,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::alloc::{self, Allocator, Guard};
+use crate::alloc::{self, Allocator, Guard, Reserved};
 use crate::options::Options;
 use crate::state::{ClusterState, NodeSet, DOWN, FREE};
 use crate::topology::{SpanClass, Topology};
@@ -59,8 +59,8 @@ pub struct Reservation {
     /// Nodes it would get then (ascending).
     pub nodes: Vec<u32>,
     set: NodeSet,
-    leaves_closed: Vec<bool>,
-    pods_closed: Vec<bool>,
+    /// How far `nodes` spread (what the allocation policy's guard reads).
+    class: SpanClass,
     /// Fungible policies: free nodes at the shadow time beyond the job's size, which jobs
     /// running past the shadow time may still take.
     extra: u32,
@@ -98,7 +98,7 @@ impl Placer {
     /// `options` are the policy's options, as in a replay (see `crate::registry`).
     pub fn new(topo: Topology, alloc_name: &str, options: Options) -> Result<Placer, String> {
         let alloc = alloc::by_name(alloc_name, &options)?;
-        let state = ClusterState::new(&topo, &[]);
+        let state = alloc::new_state(alloc.as_ref(), &topo, &[]);
         let n = topo.n_nodes();
         Ok(Placer {
             topo,
@@ -144,8 +144,8 @@ impl Placer {
     /// random policy's stream).
     fn fresh(&self, with_drained: bool) -> (ClusterState, Box<dyn Allocator>) {
         let down = if with_drained { self.drained() } else { Vec::new() };
-        let empty = ClusterState::new(&self.topo, &down);
         let alloc = alloc::by_name(&self.alloc_name, &self.options).expect("the name and options were checked at construction");
+        let empty = alloc::new_state(alloc.as_ref(), &self.topo, &down);
         (empty, alloc)
     }
 
@@ -227,11 +227,8 @@ impl Placer {
                 }
                 s
             });
-            let guard = Guard {
-                excluded: Some(both.as_ref().unwrap_or(&r.set)),
-                leaves_closed_to_spanning: Some(&r.leaves_closed),
-                pods_closed_to_spanning: Some(&r.pods_closed),
-            };
+            let reserved = [Reserved { nodes: &r.nodes, class: r.class }];
+            let guard = Guard { excluded: Some(both.as_ref().unwrap_or(&r.set)), reserved: &reserved };
             self.alloc.select(&self.topo, &self.state, nodes, &guard)
         } else {
             let guard = Guard { excluded: filtered.as_ref(), ..Guard::NONE };
@@ -337,27 +334,11 @@ impl Placer {
         let mut chosen = chosen;
         chosen.sort_unstable();
         let topo = &self.topo;
-        let class = topo.span_class(&chosen);
-        let mut r = Reservation {
-            job: job.to_string(),
-            nodes_asked: nodes,
-            start_s,
-            nodes: chosen,
-            set: NodeSet::new(topo.n_nodes()),
-            leaves_closed: vec![false; topo.n_leaves()],
-            pods_closed: vec![false; topo.n_pods()],
-            extra,
-        };
-        for &n in &r.nodes {
-            r.set.insert(n);
-            if class.spans_leaves() {
-                r.leaves_closed[topo.leaf_of(n) as usize] = true;
-            }
-            if class.spans_pods() {
-                r.pods_closed[topo.pod_of(n) as usize] = true;
-            }
+        let mut set = NodeSet::new(topo.n_nodes());
+        for &n in &chosen {
+            set.insert(n);
         }
-        Some(r)
+        Some(Reservation { job: job.to_string(), nodes_asked: nodes, start_s, class: topo.span_class(&chosen), nodes: chosen, set, extra })
     }
 
     /// Drop the reservation (e.g. the reserved job left the queue).
@@ -464,6 +445,24 @@ impl Placer {
         true
     }
 
+    /// Per leaf: whether a held job spanning leaves has a node on it.
+    pub fn leaf_spanned(&self) -> Vec<bool> {
+        let mut out = vec![false; self.topo.n_leaves()];
+        for h in self.held.values().filter(|h| h.class.spans_leaves()) {
+            h.nodes.iter().for_each(|&n| out[self.topo.leaf_of(n) as usize] = true);
+        }
+        out
+    }
+
+    /// Per pod: whether a held job spanning pods has a node in it.
+    pub fn pod_spanned(&self) -> Vec<bool> {
+        let mut out = vec![false; self.topo.n_pods()];
+        for h in self.held.values().filter(|h| h.class.spans_pods()) {
+            h.nodes.iter().for_each(|&n| out[self.topo.pod_of(n) as usize] = true);
+        }
+        out
+    }
+
     /// Job holding `node`, if any.
     pub fn holder(&self, node: u32) -> Option<&str> {
         let owner = self.state.owner(node);
@@ -522,6 +521,10 @@ mod tests {
         // one ending before the shadow time may
         let d = p.allocate("y", 3, 10, 0, false, &[]);
         assert!(matches!(d, Decision::Placed(_)), "{d:?}");
+        // the policy's counters live in the placer's state and follow its allocations
+        let counts = p.state().tracked::<alloc::isolated::SpanCounts>().expect("isolated's tracker installed");
+        assert_eq!(counts, &alloc::isolated::SpanCounts::of_state(p.topology(), p.state()));
+        assert_eq!(p.leaf_spanned().iter().filter(|&&x| x).count(), 5, "a (9 nodes) and b (6) span 3 + 2 leaves");
         assert_eq!(p.release("zzz"), None);
     }
 

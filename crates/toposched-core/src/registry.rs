@@ -112,7 +112,6 @@ pub fn build(queue: &str, alloc: Option<&str>, options: &Options) -> Result<Buil
 mod tests {
     use super::*;
     use serde_json::Value;
-    use crate::state::ClusterState;
     use crate::topology::Topology;
 
     #[test]
@@ -134,7 +133,6 @@ mod tests {
     #[test]
     fn names_are_unique_and_every_policy_builds_with_defaults() {
         let t = Topology::preset("toy18").unwrap();
-        let empty = ClusterState::new(&t, &[]);
         let mut names = alloc_names();
         names.extend(queue_names());
         let n = names.len();
@@ -143,6 +141,7 @@ mod tests {
         assert_eq!(names.len(), n, "policy names must be unique");
         for r in allocs() {
             let mut a = (r.policy.build)(&Options::new()).unwrap();
+            let empty = crate::alloc::new_state(a.as_ref(), &t, &[]);
             assert_eq!(a.name(), r.policy.name);
             assert_eq!(a.fungible(), r.policy.fungible, "{}: registry flag and Allocator::fungible disagree", r.policy.name);
             assert!(!r.doc.is_empty() && !r.policy.summary.is_empty(), "{} needs a //! doc and a summary", r.policy.name);

@@ -1,9 +1,12 @@
-//! Who holds which node right now, with the per-leaf and per-pod counters the allocation
-//! policies read.
+//! Who holds which node right now, with the per-leaf and per-pod free counts every
+//! allocation policy reads, and the [`Tracker`] an allocation policy may install to keep
+//! counters of its own (e.g. `isolated`'s spanning jobs per leaf and pod).
 //!
-//! The counters are updated at every allocation and release (not lazily at the next
+//! Counters are updated at every allocation and release (not lazily at the next
 //! scheduling pass, as the paper's plugin does), which the brief (§2.5) shows gives the
 //! same decisions.
+
+use std::any::Any;
 
 use crate::topology::{SpanClass, Topology};
 
@@ -83,8 +86,25 @@ impl NodeSet {
     }
 }
 
+/// Counters an allocation policy keeps over the jobs holding nodes, told of every
+/// allocation and release of the [`ClusterState`] that carries it (installed with
+/// [`ClusterState::install_tracker`], built by `Allocator::tracker`). A copy of the state
+/// (a queue policy's projection of the future) copies its tracker, so the counters always
+/// describe the state they travel with.
+pub trait Tracker: std::fmt::Debug + Send + Sync + 'static {
+    /// `nodes` (ascending) were given to one job of span `class`.
+    fn allocate(&mut self, topo: &Topology, nodes: &[u32], class: SpanClass);
+    /// `nodes` (ascending) of one job of span `class` were taken back.
+    fn release(&mut self, topo: &Topology, nodes: &[u32], class: SpanClass);
+    /// A copy (the state is cloned).
+    fn clone_box(&self) -> Box<dyn Tracker>;
+    /// For the policy that installed it to read its own type back
+    /// ([`ClusterState::tracked`]).
+    fn as_any(&self) -> &dyn Any;
+}
+
 /// The allocation state of every node.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct ClusterState {
     /// Job index holding each node, or [`FREE`] / [`DOWN`].
     owner: Vec<u32>,
@@ -94,10 +114,22 @@ pub struct ClusterState {
     n_healthy: u32,
     leaf_free: Vec<u32>,
     pod_free: Vec<u32>,
-    /// Nodes on each leaf held by jobs that span several leaves (class >= 2).
-    leaf_spanning: Vec<u32>,
-    /// Nodes in each pod held by jobs that span several pods (class 3).
-    pod_spanning: Vec<u32>,
+    /// The allocation policy's own counters, if it keeps any.
+    tracker: Option<Box<dyn Tracker>>,
+}
+
+impl Clone for ClusterState {
+    fn clone(&self) -> ClusterState {
+        ClusterState {
+            owner: self.owner.clone(),
+            free: self.free.clone(),
+            n_free: self.n_free,
+            n_healthy: self.n_healthy,
+            leaf_free: self.leaf_free.clone(),
+            pod_free: self.pod_free.clone(),
+            tracker: self.tracker.as_ref().map(|t| t.clone_box()),
+        }
+    }
 }
 
 impl ClusterState {
@@ -111,8 +143,7 @@ impl ClusterState {
             n_healthy: 0,
             leaf_free: vec![0; topo.n_leaves()],
             pod_free: vec![0; topo.n_pods()],
-            leaf_spanning: vec![0; topo.n_leaves()],
-            pod_spanning: vec![0; topo.n_pods()],
+            tracker: None,
         };
         for &d in down {
             if (d as usize) < n {
@@ -156,15 +187,32 @@ impl ClusterState {
     pub fn pod_free(&self, pod: u32) -> u32 {
         self.pod_free[pod as usize]
     }
-    /// True when some node of the leaf belongs to a job spanning several leaves.
-    #[inline]
-    pub fn leaf_has_spanning(&self, leaf: u32) -> bool {
-        self.leaf_spanning[leaf as usize] > 0
+    /// Install an allocation policy's tracker (replacing any): it is told of the jobs
+    /// holding nodes now (their nodes ascending, span class as `Topology::span_class`
+    /// gives it, in increasing owner id), then of every allocation and release.
+    pub fn install_tracker(&mut self, topo: &Topology, mut tracker: Box<dyn Tracker>) {
+        for (_, nodes) in self.holdings() {
+            tracker.allocate(topo, &nodes, topo.span_class(&nodes));
+        }
+        self.tracker = Some(tracker);
     }
-    /// True when some node of the pod belongs to a job spanning several pods.
-    #[inline]
-    pub fn pod_has_spanning(&self, pod: u32) -> bool {
-        self.pod_spanning[pod as usize] > 0
+    /// The installed tracker, if any.
+    pub fn tracker(&self) -> Option<&dyn Tracker> {
+        self.tracker.as_deref()
+    }
+    /// The installed tracker if it is a `T` (what the policy that installed it reads).
+    pub fn tracked<T: Tracker>(&self) -> Option<&T> {
+        self.tracker.as_deref().and_then(|t| t.as_any().downcast_ref::<T>())
+    }
+    /// Every owner holding nodes, with its nodes ascending, in increasing owner id.
+    pub fn holdings(&self) -> Vec<(u32, Vec<u32>)> {
+        let mut by_owner: std::collections::BTreeMap<u32, Vec<u32>> = std::collections::BTreeMap::new();
+        for (n, &o) in self.owner.iter().enumerate() {
+            if o != FREE && o != DOWN {
+                by_owner.entry(o).or_default().push(n as u32);
+            }
+        }
+        by_owner.into_iter().collect()
     }
     /// Healthy (not down) node count.
     pub fn n_healthy(&self) -> u32 {
@@ -175,7 +223,7 @@ impl ClusterState {
         topo.leaf_nodes(leaf).filter(|&n| self.owner[n as usize] != DOWN).count() as u32
     }
 
-    /// Give `nodes` to `job`; `class` is the job's span class.
+    /// Give `nodes` (ascending) to `job`; `class` is the job's span class.
     /// Panics if a node is not free: that would be an allocator bug, never a user error.
     pub fn allocate(&mut self, topo: &Topology, job: u32, nodes: &[u32], class: SpanClass) {
         for &n in nodes {
@@ -186,14 +234,11 @@ impl ClusterState {
             let pod = topo.pod_of_leaf(leaf);
             self.leaf_free[leaf as usize] -= 1;
             self.pod_free[pod as usize] -= 1;
-            if class.spans_leaves() {
-                self.leaf_spanning[leaf as usize] += 1;
-            }
-            if class.spans_pods() {
-                self.pod_spanning[pod as usize] += 1;
-            }
         }
         self.n_free -= nodes.len() as u32;
+        if let Some(t) = self.tracker.as_mut() {
+            t.allocate(topo, nodes, class);
+        }
     }
 
     /// Take a free node out of service (drained or down): it is never free until
@@ -222,7 +267,7 @@ impl ClusterState {
         self.n_healthy += 1;
     }
 
-    /// Take `nodes` back from `job`.
+    /// Take `nodes` (ascending, as given) back from `job`.
     pub fn release(&mut self, topo: &Topology, job: u32, nodes: &[u32], class: SpanClass) {
         for &n in nodes {
             assert_eq!(self.owner[n as usize], job, "node {n} released by job {job} is not held by it");
@@ -232,14 +277,11 @@ impl ClusterState {
             let pod = topo.pod_of_leaf(leaf);
             self.leaf_free[leaf as usize] += 1;
             self.pod_free[pod as usize] += 1;
-            if class.spans_leaves() {
-                self.leaf_spanning[leaf as usize] -= 1;
-            }
-            if class.spans_pods() {
-                self.pod_spanning[pod as usize] -= 1;
-            }
         }
         self.n_free += nodes.len() as u32;
+        if let Some(t) = self.tracker.as_mut() {
+            t.release(topo, nodes, class);
+        }
     }
 }
 
@@ -270,19 +312,53 @@ mod tests {
         assert!(!s.contains(64));
     }
 
+    /// Nodes held per span class: a tracker for the tests.
+    #[derive(Clone, Debug, Default)]
+    struct ByClass([i64; 4]);
+    impl Tracker for ByClass {
+        fn allocate(&mut self, _t: &Topology, nodes: &[u32], class: SpanClass) {
+            self.0[class.number() as usize] += nodes.len() as i64;
+        }
+        fn release(&mut self, _t: &Topology, nodes: &[u32], class: SpanClass) {
+            self.0[class.number() as usize] -= nodes.len() as i64;
+        }
+        fn clone_box(&self) -> Box<dyn Tracker> {
+            Box::new(self.clone())
+        }
+        fn as_any(&self) -> &dyn Any {
+            self
+        }
+    }
+
     #[test]
     fn counters_follow_allocations() {
         let t = Topology::preset("toy18").unwrap();
         let mut s = ClusterState::new(&t, &[4]);
         assert_eq!(s.n_free(), 17);
         assert_eq!(s.leaf_free(1), 2);
-        s.allocate(&t, 7, &[0, 3], crate::topology::SpanClass::Pod);
-        assert!(s.leaf_has_spanning(0) && s.leaf_has_spanning(1) && !s.pod_has_spanning(0));
+        s.allocate(&t, 7, &[0, 3], SpanClass::Pod);
         assert_eq!(s.pod_free(0), 6);
-        s.release(&t, 7, &[0, 3], crate::topology::SpanClass::Pod);
-        assert!(!s.leaf_has_spanning(0));
+        s.release(&t, 7, &[0, 3], SpanClass::Pod);
         assert_eq!(s.n_free(), 17);
         assert_eq!(s.n_healthy(), 17);
+    }
+
+    #[test]
+    fn a_tracker_hears_of_every_allocation_and_travels_with_copies() {
+        let t = Topology::preset("toy18").unwrap();
+        let mut s = ClusterState::new(&t, &[]);
+        s.allocate(&t, 7, &[0, 3], SpanClass::Pod);
+        s.allocate(&t, 2, &[1], SpanClass::Leaf);
+        assert!(s.tracker().is_none() && s.tracked::<ByClass>().is_none());
+        // installed late: told of the jobs already holding nodes, with their span class
+        s.install_tracker(&t, Box::new(ByClass::default()));
+        assert_eq!(s.tracked::<ByClass>().unwrap().0, [0, 1, 2, 0]);
+        s.allocate(&t, 8, &[4, 9], SpanClass::Pods);
+        let mut projected = s.clone();
+        projected.release(&t, 7, &[0, 3], SpanClass::Pod);
+        assert_eq!(projected.tracked::<ByClass>().unwrap().0, [0, 1, 0, 2]);
+        assert_eq!(s.tracked::<ByClass>().unwrap().0, [0, 1, 2, 2], "the original keeps its own counts");
+        assert_eq!(s.holdings(), vec![(2, vec![1]), (7, vec![0, 3]), (8, vec![4, 9])]);
     }
 
     #[test]
@@ -290,7 +366,7 @@ mod tests {
     fn double_allocation_panics() {
         let t = Topology::preset("toy18").unwrap();
         let mut s = ClusterState::new(&t, &[]);
-        s.allocate(&t, 1, &[0], crate::topology::SpanClass::Leaf);
-        s.allocate(&t, 2, &[0], crate::topology::SpanClass::Leaf);
+        s.allocate(&t, 1, &[0], SpanClass::Leaf);
+        s.allocate(&t, 2, &[0], SpanClass::Leaf);
     }
 }

@@ -352,6 +352,10 @@ impl alloc::Allocator for NoSkipping {
     fn feasible(&mut self, t: &Topology, s: &toposched_core::state::ClusterState, n: u32, g: &alloc::Guard) -> bool {
         self.0.feasible(t, s, n, g)
     }
+    // a wrapper forwards the tracker (the counters isolated keeps in the machine state)
+    fn tracker(&self, t: &Topology) -> Option<Box<dyn alloc::Tracker>> {
+        self.0.tracker(t)
+    }
 }
 
 proptest! {

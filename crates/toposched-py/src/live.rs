@@ -116,13 +116,11 @@ impl Placer {
     }
     /// Per leaf: does a job spanning leaves hold a node of it.
     fn leaf_spanned(&self) -> Vec<bool> {
-        let s = self.inner.state();
-        (0..self.inner.topology().n_leaves() as u32).map(|l| s.leaf_has_spanning(l)).collect()
+        self.inner.leaf_spanned()
     }
     /// Per pod: does a job spanning pods hold a node of it.
     fn pod_spanned(&self) -> Vec<bool> {
-        let s = self.inner.state();
-        (0..self.inner.topology().n_pods() as u32).map(|p| s.pod_has_spanning(p)).collect()
+        self.inner.pod_spanned()
     }
     #[getter]
     fn n_free(&self) -> u32 {

@@ -14,13 +14,20 @@
 //! as the paper's text says (`LeafOrder::Paper`). Ties go by name (`TieBreak::Name`; a
 //! descending sort reverses name order too, as the code's strcmp keys do) or by index
 //! (`TieBreak::Index`, ascending in both sorts).
+//! *Reservations* (node sets): a job that would still run when a reservation starts may
+//! not take its nodes, nor, if the reservation spans leaves, leaves it touches (if it
+//! spans pods, pods it touches) unless the job stays on one leaf (one pod).
+//! *State*: the spanning jobs per leaf and per pod are [`SpanCounts`], a tracker the
+//! policy installs in the machine state (`Allocator::tracker`).
 //! *When to use*: to measure what isolating jobs costs in waiting and utilization.
 //! *Cost*: O(leaves + log) per selection; the feasibility test used for EASY reservations
 //! is O(leaves).
 //! *Reference*: Pollard, Jain, Herbein, Bhatele, SC18; sampollard/flux-sched@668c0dc
 //! `sched/sched_topo.c`.
 
-use super::{AllocEntry, Allocator, Guard};
+use std::any::Any;
+
+use super::{AllocEntry, Allocator, Guard, Tracker};
 use crate::options::{parse_options, schema_of};
 use crate::state::ClusterState;
 use crate::topology::{SpanClass, Topology};
@@ -67,6 +74,88 @@ pub static POLICY: AllocEntry = AllocEntry {
     build: |o| Ok(Box::new(Isolated::new(parse_options("isolated", o)?))),
 };
 
+/// Running jobs spanning leaves on each leaf and spanning pods in each pod: the tracker
+/// `isolated` installs in the machine state (`Allocator::tracker`), told of every
+/// allocation and release.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SpanCounts {
+    /// Jobs spanning several leaves (T2, T3) holding a node of each leaf.
+    leaf: Vec<u32>,
+    /// Jobs spanning several pods (T3) holding a node of each pod.
+    pod: Vec<u32>,
+}
+
+impl SpanCounts {
+    pub fn new(topo: &Topology) -> SpanCounts {
+        SpanCounts { leaf: vec![0; topo.n_leaves()], pod: vec![0; topo.n_pods()] }
+    }
+
+    /// Counted from scratch from who holds what (for a state carrying no tracker).
+    pub fn of_state(topo: &Topology, state: &ClusterState) -> SpanCounts {
+        let mut c = SpanCounts::new(topo);
+        for (_, nodes) in state.holdings() {
+            c.allocate(topo, &nodes, topo.span_class(&nodes));
+        }
+        c
+    }
+
+    /// Jobs spanning leaves with a node on `leaf`.
+    #[inline]
+    pub fn leaf_spanning(&self, leaf: u32) -> u32 {
+        self.leaf[leaf as usize]
+    }
+    /// Jobs spanning pods with a node in `pod`.
+    #[inline]
+    pub fn pod_spanning(&self, pod: u32) -> u32 {
+        self.pod[pod as usize]
+    }
+
+    /// Add `delta` to the leaves (and pods) of one job's ascending `nodes`, once each.
+    fn add(&mut self, topo: &Topology, nodes: &[u32], class: SpanClass, delta: i32) {
+        if !class.spans_leaves() {
+            return;
+        }
+        let bump = |c: &mut u32| *c = c.checked_add_signed(delta).expect("span counts follow allocations");
+        for_each_leaf(topo, nodes, |leaf, new_pod| {
+            bump(&mut self.leaf[leaf as usize]);
+            if new_pod && class.spans_pods() {
+                bump(&mut self.pod[topo.pod_of_leaf(leaf) as usize]);
+            }
+        });
+    }
+}
+
+/// Call `f(leaf, first leaf of its pod in this walk)` once for each leaf holding some of
+/// the ascending `nodes` (leaf-major ids: leaves, and pods, come in order). O(leaves
+/// touched x log nodes).
+pub(crate) fn for_each_leaf(topo: &Topology, nodes: &[u32], mut f: impl FnMut(u32, bool)) {
+    debug_assert!(nodes.windows(2).all(|w| w[0] < w[1]), "nodes must be ascending");
+    let (mut i, mut last_pod) = (0, u32::MAX);
+    while i < nodes.len() {
+        let leaf = topo.leaf_of(nodes[i]);
+        let pod = topo.pod_of_leaf(leaf);
+        f(leaf, pod != last_pod);
+        last_pod = pod;
+        let end = topo.leaf_nodes(leaf).end;
+        i += nodes[i..].partition_point(|&n| n < end).max(1);
+    }
+}
+
+impl Tracker for SpanCounts {
+    fn allocate(&mut self, topo: &Topology, nodes: &[u32], class: SpanClass) {
+        self.add(topo, nodes, class, 1);
+    }
+    fn release(&mut self, topo: &Topology, nodes: &[u32], class: SpanClass) {
+        self.add(topo, nodes, class, -1);
+    }
+    fn clone_box(&self) -> Box<dyn Tracker> {
+        Box::new(self.clone())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
 /// The interference-free allocator.
 #[derive(Clone, Debug, Default)]
 pub struct Isolated {
@@ -76,6 +165,11 @@ pub struct Isolated {
     pod_avail: Vec<u32>,
     order: Vec<u32>,
     leaf_order: Vec<u32>,
+    /// The guard's reservations spanning leaves on each leaf, and spanning pods in each
+    /// pod (filled by `count_reserved` when the guard has any).
+    reserved_leaf: Vec<u32>,
+    reserved_pod: Vec<u32>,
+    any_reserved: bool,
     /// Healthy nodes of the best leaf and of the best pod: the empty machine never changes
     /// during a run, so the submit check computes them once.
     best_healthy: std::sync::OnceLock<(u32, u32)>,
@@ -144,20 +238,44 @@ impl Isolated {
         Self::sort(&mut self.leaf_order, &self.leaf_avail, rank, descending, tie);
     }
 
-    #[inline]
-    fn leaf_open(state: &ClusterState, guard: &Guard, leaf: u32) -> bool {
-        !state.leaf_has_spanning(leaf) && !guard.leaf_closed(leaf)
+    /// What the guard's reservations close: per leaf, those spanning leaves that touch it;
+    /// per pod, those spanning pods (brief §2.6: the reserved job's leaves and pods).
+    fn count_reserved(&mut self, topo: &Topology, guard: &Guard) {
+        self.any_reserved = guard.reserved.iter().any(|r| r.class.spans_leaves());
+        if !self.any_reserved {
+            return;
+        }
+        self.reserved_leaf.clear();
+        self.reserved_leaf.resize(topo.n_leaves(), 0);
+        self.reserved_pod.clear();
+        self.reserved_pod.resize(topo.n_pods(), 0);
+        for r in guard.reserved.iter().filter(|r| r.class.spans_leaves()) {
+            for_each_leaf(topo, r.nodes, |leaf, new_pod| {
+                self.reserved_leaf[leaf as usize] += 1;
+                if new_pod && r.class.spans_pods() {
+                    self.reserved_pod[topo.pod_of_leaf(leaf) as usize] += 1;
+                }
+            });
+        }
     }
+
+    /// A leaf is open to a job spanning leaves when no running job spanning leaves holds a
+    /// node of it and no reservation spanning leaves touches it.
     #[inline]
-    fn pod_open(state: &ClusterState, guard: &Guard, pod: u32) -> bool {
-        !state.pod_has_spanning(pod) && !guard.pod_closed(pod)
+    fn leaf_open(&self, counts: &SpanCounts, leaf: u32) -> bool {
+        counts.leaf_spanning(leaf) + if self.any_reserved { self.reserved_leaf[leaf as usize] } else { 0 } < 1
+    }
+    /// The same for pods and jobs spanning pods.
+    #[inline]
+    fn pod_open(&self, counts: &SpanCounts, pod: u32) -> bool {
+        counts.pod_spanning(pod) + if self.any_reserved { self.reserved_pod[pod as usize] } else { 0 } < 1
     }
 
     /// Walk `leaf_order`, skipping leaves closed to spanning jobs, taking what each leaf
     /// has until `chosen` holds `nodes`; true when it does.
-    fn fill_from_open_leaves(&self, topo: &Topology, state: &ClusterState, guard: &Guard, nodes: u32, chosen: &mut Vec<u32>) -> bool {
+    fn fill_from_open_leaves(&self, topo: &Topology, state: &ClusterState, counts: &SpanCounts, guard: &Guard, nodes: u32, chosen: &mut Vec<u32>) -> bool {
         for &leaf in &self.leaf_order {
-            if !Self::leaf_open(state, guard, leaf) {
+            if !self.leaf_open(counts, leaf) {
                 continue;
             }
             let m = self.leaf_avail[leaf as usize].min(nodes - chosen.len() as u32);
@@ -175,6 +293,15 @@ impl Isolated {
     }
 }
 
+/// The state's [`SpanCounts`], or (a state built without the policy's tracker) counted
+/// now into `recounted`: correct, at O(nodes) per call.
+fn span_counts<'a>(topo: &Topology, state: &'a ClusterState, recounted: &'a mut Option<SpanCounts>) -> &'a SpanCounts {
+    match state.tracked::<SpanCounts>() {
+        Some(c) => c,
+        None => recounted.insert(SpanCounts::of_state(topo, state)),
+    }
+}
+
 impl Allocator for Isolated {
     fn name(&self) -> String {
         "isolated".into()
@@ -182,6 +309,10 @@ impl Allocator for Isolated {
 
     fn fungible(&self) -> bool {
         false
+    }
+
+    fn tracker(&self, topo: &Topology) -> Option<Box<dyn Tracker>> {
+        Some(Box::new(SpanCounts::new(topo)))
     }
 
     fn check_fits_ever(&self, topo: &Topology, empty: &ClusterState, nodes: u32) -> Result<(), String> {
@@ -233,12 +364,15 @@ impl Allocator for Isolated {
                 None
             }
             SpanClass::Pod => {
+                let mut recounted = None;
+                let counts = span_counts(topo, state, &mut recounted);
+                self.count_reserved(topo, guard);
                 self.sorted_pods(topo, nodes, false);
                 for i in 0..self.order.len() {
                     let pod = self.order[i];
                     chosen.clear();
                     self.sorted_leaves(topo, pod, 1, true);
-                    if self.fill_from_open_leaves(topo, state, guard, nodes, &mut chosen) {
+                    if self.fill_from_open_leaves(topo, state, counts, guard, nodes, &mut chosen) {
                         return Some(chosen);
                     }
                     // A T2 job never spans pods: drop this pod's nodes, try the next pod.
@@ -246,16 +380,19 @@ impl Allocator for Isolated {
                 None
             }
             _ => {
+                let mut recounted = None;
+                let counts = span_counts(topo, state, &mut recounted);
+                self.count_reserved(topo, guard);
                 self.sorted_pods(topo, 1, true);
                 let leaves_descending = self.opts.leaf_order == LeafOrder::Paper;
                 for i in 0..self.order.len() {
                     let pod = self.order[i];
-                    if !Self::pod_open(state, guard, pod) {
+                    if !self.pod_open(counts, pod) {
                         continue;
                     }
                     self.sorted_leaves(topo, pod, 1, leaves_descending);
                     // A T3 job accumulates across pods: keep what this pod gave.
-                    if self.fill_from_open_leaves(topo, state, guard, nodes, &mut chosen) {
+                    if self.fill_from_open_leaves(topo, state, counts, guard, nodes, &mut chosen) {
                         return Some(chosen);
                     }
                 }
@@ -275,13 +412,19 @@ impl Allocator for Isolated {
             return false;
         }
         self.compute_avail(topo, state, guard);
-        let open_avail = |l: u32| if Self::leaf_open(state, guard, l) { self.leaf_avail[l as usize] } else { 0 };
-        match tier(topo, nodes) {
-            SpanClass::Leaf => self.leaf_avail.iter().any(|&a| a >= nodes),
+        let class = tier(topo, nodes);
+        if class == SpanClass::Leaf {
+            return self.leaf_avail.iter().any(|&a| a >= nodes);
+        }
+        let mut recounted = None;
+        let counts = span_counts(topo, state, &mut recounted);
+        self.count_reserved(topo, guard);
+        let open_avail = |l: u32| if self.leaf_open(counts, l) { self.leaf_avail[l as usize] } else { 0 };
+        match class {
             SpanClass::Pod => (0..topo.n_pods() as u32).any(|p| topo.pod_leaves(p).map(open_avail).sum::<u32>() >= nodes),
             _ => {
                 (0..topo.n_pods() as u32)
-                    .filter(|&p| Self::pod_open(state, guard, p))
+                    .filter(|&p| self.pod_open(counts, p))
                     .map(|p| topo.pod_leaves(p).map(open_avail).sum::<u32>())
                     .sum::<u32>()
                     >= nodes
@@ -301,8 +444,8 @@ mod tests {
 
     /// Place jobs one after another on an empty machine; None for a failure.
     fn place(topo: &Topology, opts: IsolatedOptions, down: &[u32], sizes: &[u32]) -> Vec<Option<Vec<u32>>> {
-        let mut s = ClusterState::new(topo, down);
         let mut a = Isolated::new(opts);
+        let mut s = crate::alloc::new_state(&a, topo, down);
         sizes
             .iter()
             .enumerate()
@@ -313,6 +456,7 @@ mod tests {
                     let mut sorted = nodes.clone();
                     sorted.sort_unstable();
                     s.allocate(topo, j as u32, &sorted, topo.span_class(&sorted));
+                    assert_eq!(s.tracked::<SpanCounts>(), Some(&SpanCounts::of_state(topo, &s)), "tracked counts drift");
                 }
                 got.map(|mut v| {
                     v.sort_unstable();
@@ -398,14 +542,43 @@ mod tests {
         let mut a = Isolated::default();
         let got = a.select(&t, &s, 3, &g).unwrap();
         assert!(got.iter().all(|&n| n >= 9));
-        let closed = [false, false, false, true, true, true];
-        let g = Guard { leaves_closed_to_spanning: Some(&closed), ..Guard::NONE };
+        // a reservation spanning the leaves of pod 1 closes them to spanning jobs
+        let reserved = [crate::alloc::Reserved { nodes: &[9, 12, 15], class: SpanClass::Pod }];
+        let g = Guard { reserved: &reserved, ..Guard::NONE };
         let got = a.select(&t, &s, 5, &g).unwrap();
         assert!(got.iter().all(|&n| n < 9));
-        // T1 jobs ignore closed leaves
         let got = a.select(&t, &s, 9, &g);
         assert!(got.is_some());
         assert!(a.select(&t, &s, 12, &g).is_none());
+        // T1 jobs ignore closed leaves (pod 0 excluded: only the closed leaves have room)
+        let g1 = Guard { excluded: Some(&ex), reserved: &reserved };
+        assert!(a.select(&t, &s, 3, &g1).unwrap().iter().all(|&n| n >= 9));
+        assert!(a.select(&t, &s, 4, &g1).is_none());
+        // the same reservation on one leaf (T1) closes nothing
+        let one_leaf = [crate::alloc::Reserved { nodes: &[9, 10, 11], class: SpanClass::Leaf }];
+        assert!(a.select(&t, &s, 12, &Guard { reserved: &one_leaf, ..Guard::NONE }).is_some());
+        // spanning pods, it closes its pods to T3 jobs, and its leaves to T2/T3 jobs
+        let pods = [crate::alloc::Reserved { nodes: &[0, 9], class: SpanClass::Pods }];
+        let g = Guard { reserved: &pods, ..Guard::NONE };
+        assert!(a.select(&t, &s, 10, &g).is_none());
+        assert_eq!(a.select(&t, &s, 6, &g).map(|mut v| { v.sort_unstable(); v }), Some(vec![3, 4, 5, 6, 7, 8]));
+    }
+
+    #[test]
+    fn a_state_without_the_tracker_is_counted_from_scratch() {
+        let t = toy();
+        let mut a = Isolated::default();
+        let mut tracked = crate::alloc::new_state(&a, &t, &[]);
+        let mut bare = ClusterState::new(&t, &[]);
+        for (job, n) in [(0u32, 5u32), (1, 2), (2, 10), (3, 4)] {
+            let x = a.select(&t, &tracked, n, &Guard::NONE);
+            assert_eq!(x, a.select(&t, &bare, n, &Guard::NONE), "job {job}");
+            if let Some(mut x) = x {
+                x.sort_unstable();
+                tracked.allocate(&t, job, &x, t.span_class(&x));
+                bare.allocate(&t, job, &x, t.span_class(&x));
+            }
+        }
     }
 
     #[test]

@@ -14,34 +14,39 @@ pub use slurm_tree::{SlurmProfile, SlurmTree, SlurmTreeOptions};
 
 use crate::options::Options;
 use crate::state::{ClusterState, NodeSet};
-use crate::topology::Topology;
+pub use crate::state::Tracker;
+use crate::topology::{SpanClass, Topology};
 
-/// What a reservation held by the queue policy forbids a job that would still be running
-/// when the reservation starts.
-#[derive(Clone, Debug, Default)]
+/// What a reservation held by the queue policy holds: its node set and how far that set
+/// spreads. Each allocation policy decides what that forbids a job that would still be
+/// running when the reservation starts (beyond the guard's excluded nodes); `isolated`,
+/// for one, closes the reservation's leaves to leaf-spanning jobs if it spans leaves.
+#[derive(Clone, Copy, Debug)]
+pub struct Reserved<'a> {
+    /// The reserved nodes, ascending.
+    pub nodes: &'a [u32],
+    /// The span class of the reserved node set.
+    pub class: SpanClass,
+}
+
+/// What the reservations held by the queue policy forbid a job that would still be
+/// running when they start.
+#[derive(Clone, Copy, Debug, Default)]
 pub struct Guard<'a> {
     /// Nodes the job may not take.
     pub excluded: Option<&'a NodeSet>,
-    /// Leaves closed to jobs spanning several leaves (the reserved job spans leaves there).
-    pub leaves_closed_to_spanning: Option<&'a [bool]>,
-    /// Pods closed to jobs spanning several pods.
-    pub pods_closed_to_spanning: Option<&'a [bool]>,
+    /// The reservations the job must not make impossible (EASY: the head's; conservative:
+    /// every reservation overlapping the job's window). What they forbid beyond
+    /// `excluded` is the allocation policy's business: fungible policies ignore them.
+    pub reserved: &'a [Reserved<'a>],
 }
 
 impl Guard<'_> {
-    pub const NONE: Guard<'static> = Guard { excluded: None, leaves_closed_to_spanning: None, pods_closed_to_spanning: None };
+    pub const NONE: Guard<'static> = Guard { excluded: None, reserved: &[] };
 
     #[inline]
     pub fn excludes(&self, node: u32) -> bool {
         self.excluded.is_some_and(|s| s.contains(node))
-    }
-    #[inline]
-    pub fn leaf_closed(&self, leaf: u32) -> bool {
-        self.leaves_closed_to_spanning.is_some_and(|l| l[leaf as usize])
-    }
-    #[inline]
-    pub fn pod_closed(&self, pod: u32) -> bool {
-        self.pods_closed_to_spanning.is_some_and(|p| p[pod as usize])
     }
 }
 
@@ -77,11 +82,30 @@ pub trait Allocator: Send + Sync {
         None
     }
 
+    /// Counters of the policy's own that must follow every allocation and release (e.g.
+    /// `isolated`'s spanning jobs per leaf and pod), or None (the default). Whoever builds
+    /// the [`ClusterState`] a policy works on installs it ([`new_state`]); the state then
+    /// tells it of every allocation and release and copies it with itself (projections).
+    /// A wrapper around another allocator must forward this.
+    fn tracker(&self, _topo: &Topology) -> Option<Box<dyn Tracker>> {
+        None
+    }
+
     /// An error that must stop the run (a policy written in Python that raised or returned
     /// an invalid allocation). The engine asks after every pass and every submit check.
     fn take_error(&mut self) -> Option<String> {
         None
     }
+}
+
+/// The state a replay or a live placer starts from: every node free but `down`, with the
+/// allocator's tracker installed.
+pub fn new_state(alloc: &dyn Allocator, topo: &Topology, down: &[u32]) -> ClusterState {
+    let mut state = ClusterState::new(topo, down);
+    if let Some(t) = alloc.tracker(topo) {
+        state.install_tracker(topo, t);
+    }
+    state
 }
 
 /// Free nodes not excluded by the guard, ascending.

@@ -12,7 +12,8 @@
 //!    * Non-fungible policies (`isolated`, Python policies): "fits" means the allocation
 //!      policy places the job on a projection of the machine at `s` (running jobs expected
 //!      to end by `s` released) with the nodes of every reservation overlapping the window
-//!      excluded, and their leaves/pods closed to spanning jobs as EASY does. The
+//!      excluded, and the reservations in the guard for the policy to honour (`isolated`:
+//!      their leaves/pods closed to spanning jobs) as EASY does. The
 //!      reservation is that node set. Candidate starts are `now` and every expected end of
 //!      a running job or reservation.
 //! 2. **Compression.** When jobs have ended since the last pass (early ends open holes),
@@ -40,7 +41,7 @@
 //! node state at each candidate start: an allocation call per candidate.
 
 use super::{PassCtx, QueueEntry, QueuePolicy};
-use crate::alloc::Guard;
+use crate::alloc::{Guard, Reserved};
 use crate::planner::Planner;
 use crate::options::{parse_options, schema_of, NoOptions};
 use crate::state::NodeSet;
@@ -50,7 +51,7 @@ use crate::topology::SpanClass;
 struct Reservation {
     start: i64,
     end: i64,
-    /// Node set (non-fungible policies only).
+    /// Node set, ascending (non-fungible policies only).
     nodes: Vec<u32>,
     class: SpanClass,
     /// Only with --run-on: the start rests on a job past its limit ending "within a
@@ -148,8 +149,6 @@ impl Conservative {
         let mut projected = ctx.state().clone();
         let mut released = 0;
         let mut excluded = NodeSet::new(topo.n_nodes());
-        let mut leaves = vec![false; topo.n_leaves()];
-        let mut pods = vec![false; topo.n_pods()];
         for t in candidates {
             while released < running.len() && running[released].0.max(now + 1) <= t {
                 let r = running[released].1;
@@ -160,21 +159,18 @@ impl Conservative {
                 continue;
             }
             excluded.clear();
-            leaves.iter_mut().for_each(|x| *x = false);
-            pods.iter_mut().for_each(|x| *x = false);
             let window_end = t + spec.walltime_s;
-            for r in others.iter().filter(|r| r.start < window_end && r.end > t) {
-                for &n in &r.nodes {
+            let overlapping: Vec<Reserved> = others
+                .iter()
+                .filter(|r| r.start < window_end && r.end > t)
+                .map(|r| Reserved { nodes: &r.nodes, class: r.class })
+                .collect();
+            for r in &overlapping {
+                for &n in r.nodes {
                     excluded.insert(n);
-                    if r.class.spans_leaves() {
-                        leaves[topo.leaf_of(n) as usize] = true;
-                    }
-                    if r.class.spans_pods() {
-                        pods[topo.pod_of(n) as usize] = true;
-                    }
                 }
             }
-            let guard = Guard { excluded: Some(&excluded), leaves_closed_to_spanning: Some(&leaves), pods_closed_to_spanning: Some(&pods) };
+            let guard = Guard { excluded: Some(&excluded), reserved: &overlapping };
             if ctx.alloc.feasible(topo, &projected, spec.nodes, &guard) {
                 if let Some(nodes) = ctx.alloc.select(topo, &projected, spec.nodes, &guard) {
                     return Some((t, nodes));

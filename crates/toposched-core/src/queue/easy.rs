@@ -17,16 +17,18 @@
 //!      jobs one by one in that order and run the allocation policy after each release;
 //!      jobs expected to end at the same instant are released together; the first success
 //!      gives the reservation: a node set, and a start time (the shadow time) equal to the
-//!      last released jobs' expected end. With the reservation, the
-//!      leaves it touches are closed to other jobs spanning leaves if the head spans
-//!      leaves, and its pods to other jobs spanning pods if it spans pods.
+//!      last released jobs' expected end. The reservation (node set and span class) is
+//!      handed to the allocation policy in its guard, which says what else it forbids
+//!      (`isolated`: the leaves it touches to other jobs spanning leaves if the head spans
+//!      leaves, and its pods to other jobs spanning pods if it spans pods).
 //! 3. **Phase 2 (backfill).** Walk the rest of the queue in order (stopping early when no
 //!    node is free). A job that fits in the free nodes starts now if:
 //!    * fungible: it ends by the shadow time (`now + walltime <= shadow`), or else it needs
 //!      no more than the extra nodes (which it then uses up);
 //!    * non-fungible: the allocation policy places it, where a job ending after the shadow
-//!      time may not use reserved nodes nor closed leaves/pods. A job ending by the shadow
-//!      time is unconstrained.
+//!      time may not use reserved nodes nor what the policy's reading of the reservation
+//!      forbids (`isolated`: its closed leaves/pods). A job ending by the shadow time is
+//!      unconstrained.
 //! 4. The reservation is recomputed at every pass (it is not binding); the head starts
 //!    when phase 1 can place it. A job never delays the head beyond a shadow time computed
 //!    for it: shadow times only move earlier (tested as a property).
@@ -41,9 +43,10 @@
 //! the machine state does not change.
 
 use super::{PassCtx, QueueEntry, QueuePolicy};
-use crate::alloc::Guard;
+use crate::alloc::{Guard, Reserved};
 use crate::options::{parse_options, schema_of};
 use crate::state::NodeSet;
+use crate::topology::SpanClass;
 
 /// Options of `easy`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
@@ -64,14 +67,15 @@ pub static POLICY: QueueEntry = QueueEntry {
     build: |o| Ok(Box::new(Easy::new(parse_options("easy", o)?))),
 };
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 struct NodeReservation {
     head: u32,
     version: u64,
     start_s: i64,
+    /// The reserved nodes, ascending, and as a set.
+    list: Vec<u32>,
     nodes: NodeSet,
-    leaves_closed: Vec<bool>,
-    pods_closed: Vec<bool>,
+    class: SpanClass,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -130,28 +134,22 @@ impl Easy {
                 break;
             }
         }
-        let (end, nodes) = found?;
+        let (end, mut nodes) = found?;
+        nodes.sort_unstable();
         let topo = ctx.topo;
-        let class = topo.span_class(&nodes);
-        let mut r = self.cached.take().unwrap_or_default();
-        r.head = head;
-        r.version = version;
-        r.start_s = if self.opts.flux_window { end + 2 } else { end };
-        r.nodes = NodeSet::new(topo.n_nodes());
-        r.leaves_closed.clear();
-        r.leaves_closed.resize(topo.n_leaves(), false);
-        r.pods_closed.clear();
-        r.pods_closed.resize(topo.n_pods(), false);
+        let mut set = self.cached.take().map(|r| r.nodes).unwrap_or_else(|| NodeSet::new(topo.n_nodes()));
+        set.clear();
         for &n in &nodes {
-            r.nodes.insert(n);
-            if class.spans_leaves() {
-                r.leaves_closed[topo.leaf_of(n) as usize] = true;
-            }
-            if class.spans_pods() {
-                r.pods_closed[topo.pod_of(n) as usize] = true;
-            }
+            set.insert(n);
         }
-        self.cached = Some(r);
+        self.cached = Some(NodeReservation {
+            head,
+            version,
+            start_s: if self.opts.flux_window { end + 2 } else { end },
+            class: topo.span_class(&nodes),
+            list: nodes,
+            nodes: set,
+        });
         self.cached.as_ref()
     }
 }
@@ -160,7 +158,7 @@ impl Easy {
 enum Reservation {
     /// Fungible policies: a shadow time and the extra nodes backfill jobs may still use.
     Count { shadow_s: i64, extra: u32 },
-    /// Other policies: a node set, with the leaves/pods it closes.
+    /// Other policies: a node set (the allocation policy says what else it closes).
     Nodes(NodeReservation),
 }
 
@@ -219,7 +217,8 @@ impl Easy {
             }
             Reservation::Nodes(r) => {
                 let overlaps = if self.opts.flux_window { end_s >= r.start_s } else { end_s > r.start_s };
-                let closes = Guard { excluded: None, leaves_closed_to_spanning: Some(&r.leaves_closed), pods_closed_to_spanning: Some(&r.pods_closed) };
+                let reserved = [Reserved { nodes: &r.list, class: r.class }];
+                let closes = Guard { excluded: None, reserved: &reserved };
                 let (guard, kind) = if overlaps {
                     (Guard { excluded: Some(&r.nodes), ..closes }, 0)
                 } else if self.opts.reserved_tiers_always {
