@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ._args import positive_int as _positive_int
+from ._args import add_executor_arguments, executor_error
 
 if TYPE_CHECKING:
     from ..sweep.spec import Sweep
@@ -34,25 +34,6 @@ whole or not at all), catalog.duckdb (every run's specification and metrics: see
 runs/<run_id>/error.txt), 2 for a bad sweep file, 130 when interrupted.
 See docs/sweeps.md for the file format, the catalog's columns and a dask-jobqueue recipe.
 """
-
-
-def add_executor_arguments(g: Any, workers_flag: str) -> None:
-    """Where the runs go (shared by sweep, compare and frontier): a local process pool by
-    default, Dask when asked."""
-    if workers_flag == "--workers":
-        g.add_argument("--workers", type=_positive_int, metavar="N", help="worker processes on this machine (default: its cores)")
-    g.add_argument("--dask", action="store_true", help="run on a local Dask cluster instead of a plain process pool")
-    g.add_argument("--scheduler", metavar="ADDRESS", help="address of a running Dask scheduler (e.g. tcp://host:8786)")
-    g.add_argument("--scheduler-file", metavar="FILE", help="a Dask scheduler file (dask scheduler --scheduler-file, dask-mpi)")
-
-
-def executor_error(scheduler: str | None, scheduler_file: str | None, workers: int | None, workers_flag: str) -> str | None:
-    """The one-line error for flags that do not go together, or None."""
-    if scheduler and scheduler_file:
-        return "give --scheduler or --scheduler-file, not both"
-    if workers and (scheduler or scheduler_file):
-        return f"{workers_flag} sets the number of local worker processes; with --scheduler the cluster is yours"
-    return None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
