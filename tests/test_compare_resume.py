@@ -138,3 +138,15 @@ def test_changed_settings_replace_the_named_runs(tmp_path):
         assert json.loads((out / r["dir"] / "summary.json").read_text())["policy"]["seed"] == 2 == r["summary"]["policy"]["seed"]
     fresh = run_compare(HPC2N_SUBSET, SMALL_FABRIC, tmp_path / "fresh", seed=2, **opts)
     assert fresh.compare_json.read_bytes() == second.compare_json.read_bytes()
+
+
+def test_dask_gives_the_same_compare_json_as_the_process_pool(tmp_path):
+    """--dask: the runs go to a local Dask cluster; the files are the same."""
+    opts = dict(allocs=["linear", "isolated"], scenarios=["none", "v1"], transforms=["scale:2"], seed=4)
+    pool = run_compare(HPC2N_SUBSET, SMALL_FABRIC, tmp_path / "pool", jobs=1, **opts)
+    dask = run_compare(HPC2N_SUBSET, SMALL_FABRIC, tmp_path / "dask", jobs=2, dask=True, **opts)
+    assert dask.compare_json.read_bytes() == pool.compare_json.read_bytes()
+    for r in pool.document["runs"]:
+        marker = json.loads((tmp_path / "dask" / r["dir"] / "run.json").read_text())
+        assert marker["status"] == "complete" and marker["pid"] != os.getpid()  # ran on a Dask worker
+        assert (tmp_path / "dask" / r["dir"] / "jobs.parquet").read_bytes() == (tmp_path / "pool" / r["dir"] / "jobs.parquet").read_bytes()
