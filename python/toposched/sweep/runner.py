@@ -400,11 +400,11 @@ def _task(run: RunSpec, runs_dir: Path) -> dict[str, Any]:
     return task
 
 
-def _lost(runs_dir: Path, run: RunSpec, exc: BaseException, err: str | None, since: float) -> dict[str, Any]:
+def _lost(runs_dir: Path, run: RunSpec, exc: BaseException | None, err: str | None, since: float) -> dict[str, Any]:
     """A run whose task died: record it as failed (record_lost_run) and say so."""
     err = err or f"{type(exc).__name__}: {exc}"
     try:
-        record_lost_run(runs_dir, run, err, "".join(traceback.format_exception(exc)), since=since)
+        record_lost_run(runs_dir, run, err, "".join(traceback.format_exception(exc)) if exc is not None else err + "\n", since=since)
     except OSError:
         pass
     return {"run_id": run.run_id, "status": "failed", "error": err, "elapsed_s": 0.0, "skipped": False}
@@ -416,12 +416,20 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _local_results(pending: list[RunSpec], runs_dir: Path, workers: int | None, since: float) -> Generator[tuple[RunSpec, dict[str, Any]], None, None]:
+_Results = Generator[tuple[RunSpec, dict[str, Any]], None, None]
+
+
+def _local_results(pending: list[RunSpec], runs_dir: Path, workers: int | None, since: float) -> _Results:
     """Run ``pending`` in a pool of ``workers`` processes on this machine (default: its
     cores, never more than the runs; 1 runs them in this process), yielding each run's
     result as it finishes. Workers are started with ``spawn`` (the native core may hold
     threads, so ``fork`` is avoided); each reads and transforms a workload once
-    (``_transformed_cached``) and keeps it for its next runs."""
+    (``_transformed_cached``) and keeps it for its next runs.
+
+    A worker that dies (killed for memory, a crash) breaks the pool, and the runs then in
+    flight cannot be told apart: each is tried once more alone, in a fresh one-worker pool
+    (a run that kills its worker again is recorded as failed; a neighbour gives its own
+    result), and the runs not started go on in a fresh pool, as Dask does (_dask_results)."""
     n = max(1, min(workers or os.cpu_count() or 1, len(pending)))
     if n == 1:
         for run in pending:
@@ -433,31 +441,59 @@ def _local_results(pending: list[RunSpec], runs_dir: Path, workers: int | None, 
                 res = _lost(runs_dir, run, exc, None, since)
             yield run, res
         return
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    todo = list(pending)
+    while todo:
+        suspects, todo = yield from _pool_round(todo, runs_dir, n, since)
+        for run in suspects:
+            again, _ = yield from _pool_round([run], runs_dir, 1, since)
+            if again:
+                err = ("the worker process died while running this run, twice (killed by the system, e.g. for "
+                       "lack of memory, or crashed); it is not tried again")
+                yield run, _lost(runs_dir, run, None, err, since)
+
+
+def _pool_round(runs: list[RunSpec], runs_dir: Path, n: int, since: float) -> Generator[tuple[RunSpec, dict[str, Any]], None, tuple[list[RunSpec], list[RunSpec]]]:
+    """Run ``runs`` in a fresh pool of ``n`` spawned processes, at most ``n`` in flight
+    (so that a run in flight is a run on a worker), yielding each result. Returns, if a
+    worker died, the runs in flight then and those not started; else two empty lists."""
+    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
     from multiprocessing import get_context
 
+    todo = list(runs)
+    inflight: dict[Future[dict[str, Any]], RunSpec] = {}
     with ProcessPoolExecutor(n, mp_context=get_context("spawn"), initializer=_ignore_sigint) as pool:
-        futures = {pool.submit(execute_run, _task(run, runs_dir)): run for run in pending}
         try:
-            for fut in as_completed(futures):
-                run = futures[fut]
+            while todo or inflight:
                 try:
-                    res = fut.result()
-                except BrokenProcessPool as exc:
-                    err = f"a worker process died (killed by the system, e.g. for lack of memory, or crashed) while this run was waiting or running ({type(exc).__name__})"
-                    res = _lost(runs_dir, run, exc, err, since)
-                except Exception as exc:  # noqa: BLE001 - the task itself failed (unpicklable, a panic, ...)
-                    res = _lost(runs_dir, run, exc, None, since)
-                yield run, res
+                    while todo and len(inflight) < n:
+                        inflight[pool.submit(execute_run, _task(todo[0], runs_dir))] = todo[0]
+                        todo.pop(0)
+                except BrokenProcessPool:
+                    return list(inflight.values()), todo
+                finished, _ = wait(inflight, return_when=FIRST_COMPLETED)
+                broken: list[RunSpec] = []
+                for fut in finished:
+                    run = inflight.pop(fut)
+                    try:
+                        res = fut.result()
+                    except BrokenProcessPool:
+                        broken.append(run)
+                        continue
+                    except Exception as exc:  # noqa: BLE001 - the task itself failed (unpicklable, a panic, ...)
+                        res = _lost(runs_dir, run, exc, None, since)
+                    yield run, res
+                if broken:  # the pool is gone, and every run in flight with it
+                    return broken + list(inflight.values()), todo
         except BaseException:
             pool.shutdown(wait=True, cancel_futures=True)
             raise
+    return [], []
 
 
 def _dask_results(
     pending: list[RunSpec], runs_dir: Path, scheduler: str | None, scheduler_file: str | None, workers: int | None, since: float
-) -> Generator[tuple[RunSpec, dict[str, Any]], None, None]:
+) -> _Results:
     """Run ``pending`` as Dask tasks (a local cluster of ``workers`` processes, or the
     scheduler given), yielding each run's result as it finishes."""
     from distributed import as_completed
