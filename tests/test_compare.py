@@ -18,10 +18,17 @@ from toposched.policies import AllocationPolicy
 
 SMALL_FABRIC = "fattree:K=12,S=5,P=2"
 RUN_FILES = {"jobs.parquet", "utilization.parquet", "skipped.parquet", "summary.json", "fabric.json"}
+#: a run directory as the sweep runner publishes it: simulate's files, the run's
+#: specification, and its marker (written last; it records when and where, so it differs
+#: between two executions)
+SWEEP_FILES = {"spec.json", "run.json"}
 
 
 def files(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    """The results of a comparison: compare.json and every run's files but its marker (the
+    markers, plan.json, catalog and lock record when and where it ran)."""
+    keep = [root / "compare.json"] + [p for p in sorted((root / "runs").rglob("*")) if p.is_file() and p.name != "run.json"]
+    return {str(p.relative_to(root)): p.read_bytes() for p in keep}
 
 
 def test_plan_every_alloc_runs_none_and_only_topology_aware_ones_run_scenarios():
@@ -61,7 +68,7 @@ def test_compare_writes_run_dirs_and_compare_json(hpc2n_pair):
     names = ["linear__none", "isolated__none", "isolated__ta10", "isolated__v1"]
     assert sorted(p.name for p in (out / "runs").iterdir()) == sorted(names)
     for n in names:
-        assert {p.name for p in (out / "runs" / n).iterdir()} == RUN_FILES
+        assert {p.name for p in (out / "runs" / n).iterdir()} == RUN_FILES | SWEEP_FILES
     doc = json.loads((out / "compare.json").read_text())
     assert doc == a.document
     assert doc["trace"] == str(trace) and doc["system"] == SMALL_FABRIC and doc["queue"] == "easy"
@@ -89,7 +96,7 @@ def test_compare_writes_run_dirs_and_compare_json(hpc2n_pair):
 def test_compare_is_byte_identical_serial_and_parallel(hpc2n_pair):
     _, a, b = hpc2n_pair
     fa, fb = files(a.out_dir), files(b.out_dir)
-    assert fa.keys() == fb.keys() and len(fa) == 4 * 5 + 1
+    assert fa.keys() == fb.keys() and len(fa) == 4 * 6 + 1
     for k in fa:
         assert fa[k] == fb[k], k
 

@@ -95,7 +95,7 @@ def _sha(path: Path) -> str:
 
 @pytest.fixture(scope="module")
 def sweep8(tmp_path_factory):
-    """The 8-run sweep, run once on a 2-worker local cluster."""
+    """The 8-run sweep, run once in a pool of 2 local worker processes (the default executor)."""
     d = tmp_path_factory.mktemp("sweep8")
     toml = d / "sweep8.toml"
     toml.write_text(SWEEP8)

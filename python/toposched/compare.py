@@ -1,39 +1,38 @@
 """Compare allocation policies and speedup scenarios on one workload and one fabric.
 
-``run_compare`` reads the log once, applies the transforms, and replays the result under
-every (allocation policy, scenario) pair of the plan in parallel worker processes. Each
-run is an ordinary ``toposched simulate`` output directory ``OUT/runs/<alloc>__<scenario>/``
-(written by :meth:`toposched.simulate.SimResult.write`); ``OUT/compare.json`` lists them
-with their summaries, in plan order. Same inputs, same seed: byte-identical files.
+``run_compare`` checks the log and its transforms, then replays it under every (allocation
+policy, scenario) pair of the plan as a sweep (:func:`run_matrix`, through
+:func:`toposched.sweep.runner.run_sweep`): each run is an ordinary ``toposched simulate``
+output directory ``OUT/runs/<alloc>__<scenario>/`` (written by
+:meth:`toposched.simulate.SimResult.write`) plus the sweep's ``spec.json`` and
+``run.json`` marker, published whole; a re-run skips the runs already complete with the
+same settings, and ``OUT`` is a catalog (``toposched runs OUT``). ``OUT/compare.json``
+lists the runs with their summaries, in plan order. Same inputs, same seed:
+byte-identical summaries.
 
 The plan (:func:`plan_runs`): every allocation policy runs scenario ``none``; the
 topology-aware policies (every policy but ``linear`` and ``random``) also run every other
 scenario, as in the SC18 paper, where the speedups model the benefit of isolation.
 
-Workers are started with the ``spawn`` method (the native core may hold threads, so
-``fork`` is avoided) and each receives the transformed workload once, pickled, when it
-starts (measured faster than each worker re-reading and re-transforming the log: pickling
-Thunder's 118,791 jobs takes 0.01 s of CPU, against 0.14 s to read and transform them); a
-worker applies the scenario itself and writes its run directory.
+The runs go to a local pool of ``spawn``-started worker processes (Dask when asked);
+each worker reads and transforms the log once and keeps it for its next runs, applies
+the scenario itself and writes its run directory.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
-from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field, fields
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, Callable
 
 from . import __version__
 from .errors import InputError, ToposchedError
 from .files import write_atomic as _atomic
-from .simulate import RunConfig, simulate
-from .transforms import SCENARIOS, apply_scenario, apply_transforms
+from .simulate import RunConfig
+from .transforms import SCENARIOS, apply_transforms
 from .workload.model import Workload
 from . import registry
 
@@ -110,26 +109,12 @@ class CompareResult:
         return self.out_dir / "compare.json"
 
 
-# --------------------------------------------------------------------------- workers
-
-_STATE: dict[str, Any] = {}
-
-
-def _init_worker(workload: Workload, system: str, lenient: bool) -> None:
-    import signal
-
-    from .topology import load_fabric
-
-    # Ctrl-C is the parent's business: it cancels the runs not started and lets the
-    # running ones finish, so no run directory is left half-written.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _STATE["workload"] = workload
-    _STATE["fabric"] = load_fabric(system, lenient=lenient)
+# --------------------------------------------------------------------------- the run matrix
 
 
 class RunError(ToposchedError):
     """A run of the comparison stopped on an error of its input or policy (the message
-    names the run). Built from one string, so it crosses process boundaries."""
+    names the run)."""
 
 
 @dataclass(frozen=True)
@@ -142,82 +127,130 @@ class RunSpec:
     config: RunConfig
 
 
-def _run_one(spec: RunSpec, out_dir: str) -> tuple[str, dict[str, Any], float]:
-    t0 = time.perf_counter()
-    name = spec.name
-    try:
-        w = apply_scenario(_STATE["workload"], spec.scenario, spec.config.seed)
-        result = simulate(w, _STATE["fabric"], spec.config)
-        result.write(Path(out_dir) / "runs" / name)
-    except (KeyboardInterrupt, SystemExit):
-        raise
-    except ToposchedError as exc:
-        raise RunError(f"run {name}: {exc}") from None
-    except BaseException as exc:  # noqa: BLE001 - a bug, or a panic of the core: keep its traceback
-        # Not every exception survives pickling (the core's PanicException does not), so
-        # send the worker's traceback as text.
-        import traceback
+def _sweep_runs(trace: str | Path, system: str, specs: list[RunSpec], *, transforms: list[str] | tuple[str, ...], format: str | None, lenient: bool) -> list[Any]:
+    """The matrix as sweep runs (:class:`toposched.sweep.spec.RunSpec`): the specification
+    a sweep file with this one workload, fabric and seed gives each run (so the catalog
+    reads it), published under the run's own name (``runs/linear__none``)."""
+    from dataclasses import asdict
 
-        raise RuntimeError(f"run {name} failed: {type(exc).__name__}: {exc}\n{traceback.format_exc()}") from None
-    return name, result.summary, time.perf_counter() - t0
+    from .sweep.spec import RunSpec as SweepRun
+    from .sweep.spec import policy_code_sha256, run_id_of, sha256_file
+    from .topology import PRESETS
+    from .transforms import parse_transform
+    from .workload import detect_format
+
+    path = Path(trace).resolve()
+    name = re.sub(r"\.(swf|log|txt|csv)$", "", re.sub(r"(\.gz)?$", "", path.name))
+    workload = {
+        "name": name,
+        "trace": str(path),
+        "trace_sha256": sha256_file(path),
+        "format": format or detect_format(path),
+        # the reader's defaults, as a sweep file without a reader table gives them
+        "reader": {"lenient": lenient, "cores_per_node": None, "size_field": "auto", "missing_walltime": "runtime", "missing_runtime": "skip"},
+        "transforms": [parse_transform(t).text for t in transforms],
+    }
+    fabric: dict[str, Any] = {"name": system, "kind": "preset", "system": system, "lenient": lenient}
+    if system not in PRESETS:
+        if system.lower().startswith("fattree"):
+            fabric["kind"] = "fattree"
+        elif Path(system).is_file():
+            conf = Path(system).resolve()
+            fabric.update(name=conf.name, kind="topology.conf", system=str(conf), conf_sha256=sha256_file(conf))
+    runs = []
+    for spec in specs:
+        config = asdict(spec.config)
+        if not config.get("policy_options"):
+            config.pop("policy_options", None)
+        scenario: dict[str, Any] = {"speedup": spec.scenario, "seed": spec.config.seed}
+        if spec.config.network is not None:
+            scenario["network"] = spec.config.network
+        doc: dict[str, Any] = {"toposched_version": __version__, "workload": workload, "fabric": fabric, "scenario": scenario, "config": config}
+        code = {k: policy_code_sha256(config.get(k)) for k in ("alloc", "queue_order")}
+        code = {k: v for k, v in code.items() if v is not None}
+        if code:
+            doc["policy_code_sha256"] = code
+        doc = json.loads(json.dumps(doc))  # plain JSON types, own copies
+        runs.append(SweepRun(run_id_of(doc), doc, dir_name=spec.name))
+    return runs
 
 
-def execute_runs(
-    workload: Workload,
-    fabric: Any,
+def run_matrix(
+    trace: str | Path,
     system: str,
     specs: list[RunSpec],
     out_dir: str | Path,
     *,
+    transforms: list[str] | tuple[str, ...] = (),
+    format: str | None = None,
     lenient: bool = False,
     jobs: int | None = None,
+    dask: bool = False,
+    scheduler: str | None = None,
+    scheduler_file: str | None = None,
     progress: Callable[[int, int, str], None] | None = None,
+    name: str = "compare",
 ) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
-    """Run every spec on ``workload`` (each writes ``out_dir/runs/<name>/``) in ``jobs``
-    worker processes (default ``os.cpu_count()``, never more than the runs; 1 runs
-    everything in this process). Returns the summaries and wall seconds by run name.
-    ``progress(done, total, name)`` is called once with ``done == 0``, then after each run.
-    Shared by ``compare`` and ``frontier``: one run matrix, one way to run it."""
+    """Run every spec on the trace (read with ``format``/``lenient``, then ``transforms``)
+    as a sweep (:func:`toposched.sweep.runner.run_sweep`): each run is published whole as
+    ``out_dir/runs/<name>/`` with its ``run.json`` marker, a run already complete with the
+    same settings is skipped, and ``out_dir`` gets a catalog (``toposched runs``). ``jobs``
+    worker processes on this machine (default ``os.cpu_count()``, never more than the runs;
+    1 runs everything in this process), or Dask with ``dask``/``scheduler``/``scheduler_file``.
+    Returns the summaries and wall seconds by run name. ``progress(done, total, name)`` is
+    called once with ``done`` the runs already complete, then after each run. A failed
+    run raises :class:`RunError` once every run has been tried; Ctrl-C raises
+    KeyboardInterrupt. Shared by ``compare`` and ``frontier``."""
+    from .sweep.layout import RUNS, run_status
+    from .sweep.runner import run_sweep
+    from .sweep.spec import Sweep
+
     names = [s.name for s in specs]
     if len(set(names)) < len(names):
         raise InputError("runs", "two runs would write to the same run directory: " + ", ".join(names))
-    out = Path(out_dir)
-    (out / "runs").mkdir(parents=True, exist_ok=True)
+    out = Path(out_dir).resolve()
+    runs = _sweep_runs(trace, system, specs, transforms=transforms, format=format, lenient=lenient)
+    name_of = {r.run_id: r.dir for r in runs}
+
+    def marker(r: Any) -> dict[str, Any] | None:
+        m = run_status(out / RUNS / r.dir)
+        return m if m is not None and m["status"] == "complete" and m.get("run_id") == r.run_id else None
+
+    done = [sum(marker(r) is not None for r in runs)]
+    if progress is not None:
+        progress(done[0], len(runs), "")
+
+    def on_result(res: dict[str, Any]) -> None:
+        done[0] += 1
+        if progress is not None:
+            progress(done[0], len(runs), name_of.get(res["run_id"], res["run_id"]))
+
+    sweep = Sweep(path=out / f"{name}.json", name=name, description=f"toposched {name}", out=out, runs=runs, text="")
+    outcome = run_sweep(
+        sweep,
+        out,
+        scheduler=scheduler,
+        scheduler_file=scheduler_file,
+        workers=None if (scheduler or scheduler_file) else jobs,
+        dask=dask,
+        progress=False,
+        report=False,
+        on_result=on_result,
+    )
+    if outcome.interrupted:
+        raise KeyboardInterrupt
+    if outcome.failed:
+        first = min(outcome.failed, key=lambda f: names.index(f[0].dir))
+        more = f" (and {len(outcome.failed) - 1} more failed runs)" if len(outcome.failed) > 1 else ""
+        raise RunError(f"run {first[0].dir}: {first[1]}{more}; traceback in {out / RUNS / first[0].dir / 'error.txt'}")
     summaries: dict[str, dict[str, Any]] = {}
     seconds: dict[str, float] = {}
-    n_workers = max(1, min(jobs or os.cpu_count() or 1, len(specs)))
-
-    def done(name: str, summary: dict[str, Any], secs: float) -> None:
-        summaries[name] = summary
-        seconds[name] = secs
-        if progress is not None:
-            progress(len(summaries), len(specs), name)
-
-    if progress is not None:
-        progress(0, len(specs), "")
-    if n_workers == 1:
-        _STATE["workload"] = workload
-        _STATE["fabric"] = fabric
-        try:
-            for spec in specs:
-                done(*_run_one(spec, str(out)))
-                if not summaries[spec.name]["complete"]:  # simulate() stopped on Ctrl-C
-                    raise KeyboardInterrupt
-        finally:
-            _STATE.clear()
-    else:
-        ctx = get_context("spawn")
-        with ProcessPoolExecutor(n_workers, mp_context=ctx, initializer=_init_worker, initargs=(workload, system, lenient)) as pool:
-            futures = [pool.submit(_run_one, spec, str(out)) for spec in specs]
-            try:
-                pending = set(futures)
-                while pending:
-                    finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
-                    for f in finished:
-                        done(*f.result())  # re-raises a worker's error
-            except BaseException:
-                pool.shutdown(wait=True, cancel_futures=True)
-                raise
+    for r in runs:
+        m = marker(r)
+        if m is None:  # not expected: run_sweep said every run completed
+            raise RunError(f"run {r.dir}: no complete run in {out / RUNS / r.dir}")
+        summaries[r.dir] = json.loads((out / RUNS / r.dir / "summary.json").read_text(encoding="utf-8"))
+        seconds[r.dir] = float(m.get("elapsed_s") or 0.0)
     return summaries, seconds
 
 
@@ -258,13 +291,20 @@ def run_compare(
     progress: Callable[[int, int, str], None] | None = None,
     network: str | None = None,
     run_options: dict[str, Any] | None = None,
+    dask: bool = False,
+    scheduler: str | None = None,
+    scheduler_file: str | None = None,
 ) -> CompareResult:
     """Run the comparison and write ``out_dir/runs/*/`` and ``out_dir/compare.json``.
 
-    ``jobs`` worker processes (default ``os.cpu_count()``, never more than the runs;
-    1 runs everything in this process). ``progress(done, total, run_name)`` is called
-    once with ``done == 0`` when the runs start, then after each finished run. Any previous ``compare.json`` in ``out_dir`` is removed
-    first, so an interrupted comparison never leaves one that reads as a result.
+    The runs go through the sweep runner (:func:`run_matrix`): ``jobs`` worker processes
+    (default ``os.cpu_count()``, never more than the runs; 1 runs everything in this
+    process), or Dask with ``dask``/``scheduler``/``scheduler_file``; a run already
+    complete in ``out_dir`` with the same settings is kept, not run again.
+    ``progress(done, total, run_name)`` is called once when the runs start (``done``: those
+    already complete), then after each finished run. Any previous ``compare.json`` in
+    ``out_dir`` is removed first, so an interrupted comparison never leaves one that reads
+    as a result.
     ``run_options``: further RunConfig fields for every run (what ``simulate`` accepts:
     queue depth, flux window, event order, ...); its ``seed`` and ``network`` win over the
     keywords of the same name.
@@ -293,7 +333,10 @@ def run_compare(
     # isolation (waiting) and its benefit (faster jobs) show in the same numbers.
     configs = {a: RunConfig(queue=queue, alloc=a, seed=seed, network=network, **options) for a, _ in plan}
     specs = [RunSpec(run_name(a, sc), sc, configs[a]) for a, sc in plan]
-    by_name, seconds = execute_runs(workload, fabric, system, specs, out, lenient=lenient, jobs=jobs, progress=progress)
+    by_name, seconds = run_matrix(
+        trace, system, specs, out, transforms=transforms, format=format, lenient=lenient, jobs=jobs,
+        dask=dask, scheduler=scheduler, scheduler_file=scheduler_file, progress=progress,
+    )
     summaries = {(a, sc): by_name[run_name(a, sc)] for a, sc in plan}
 
     document: dict[str, Any] = {

@@ -2,8 +2,9 @@
 utilization and buys in interference, on one workload.
 
 ``run_frontier`` expands a policy grid (:func:`expand_grid`: ``capped:leaf_cap=1+2+4``
-is three runs) and replays the workload twice per point through compare's run machinery
-(:func:`toposched.compare.execute_runs`: the same workers, the same run directories):
+is three runs) and replays the workload twice per point through compare's run matrix
+(:func:`toposched.compare.run_matrix`, the sweep runner: the same workers, run
+directories published whole, complete runs skipped on a re-run, a catalog):
 
 * **open loop** (``runs/<point>__open/``, no network model, logged run times): what the
   policy's placement constraints cost, as the SC18 paper measured it: busy utilization
@@ -42,7 +43,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from . import __version__, registry
-from .compare import RunSpec, execute_runs, load_workload
+from .compare import RunSpec, load_workload, run_matrix
 from .config import RunConfig
 from .errors import InputError
 from .files import write_text_atomic
@@ -280,11 +281,16 @@ def run_frontier(
     lenient: bool = False,
     progress: Callable[[int, int, str], None] | None = None,
     run_options: dict[str, Any] | None = None,
+    dask: bool = False,
+    scheduler: str | None = None,
+    scheduler_file: str | None = None,
 ) -> FrontierResult:
     """Run every point of the grid (default :func:`default_grid`) with the network model
     ``network`` on, write ``frontier.json`` and ``frontier.csv`` in ``out_dir``, and return
     them. ``baseline`` (a bare policy name) is added to the grid when missing.
-    ``run_options``: further RunConfig fields for every run (as ``compare`` takes them)."""
+    ``run_options``: further RunConfig fields for every run (as ``compare`` takes them);
+    ``jobs``, ``dask``, ``scheduler``, ``scheduler_file``: where the runs go
+    (:func:`toposched.compare.run_matrix`)."""
     from .topology import load_fabric
 
     t0 = time.perf_counter()
@@ -316,7 +322,10 @@ def run_frontier(
     out.mkdir(parents=True, exist_ok=True)
     for stale in ("frontier.json", "frontier.csv"):
         (out / stale).unlink(missing_ok=True)
-    summaries, seconds = execute_runs(workload, fabric, system, specs, out, lenient=lenient, jobs=jobs, progress=progress)
+    summaries, seconds = run_matrix(
+        trace, system, specs, out, transforms=list(transforms), format=format, lenient=lenient, jobs=jobs,
+        dask=dask, scheduler=scheduler, scheduler_file=scheduler_file, progress=progress, name="frontier",
+    )
 
     rows = [
         {"policy": p.label, "alloc": p.alloc, "options": dict(p.options), "dirs": [f"runs/{p.name}__open", f"runs/{p.name}__net"], **_metrics(summaries[p.name + "__open"], summaries[p.name + "__net"])}

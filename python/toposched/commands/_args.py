@@ -34,6 +34,25 @@ def positive_int(text: str) -> int:
     return v
 
 
+def add_executor_arguments(g: Any, workers_flag: str) -> None:
+    """Where the runs go (shared by sweep, compare and frontier): a local process pool by
+    default, Dask when asked."""
+    if workers_flag == "--workers":
+        g.add_argument("--workers", type=positive_int, metavar="N", help="worker processes on this machine (default: its cores)")
+    g.add_argument("--dask", action="store_true", help="run on a local Dask cluster instead of a plain process pool")
+    g.add_argument("--scheduler", metavar="ADDRESS", help="address of a running Dask scheduler (e.g. tcp://host:8786)")
+    g.add_argument("--scheduler-file", metavar="FILE", help="a Dask scheduler file (dask scheduler --scheduler-file, dask-mpi)")
+
+
+def executor_error(scheduler: str | None, scheduler_file: str | None, workers: int | None, workers_flag: str) -> str | None:
+    """The one-line error for flags that do not go together, or None."""
+    if scheduler and scheduler_file:
+        return "give --scheduler or --scheduler-file, not both"
+    if workers and (scheduler or scheduler_file):
+        return f"{workers_flag} sets the number of local worker processes; with --scheduler the cluster is yours"
+    return None
+
+
 def add_run_options(parser: argparse.ArgumentParser, *, seed_help: str = "seed of the random policy (default: 0)") -> None:
     """The engine and policy settings every replay command accepts (simulate, compare):
     one definition, so no command silently lacks one. Resolved by :func:`run_options`.

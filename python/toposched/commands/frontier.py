@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ._args import add_run_options, positive_int as _positive_int, run_options
+from ._args import add_executor_arguments, add_run_options, executor_error, positive_int as _positive_int, run_options
 
 NAME = "frontier"
 HELP = "policies x knobs: utilization lost against interference removed, with the Pareto front (report)"
@@ -49,7 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--queue", default="easy", choices=queue_names(), help="queue policy of every run (default: easy)")
     add_run_options(parser, seed_help="seed of the random policy and of the network model's draws (default: 0)")
     g = parser.add_argument_group("running and output")
-    g.add_argument("--jobs", type=_positive_int, default=None, metavar="N", help="parallel worker processes (default: the number of CPUs)")
+    g.add_argument("--jobs", type=_positive_int, default=None, metavar="N", help="parallel worker processes on this machine (default: the number of CPUs)")
+    add_executor_arguments(g, "--jobs")
     g.add_argument("--out", required=True, metavar="DIR", help="directory for the results")
     g.add_argument("--no-report", action="store_true", help="do not build frontier.html")
     g.add_argument("--quiet", action="store_true", help="print nothing but errors")
@@ -62,6 +63,10 @@ def run(args: argparse.Namespace) -> int:
     from ..progress import Progress, setup_logging
     from ..reporting.frontier import build_frontier_report, frontier_table
 
+    problem = executor_error(args.scheduler, args.scheduler_file, args.jobs, "--jobs")
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     setup_logging(quiet=args.quiet)
     console = Console(quiet=args.quiet)
     policies = args.policies if args.policies is not None else default_grid()
@@ -80,21 +85,20 @@ def run(args: argparse.Namespace) -> int:
                 network=network,
                 transforms=args.transform,
                 jobs=args.jobs,
+                dask=args.dask,
+                scheduler=args.scheduler,
+                scheduler_file=args.scheduler_file,
                 format=args.format,
                 lenient=args.lenient,
                 run_options=options,
                 progress=lambda done, total, name: bar.update(done, total, f"last: {name}" if name else ""),
             )
     except KeyboardInterrupt:
-        print("interrupted: finished runs are in " + str(Path(args.out) / "runs") + "; no frontier.json was written", file=sys.stderr)
+        print("interrupted: finished runs are kept in " + str(Path(args.out) / "runs") + " (start the same command again to resume); no frontier.json was written", file=sys.stderr)
         return 130
     console.print(frontier_table(result.document))
     console.print(f"{2 * len(result.document['points'])} runs in {result.total_s:.1f} s; results in {Path(args.out)}/ (frontier.json, frontier.csv, runs/)", soft_wrap=True)
     if not args.no_report:
         path = build_frontier_report(Path(args.out))
         console.print(f"report: {path}", soft_wrap=True)
-    incomplete = [p["policy"] for p in result.document["points"] if not p["complete"]]
-    if incomplete:
-        print("incomplete runs: " + ", ".join(incomplete), file=sys.stderr)
-        return 130
     return 0

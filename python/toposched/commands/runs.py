@@ -11,7 +11,7 @@ from typing import Any
 
 NAME = "runs"
 HELP = "list and filter the runs of a sweep directory (its DuckDB catalog)"
-DESCRIPTION = "List the runs of a sweep directory from its catalog (DIR/catalog.duckdb), filtered with SQL."
+DESCRIPTION = "List the runs of a sweep directory (or of a compare or frontier output directory) from its catalog (DIR/catalog.duckdb), filtered with SQL."
 
 EPILOG = """\
 examples:
@@ -31,7 +31,7 @@ utilization. The catalog is rebuilt from the run directories when it does not li
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("dir", metavar="DIR", help="a sweep directory (toposched sweep --out DIR)")
+    parser.add_argument("dir", metavar="DIR", help="a sweep directory (toposched sweep --out DIR), or a compare or frontier output directory")
     parser.add_argument("--where", metavar="SQL", help="keep the runs for which this SQL condition holds, e.g. \"alloc='isolated'\"")
     parser.add_argument("--columns", metavar="COLS", help="comma-separated columns or SQL expressions to show ('*' for all)")
     parser.add_argument("--order-by", metavar="SQL", help="sort order (default: the sweep's matrix order)")

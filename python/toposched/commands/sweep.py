@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._args import positive_int as _positive_int
+from ._args import add_executor_arguments, executor_error
 
 if TYPE_CHECKING:
     from ..sweep.spec import Sweep
@@ -40,9 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("sweep", metavar="SWEEP.toml", help="the sweep file (docs/sweeps.md)")
     parser.add_argument("--out", metavar="DIR", help="sweep directory (default: the file's 'out' key, else out/<file name without .toml>)")
     g = parser.add_argument_group("where the runs go")
-    g.add_argument("--scheduler", metavar="ADDRESS", help="address of a running Dask scheduler (e.g. tcp://host:8786); default: a local cluster")
-    g.add_argument("--scheduler-file", metavar="FILE", help="a Dask scheduler file (dask scheduler --scheduler-file, dask-mpi)")
-    g.add_argument("--workers", type=_positive_int, metavar="N", help="local cluster: worker processes (default: the machine's cores)")
+    add_executor_arguments(g, "--workers")
     g = parser.add_argument_group("what to do")
     g.add_argument("--dry-run", action="store_true", help="check the file and list the runs (complete or to do) without running anything")
     g.add_argument("--no-report", action="store_true", help="do not write report.html")
@@ -64,11 +62,9 @@ def run(args: argparse.Namespace) -> int:
     from ..sweep.runner import run_sweep
     from ..sweep.spec import SweepSpecError, load_sweep
 
-    if args.scheduler and args.scheduler_file:
-        print("error: give --scheduler or --scheduler-file, not both", file=sys.stderr)
-        return 2
-    if args.workers and (args.scheduler or args.scheduler_file):
-        print("error: --workers sets the size of the local cluster; with --scheduler the cluster is yours", file=sys.stderr)
+    problem = executor_error(args.scheduler, args.scheduler_file, args.workers, "--workers")
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
         return 2
     try:
         sweep = load_sweep(args.sweep)
@@ -98,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
         scheduler=args.scheduler,
         scheduler_file=args.scheduler_file,
         workers=args.workers,
+        dask=args.dask,
         console=console,
         progress=not args.quiet,
         report=not args.no_report,

@@ -146,12 +146,15 @@ def _row(run_dir: Path, marker: dict[str, Any], plan: dict[str, int]) -> dict[st
         k = _fattree_param(fab["system"], "K")
         w1 = _fattree_param(fab["system"], "W1") or k
     finished = marker.get("finished_at")
+    # A sweep's run directory is named by its run id; a compare's by its alloc and scenario
+    # (runs/linear__none): the marker holds the run id either way.
+    run_id = str(marker.get("run_id") or run_dir.name)
     row: dict[str, Any] = {
-        "run_id": run_dir.name,
+        "run_id": run_id,
         "status": marker["status"],
         "error": marker.get("error"),
-        "in_plan": run_dir.name in plan,
-        "plan_index": plan.get(run_dir.name),
+        "in_plan": run_id in plan,
+        "plan_index": plan.get(run_id),
         "workload": wl["name"],
         "trace": wl["trace"],
         "trace_sha256": wl["trace_sha256"],
@@ -290,12 +293,20 @@ def _views(con: Any, rows: list[dict[str, Any]], out: Path) -> None:
         paths = [str((out / r["dir"] / fname).resolve()) for r in rows if r["status"] == "complete" and (out / r["dir"] / fname).exists()]
         if not paths:
             continue
-        listing = "[" + ", ".join("'" + p.replace("'", "''") + "'" for p in paths) + "]"
-        pattern = f"/{RUNS}/([0-9a-f]+)/{fname.replace('.', '[.]')}$"
+        listing = "[" + ", ".join(_sql_str(p) for p in paths) + "]"
+        pattern = f"/{RUNS}/([^/]+)/{fname.replace('.', '[.]')}$"
+        # the directory's name is not always the run id (a compare's runs/linear__none):
+        # map one to the other
+        dirs = ", ".join(f"({_sql_str(r['dir'].rpartition('/')[2])}, {_sql_str(r['run_id'])})" for r in rows if r["status"] == "complete")
         con.execute(
-            f"CREATE VIEW {view} AS SELECT regexp_extract(filename, '{pattern}', 1) AS run_id, * EXCLUDE (filename) "
-            f"FROM read_parquet({listing}, filename = true, union_by_name = true)"
+            f"CREATE VIEW {view} AS SELECT d.run_id, p.* EXCLUDE (filename) "
+            f"FROM read_parquet({listing}, filename = true, union_by_name = true) AS p "
+            f"JOIN (VALUES {dirs}) AS d(dir_name, run_id) ON regexp_extract(p.filename, '{pattern}', 1) = d.dir_name"
         )
+
+
+def _sql_str(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
 def build_catalog(out: str | Path) -> Path:
@@ -330,10 +341,10 @@ def _is_stale(out: Path, path: Path) -> bool:
     import duckdb
 
     runs = out / RUNS
-    on_disk = {d.name for d in runs.iterdir() if d.is_dir() and not d.name.startswith(".") and (d / MARKER).exists()} if runs.is_dir() else set()
+    on_disk = {f"{RUNS}/{d.name}" for d in runs.iterdir() if d.is_dir() and not d.name.startswith(".") and (d / MARKER).exists()} if runs.is_dir() else set()
     con = duckdb.connect(str(path), read_only=True)
     try:
-        listed = {r[0] for r in con.execute("SELECT run_id FROM runs").fetchall()}
+        listed = {r[0] for r in con.execute("SELECT dir FROM runs").fetchall()}
     finally:
         con.close()
     return on_disk != listed

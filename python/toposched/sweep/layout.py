@@ -43,7 +43,7 @@ class SweepLock:
         except OSError:
             os.close(self.fd)
             self.fd = None
-            raise ToposchedError(f"{self.path.parent}: another toposched sweep is working on this directory (lock {self.path} is held)") from None
+            raise ToposchedError(f"{self.path.parent}: another toposched sweep, compare or frontier is working on this directory (lock {self.path} is held)") from None
         os.ftruncate(self.fd, 0)
         os.write(self.fd, f"{socket.gethostname()} {os.getpid()}\n".encode())
         return self

@@ -1,4 +1,5 @@
-"""Running a sweep: one Dask task per run, each run's directory published whole.
+"""Running a sweep: one task per run (a local process pool, or Dask), each run's directory
+published whole.
 
 Layout of a sweep directory ``DIR``::
 
@@ -39,7 +40,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Generator
 
 from .. import __version__
 from ..errors import ToposchedError
@@ -68,22 +69,26 @@ def _json(obj: Any) -> str:
     return json.dumps(obj, indent=2, sort_keys=True) + "\n"
 
 
-def _is_complete(run_dir: Path) -> bool:
+def _is_complete(run_dir: Path, run_id: str | None = None) -> bool:
+    """Whether ``run_dir`` holds a complete run (of ``run_id``, when given: a directory
+    named by the caller, as compare's ``runs/linear__none``, may hold an older run of other
+    settings, which is to be replaced)."""
     m = run_status(run_dir)
-    return m is not None and m["status"] == "complete"
+    return m is not None and m["status"] == "complete" and (run_id is None or m.get("run_id") == run_id)
 
 
-def _publish(tmp: Path, final: Path) -> str:
+def _publish(tmp: Path, final: Path, run_id: str | None = None) -> str:
     """Rename the finished ``tmp`` directory to ``final``. If ``final`` already holds a
-    complete run (another worker got there first), keep it and drop ``tmp``; if it holds a
-    failed run, replace it. Returns the status left in ``final``."""
+    complete run of ``run_id`` (another worker got there first), keep it and drop ``tmp``;
+    if it holds a failed run or another run, replace it. Returns the status left in
+    ``final``."""
     try:
         os.rename(tmp, final)
         return _status(final)
     except OSError as exc:
         if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
             raise
-    if _is_complete(final):
+    if _is_complete(final, run_id):
         shutil.rmtree(tmp, ignore_errors=True)
         return "complete"
     old = final.parent / f"{TMP_PREFIX}old-{final.name}-{uuid.uuid4().hex[:8]}"
@@ -116,6 +121,18 @@ def _read_cached(trace: str, sha: str, fmt: str, reader_json: str) -> Any:
     return read_trace(trace, format=fmt, **options)
 
 
+@lru_cache(maxsize=4)
+def _transformed_cached(trace: str, sha: str, fmt: str, reader_json: str, transforms: tuple[str, ...], fabric_nodes: int) -> Any:
+    """The trace read (once per worker) and transformed (once per worker and transforms):
+    a compare's runs all share one transformed workload."""
+    w = _read_cached(trace, sha, fmt, reader_json)
+    if transforms:
+        from ..transforms import apply_transforms
+
+        w = apply_transforms(w, list(transforms), fabric_nodes=fabric_nodes)
+    return w
+
+
 def _build_inputs(spec: dict[str, Any]) -> tuple[Any, Any, Any]:
     """The workload (read, transformed, sped up), the fabric and the RunConfig of a run."""
     from ..simulate import RunConfig
@@ -126,16 +143,12 @@ def _build_inputs(spec: dict[str, Any]) -> tuple[Any, Any, Any]:
     if fab["kind"] == "topology.conf" and fab.get("conf_sha256") and sha256_file(fab["system"]) != fab["conf_sha256"]:
         raise ToposchedError(f"{fab['system']}: the file changed since the sweep was planned; start the sweep again")
     fabric = load_fabric(fab["system"], lenient=bool(fab.get("lenient")))
-    w = _read_cached(wl["trace"], wl["trace_sha256"], wl["format"], json.dumps(wl["reader"], sort_keys=True))
-    if wl["transforms"]:
-        from ..transforms import apply_transforms
+    w = _transformed_cached(wl["trace"], wl["trace_sha256"], wl["format"], json.dumps(wl["reader"], sort_keys=True), tuple(wl["transforms"]), fabric.n_nodes)
+    from ..transforms import apply_scenario
 
-        w = apply_transforms(w, wl["transforms"], fabric_nodes=fabric.n_nodes)
-    speedup = spec["scenario"]["speedup"]
-    if speedup != "none":
-        from ..transforms import apply_scenario
-
-        w = apply_scenario(w, speedup, spec["scenario"]["seed"])
+    # "none" too: the run's summary and jobs then say which scenario it ran, as every run
+    # of compare's always did (a compare is a sweep: same specification, same files)
+    w = apply_scenario(w, spec["scenario"]["speedup"], spec["scenario"]["seed"])
     config = RunConfig(**spec["config"])
     return w, fabric, config
 
@@ -143,7 +156,8 @@ def _build_inputs(spec: dict[str, Any]) -> tuple[Any, Any, Any]:
 def execute_run(task: dict[str, Any]) -> dict[str, Any]:
     """Run one sweep run and publish its directory; never raises for a failing run.
 
-    ``task``: ``{"run_id", "spec", "runs_dir"}``. Returns ``{"run_id", "status",
+    ``task``: ``{"run_id", "spec", "runs_dir"}`` and optionally ``"dir"``, the directory's
+    name under ``runs_dir`` (default: the run id). Returns ``{"run_id", "status",
     "error", "elapsed_s", "skipped"}``; ``status`` is ``"complete"`` or ``"failed"``
     (the traceback is in the run's ``error.txt``)."""
     from ..simulate import simulate
@@ -151,11 +165,12 @@ def execute_run(task: dict[str, Any]) -> dict[str, Any]:
     run_id = task["run_id"]
     spec = task["spec"]
     runs_dir = Path(task["runs_dir"])
-    final = runs_dir / run_id
-    if _is_complete(final):
+    name = task.get("dir") or run_id
+    final = runs_dir / name
+    if _is_complete(final, run_id):
         return {"run_id": run_id, "status": "complete", "error": None, "elapsed_s": 0.0, "skipped": True}
     runs_dir.mkdir(parents=True, exist_ok=True)
-    tmp = runs_dir / f"{TMP_PREFIX}{run_id}-{uuid.uuid4().hex[:8]}"
+    tmp = runs_dir / f"{TMP_PREFIX}{name}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
@@ -196,7 +211,7 @@ def execute_run(task: dict[str, Any]) -> dict[str, Any]:
     }
     _fix_modes(tmp)
     _write_atomic(tmp / MARKER, _json(marker))  # the marker last: the run is whole
-    status = _publish(tmp, final)
+    status = _publish(tmp, final, run_id)
     return {"run_id": run_id, "status": status, "error": error, "elapsed_s": elapsed, "skipped": False}
 
 
@@ -205,8 +220,8 @@ def record_lost_run(runs_dir: Path, run: RunSpec, error: str, details: str, sinc
     its failed directory, the same way a worker would. A record the worker wrote itself
     (complete, or failed after ``since``, the start of this execution) is kept: it holds
     the run's real result or error."""
-    final = runs_dir / run.run_id
-    if _is_complete(final):
+    final = runs_dir / run.dir
+    if _is_complete(final, run.run_id):
         return
     if since is not None and run_status(final) is not None:
         try:
@@ -214,14 +229,14 @@ def record_lost_run(runs_dir: Path, run: RunSpec, error: str, details: str, sinc
                 return
         except OSError:
             pass
-    tmp = runs_dir / f"{TMP_PREFIX}{run.run_id}-{uuid.uuid4().hex[:8]}"
+    tmp = runs_dir / f"{TMP_PREFIX}{run.dir}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir(parents=True)
     (tmp / "spec.json").write_text(_json(run.spec), encoding="utf-8")
     (tmp / "error.txt").write_text(details, encoding="utf-8")
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     marker = {"run_id": run.run_id, "status": "failed", "error": error, "started_at": now, "finished_at": now, "elapsed_s": 0.0, "host": socket.gethostname(), "pid": os.getpid(), "toposched_version": __version__}
     _write_atomic(tmp / MARKER, _json(marker))
-    _publish(tmp, final)
+    _publish(tmp, final, run.run_id)
 
 
 # ----------------------------------------------------------------------------- the driver
@@ -269,10 +284,11 @@ def _write_plan(out: Path, sweep: Sweep) -> None:
         "description": sweep.description,
         "source": str(sweep.path),
         "toposched_version": __version__,
-        "runs": [{"run_id": r.run_id, **r.labels} for r in sweep.runs],
+        "runs": [{"run_id": r.run_id, **({"dir": f"{RUNS}/{r.dir}"} if r.dir_name else {}), **r.labels} for r in sweep.runs],
     }
     _write_atomic(out / "plan.json", _json(plan))
-    _write_atomic(out / "sweep.toml", sweep.text)
+    if sweep.text:  # a compare's matrix has no sweep file
+        _write_atomic(out / "sweep.toml", sweep.text)
 
 
 def _make_client(scheduler: str | None, scheduler_file: str | None, workers: int | None) -> tuple[Any, Any]:
@@ -332,9 +348,16 @@ def run_sweep(
     report: bool = True,
     catalog_every_s: float = 30.0,
     on_result: Callable[[dict[str, Any]], None] | None = None,
+    dask: bool = False,
 ) -> SweepOutcome:
     """Run every run of ``sweep`` not yet complete in ``out`` and rebuild the catalog and
-    the report. A failing run is recorded and reported; the others go on."""
+    the report. A failing run is recorded and reported; the others go on.
+
+    The runs go to a pool of ``workers`` processes on this machine (default: its cores),
+    or, with ``dask`` or a ``scheduler`` / ``scheduler_file``, to Dask (a local cluster of
+    ``workers`` processes, or the scheduler given). Either way each run publishes its
+    directory whole (:func:`execute_run`)."""
+    use_dask = bool(dask or scheduler or scheduler_file)
     from rich.console import Console
 
     from .catalog import build_catalog
@@ -347,17 +370,17 @@ def run_sweep(
     runs_dir.mkdir(exist_ok=True)
     with SweepLock(out):
         cleaned = clean_stale(out)
-        pending = [r for r in sweep.runs if not _is_complete(runs_dir / r.run_id)]
+        pending = [r for r in sweep.runs if not _is_complete(runs_dir / r.dir, r.run_id)]
         outcome = SweepOutcome(out=out, planned=len(sweep.runs), skipped=len(sweep.runs) - len(pending), completed=0, cleaned=cleaned)
         _write_plan(out, sweep)
         outcome.catalog = build_catalog(out)
         if pending:
             try:
-                _execute(pending, runs_dir, outcome, console, scheduler, scheduler_file, workers, progress, catalog_every_s, on_result)
+                _execute(pending, runs_dir, outcome, console, use_dask, scheduler, scheduler_file, workers, progress, catalog_every_s, on_result)
             except KeyboardInterrupt:
                 outcome.interrupted = True
             # what is on disk is what counts (an interrupt can come before a result is read)
-            outcome.completed = sum(_is_complete(runs_dir / r.run_id) for r in pending)
+            outcome.completed = sum(_is_complete(runs_dir / r.dir, r.run_id) for r in pending)
         outcome.catalog = build_catalog(out)
         if report:
             from ..reporting.sweep import write_report
@@ -370,92 +393,144 @@ def run_sweep(
     return outcome
 
 
-def _execute(
-    pending: list[RunSpec],
-    runs_dir: Path,
-    outcome: SweepOutcome,
-    console: Any,
-    scheduler: str | None,
-    scheduler_file: str | None,
-    workers: int | None,
-    show_progress: bool,
-    catalog_every_s: float,
-    on_result: Callable[[dict[str, Any]], None] | None,
-) -> None:
-    from distributed import as_completed
-    from rich.markup import escape
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+def _task(run: RunSpec, runs_dir: Path) -> dict[str, Any]:
+    task = {"run_id": run.run_id, "spec": run.spec, "runs_dir": str(runs_dir)}
+    if run.dir_name:
+        task["dir"] = run.dir_name
+    return task
 
-    from .catalog import build_catalog
+
+def _lost(runs_dir: Path, run: RunSpec, exc: BaseException | None, err: str | None, since: float) -> dict[str, Any]:
+    """A run whose task died: record it as failed (record_lost_run) and say so."""
+    err = err or f"{type(exc).__name__}: {exc}"
+    try:
+        record_lost_run(runs_dir, run, err, "".join(traceback.format_exception(exc)) if exc is not None else err + "\n", since=since)
+    except OSError:
+        pass
+    return {"run_id": run.run_id, "status": "failed", "error": err, "elapsed_s": 0.0, "skipped": False}
+
+
+def _ignore_sigint() -> None:
+    # Ctrl-C is the driver's business: it cancels the runs not started and lets the
+    # running ones finish (each publishes a whole directory or nothing).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+_Results = Generator[tuple[RunSpec, dict[str, Any]], None, None]
+
+
+def _local_results(pending: list[RunSpec], runs_dir: Path, workers: int | None, since: float) -> _Results:
+    """Run ``pending`` in a pool of ``workers`` processes on this machine (default: its
+    cores, never more than the runs; 1 runs them in this process), yielding each run's
+    result as it finishes. Workers are started with ``spawn`` (the native core may hold
+    threads, so ``fork`` is avoided); each reads and transforms a workload once
+    (``_transformed_cached``) and keeps it for its next runs.
+
+    A worker that dies (killed for memory, a crash) breaks the pool, and the runs then in
+    flight cannot be told apart: each is tried once more alone, in a fresh one-worker pool
+    (a run that kills its worker again is recorded as failed; a neighbour gives its own
+    result), and the runs not started go on in a fresh pool, as Dask does (_dask_results)."""
+    n = max(1, min(workers or os.cpu_count() or 1, len(pending)))
+    if n == 1:
+        for run in pending:
+            try:
+                res = execute_run(_task(run, runs_dir))
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as exc:  # noqa: BLE001 - a panic of the core: record it
+                res = _lost(runs_dir, run, exc, None, since)
+            yield run, res
+        return
+    todo = list(pending)
+    while todo:
+        suspects, todo = yield from _pool_round(todo, runs_dir, n, since)
+        for run in suspects:
+            again, _ = yield from _pool_round([run], runs_dir, 1, since)
+            if again:
+                err = ("the worker process died while running this run, twice (killed by the system, e.g. for "
+                       "lack of memory, or crashed); it is not tried again")
+                yield run, _lost(runs_dir, run, None, err, since)
+
+
+def _pool_round(runs: list[RunSpec], runs_dir: Path, n: int, since: float) -> Generator[tuple[RunSpec, dict[str, Any]], None, tuple[list[RunSpec], list[RunSpec]]]:
+    """Run ``runs`` in a fresh pool of ``n`` spawned processes, at most ``n`` in flight
+    (so that a run in flight is a run on a worker), yielding each result. Returns, if a
+    worker died, the runs in flight then and those not started; else two empty lists."""
+    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+    from multiprocessing import get_context
+
+    todo = list(runs)
+    inflight: dict[Future[dict[str, Any]], RunSpec] = {}
+    with ProcessPoolExecutor(n, mp_context=get_context("spawn"), initializer=_ignore_sigint) as pool:
+        try:
+            while todo or inflight:
+                try:
+                    while todo and len(inflight) < n:
+                        inflight[pool.submit(execute_run, _task(todo[0], runs_dir))] = todo[0]
+                        todo.pop(0)
+                except BrokenProcessPool:
+                    return list(inflight.values()), todo
+                finished, _ = wait(inflight, return_when=FIRST_COMPLETED)
+                broken: list[RunSpec] = []
+                for fut in finished:
+                    run = inflight.pop(fut)
+                    try:
+                        res = fut.result()
+                    except BrokenProcessPool:
+                        broken.append(run)
+                        continue
+                    except Exception as exc:  # noqa: BLE001 - the task itself failed (unpicklable, a panic, ...)
+                        res = _lost(runs_dir, run, exc, None, since)
+                    yield run, res
+                if broken:  # the pool is gone, and every run in flight with it
+                    return broken + list(inflight.values()), todo
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+    return [], []
+
+
+def _dask_results(
+    pending: list[RunSpec], runs_dir: Path, scheduler: str | None, scheduler_file: str | None, workers: int | None, since: float
+) -> _Results:
+    """Run ``pending`` as Dask tasks (a local cluster of ``workers`` processes, or the
+    scheduler given), yielding each run's result as it finishes."""
+    from distributed import as_completed
 
     by_id = {r.run_id: r for r in pending}
-    started_at = time.time()
     client, cluster = _make_client(scheduler, scheduler_file, workers)
     futures = []
     try:
         for r in pending:
-            task = {"run_id": r.run_id, "spec": r.spec, "runs_dir": str(runs_dir)}
-            futures.append(client.submit(execute_run, task, key=f"toposched-run-{r.run_id}-{uuid.uuid4().hex[:6]}", pure=False, retries=0))
+            futures.append(client.submit(execute_run, _task(r, runs_dir), key=f"toposched-run-{r.run_id}-{uuid.uuid4().hex[:6]}", pure=False, retries=0))
         key_to_id = {f.key: r.run_id for f, r in zip(futures, pending)}
-        columns = [
-            TextColumn("[bold]sweep"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("runs  [red]{task.fields[failed]} failed"),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-        ]
-        last_catalog = time.monotonic()
-        with Progress(*columns, console=console, disable=not show_progress, transient=False) as bar:
-            task_id = bar.add_task("sweep", total=len(pending), failed=0)
-            retried: set[str] = set()
-            completed = as_completed(futures)
-            for fut in completed:
-                run_id = key_to_id[fut.key]
-                run = by_id[run_id]
-                try:
-                    res = fut.result()
-                except Exception as exc:  # noqa: BLE001 - the task died (worker lost, ...)
-                    if type(exc).__name__ == "KilledWorker" and run_id not in retried:
-                        # The worker died while this run was on it: this run killed it, or
-                        # shared the worker with the one that did. Try it once more, alone
-                        # on a fresh worker: a neighbour then gives its own result.
-                        retried.add(run_id)
-                        task = {"run_id": run_id, "spec": run.spec, "runs_dir": str(runs_dir)}
-                        again = client.submit(execute_run, task, key=f"toposched-run-{run_id}-{uuid.uuid4().hex[:6]}", pure=False, retries=0)
-                        key_to_id[again.key] = run_id
-                        futures.append(again)
-                        completed.add(again)
-                        continue
-                    err = f"{type(exc).__name__}: {exc}"
-                    if type(exc).__name__ == "KilledWorker":
-                        err = (
-                            "the worker process died while running this run, twice (killed by the system, e.g. for "
-                            f"lack of memory, or crashed); it is not tried again ({err})"
-                        )
-                    details = "".join(traceback.format_exception(exc))
-                    try:
-                        record_lost_run(runs_dir, run, err, details, since=started_at)
-                    except OSError:
-                        pass
-                    res = {"run_id": run_id, "status": "failed", "error": err, "elapsed_s": 0.0, "skipped": False}
-                if res["status"] == "complete":
-                    outcome.completed += 1
-                elif res["status"] == "interrupted":
-                    raise KeyboardInterrupt
-                else:
-                    outcome.failed.append((run, res.get("error") or "failed"))
-                    bar.console.print(
-                        f"[red]run {run_id} failed[/]: {escape(run.describe())}\n  {escape(str(res.get('error')))}\n  traceback: {escape(str(runs_dir / run_id / 'error.txt'))}",
-                        highlight=False,
-                        soft_wrap=True,
+        retried: set[str] = set()
+        completed = as_completed(futures)
+        for fut in completed:
+            run_id = key_to_id[fut.key]
+            run = by_id[run_id]
+            try:
+                res = fut.result()
+            except Exception as exc:  # noqa: BLE001 - the task died (worker lost, ...)
+                if type(exc).__name__ == "KilledWorker" and run_id not in retried:
+                    # The worker died while this run was on it: this run killed it, or
+                    # shared the worker with the one that did. Try it once more, alone
+                    # on a fresh worker: a neighbour then gives its own result.
+                    retried.add(run_id)
+                    again = client.submit(execute_run, _task(run, runs_dir), key=f"toposched-run-{run_id}-{uuid.uuid4().hex[:6]}", pure=False, retries=0)
+                    key_to_id[again.key] = run_id
+                    futures.append(again)
+                    completed.add(again)
+                    continue
+                err = None
+                if type(exc).__name__ == "KilledWorker":
+                    err = (
+                        "the worker process died while running this run, twice (killed by the system, e.g. for "
+                        f"lack of memory, or crashed); it is not tried again ({type(exc).__name__}: {exc})"
                     )
-                bar.update(task_id, advance=1, failed=len(outcome.failed))
-                if on_result is not None:
-                    on_result(res)
-                if time.monotonic() - last_catalog > catalog_every_s:
-                    build_catalog(runs_dir.parent)
-                    last_catalog = time.monotonic()
+                res = _lost(runs_dir, run, exc, err, since)
+            yield run, res
     except BaseException:
         for f in futures:
             f.cancel()
@@ -471,3 +546,57 @@ def _execute(
             except Exception:  # noqa: BLE001
                 pass
         sys.stderr.flush()
+
+
+def _execute(
+    pending: list[RunSpec],
+    runs_dir: Path,
+    outcome: SweepOutcome,
+    console: Any,
+    use_dask: bool,
+    scheduler: str | None,
+    scheduler_file: str | None,
+    workers: int | None,
+    show_progress: bool,
+    catalog_every_s: float,
+    on_result: Callable[[dict[str, Any]], None] | None,
+) -> None:
+    from rich.markup import escape
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from .catalog import build_catalog
+
+    since = time.time()
+    results = _dask_results(pending, runs_dir, scheduler, scheduler_file, workers, since) if use_dask else _local_results(pending, runs_dir, workers, since)
+    columns = [
+        TextColumn("[bold]sweep"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("runs  [red]{task.fields[failed]} failed"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    ]
+    last_catalog = time.monotonic()
+    try:
+        with Progress(*columns, console=console, disable=not show_progress, transient=False) as bar:
+            task_id = bar.add_task("sweep", total=len(pending), failed=0)
+            for run, res in results:
+                if res["status"] == "complete":
+                    outcome.completed += 1
+                elif res["status"] == "interrupted":
+                    raise KeyboardInterrupt
+                else:
+                    outcome.failed.append((run, res.get("error") or "failed"))
+                    bar.console.print(
+                        f"[red]run {run.dir} failed[/]: {escape(run.describe())}\n  {escape(str(res.get('error')))}\n  traceback: {escape(str(runs_dir / run.dir / 'error.txt'))}",
+                        highlight=False,
+                        soft_wrap=True,
+                    )
+                bar.update(task_id, advance=1, failed=len(outcome.failed))
+                if on_result is not None:
+                    on_result(res)
+                if time.monotonic() - last_catalog > catalog_every_s:
+                    build_catalog(runs_dir.parent)
+                    last_catalog = time.monotonic()
+    finally:
+        results.close()  # stops the workers: the pool, or the Dask client and cluster

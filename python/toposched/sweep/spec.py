@@ -159,10 +159,18 @@ def sha256_file(path: str | Path) -> str:
 
 @dataclass(frozen=True, eq=False)
 class RunSpec:
-    """One run of a sweep: ``spec`` (everything that decides the results) and its hash."""
+    """One run of a sweep: ``spec`` (everything that decides the results) and its hash.
+    ``dir_name``: the run's directory under ``runs/`` when it is not the run id (compare
+    names its runs ``<alloc>__<scenario>``)."""
 
     run_id: str
     spec: dict[str, Any]
+    dir_name: str | None = None
+
+    @property
+    def dir(self) -> str:
+        """The run's directory name under ``runs/``."""
+        return self.dir_name or self.run_id
 
     @property
     def labels(self) -> dict[str, Any]:
