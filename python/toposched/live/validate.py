@@ -466,7 +466,8 @@ def compare(fabric: Fabric, slurm: list[SlurmJob], *, select: str, scheduler: st
         before = [c for c in cycles if c <= 0]
         if before or cycles:
             params["bf_last_cycle"] = max(before) if before else cycles[0] - 1000 * int(params.get("bf_interval_s", 30))
-    queue += ":" + ",".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in params.items())
+    if queue in ("slurm", "slurm-bf"):
+        queue += ":" + ",".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in params.items())
     dec = decisions(fabric, slurm, profile)
     r = replay(fabric, slurm, queue, profile)
     names = list(fabric.spec.node_names)
