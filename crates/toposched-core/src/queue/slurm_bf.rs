@@ -36,6 +36,11 @@
 //!   So every tested job gets a whole-node reservation (a conservative backfill), and the
 //!   highest-priority blocked job is nothing special: the first one tested.
 //!
+//! The plan holds node *sets*, not counts (so not `crate::planner`'s step function): which
+//! nodes a reservation holds decides where a backfilled job may go, and the allocation
+//! policy (the select plugin) chooses them, on a copy of the machine with running jobs
+//! released in order of expected end.
+//!
 //! Parameters (`slurm-bf:bf_interval_s=30,...`; defaults are Slurm's): `bf_interval_s`
 //! (30), `bf_window_s` (86400: `bf_window=1440` minutes), `bf_resolution_s` (60),
 //! `bf_max_job_test` (500), `bf_continue`, `bf_will_run_window_s` (0: `select/linear`,
