@@ -89,3 +89,33 @@ fn an_idle_agent_looks_every_second_once_bf_interval_has_passed() {
     let jobs = vec![job(1, 0, 3, 100, 100), job(2, 1, 4, 50, 50), job(3, 75, 1, 10, 10)];
     assert_eq!(starts(jobs, "slurm-bf:bf_resolution_s=1,bf_window_s=60"), vec![0, 100, 75]);
 }
+
+fn schedule(topo: &Topology, jobs: &[Job], queue_spec: &str, alloc_name: &str) -> Vec<(i64, Vec<u32>)> {
+    let a = alloc::by_name(alloc_name, &Options::new()).unwrap();
+    let q = queue::by_name(queue_spec, &Options::new()).unwrap();
+    let mut e = Engine::new(topo.clone(), jobs.to_vec(), a, q, EngineOptions::default(), &[]).unwrap();
+    assert!(e.step(u64::MAX).unwrap());
+    (0..jobs.len()).map(|i| (e.outcomes()[i].start_s, e.nodes_of(i as u32).to_vec())).collect()
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 200, ..Default::default() })]
+
+    /// With no backfill cycle ever due, slurm-bf is exactly `slurm` (the same main
+    /// scheduler, one piece of code), nodes included. (Every registered queue policy also
+    /// goes through tests/engine.rs's schedule invariants.)
+    #[test]
+    fn without_cycles_slurm_bf_is_the_main_scheduler(
+        k in 1u32..5, s in 1u32..4,
+        raw in proptest::collection::vec((0i64..300, 1u32..9, 1i64..200, 0i64..200), 1..40),
+    ) {
+        let topo = Topology::fat_tree("t", k, s, 2, None, None).unwrap();
+        let n = topo.n_nodes() as u32;
+        let mut raw = raw;
+        raw.sort_by_key(|x| x.0);
+        let jobs: Vec<Job> = raw.iter().enumerate().map(|(i, &(t, nodes, w, r))| job(i as i64, t, nodes.min(n), w, r)).collect();
+        let fifo = schedule(&topo, &jobs, "slurm", "slurm-tree");
+        let none = schedule(&topo, &jobs, "slurm-bf:bf_last_cycle=1000000000", "slurm-tree");
+        proptest::prop_assert_eq!(&fifo, &none);
+    }
+}
