@@ -90,6 +90,23 @@ fn an_idle_agent_looks_every_second_once_bf_interval_has_passed() {
     assert_eq!(starts(jobs, "slurm-bf:bf_resolution_s=1,bf_window_s=60"), vec![0, 100, 75]);
 }
 
+#[test]
+fn cons_tres_projects_ends_in_windows_aligned_on_the_controller_clock() {
+    // A (2 nodes, limit 100) and B (1 node, limit 150) run from 0; P (3 nodes) waits; Q
+    // (1 node, limit 100) arrives at 45; the cycle after the one at 30 runs at 60
+    // (bf_window 60 s: up to 120). select/linear's will-run releases A alone: P can start
+    // at 100, inside the window, and is reserved on A's nodes and the free node 3, so Q
+    // waits for B (150). select/cons_tres releases A and B together (B ends within A's
+    // 30 s window, aligned to 120): P's start 150 is past the window, P is not reserved,
+    // Q backfills at 60 and P starts when B ends (150). On a controller clock 10 s later
+    // the window ends at 110, B is its own group and cons_tres behaves as linear.
+    let jobs = vec![job(1, 0, 2, 100, 100), job(2, 0, 1, 150, 150), job(3, 1, 3, 100, 100), job(4, 45, 1, 100, 100)];
+    let base = "slurm-bf:bf_resolution_s=1,bf_window_s=60";
+    assert_eq!(starts(jobs.clone(), &format!("{base},bf_will_run_window_s=0")), vec![0, 0, 100, 150]);
+    assert_eq!(starts(jobs.clone(), &format!("{base},bf_will_run_window_s=30")), vec![0, 0, 150, 60]);
+    assert_eq!(starts(jobs, &format!("{base},bf_will_run_window_s=30,bf_clock_offset=10")), vec![0, 0, 100, 150]);
+}
+
 fn schedule(topo: &Topology, jobs: &[Job], queue_spec: &str, alloc_name: &str) -> Vec<(i64, Vec<u32>)> {
     let a = alloc::by_name(alloc_name, &Options::new()).unwrap();
     let q = queue::by_name(queue_spec, &Options::new()).unwrap();

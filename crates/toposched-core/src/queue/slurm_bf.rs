@@ -242,7 +242,9 @@ impl SlurmBf {
                 if window == 0 {
                     break;
                 }
-                let barrier = *group_end.get_or_insert_with(|| end + (window - end.rem_euclid(window)));
+                // aligned on the controller's clock (epoch seconds % time_window in job_test.c)
+                let offset = self.opts.bf_clock_offset;
+                let barrier = *group_end.get_or_insert_with(|| end + (window - (end + offset).rem_euclid(window)));
                 match running.get(i) {
                     Some(&(next, _)) if next <= barrier + window => continue,
                     _ => break,
