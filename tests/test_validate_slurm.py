@@ -152,3 +152,17 @@ def test_slurm_bf_replays_a_recorded_slurm_backfill_run(tmp_path):
     finally:
         val.QUEUE_OF_SCHEDULER["backfill"] = "slurm-bf"
     assert easy["start_diff_s"]["mean"] > 10, easy
+
+
+def test_from_lab_compares_a_recorded_run_again_without_slurm(tmp_path):
+    _recorded_lab(tmp_path / "lab")
+    cmd = [sys.executable, "-m", "toposched.cli", "validate-slurm", "--random", "200", "--seed", "1", "--scheduler", "backfill",
+           "--select", "linear", "--out", str(tmp_path / "o")]
+    r = subprocess.run([*cmd, "--from-lab", str(tmp_path / "lab")], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    s = json.loads((tmp_path / "o" / "linear-backfill" / "summary.json").read_text())
+    assert s["jobs"] == 200 and s["queue"].startswith("slurm-bf:")
+    # a directory without that run: one line naming the flag
+    r = subprocess.run([*cmd, "--from-lab", str(tmp_path / "nothing")], capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "--from-lab" in r.stderr
