@@ -116,39 +116,42 @@ def test_scheduler_parameters_become_slurm_bf_options():
     assert val._conf_value("SchedulerType=sched/backfill\nschedulerparameters=bf_interval=1 # c\n", "SchedulerParameters") == "bf_interval=1"
 
 
-RECORDED = Path(__file__).parent / "data" / "slurm-lab" / "random200-seed1-linear-backfill.ctld.log.gz"
+RECORDED = Path(__file__).parent / "data" / "slurm-lab"
 
 
-def _recorded_lab(tmp_path: Path) -> Path:
-    """The recorded run as a lab directory: its controller log and the slurm.conf line read."""
-    lab = tmp_path / "slurm-linear-backfill"
+def _recorded_lab(tmp_path: Path, select: str = "linear") -> Path:
+    """A recorded run as a lab directory: its controller log and the slurm.conf line read."""
+    lab = tmp_path / f"slurm-{select}-backfill"
     (lab / "log").mkdir(parents=True)
-    (lab / "log" / "ctld.log").write_bytes(gzip.decompress(RECORDED.read_bytes()))
+    (lab / "log" / "ctld.log").write_bytes(gzip.decompress((RECORDED / f"random200-seed1-{select}-backfill.ctld.log.gz").read_bytes()))
     (lab / "slurm.conf").write_text("SchedulerType=sched/backfill\n")  # no SchedulerParameters: Slurm's defaults
     return lab
 
 
-def test_slurm_bf_replays_a_recorded_slurm_backfill_run(tmp_path):
-    """A recorded run of the real Slurm 22.05 (`validate-slurm --random 200 --seed 1
-    --scheduler backfill`, select/linear, default SchedulerParameters; only the log lines
-    validate.py reads are kept). The replay with queue slurm-bf must start every job within
-    0.1 s of Slurm, and the jobs Slurm's backfill started on the very nodes it chose (its
-    whole-node reservations kept them off the nodes planned for earlier jobs); easy, the
-    replay used before, is tens of seconds off."""
+@pytest.mark.parametrize(("select", "max_diff_s", "window", "other_nodes"), [("linear", 0.1, 0, 0), ("cons_tres", 0.5, 30, 1)])
+def test_slurm_bf_replays_a_recorded_slurm_backfill_run(tmp_path, select, max_diff_s, window, other_nodes):
+    """Recorded runs of the real Slurm 22.05 (`validate-slurm --random 200 --seed 1
+    --scheduler backfill`, default SchedulerParameters; only the log lines validate.py
+    reads are kept). The replay with queue slurm-bf must start every job within 0.1 s of
+    Slurm (0.5 s with cons_tres, whose ~100 ms cycles drift, docs/validation.md), and the
+    jobs Slurm's backfill started on the very nodes it chose (its whole-node reservations
+    kept them off the nodes planned for earlier jobs; one of 16 differs with cons_tres);
+    easy, the replay used before, is tens of seconds off."""
     stream = val.random_stream(200, 32, 1, arrival_span_s=60.0, max_run_s=4)
-    slurm = val.slurm_from_lab(_recorded_lab(tmp_path), stream)
+    slurm = val.slurm_from_lab(_recorded_lab(tmp_path, select), stream)
     assert len(slurm.bf_cycles_ms) >= 5 and slurm.scheduler_parameters == ""
-    v = val.compare(lab_fabric(), slurm, select="linear", scheduler="backfill")
+    v = val.compare(lab_fabric(), slurm, select=select, scheduler="backfill")
     s = v.summary()
-    assert s["queue"].startswith("slurm-bf:") and "bf_will_run_window_s=0" in s["queue"]
-    assert s["start_diff_s"]["max"] < 0.1, s
+    assert s["queue"].startswith("slurm-bf:") and f"bf_will_run_window_s={window}" in s["queue"]
+    assert s["start_diff_s"]["max"] < max_diff_s, s
     backfilled = [j for j in v.jobs if j.by_backfill]
-    assert len(backfilled) >= 10 and all(j.same_replay_nodes for j in backfilled), [(j.name, j.slurm_nodes, j.replay_nodes) for j in backfilled]
+    same = [j.same_replay_nodes for j in backfilled]
+    assert len(backfilled) >= 10 and sum(same) >= len(same) - other_nodes, [(j.name, j.slurm_nodes, j.replay_nodes) for j in backfilled]
     # the reservation-blind decision replay gets some of them wrong: the reservations matter
     assert not all(j.same_decision for j in backfilled)
     val.QUEUE_OF_SCHEDULER["backfill"] = "easy"
     try:
-        easy = val.compare(lab_fabric(), slurm, select="linear", scheduler="backfill").summary()
+        easy = val.compare(lab_fabric(), slurm, select=select, scheduler="backfill").summary()
     finally:
         val.QUEUE_OF_SCHEDULER["backfill"] = "slurm-bf"
     assert easy["start_diff_s"]["mean"] > 10, easy
