@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The long validation against a real Slurm 22.05 (docs/validation.md, "Against a real Slurm"):
 # random 200-job streams (seeds 1-3) and the LLNL Atlas window in tests/data (its jobs of at most 32 nodes),
-# FIFO, select/linear and select/cons_tres, on 32 nodes in 4 leaves of 8 in 2 pods.
+# FIFO, select/linear and select/cons_tres, on 32 nodes in 4 leaves of 8 in 2 pods; then random seed 1
+# under sched/backfill (default SchedulerParameters, and bf_interval=1).
 # Root only (it starts slurmd); ~5 min per stream and plugin. Usage: scripts/validate-slurm.sh [OUT]
 set -euo pipefail
 out=${1:-validate-slurm-results}
@@ -11,4 +12,8 @@ for seed in 1 2 3; do
 done
 toposched validate-slurm --trace "$(dirname "$0")/../tests/data/atlas-window-120.swf" --cores-per-node 8 --jobs 200 \
     --arrival-span-s 60 --run-compression 400 --max-run-s 4 --out "$out/atlas" | tee "$out/atlas.txt"
+# sched/backfill (queue policy slurm-bf), Slurm's default SchedulerParameters and a cycle every second
+toposched validate-slurm --random 200 --seed 1 --scheduler backfill --out "$out/backfill-1" | tee "$out/backfill-1.txt"
+toposched validate-slurm --random 200 --seed 1 --scheduler backfill --scheduler-parameters bf_interval=1 \
+    --out "$out/backfill-interval1-1" | tee "$out/backfill-interval1-1.txt"
 grep -h '^select/' "$out"/*.txt

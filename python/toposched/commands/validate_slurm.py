@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from ..live.validate import StreamJob
+    from ..topology import Fabric
+
 import argparse
 
 from ._args import positive_int
@@ -36,6 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scheduler", choices=("builtin", "backfill"), default="builtin", help="SchedulerType (default: builtin = FIFO)")
     parser.add_argument("--scheduler-parameters", default="", metavar="TEXT", help="slurm.conf SchedulerParameters (default: none, Slurm's defaults)")
     parser.add_argument("--timeout-s", type=float, default=1800, help="give up if Slurm has not run every job by then (default: 1800)")
+    parser.add_argument("--from-lab", metavar="DIR", help="compare again a recorded run (the OUT/lab directory of an earlier validate-slurm with the same stream options) instead of starting Slurm")
     parser.add_argument("--out", required=True, help="directory for the report (one sub-directory per select plugin) and Slurm's scratch files")
 
 
@@ -58,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         stream = val.random_stream(args.random or 200, n_nodes, args.seed, arrival_span_s=args.arrival_span_s, max_run_s=args.max_run_s or 4)
+    if args.from_lab:
+        return _from_lab(args, fabric, stream, val)
     if os.geteuid() != 0:
         raise InputError("validate-slurm", "it starts slurmd, which runs jobs as their user: run it as root (in a container or VM)")
     missing = missing_binaries()
@@ -73,5 +84,23 @@ def run(args: argparse.Namespace) -> int:
             fd = s["first_divergence"]
             print(f"  first divergence of the replay: {fd['job']} ({fd['nodes_asked']} nodes): Slurm {fd['slurm']['nodes']} at {fd['slurm']['start_ms'] / 1000:.3f} s, "
                   f"toposched {fd['toposched']['nodes']} at {fd['toposched']['start_ms'] / 1000:.3f} s (states in {out / f'{select}-{args.scheduler}' / 'summary.json'})")
+    print(json.dumps({"report": str(out)}))
+    return 0
+
+
+def _from_lab(args: argparse.Namespace, fabric: "Fabric", stream: "list[StreamJob]", val: "ModuleType") -> int:
+    import json
+    from pathlib import Path
+
+    from ..errors import InputError
+
+    out = Path(args.out)
+    selects = ("linear", "cons_tres") if args.select == "both" else (args.select,)
+    for select in selects:
+        lab = Path(args.from_lab) / f"slurm-{select}-{args.scheduler}"
+        if not (lab / "log" / "ctld.log").exists():
+            raise InputError("--from-lab", f"no recorded run in {lab} (log/ctld.log)", hint="--select, --scheduler as in the recorded run")
+        v = val.compare(fabric, val.slurm_from_lab(lab, stream), select=select, scheduler=args.scheduler)
+        print(val.summary_line(val.write_report(v, out / f"{select}-{args.scheduler}")))
     print(json.dumps({"report": str(out)}))
     return 0

@@ -49,7 +49,36 @@ if TYPE_CHECKING:
 #: select plugin -> slurm-tree profile that models it
 PROFILE_OF_SELECT = {"linear": "select-linear", "cons_tres": "cons-tres"}
 #: Slurm scheduler -> toposched queue policy of the replay (times in milliseconds)
-QUEUE_OF_SCHEDULER = {"builtin": "slurm", "backfill": "easy"}
+QUEUE_OF_SCHEDULER = {"builtin": "slurm", "backfill": "slurm-bf"}
+#: select plugin -> the will-run test's grouping of ending jobs (queue slurm-bf's bf_will_run_window_s)
+WILL_RUN_WINDOW_OF_SELECT = {"linear": 0, "cons_tres": 30}
+#: SchedulerParameters -> (slurm-bf option, factor); Slurm's bf_window is in minutes
+_BF_PARAMETERS = {
+    "bf_interval": ("bf_interval_s", 1), "bf_window": ("bf_window_s", 60), "bf_resolution": ("bf_resolution_s", 1),
+    "bf_max_job_test": ("bf_max_job_test", 1), "batch_sched_delay": ("batch_sched_delay_s", 1),
+}
+
+
+def scheduler_options(text: str) -> tuple[dict[str, int | bool], list[str]]:
+    """slurm.conf ``SchedulerParameters`` -> (options of queue ``slurm-bf`` and ``slurm``, the
+    parameters they do not model). Slurm reads each as a case-insensitive ``KEY=`` and
+    ``atoi`` (``_load_config``); a value that is not a number is refused here."""
+    opts: dict[str, int | bool] = {}
+    ignored = []
+    for item in (x.strip() for x in text.split(",") if x.strip()):
+        key, _, value = item.partition("=")
+        key = key.lower()
+        if key == "bf_continue":
+            opts["bf_continue"] = True
+        elif key in _BF_PARAMETERS:
+            name, factor = _BF_PARAMETERS[key]
+            m = re.match(r"-?\d+", value)
+            if not m:
+                raise InputError("SchedulerParameters", f"{key}={value!r} is not a whole number")
+            opts[name] = int(m.group(0)) * factor
+        else:
+            ignored.append(item)
+    return opts, ignored
 
 
 @dataclass(frozen=True)
@@ -117,6 +146,8 @@ _START = re.compile(r"(?:sched: Allocate|Started) JobId=(\d+) (?:NodeList=|in \S
 _DONE = re.compile(r"_job_complete: JobId=(\d+) done")
 _EPILOG = re.compile(r"_slurm_rpc_epilog_complete: JobId=(\d+) Node=(\S+)")
 _SUBMIT = re.compile(r"_slurm_rpc_submit_batch_job: JobId=(\d+) ")
+# backfill.c _attempt_backfill: debug("beginning") at the start of every cycle
+_BF_CYCLE = re.compile(r"backfill\S*: beginning")
 
 
 @dataclass
@@ -151,11 +182,14 @@ class CtldRecord(TypedDict, total=False):
     end: datetime
     freed: dict[str, datetime]  # node -> its epilog completed
     freed_seq: dict[str, int]
+    #: only under key -1: when sched/backfill's cycles began
+    backfill_cycles: list[datetime]
 
 
 def parse_ctld_log(text: str) -> dict[int, CtldRecord]:
     """JobId -> {submit, start, end (datetime), nodes, backfill, freed {node: datetime}}
-    from slurmctld's log (SlurmctldDebug=debug2).
+    from slurmctld's log (SlurmctldDebug=debug2); key -1, if present, holds
+    ``{"backfill_cycles": [datetime, ...]}``, when sched/backfill's cycles began.
 
     A node of an ended job is not free at ``_job_complete``: Slurm keeps it COMPLETING until
     the node's epilog completes (``_slurm_rpc_epilog_complete``, logged under the controller's
@@ -163,6 +197,7 @@ def parse_ctld_log(text: str) -> dict[int, CtldRecord]:
     that every node sends that message (without one, slurmd answers the terminate request
     "already complete" and the controller frees the node unlogged)."""
     out: dict[int, CtldRecord] = {}
+    cycles: list[datetime] = []
     completing: dict[str, int] = {}  # node -> ended job still holding it
     for seq, line in enumerate(text.splitlines()):
         m = _LOG_TIME.match(line)
@@ -170,6 +205,8 @@ def parse_ctld_log(text: str) -> dict[int, CtldRecord]:
             continue
         t = datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%f")
         msg = m.group(2)
+        if _BF_CYCLE.search(msg):
+            cycles.append(t)
         if s := _SUBMIT.search(msg):
             out.setdefault(int(s.group(1)), {})["submit"] = t
         elif s := _START.search(msg):
@@ -187,6 +224,8 @@ def parse_ctld_log(text: str) -> dict[int, CtldRecord]:
             if ended is not None:
                 out[ended].setdefault("freed", {})[node] = t
                 out[ended].setdefault("freed_seq", {})[node] = seq
+    if cycles:
+        out[-1] = {"backfill_cycles": cycles}
     return out
 
 
@@ -214,7 +253,33 @@ def run_on_slurm(workdir: Path, fabric: Fabric, stream: list[StreamJob], *, sele
         _wait_gone(lab, list(ids), timeout_s)
         sacct = _read_sacct(lab, set(ids), 60)
         log = parse_ctld_log((lab.workdir / "log" / "ctld.log").read_text())
-    return _merge(ids, sacct, log, warmup_id=int(warm))
+    jobs = _merge(ids, sacct, log, warmup_id=int(warm))
+    jobs.scheduler_parameters = _conf_value(lab.conf.read_text(), "SchedulerParameters")
+    return jobs
+
+
+def slurm_from_lab(lab_dir: Path, stream: list[StreamJob]) -> "SlurmJobs":
+    """What Slurm did in a finished lab run, read back from its directory (controller log
+    and slurm.conf) without the database: the warm-up job is the first one submitted, the
+    stream's jobs follow in submission order. Lets a recorded run be compared again."""
+    lab_dir = Path(lab_dir)
+    log = parse_ctld_log((lab_dir / "log" / "ctld.log").read_text())
+    ids = sorted(j for j, rec in log.items() if j >= 0 and "submit" in rec)
+    if len(ids) != len(stream) + 1:
+        raise InputError(str(lab_dir / "log" / "ctld.log"), f"{len(ids)} jobs submitted, expected the warm-up and {len(stream)}",
+                         hint="the same stream options as the recorded run")
+    jobs = _merge({str(i): sj for i, sj in zip(ids[1:], stream)}, None, log, warmup_id=ids[0])
+    jobs.scheduler_parameters = _conf_value((lab_dir / "slurm.conf").read_text(), "SchedulerParameters")
+    return jobs
+
+
+def _conf_value(conf: str, key: str) -> str:
+    """The value of ``key`` in slurm.conf text (Slurm's keys are case-insensitive), "" if absent."""
+    for line in conf.splitlines():
+        k, _, v = line.split("#", 1)[0].strip().partition("=")
+        if k.strip().lower() == key.lower():
+            return v.strip()
+    return ""
 
 
 def _wait_gone(lab: SlurmLab, ids: list[str], timeout_s: float) -> None:
@@ -248,6 +313,12 @@ class SlurmJobs(list[SlurmJob]):
     sets the phase of the replay's `slurm` queue policy."""
 
     last_pass_ms: int | None = None
+    #: when sched/backfill's cycles began (ms; the log's "_attempt_backfill: beginning")
+    bf_cycles_ms: tuple[int, ...] = ()
+    #: the controller's clock at ms 0, in ms since its midnight (places bf_resolution's grid)
+    clock_offset_ms: int = 0
+    #: slurm.conf SchedulerParameters of the run
+    scheduler_parameters: str = ""
 
 
 def _merge(ids: dict[str, StreamJob], sacct: dict[str, dict[str, str]] | None, log: dict[int, CtldRecord],
@@ -260,6 +331,8 @@ def _merge(ids: dict[str, StreamJob], sacct: dict[str, dict[str, str]] | None, l
     jobs = SlurmJobs()
     if warmup_id is not None and "start" in log.get(warmup_id, {}):
         jobs.last_pass_ms = ms(log[warmup_id]["start"])
+    jobs.bf_cycles_ms = tuple(ms(t) for t in log.get(-1, {}).get("backfill_cycles", []))
+    jobs.clock_offset_ms = round((first - first.replace(hour=0, minute=0, second=0, microsecond=0)).total_seconds() * 1000)
     for jid, sj in ids.items():
         rec, acct = log.get(int(jid), {}), (sacct.get(jid) if sacct is not None else {"State": "?", "NodeList": ",".join(log.get(int(jid), {}).get("nodes", []))})
         if acct is None or not {"submit", "start", "end", "nodes"} <= set(rec):
@@ -394,11 +467,28 @@ class Validation:
 
 def compare(fabric: Fabric, slurm: list[SlurmJob], *, select: str, scheduler: str, start_tolerance_ms: int = 1000) -> Validation:
     profile, queue = PROFILE_OF_SELECT[select], QUEUE_OF_SCHEDULER[scheduler]
-    if queue == "slurm":
-        # the model counts milliseconds here; the controller's background loop last ran a
-        # pass at the warm-up job's start, and wakes once a second from then on
-        last = getattr(slurm, "last_pass_ms", None)
-        queue = "slurm:ticks_per_s=1000" + (f",tick_phase={last % 1000},last_pass={last}" if last is not None else "")
+    # the model counts milliseconds here; the controller's background loop last ran a
+    # pass at the warm-up job's start, and wakes once a second from then on
+    last = getattr(slurm, "last_pass_ms", None)
+    params: dict[str, Any] = {"ticks_per_s": 1000, **({"tick_phase": last % 1000, "last_pass": last} if last is not None else {})}
+    sched_opts, _ = scheduler_options(getattr(slurm, "scheduler_parameters", ""))
+    if "batch_sched_delay_s" in sched_opts:
+        params["batch_sched_delay_s"] = sched_opts.pop("batch_sched_delay_s")
+    if queue == "slurm-bf":
+        # the same main-scheduler options under slurm-bf's names (one name, one policy), and
+        # sched/backfill's parameters as the lab's slurm.conf set them (the rest Slurm's defaults)
+        params = {f"sched_{k}" if k != "batch_sched_delay_s" else "sched_batch_delay_s": v for k, v in params.items()}
+        params.update(sched_opts)
+        params["bf_will_run_window_s"] = WILL_RUN_WINDOW_OF_SELECT[select]
+        params["bf_clock_offset"] = getattr(slurm, "clock_offset_ms", 0)
+        # the agent's phase: its last cycle before the stream, or else one bf_interval
+        # before its first (it sleeps bf_interval after a cycle, and after starting)
+        cycles: list[int] = list(getattr(slurm, "bf_cycles_ms", ()))
+        before = [c for c in cycles if c <= 0]
+        if before or cycles:
+            params["bf_last_cycle"] = max(before) if before else cycles[0] - 1000 * int(params.get("bf_interval_s", 30))
+    if queue in ("slurm", "slurm-bf"):
+        queue += ":" + ",".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in params.items())
     dec = decisions(fabric, slurm, profile)
     r = replay(fabric, slurm, queue, profile)
     names = list(fabric.spec.node_names)

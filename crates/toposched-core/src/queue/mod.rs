@@ -11,6 +11,7 @@ pub use conservative::Conservative;
 pub use easy::{Easy, EasyOptions};
 pub use fcfs::Fcfs;
 pub use slurm_backfill::{SlurmOptions, SlurmSched};
+pub use slurm_bf::{SlurmBf, SlurmBfOptions};
 
 pub use crate::pass::{PassCtx, ReservationRecord};
 use crate::options::Options;

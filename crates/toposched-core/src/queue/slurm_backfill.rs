@@ -24,7 +24,7 @@
 //! *Reference*: SchedMD/slurm tag `slurm-22-05-8-1`: `src/slurmctld/controller.c`
 //! (`_slurmctld_background`, `batch_sched_delay`), `job_mgr.c` (`job_allocate`),
 //! `proc_req.c` (`_slurm_rpc_epilog_complete`), `job_scheduler.c` (`_schedule`).
-//! `sched/backfill`'s cycles (`bf_interval`, `bf_window`, ...) are not modelled yet.
+//! `sched/backfill`'s cycles (`bf_interval`, `bf_window`, ...) are the `slurm-bf` policy (`slurm_bf.rs`).
 
 use super::{PassCtx, QueueEntry, QueuePolicy};
 use crate::options::{parse_options, schema_of};
@@ -90,9 +90,13 @@ impl SlurmOptions {
     }
 }
 
+/// When Slurm's main scheduler runs its pass (the timing rules of this file's header),
+/// shared by `slurm` and `slurm-bf` (`slurm_bf.rs`), which run the same main scheduler.
 #[derive(Clone, Debug)]
-pub struct SlurmSched {
-    opts: SlurmOptions,
+pub(crate) struct MainPassClock {
+    batch_sched_delay_s: i64,
+    ticks_per_s: i64,
+    tick_phase: i64,
     /// When the background loop last ran a pass.
     last_periodic: Option<i64>,
     /// A pass was asked for (a submission or an end) and the background loop has not run one since.
@@ -101,22 +105,16 @@ pub struct SlurmSched {
     queued_after: usize,
 }
 
-impl SlurmSched {
-    pub fn new(opts: SlurmOptions) -> SlurmSched {
-        let last_periodic = opts.last_pass;
-        SlurmSched { opts, last_periodic, requested: false, free_after: u32::MAX, queued_after: 0 }
+impl MainPassClock {
+    pub(crate) fn new(batch_sched_delay_s: i64, ticks_per_s: i64, tick_phase: i64, last_pass: Option<i64>) -> MainPassClock {
+        MainPassClock { batch_sched_delay_s, ticks_per_s, tick_phase, last_periodic: last_pass, requested: false, free_after: u32::MAX, queued_after: 0 }
     }
 
-}
-
-impl QueuePolicy for SlurmSched {
-    fn name(&self) -> String {
-        "slurm".into()
-    }
-
-    fn pass(&mut self, ctx: &mut PassCtx) {
+    /// Whether the main scheduler runs a pass now (asks the engine to wake it up for the
+    /// next one otherwise). Call once per engine pass, before any start.
+    pub(crate) fn due(&mut self, ctx: &mut PassCtx) -> bool {
         let now = ctx.now();
-        let tick = self.opts.ticks_per_s;
+        let tick = self.ticks_per_s;
         let nodes_back = self.free_after != u32::MAX && ctx.n_free() > self.free_after;
         if nodes_back || ctx.queue().len() > self.queued_after {
             self.requested = true;
@@ -124,9 +122,9 @@ impl QueuePolicy for SlurmSched {
         // the background loop: on a tick, once batch_sched_delay has passed since its last pass
         let mut run = nodes_back;
         if self.requested && !ctx.queue().is_empty() {
-            let earliest = self.last_periodic.map_or(now, |t| t + self.opts.batch_sched_delay_s * tick);
+            let earliest = self.last_periodic.map_or(now, |t| t + self.batch_sched_delay_s * tick);
             let t = earliest.max(now);
-            let phase = self.opts.tick_phase.rem_euclid(tick);
+            let phase = self.tick_phase.rem_euclid(tick);
             let next_tick = (t - phase + tick - 1).div_euclid(tick) * tick + phase;
             if next_tick == now {
                 run = true;
@@ -136,11 +134,37 @@ impl QueuePolicy for SlurmSched {
                 ctx.wake_at(next_tick);
             }
         }
-        if run {
-            super::fcfs::fifo(ctx);
-        }
+        run
+    }
+
+    /// Record the machine as the engine pass leaves it (call last).
+    pub(crate) fn after(&mut self, ctx: &PassCtx) {
         self.free_after = ctx.n_free();
         self.queued_after = ctx.queue().len();
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct SlurmSched {
+    clock: MainPassClock,
+}
+
+impl SlurmSched {
+    pub fn new(opts: SlurmOptions) -> SlurmSched {
+        SlurmSched { clock: MainPassClock::new(opts.batch_sched_delay_s, opts.ticks_per_s, opts.tick_phase, opts.last_pass) }
+    }
+}
+
+impl QueuePolicy for SlurmSched {
+    fn name(&self) -> String {
+        "slurm".into()
+    }
+
+    fn pass(&mut self, ctx: &mut PassCtx) {
+        if self.clock.due(ctx) {
+            super::fcfs::fifo(ctx);
+        }
+        self.clock.after(ctx);
     }
 }
 
