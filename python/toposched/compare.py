@@ -222,7 +222,15 @@ def run_compare(
 
     # With --network, every run (baselines included) predicts interference, so the cost of
     # isolation (waiting) and its benefit (faster jobs) show in the same numbers.
-    configs = {a: RunConfig(queue=queue, alloc=a, seed=seed, network=network, **options) for a, _ in plan}
+    # Options of newer policies (policy_options) go to the runs whose policies declare them.
+    def own(a: str) -> dict[str, Any]:
+        given = options.get("policy_options")
+        if not given:
+            return options
+        mine = {k: v for k, v in given.items() if getattr(registry.option(k), "policy", None) in (queue, a)}
+        return {**options, "policy_options": mine}
+
+    configs = {a: RunConfig(queue=queue, alloc=a, seed=seed, network=network, **own(a)) for a, _ in plan}
     summaries: dict[tuple[str, str], dict[str, Any]] = {}
     seconds: dict[str, float] = {}
     n_workers = max(1, min(jobs or os.cpu_count() or 1, len(plan)))
