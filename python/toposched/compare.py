@@ -331,7 +331,15 @@ def run_compare(
 
     # With --network, every run (baselines included) predicts interference, so the cost of
     # isolation (waiting) and its benefit (faster jobs) show in the same numbers.
-    configs = {a: RunConfig(queue=queue, alloc=a, seed=seed, network=network, **options) for a, _ in plan}
+    # Options of newer policies (policy_options) go to the runs whose policies declare them.
+    def own(a: str) -> dict[str, Any]:
+        given = options.get("policy_options")
+        if not given:
+            return options
+        mine = {k: v for k, v in given.items() if getattr(registry.option(k), "policy", None) in (queue, a)}
+        return {**options, "policy_options": mine}
+
+    configs = {a: RunConfig(queue=queue, alloc=a, seed=seed, network=network, **own(a)) for a, _ in plan}
     specs = [RunSpec(run_name(a, sc), sc, configs[a]) for a, sc in plan]
     by_name, seconds = run_matrix(
         trace, system, specs, out, transforms=transforms, format=format, lenient=lenient, jobs=jobs,

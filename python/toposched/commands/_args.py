@@ -86,6 +86,21 @@ def _policy_help(o: PolicyOption) -> str:
     return f"{o.policy}: {text} (default: {default})"
 
 
+def _at_least(minimum: int | None) -> Any:
+    """argparse ``type=`` for an integer option with the schema's ``minimum`` (if any)."""
+    if minimum is None:
+        return int
+
+    def check(text: str) -> int:
+        v = int(text)
+        if v < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {v}")
+        return v
+
+    check.__name__ = "int"  # argparse names the type in "invalid int value"
+    return check
+
+
 def add_policy_options(parser: argparse.ArgumentParser) -> None:
     """One flag per option of every registered policy (``leaf_order`` -> ``--leaf-order``),
     generated from the core's registry: a new policy's options appear here without an edit.
@@ -103,7 +118,7 @@ def add_policy_options(parser: argparse.ArgumentParser) -> None:
             elif o.choices is not None:
                 g.add_argument(o.flag, dest=o.name, choices=o.choices, help=_policy_help(o))
             elif o.type == "integer":
-                g.add_argument(o.flag, dest=o.name, type=int, metavar="N", help=_policy_help(o))
+                g.add_argument(o.flag, dest=o.name, type=_at_least(o.minimum), metavar="N", help=_policy_help(o))
             elif o.type == "number":
                 g.add_argument(o.flag, dest=o.name, type=float, metavar="X", help=_policy_help(o))
             else:

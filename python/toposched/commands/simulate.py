@@ -140,14 +140,18 @@ def _check_policy_options(args: argparse.Namespace) -> None:
     user believe a run used them."""
     from ..errors import InputError
 
+    from ..registry import policy
+
     python_alloc = ":" in args.alloc
+    # node-set reservations (isolated, capped): what EASY's reservation options act on
+    node_sets = getattr(policy(args.alloc), "fungible", True) is False
     given = {
         "--seed": (args.seed is not None, args.alloc == "random" or python_alloc or bool(args.network), "--alloc random"),
         "--leaf-order": (args.leaf_order is not None, args.alloc == "isolated", "--alloc isolated"),
         "--tie-break": (args.tie_break is not None, args.alloc == "isolated", "--alloc isolated"),
         "--slurm-profile": (args.slurm_profile is not None, args.alloc == "slurm-tree", "--alloc slurm-tree"),
-        "--flux-window": (args.flux_window, args.queue == "easy" and args.alloc == "isolated", "--queue easy --alloc isolated"),
-        "--reserved-tiers-always": (args.reserved_tiers_always, args.queue == "easy" and args.alloc == "isolated", "--queue easy --alloc isolated"),
+        "--flux-window": (args.flux_window, args.queue == "easy" and node_sets, "--queue easy --alloc isolated (or another node-set policy)"),
+        "--reserved-tiers-always": (args.reserved_tiers_always, args.queue == "easy" and node_sets, "--queue easy --alloc isolated (or another node-set policy)"),
         # only the isolated policy promises interference-free placements (a policy written
         # in Python may, and is checked)
         "--check-invariants": (args.check_invariants, args.alloc == "isolated" or python_alloc, "--alloc isolated"),

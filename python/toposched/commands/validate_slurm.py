@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
+import argparse
 from typing import TYPE_CHECKING
+
+from ._args import positive_int
 
 if TYPE_CHECKING:
     from types import ModuleType
 
     from ..live.validate import StreamJob
     from ..topology import Fabric
-
-import argparse
-
-from ._args import positive_int
 
 NAME = "validate-slurm"
 HELP = "run a job stream on a real Slurm 22.05 (started here) and on toposched, and compare job by job"

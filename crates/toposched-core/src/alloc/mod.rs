@@ -7,6 +7,9 @@
 // `pub mod linear; ...` for every file of this directory, and `REGISTERED` (build.rs).
 include!(concat!(env!("OUT_DIR"), "/alloc_registry.rs"));
 
+// Helpers shared by several policy files (a directory: build.rs registers files only).
+pub mod tiers;
+
 pub use isolated::{Isolated, IsolatedOptions, LeafOrder, TieBreak};
 pub use linear::Linear;
 pub use random::{Random, RandomOptions};

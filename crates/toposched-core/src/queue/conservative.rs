@@ -23,7 +23,10 @@
 //!    free never delays another job.
 //! 3. **Starts.** Every job whose reservation starts now starts, in order of reservation
 //!    start then queue order: on any free nodes the allocation policy picks (fungible), or
-//!    on exactly its reserved nodes (non-fungible: reservations are binding).
+//!    on exactly its reserved nodes (non-fungible: reservations are binding). While a job
+//!    runs past its limit (only with --run-on), the allocation policy must also accept
+//!    the reserved nodes on the machine as it is (isolated: no spanning job left on their
+//!    leaves/pods by the overrunning job); otherwise the job is re-reserved.
 //! 4. The engine is asked to wake at every reservation start, so a job starts exactly at
 //!    its reservation even when no job ends or arrives then.
 //!
@@ -295,6 +298,16 @@ impl QueuePolicy for Conservative {
             let res = self.reservations[q as usize].take().expect("due job has a reservation");
             let ok = if ctx.alloc.fungible() {
                 ctx.try_start(q, &Guard::NONE)
+            } else if Self::overrun(ctx) {
+                // With --run-on a job past its limit may still run beside the reserved
+                // nodes, where the reservation assumed it gone: what the allocation policy
+                // forbids around it (isolated: a second spanning job on its leaf or pod)
+                // may now refuse them. The policy is asked to place the job on exactly
+                // the reserved nodes; if it cannot, the job is re-reserved (below).
+                let mut outside = NodeSet::new(ctx.topo.n_nodes());
+                (0..ctx.topo.n_nodes() as u32).for_each(|n| outside.insert(n));
+                res.nodes.iter().for_each(|&n| outside.remove(n));
+                ctx.try_start(q, &Guard { excluded: Some(&outside), reserved: &[] })
             } else {
                 ctx.try_start_on(q, &res.nodes)
             };
