@@ -10,6 +10,8 @@ from collections import Counter
 
 import numpy as np
 import pyarrow as pa
+
+from toposched.nodelists import node_lists
 import pytest
 
 from conftest import CTC, EXAMPLE_TRACE
@@ -27,7 +29,7 @@ def atlas():
 
 
 def schedule(jobs: pa.Table) -> list[tuple]:
-    cols = [jobs.column(c).to_pylist() for c in ("job_id", "start_s", "end_s", "alloc_class", "node_ids")]
+    cols = [jobs.column(c).to_pylist() for c in ("job_id", "start_s", "end_s", "alloc_class", "node_ranges")]
     return list(zip(*cols))
 
 
@@ -37,7 +39,7 @@ def most_sharing(jobs: pa.Table, fabric) -> tuple[int, int]:
     spec = fabric.describe()
     leaf_of, pod_of_leaf = np.asarray(spec["node_leaf"]), np.asarray(spec["leaf_pod"])
     held = []
-    for start, end, nodes in zip(jobs.column("start_s").to_pylist(), jobs.column("end_s").to_pylist(), jobs.column("node_ids").to_pylist()):
+    for start, end, nodes in zip(jobs.column("start_s").to_pylist(), jobs.column("end_s").to_pylist(), node_lists(jobs)):
         if start is None or nodes is None or end <= start:
             continue
         leaves = set(leaf_of[nodes].tolist())
