@@ -53,6 +53,33 @@ def executor_error(scheduler: str | None, scheduler_file: str | None, workers: i
     return None
 
 
+def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
+    """The "what to replay" group of the commands that run a matrix on one workload and one
+    fabric (compare, frontier): --trace, --format, --lenient, --system, --transform."""
+    from ..workload import FORMATS
+
+    g = parser.add_argument_group("what to replay")
+    g.add_argument("--trace", required=True, metavar="LOG", help="job log: SWF (.swf, .swf.gz; extended SWF with node lists), Slurm sacct -P dump, or PBS/Torque accounting log")
+    g.add_argument("--format", choices=FORMATS, help="log format (default: guessed from the file)")
+    g.add_argument("--lenient", action="store_true", help="skip and count malformed log records instead of stopping")
+    g.add_argument("--system", required=True, metavar="FABRIC", help="preset, fattree:K=..,S=..,P=.. or topology.conf")
+    g.add_argument(
+        "--transform", action="extend", nargs="+", default=[], metavar="T",
+        help="workload transforms, applied in order: scale:K, days:N[@START], cores:C, cap[:N], drop[:N]",
+    )
+
+
+def add_matrix_output_arguments(parser: argparse.ArgumentParser, report: str) -> None:
+    """The "running and output" group of compare and frontier: --jobs, the executor flags,
+    --out, --no-report (``report``: the page's file name), --quiet."""
+    g = parser.add_argument_group("running and output")
+    g.add_argument("--jobs", type=positive_int, default=None, metavar="N", help="parallel worker processes on this machine (default: the number of CPUs)")
+    add_executor_arguments(g, "--jobs")
+    g.add_argument("--out", required=True, metavar="DIR", help="directory for the results")
+    g.add_argument("--no-report", action="store_true", help=f"do not build {report}")
+    g.add_argument("--quiet", action="store_true", help="print nothing but errors")
+
+
 def add_run_options(parser: argparse.ArgumentParser, *, seed_help: str = "seed of the random policy (default: 0)") -> None:
     """The engine and policy settings every replay command accepts (simulate, compare):
     one definition, so no command silently lacks one. Resolved by :func:`run_options`.

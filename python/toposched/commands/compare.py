@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 from typing import Any
-from ._args import add_executor_arguments, add_run_options, executor_error, positive_int as _positive_int, run_options
+from ._args import add_matrix_output_arguments, add_run_options, add_workload_arguments, executor_error, run_options
 
 NAME = "compare"
 HELP = "compare allocation policies and speedup scenarios on one workload (parallel runs, report)"
@@ -42,17 +42,8 @@ def _csv(text: str) -> list[str]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..compare import ALLOCS, DEFAULT_ALLOCS, DEFAULT_SCENARIOS, QUEUES
-    from ..workload import FORMATS
 
-    g = parser.add_argument_group("what to replay")
-    g.add_argument("--trace", required=True, metavar="LOG", help="job log: SWF (.swf, .swf.gz; extended SWF with node lists), Slurm sacct -P dump, or PBS/Torque accounting log")
-    g.add_argument("--format", choices=FORMATS, help="log format (default: guessed from the file)")
-    g.add_argument("--lenient", action="store_true", help="skip and count malformed log records instead of stopping")
-    g.add_argument("--system", required=True, metavar="FABRIC", help="preset, fattree:K=..,S=..,P=.. or topology.conf")
-    g.add_argument(
-        "--transform", action="extend", nargs="+", default=[], metavar="T",
-        help="workload transforms, applied in order: scale:K, days:N[@START], cores:C, cap[:N], drop[:N]",
-    )
+    add_workload_arguments(parser)
     g = parser.add_argument_group("what to compare")
     g.add_argument("--allocs", type=_csv, default=list(DEFAULT_ALLOCS), metavar="A,B", help=f"allocation policies: {', '.join(ALLOCS)} or module:Class (default: {','.join(DEFAULT_ALLOCS)})")
     g.add_argument("--queue", default="easy", choices=QUEUES, help="queue policy (default: easy)")
@@ -61,12 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"speedup scenarios for the topology-aware policies (all but linear, random, as-logged; default: {','.join(DEFAULT_SCENARIOS)})",
     )
     add_run_options(parser, seed_help="seed of the v1/v2 draws and of the random policy (default: 0)")
-    g = parser.add_argument_group("running and output")
-    g.add_argument("--jobs", type=_positive_int, default=None, metavar="N", help="parallel worker processes on this machine (default: the number of CPUs)")
-    add_executor_arguments(g, "--jobs")
-    g.add_argument("--out", required=True, metavar="DIR", help="directory for the results")
-    g.add_argument("--no-report", action="store_true", help="do not build report.html")
-    g.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    add_matrix_output_arguments(parser, "report.html")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ._args import add_executor_arguments, add_run_options, executor_error, positive_int as _positive_int, run_options
+from ._args import add_matrix_output_arguments, add_run_options, add_workload_arguments, executor_error, run_options
 
 NAME = "frontier"
 HELP = "policies x knobs: utilization lost against interference removed, with the Pareto front (report)"
@@ -35,25 +35,14 @@ Default grid: linear, random, slurm-tree, isolated, capped:leaf_cap=2+4,pod_cap=
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..registry import queue_names
-    from ..workload import FORMATS
 
-    g = parser.add_argument_group("what to replay")
-    g.add_argument("--trace", required=True, metavar="LOG", help="job log: SWF (.swf, .swf.gz), Slurm sacct -P dump, or PBS/Torque accounting log")
-    g.add_argument("--format", choices=FORMATS, help="log format (default: guessed from the file)")
-    g.add_argument("--lenient", action="store_true", help="skip and count malformed log records instead of stopping")
-    g.add_argument("--system", required=True, metavar="FABRIC", help="preset, fattree:K=..,S=..,P=.. or topology.conf")
-    g.add_argument("--transform", action="extend", nargs="+", default=[], metavar="T", help="workload transforms, applied in order: scale:K, days:N[@START], cores:C, cap[:N], drop[:N]")
+    add_workload_arguments(parser)
     g = parser.add_argument_group("the grid")
     g.add_argument("--policies", nargs="+", metavar="P", default=None, help="allocation policies and knob values: NAME or NAME:OPTION=V1+V2,... (default: the grid below)")
     g.add_argument("--baseline", default="linear", metavar="NAME", help="the policy every point is measured against (default: linear)")
     g.add_argument("--queue", default="easy", choices=queue_names(), help="queue policy of every run (default: easy)")
     add_run_options(parser, seed_help="seed of the random policy and of the network model's draws (default: 0)")
-    g = parser.add_argument_group("running and output")
-    g.add_argument("--jobs", type=_positive_int, default=None, metavar="N", help="parallel worker processes on this machine (default: the number of CPUs)")
-    add_executor_arguments(g, "--jobs")
-    g.add_argument("--out", required=True, metavar="DIR", help="directory for the results")
-    g.add_argument("--no-report", action="store_true", help="do not build frontier.html")
-    g.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    add_matrix_output_arguments(parser, "frontier.html")
 
 
 def run(args: argparse.Namespace) -> int:
