@@ -26,7 +26,7 @@ import re
 import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from . import __version__
 from .errors import InputError, ToposchedError
@@ -35,6 +35,9 @@ from .simulate import RunConfig
 from .transforms import SCENARIOS, apply_transforms
 from .workload.model import Workload
 from . import registry
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 #: Built-in allocation policies (``toposched simulate --alloc``); ``module:Class`` names a
 #: policy written in Python. Policies in NO_SCENARIOS run scenario ``none`` only: the
@@ -383,7 +386,7 @@ def build_report(out_dir: Path) -> Path:
     return Path(build_compare_report(Path(out_dir)))
 
 
-def summary_table(document: dict[str, Any]):
+def summary_table(document: dict[str, Any]) -> Table:
     """A rich table, one row per run: mean wait, mean bounded slowdown, mean utilization
     (%), makespan, mean APH of multi-node jobs. Times in one unit per column, chosen by
     magnitude (toposched.units) and named in the header."""

@@ -158,7 +158,7 @@ def network_model(fabric: Fabric, settings: ModelSettings | None = None) -> Any:
     from . import _core
 
     s = settings or ModelSettings()
-    return _core.NetworkModel(fabric.core, bandwidth=tuple(s.bandwidth), fairness=s.fairness, sl_weights=list(s.sl_weights), filling=s.filling)
+    return _core.NetworkModel(fabric.core, bandwidth=s.bandwidth, fairness=s.fairness, sl_weights=list(s.sl_weights), filling=s.filling)
 
 
 # ---------------------------------------------------------------------------- reading
@@ -187,9 +187,9 @@ def parse_settings(obj: Any, src: str = "<scenario>", where: str = "model") -> M
     if isinstance(bw, (int, float)):
         bandwidth = (float(bw),) * 3
     elif isinstance(bw, list) and len(bw) == 3:
-        bandwidth = tuple(float(x) for x in bw)
+        bandwidth = (float(bw[0]), float(bw[1]), float(bw[2]))
     elif isinstance(bw, dict) and set(bw) <= {"host", "leaf", "core"}:
-        bandwidth = tuple(float(bw.get(k, 1.0)) for k in ("host", "leaf", "core"))
+        bandwidth = (float(bw.get("host", 1.0)), float(bw.get("leaf", 1.0)), float(bw.get("core", 1.0)))
     else:
         raise field_error(src, f"{where}.bandwidth", "expected a number, [host, leaf, core] or {\"host\": .., \"leaf\": .., \"core\": ..}")
     if not all(math.isfinite(b) and b > 0 for b in bandwidth):
@@ -321,7 +321,7 @@ def _place(spec: Any, fabric: Fabric, used: np.ndarray, rng: np.random.Generator
     raise field_error(src, where, "expected one of the keys random, linear, leaves")
 
 
-def _number(obj: dict, key: str, default: Any, kind: type, src: str, where: str, lo: float | None = None, hi: float | None = None) -> Any:
+def _number(obj: dict[str, Any], key: str, default: Any, kind: type, src: str, where: str, lo: float | None = None, hi: float | None = None) -> Any:
     v = obj.get(key, default)
     ok = isinstance(v, (int, float)) and not isinstance(v, bool) if kind is float else isinstance(v, int) and not isinstance(v, bool)
     if not ok:

@@ -15,6 +15,13 @@
   comparison says, in sentences.
 """
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # what the lazy names below are, for the type checker
+    from .figures import save_figure
+    from .html import Html, build_compare_report, build_page, image_html, plotly_div, table_html
+    from .snapshot import Snapshot, busiest_spanning_time, draw_snapshot, peak_time, shared_links
+
 # Loaded on first use (PEP 562): a command that only prints a terminal summary
 # (reporting.terminal) does not pay for the figure and page modules' imports.
 _WHERE = {
@@ -32,7 +39,20 @@ _WHERE = {
     "shared_links": "snapshot",
 }
 
-__all__ = sorted(_WHERE)
+__all__ = [
+    "Html",
+    "Snapshot",
+    "build_compare_report",
+    "build_page",
+    "busiest_spanning_time",
+    "draw_snapshot",
+    "image_html",
+    "peak_time",
+    "plotly_div",
+    "save_figure",
+    "shared_links",
+    "table_html",
+]
 
 
 def __getattr__(name: str) -> object:
