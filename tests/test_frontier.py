@@ -177,3 +177,12 @@ def test_cli_runs_and_writes_the_report(tmp_path):
     assert (tmp_path / "frontier.html").exists()
     doc = json.loads((tmp_path / "frontier.json").read_text())
     assert doc["network"] == "bins"  # the default model
+
+
+def test_an_option_for_every_run_reaches_only_the_policies_that_declare_it(tmp_path):
+    # --leaf-cap given once: capped's runs take it, linear's must not be refused for it
+    run_frontier(THUNDER, "cab", tmp_path, policies=["linear", "capped"], network="bins", transforms=["days:5"], jobs=1,
+                 run_options={"policy_options": {"leaf_cap": 3}})
+    for run, expected in (("capped__net", {"leaf_cap": 3}), ("linear__net", {}), ("capped__open", {"leaf_cap": 3})):
+        policy = json.loads((tmp_path / "runs" / run / "summary.json").read_text())["policy"]
+        assert policy.get("policy_options", {}) == expected

@@ -312,10 +312,11 @@ def run_frontier(
     # the settings of each run: the shared ones, then the point's own policy options; each
     # point runs without the network model (its cost) and with it (its interference)
     specs = []
+    shared_policy_options = options.pop("policy_options", None) or {}
     for p in points:
-        config = RunConfig(queue=queue, alloc=p.alloc, seed=seed, network=None, **options)
-        if p.options:
-            config = replace(config, policy_options={**config.policy_options, **dict(p.options)})
+        # options given for every run go to the runs whose policies declare them
+        mine = {k: v for k, v in shared_policy_options.items() if getattr(registry.option(k), "policy", None) in (queue, p.alloc)}
+        config = RunConfig(queue=queue, alloc=p.alloc, seed=seed, network=None, **options, policy_options={**mine, **dict(p.options)})
         specs.append(RunSpec(p.name + "__open", "none", config))
         specs.append(RunSpec(p.name + "__net", "none", replace(config, network=network)))
     out = Path(out_dir)
