@@ -64,7 +64,7 @@ fn first_shared_link(topo: &Topology, e: &Engine) -> Option<(i64, usize, usize, 
     let held: Vec<(usize, i64, i64, Vec<u32>)> = (0..e.jobs().len())
         .filter_map(|i| {
             let o = e.outcomes()[i];
-            (o.status == JobStatus::Done && o.end_s > o.start_s).then(|| (i, o.start_s, o.end_s, switch_links(&router, e.nodes_of(i as u32))))
+            (o.status == JobStatus::Done && o.end_s > o.start_s).then(|| (i, o.start_s, o.end_s, switch_links(&router, &e.nodes_of(i as u32))))
         })
         .collect();
     for &(_, t, _, _) in &held {
