@@ -33,7 +33,8 @@ CONSERVATIVE_LOGS = ("KTH-SP2", "SDSC-SP2", "CTC-SP2", "HPC2N-2002")
 
 
 def build_refsim() -> Path:
-    subprocess.run(["cargo", "build", "--release", "--quiet", "--manifest-path", str(REFSIM / "Cargo.toml")], check=True)
+    # its own target directory, whatever CARGO_TARGET_DIR says: the binary is looked for there
+    subprocess.run(["cargo", "build", "--release", "--quiet", "--manifest-path", str(REFSIM / "Cargo.toml"), "--target-dir", str(REFSIM / "target")], check=True)
     return REFSIM / "target" / "release" / "refsim"
 
 
