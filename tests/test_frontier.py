@@ -186,3 +186,15 @@ def test_an_option_for_every_run_reaches_only_the_policies_that_declare_it(tmp_p
     for run, expected in (("capped__net", {"leaf_cap": 3}), ("linear__net", {}), ("capped__open", {"leaf_cap": 3})):
         policy = json.loads((tmp_path / "runs" / run / "summary.json").read_text())["policy"]
         assert policy.get("policy_options", {}) == expected
+
+
+def test_cli_bad_network_stops_before_any_run(tmp_path):
+    out = tmp_path / "f"
+    r = subprocess.run(
+        [sys.executable, "-m", "toposched.cli", "frontier", "--trace", str(THUNDER), "--system", "cab", "--policies", "linear",
+         "--network", "nosuch", "--out", str(out)],
+        capture_output=True, text=True,
+    )
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines()[-1] == "error: --network: field 'nosuch': expected bins, random, heavy, column:NAME or KEY=VALUE"
+    assert not (out / "runs").exists()

@@ -318,6 +318,10 @@ def run_compare(
     options = dict(run_options or {})
     seed = options.pop("seed", seed)
     network = options.pop("network", network)
+    if network:
+        from .network_spec import parse_network_spec
+
+        parse_network_spec(network)  # a bad --network stops here, before any run, not in a worker
     bad = sorted(set(options) - {f.name for f in fields(RunConfig)} | set(options) & {"queue", "alloc"})
     if bad:
         raise InputError("run_options", f"not settings of a run: {', '.join(bad)}")

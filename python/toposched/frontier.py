@@ -307,6 +307,10 @@ def run_frontier(
     options = dict(run_options or {})
     seed = options.pop("seed", seed)
     network = options.pop("network", None) or network
+    if network:
+        from .network_spec import parse_network_spec
+
+        parse_network_spec(network)  # a bad --network stops here, before any run, not in a worker
     fabric = load_fabric(system, lenient=lenient)
     workload = load_workload(trace, transforms=list(transforms), fabric_nodes=fabric.n_nodes, format=format, lenient=lenient)
     # the settings of each run: the shared ones, then the point's own policy options; each
