@@ -20,11 +20,15 @@ from .html import Html, build_page, image_html, table_html
 
 
 def _pct(v: float | None) -> str:
-    return "-" if v is None else f"{100 * v:.1f}"
+    return "-" if v is None else _num(100 * v, 1)
 
 
 def _num(v: float | None, digits: int = 2) -> str:
-    return "-" if v is None else f"{v:.{digits}f}"
+    if v is None:
+        return "-"
+    text = f"{v:.{digits}f}"
+    # a tiny negative difference rounds to "-0.00": show it as the zero it is
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
 
 
 def _node_hours(v: float | None) -> str:
