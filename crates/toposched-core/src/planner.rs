@@ -1,9 +1,8 @@
 //! The machine's projected future as free node counts over time (flux-sched calls its
 //! equivalent the planner): a step function built once per pass from the running jobs'
 //! expected ends and the reservations, then updated in place as reservations are taken
-//! out and put back. Queue policies that reason on counts ask it for the earliest start of a
-//! job: conservative backfilling with fungible allocation policies, and EASY for its
-//! count reservation (shadow time and extra nodes).
+//! out and put back. Queue policies that reason on counts (conservative backfilling with
+//! fungible allocation policies) ask it for the earliest start of a job.
 //!
 //! Searching the step function is O(breakpoints) per query and an update O(breakpoints),
 //! instead of re-sorting every running job and reservation for every query.
@@ -35,11 +34,6 @@ impl Planner {
             }
         }
         p
-    }
-
-    /// The last breakpoint: from then on the free count never changes again.
-    pub fn last_change(&self) -> i64 {
-        self.times[self.times.len() - 1]
     }
 
     /// Free nodes at instant `t` (`t >= now`).
@@ -134,8 +128,6 @@ mod tests {
         assert_eq!(p.earliest(7, 15, 0, i64::MAX), None); // from 30 on only 6 are free
         assert_eq!(p.earliest(4, 5, 0, 9), None);
         assert_eq!(p.earliest(4, 5, 12, i64::MAX), Some(12));
-        assert_eq!(p.last_change(), 30);
-        assert_eq!(Planner::new(7, 1, &mut []).last_change(), 7);
     }
 
     #[test]

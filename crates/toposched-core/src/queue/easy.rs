@@ -39,13 +39,12 @@
 //! reservation's leaves/pods to spanning jobs even when they end before it (note 3).
 //!
 //! *Cost*: phase 1 and 2 are O(queue depth) allocation calls; the reservation is
-//! O(running log running) (a [`Planner`] of the expected ends) for fungible policies and
-//! O(running x allocation) otherwise, cached while the machine state does not change.
+//! O(running) for fungible policies and O(running x allocation) otherwise, cached while
+//! the machine state does not change.
 
 use super::{PassCtx, QueueEntry, QueuePolicy};
 use crate::alloc::{Guard, Reserved};
 use crate::options::{parse_options, schema_of};
-use crate::planner::Planner;
 use crate::state::NodeSet;
 use crate::topology::SpanClass;
 
@@ -90,19 +89,23 @@ impl Easy {
         Easy { opts, cached: None }
     }
 
-    /// Fungible reservation: (shadow time, extra nodes), read off a [`Planner`] of the
-    /// running jobs' expected ends (a job past its limit counts as ending now). The shadow
-    /// time is the first instant the head fits; extra counts *every* node free at that
-    /// instant: jobs expected to end at that same instant add to it too (classic EASY;
-    /// stopping at the first job that reaches the head's size undercounts ties). If the
-    /// head never fits, the shadow time is the last expected end and extra is 0.
+    /// Fungible reservation: (shadow time, extra nodes). Extra counts *every* node free at
+    /// the shadow time: jobs expected to end at that same instant add to it too (classic
+    /// EASY; stopping at the first job that reaches the head's size undercounts ties).
     fn count_reservation(ctx: &PassCtx, head_nodes: u32) -> (i64, u32) {
         let now = ctx.now();
-        let mut ends: Vec<(i64, i64)> = ctx.running().iter().map(|&(expected_end, job)| (expected_end, ctx.jobs[job as usize].nodes as i64)).collect();
-        let plan = Planner::new(now, ctx.n_free() as i64, &mut ends);
-        let shadow = plan.earliest(head_nodes as i64, 0, now, i64::MAX).unwrap_or_else(|| plan.last_change());
-        let extra = (plan.free_at(shadow) - head_nodes as i64).max(0);
-        (shadow, u32::try_from(extra).unwrap_or(u32::MAX))
+        let mut avail = ctx.n_free();
+        let mut shadow = now;
+        let mut ends = ctx.running().iter().map(|&(expected_end, job)| (expected_end.max(now), job)).peekable();
+        while avail < head_nodes {
+            let Some((end, job)) = ends.next() else { break };
+            avail += ctx.jobs[job as usize].nodes;
+            shadow = end;
+        }
+        while let Some((_, job)) = ends.next_if(|&(end, _)| end <= shadow) {
+            avail += ctx.jobs[job as usize].nodes;
+        }
+        (shadow, avail.saturating_sub(head_nodes))
     }
 
     /// Node-set reservation, recomputed only when the machine state or the head changed.
