@@ -26,6 +26,7 @@ use std::collections::BTreeMap;
 
 use crate::alloc::{self, Allocator, Guard, Reserved};
 use crate::options::Options;
+use crate::planner::{shadow, Projection};
 use crate::state::{ClusterState, NodeSet, DOWN, FREE};
 use crate::topology::{SpanClass, Topology};
 
@@ -271,64 +272,41 @@ impl Placer {
         })
     }
 
-    /// Running jobs by expected end (past-limit jobs end now), then name.
-    fn by_expected_end(&self, now_s: i64) -> Vec<(i64, &str)> {
-        let mut v: Vec<(i64, &str)> = self.held.iter().map(|(k, h)| (h.expected_end_s().max(now_s), k.as_str())).collect();
-        v.sort();
-        v
-    }
-
-    /// Release `held` in a projected state; drained nodes stay out of service.
-    fn project_release(&self, projected: &mut ClusterState, h: &Held) {
-        projected.release(&self.topo, h.slot, &h.nodes, h.class);
-        for &n in &h.nodes {
-            if self.drained[n as usize] {
-                projected.mark_down(&self.topo, n);
-            }
-        }
-    }
-
-    /// EASY's reservation for a job of `nodes` nodes on the current state (rule 2).
+    /// EASY's reservation for a job of `nodes` nodes on the current state (rule 2), by
+    /// the planner: [`shadow`] on counts, a [`Projection`] of the held jobs ending for the
+    /// node set.
     fn reserve(&mut self, job: &str, nodes: u32, now_s: i64) -> Option<Reservation> {
-        let order: Vec<(i64, String)> = self.by_expected_end(now_s).into_iter().map(|(t, k)| (t, k.to_string())).collect();
-        let mut projected = self.state.clone();
+        let (topo, drained, held) = (&self.topo, &self.drained, &self.held);
+        // Running jobs by expected end (past-limit jobs end now), then name.
+        let mut order: Vec<(i64, &str)> = held.iter().map(|(k, h)| (h.expected_end_s().max(now_s), k.as_str())).collect();
+        order.sort();
+        // Release a held job on the projected state; drained nodes stay out of service.
+        let release = |projected: &mut ClusterState, h: &Held| {
+            projected.release(topo, h.slot, &h.nodes, h.class);
+            for &n in &h.nodes {
+                if drained[n as usize] {
+                    projected.mark_down(topo, n);
+                }
+            }
+        };
+        let mut projection = Projection::new(self.state.clone(), order.iter().map(|&(end, name)| (end, &held[name])), release);
         let (start_s, chosen, extra) = if self.alloc.fungible() {
             // Count free nodes as jobs end; the node set is what the policy would pick then
             // (asked of a fresh allocator: the count, not the set, is the reservation).
-            // Every job expected to end by the shadow time counts (ties at that instant
-            // too), as EASY's rule 2 says (docs/semantics.md).
-            let mut avail = self.state.n_free();
-            let mut shadow = now_s;
-            for (end, name) in &order {
-                if avail >= nodes && *end > shadow {
-                    break;
-                }
-                let h = &self.held[name];
-                avail += h.nodes.iter().filter(|&&n| !self.drained[n as usize]).count() as u32;
-                self.project_release(&mut projected, h);
-                shadow = *end;
-            }
-            if avail < nodes {
-                return None;
-            }
+            let freed = order.iter().map(|&(end, name)| (end, held[name].nodes.iter().filter(|&&n| !drained[n as usize]).count() as u32));
+            let (shadow_s, extra) = shadow(now_s, self.state.n_free(), nodes, freed)?;
+            projection.advance_to(shadow_s);
             let (_, mut fresh) = self.fresh(false);
-            let chosen = fresh.select(&self.topo, &projected, nodes, &Guard::NONE)?;
-            (shadow, chosen, avail - nodes)
+            (shadow_s, fresh.select(topo, projection.state(), nodes, &Guard::NONE)?, extra)
         } else {
-            let mut found = None;
-            for (i, (end, name)) in order.iter().enumerate() {
-                let h = &self.held[name];
-                self.project_release(&mut projected, h);
-                // jobs ending at the same instant are released together
-                if order.get(i + 1).is_some_and(|(next, _)| next == end) {
-                    continue;
+            let alloc = &mut self.alloc;
+            let (end, chosen) = projection.first_placement(|projected| {
+                if nodes <= projected.n_free() && alloc.feasible(topo, projected, nodes, &Guard::NONE) {
+                    alloc.select(topo, projected, nodes, &Guard::NONE)
+                } else {
+                    None
                 }
-                if nodes <= projected.n_free() && self.alloc.feasible(&self.topo, &projected, nodes, &Guard::NONE) {
-                    found = self.alloc.select(&self.topo, &projected, nodes, &Guard::NONE).map(|c| (*end, c));
-                    break;
-                }
-            }
-            let (end, chosen) = found?;
+            })?;
             (end, chosen, 0)
         };
         let mut chosen = chosen;

@@ -120,6 +120,10 @@ pub struct Core {
 }
 
 impl Core {
+    /// Who holds which node now.
+    pub fn state(&self) -> &ClusterState {
+        &self.state
+    }
     /// Running jobs ordered by expected end `start + walltime`, then row.
     pub fn running(&self) -> &BTreeSet<(i64, u32)> {
         &self.running

@@ -41,13 +41,14 @@
 //!
 //! *Cost*: fungible policies search a [`Planner`] (free nodes over time) built once per
 //! pass: O(breakpoints) per reservation made or moved. Non-fungible policies project the
-//! node state at each candidate start: an allocation call per candidate.
+//! node state at each candidate start (the planner's [`Projection`]): an allocation call
+//! per candidate.
 
 use super::{PassCtx, QueueEntry, QueuePolicy};
 use crate::alloc::{Guard, Reserved};
-use crate::planner::Planner;
+use crate::planner::{Planner, Projection};
 use crate::options::{parse_options, schema_of, NoOptions};
-use crate::state::NodeSet;
+use crate::state::{ClusterState, NodeSet};
 use crate::topology::SpanClass;
 
 #[derive(Clone, Debug)]
@@ -148,16 +149,16 @@ impl Conservative {
         candidates.retain(|&t| t <= limit);
         candidates.sort_unstable();
         candidates.dedup();
-        let running: Vec<(i64, u32)> = ctx.running().iter().copied().collect();
-        let mut projected = ctx.state().clone();
-        let mut released = 0;
+        // the machine at each candidate: running jobs end at their expected end (a job
+        // past its limit within a second)
+        let (core, alloc) = ctx.split();
+        let ends = core.running().iter().map(|&(expected_end, r)| (expected_end.max(now + 1), r));
+        let release = |state: &mut ClusterState, r: u32| state.release(topo, r, core.nodes_of(r), core.class_of(r));
+        let mut projection = Projection::new(core.state().clone(), ends, release);
         let mut excluded = NodeSet::new(topo.n_nodes());
         for t in candidates {
-            while released < running.len() && running[released].0.max(now + 1) <= t {
-                let r = running[released].1;
-                projected.release(topo, r, ctx.nodes_of(r), ctx.class_of(r));
-                released += 1;
-            }
+            projection.advance_to(t);
+            let projected = projection.state();
             if spec.nodes > projected.n_free() {
                 continue;
             }
@@ -174,8 +175,8 @@ impl Conservative {
                 }
             }
             let guard = Guard { excluded: Some(&excluded), reserved: &overlapping };
-            if ctx.alloc.feasible(topo, &projected, spec.nodes, &guard) {
-                if let Some(nodes) = ctx.alloc.select(topo, &projected, spec.nodes, &guard) {
+            if alloc.feasible(topo, projected, spec.nodes, &guard) {
+                if let Some(nodes) = alloc.select(topo, projected, spec.nodes, &guard) {
                     return Some((t, nodes));
                 }
             }

@@ -38,14 +38,16 @@
 //! exactly then as overlapping (brief §2.6 note 4); `reserved_tiers_always` closes the
 //! reservation's leaves/pods to spanning jobs even when they end before it (note 3).
 //!
-//! *Cost*: phase 1 and 2 are O(queue depth) allocation calls; the reservation is
-//! O(running) for fungible policies and O(running x allocation) otherwise, cached while
-//! the machine state does not change.
+//! *Cost*: phase 1 and 2 are O(queue depth) allocation calls; the reservation (the
+//! planner's `shadow` on counts, its `Projection` for node sets: `crate::planner`) is
+//! O(running) for fungible policies, stopping at the shadow time, and O(running x
+//! allocation) otherwise, cached while the machine state does not change.
 
 use super::{PassCtx, QueueEntry, QueuePolicy};
 use crate::alloc::{Guard, Reserved};
 use crate::options::{parse_options, schema_of};
-use crate::state::NodeSet;
+use crate::planner::{shadow, Projection};
+use crate::state::{ClusterState, NodeSet};
 use crate::topology::SpanClass;
 
 /// Options of `easy`.
@@ -89,26 +91,17 @@ impl Easy {
         Easy { opts, cached: None }
     }
 
-    /// Fungible reservation: (shadow time, extra nodes). Extra counts *every* node free at
-    /// the shadow time: jobs expected to end at that same instant add to it too (classic
-    /// EASY; stopping at the first job that reaches the head's size undercounts ties).
-    fn count_reservation(ctx: &PassCtx, head_nodes: u32) -> (i64, u32) {
-        let now = ctx.now();
-        let mut avail = ctx.n_free();
-        let mut shadow = now;
-        let mut ends = ctx.running().iter().map(|&(expected_end, job)| (expected_end.max(now), job)).peekable();
-        while avail < head_nodes {
-            let Some((end, job)) = ends.next() else { break };
-            avail += ctx.jobs[job as usize].nodes;
-            shadow = end;
-        }
-        while let Some((_, job)) = ends.next_if(|&(end, _)| end <= shadow) {
-            avail += ctx.jobs[job as usize].nodes;
-        }
-        (shadow, avail.saturating_sub(head_nodes))
+    /// Fungible reservation: (shadow time, extra nodes), by the planner's [`shadow`] over
+    /// the running jobs' expected ends (a job past its limit counts as ending now).
+    fn count_reservation(ctx: &PassCtx, head_nodes: u32) -> Option<(i64, u32)> {
+        let jobs = ctx.jobs;
+        let ends = ctx.running().iter().map(|&(expected_end, job)| (expected_end, jobs[job as usize].nodes));
+        shadow(ctx.now(), ctx.n_free(), head_nodes, ends)
     }
 
-    /// Node-set reservation, recomputed only when the machine state or the head changed.
+    /// Node-set reservation, recomputed only when the machine state or the head changed:
+    /// the planner's [`Projection`] of the running jobs ending (past-limit ones now), and
+    /// the first instant at which the allocation policy places the head on it.
     fn node_reservation(&mut self, ctx: &mut PassCtx, head: u32) -> Option<&NodeReservation> {
         let version = ctx.version();
         if self.cached.as_ref().is_some_and(|r| r.head == head && r.version == version) {
@@ -116,27 +109,20 @@ impl Easy {
         }
         let now = ctx.now();
         let need = ctx.jobs[head as usize].nodes;
-        let mut projected = ctx.state().clone();
-        let mut found = None;
         let topo = ctx.topo;
         let (core, alloc) = ctx.split();
-        let mut ends = core.running().iter().map(|&(expected_end, job)| (expected_end.max(now), job)).peekable();
-        while let Some((end, job)) = ends.next() {
-            projected.release(topo, job, core.nodes_of(job), core.class_of(job));
-            // Every job expected to end at this same instant is released too before the
-            // set is chosen (the shadow time is an instant, not a job).
-            if ends.peek().is_some_and(|&(next, _)| next == end) {
-                continue;
+        let ends = core.running().iter().map(|&(expected_end, job)| (expected_end.max(now), job));
+        let release = |state: &mut ClusterState, job: u32| state.release(topo, job, core.nodes_of(job), core.class_of(job));
+        let mut projection = Projection::new(core.state().clone(), ends, release);
+        let found = projection.first_placement(|state| {
+            if need <= state.n_free() && alloc.feasible(topo, state, need, &Guard::NONE) {
+                alloc.select(topo, state, need, &Guard::NONE)
+            } else {
+                None
             }
-            if need <= projected.n_free() && alloc.feasible(topo, &projected, need, &Guard::NONE) {
-                let nodes = alloc.select(topo, &projected, need, &Guard::NONE);
-                found = nodes.map(|n| (end, n));
-                break;
-            }
-        }
+        });
         let (end, mut nodes) = found?;
         nodes.sort_unstable();
-        let topo = ctx.topo;
         let mut set = self.cached.take().map(|r| r.nodes).unwrap_or_else(|| NodeSet::new(topo.n_nodes()));
         set.clear();
         for &n in &nodes {
@@ -267,8 +253,7 @@ impl QueuePolicy for Easy {
             let head_nodes = ctx.jobs[head as usize].nodes;
             // Cloned out of the cache so that starting jobs may borrow ctx mutably.
             let reservation = if ctx.alloc.fungible() {
-                let (shadow_s, extra) = Self::count_reservation(ctx, head_nodes);
-                Some(Reservation::Count { shadow_s, extra })
+                Self::count_reservation(ctx, head_nodes).map(|(shadow_s, extra)| Reservation::Count { shadow_s, extra })
             } else {
                 self.node_reservation(ctx, head).cloned().map(Reservation::Nodes)
             };
