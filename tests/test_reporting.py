@@ -160,6 +160,23 @@ def test_snapshot_marks_the_links_of_the_papers_fig2(tmp_path):
     assert later.job_ids == [1, 2] and later.shared_pods == [] and later.shared_leaves == [0, 1]
 
 
+def test_snapshot_labels_only_the_shared_pod_bundles(tmp_path, monkeypatch):
+    """The "N jobs" label on an L2-L3 bundle counts that pod's users (it once showed the
+    last leaf's users on every pod)."""
+    import toposched.reporting.snapshot as snapshot_module
+
+    drawn = []
+    monkeypatch.setattr(snapshot_module, "save_figure", lambda fig, path, formats: drawn.append(fig))
+    run = _fig2_run(tmp_path)
+
+    def pod_labels(t):
+        draw_snapshot(run, t, tmp_path / f"snap{t}")
+        return sorted(x.get_text() for x in drawn[-1].axes[0].texts if x.get_text().endswith(" jobs"))
+
+    assert pod_labels(10) == ["2 jobs", "2 jobs"]  # blue and yellow share both pods' bundles
+    assert pod_labels(50) == []  # yellow has ended: red and blue still share leaves, no pod
+
+
 def test_snapshot_shared_links_linear_yes_isolated_never(report):
     runs = report.parent / "runs"
     t = busiest_spanning_time(runs / "linear__none")

@@ -13,7 +13,10 @@ import os
 import tempfile
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, Sequence
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 @lru_cache(maxsize=1)
@@ -34,6 +37,16 @@ def _umask() -> int:
 def file_mode() -> int:
     """The mode a new ordinary file gets under the process's umask."""
     return 0o666 & ~_umask()
+
+
+def read_parquet(path: str | Path, columns: Sequence[str] | None = None) -> "pa.Table":
+    """Columns of a result's Parquet file. Through ``ParquetFile``, not ``pq.read_table``:
+    the latter imports ``pyarrow.dataset``, which imports pandas (half a second, in every
+    report and snapshot)."""
+    import pyarrow.parquet as pq
+
+    with pq.ParquetFile(path) as f:
+        return f.read(columns=list(columns) if columns is not None else None)
 
 
 def write_atomic(path: str | Path, write: Callable[[str], object]) -> Path:

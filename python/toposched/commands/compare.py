@@ -82,6 +82,9 @@ def run(args: argparse.Namespace) -> int:
 
 def run_with(*, trace: str, system: str, out: str, report: bool = True, quiet: bool = False, **options: Any) -> int:
     """Run a comparison and print its summary; shared by ``compare`` and ``demo``."""
+    from ..startup import keep_pandas_unloaded
+
+    keep_pandas_unloaded()
     from rich.console import Console
 
     from ..compare import build_report, run_compare, summary_table

@@ -46,6 +46,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..startup import keep_pandas_unloaded
+
+    keep_pandas_unloaded()
     from rich.console import Console
 
     from ..frontier import expand_grid, default_grid, run_frontier

@@ -56,6 +56,9 @@ def _out_dir(args: argparse.Namespace, sweep: Sweep) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..startup import keep_pandas_unloaded
+
+    keep_pandas_unloaded()
     from rich.console import Console
 
     from ..sweep.layout import RUNS, run_status

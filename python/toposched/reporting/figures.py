@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
-import pyarrow.parquet as pq
 
+from ..files import read_parquet
 from ..simulate import SIZE_BINS
 
 #: The paper's names for the allocation policies (TO topology-oblivious, TA topology-aware).
@@ -93,13 +93,13 @@ class RunData:
     @cached_property
     def jobs(self) -> dict[str, np.ndarray]:
         """``nodes`` and ``aph`` (NaN for one-node jobs) of the finished jobs."""
-        t = pq.read_table(self.dir / "jobs.parquet", columns=["nodes", "aph", "wait_s"])
+        t = read_parquet(self.dir / "jobs.parquet", columns=["nodes", "aph", "wait_s"])
         aph = np.asarray(t.column("aph").to_numpy(zero_copy_only=False), dtype=float)
         return {"nodes": t.column("nodes").to_numpy(), "aph": aph, "wait_s": t.column("wait_s").to_numpy()}
 
     @cached_property
     def utilization(self) -> np.ndarray:
-        util: np.ndarray = pq.read_table(self.dir / "utilization.parquet", columns=["utilization"]).column("utilization").to_numpy()
+        util: np.ndarray = read_parquet(self.dir / "utilization.parquet", columns=["utilization"]).column("utilization").to_numpy()
         return util
 
 
@@ -347,6 +347,10 @@ def save_figure(fig: Any, out_path: Path, formats: Sequence[str] = ("png", "svg"
                 meta = {"Software": "toposched"}
             fig.savefig(p, format=fmt, dpi=PNG_DPI, metadata=meta)
             written.append(p)
+            # The layout (constrained: a solver run at every draw) is the same for every
+            # format: keep the one the first save computed instead of solving it again.
+            if fig.get_layout_engine() is not None:
+                fig.set_layout_engine("none")
     return written
 
 

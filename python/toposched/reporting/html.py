@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
+from ..files import read_parquet
 from ..files import write_text_atomic as _write_atomic
 
 if TYPE_CHECKING:
@@ -446,8 +447,7 @@ def network_rows(data: Any) -> tuple[list[str], list[list[Any]]] | None:
     distribution of predicted slowdowns, busy vs useful utilization, how long jobs ran
     against their logged run times, and each policy's net payback against the first
     topology-oblivious run. None without the model."""
-    import pyarrow.parquet as pq
-
+    
     runs = [r for r in data.runs if r.summary.get("network")]
     if not runs:
         return None
@@ -470,7 +470,7 @@ def network_rows(data: Any) -> tuple[list[str], list[list[Any]]] | None:
     for r in runs:
         net = r.summary["network"]
         sd = net.get("slowdown", {})
-        t = pq.read_table(r.dir / "jobs.parquet", columns=["nodes", "start_s", "end_s", "log_runtime_s", "leaves"]).to_pandas()
+        t = read_parquet(r.dir / "jobs.parquet", columns=["nodes", "start_s", "end_s", "log_runtime_s", "leaves"]).to_pandas()
         ok = t.log_runtime_s > 0
         ran = (t.end_s - t.start_s).astype(float)
         node_ratio = float((ran[ok] * t.nodes[ok]).sum() / max(1.0, float((t.log_runtime_s[ok] * t.nodes[ok]).sum())))
@@ -502,13 +502,12 @@ def _network_section(data: Any) -> str | None:
         return None
     cols, rows = nr
     import plotly.graph_objects as go
-    import pyarrow.parquet as pq
-
+    
     fig = go.Figure()
     for r in data.runs:
         if not r.summary.get("network"):
             continue
-        t = pq.read_table(r.dir / "jobs.parquet", columns=["leaves", "net_slowdown"]).to_pandas()
+        t = read_parquet(r.dir / "jobs.parquet", columns=["leaves", "net_slowdown"]).to_pandas()
         v = t.net_slowdown[(t.leaves > 1) & t.net_slowdown.notna()]
         fig.add_trace(go.Box(name=f"{r.label}", y=v.tolist(), boxpoints=False, marker_color=getattr(r, "color", None)))
     fig.update_layout(template="plotly_white", yaxis_title="predicted slowdown (multi-leaf jobs)", margin={"l": 60, "r": 20, "t": 30, "b": 50})

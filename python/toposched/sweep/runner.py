@@ -160,6 +160,9 @@ def execute_run(task: dict[str, Any]) -> dict[str, Any]:
     name under ``runs_dir`` (default: the run id). Returns ``{"run_id", "status",
     "error", "elapsed_s", "skipped"}``; ``status`` is ``"complete"`` or ``"failed"``
     (the traceback is in the run's ``error.txt``)."""
+    from ..startup import keep_pandas_unloaded
+
+    keep_pandas_unloaded()  # in a fresh worker, pyarrow's first array would import pandas (0.5 s)
     from ..simulate import simulate
 
     run_id = task["run_id"]
