@@ -36,7 +36,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -65,7 +65,7 @@ _DIGITS = re.compile(r"(\d+)")
 _TRAILING_NUMBER = re.compile(r"\d+\D*\Z")
 
 
-def natural_key(name: str) -> tuple:
+def natural_key(name: str) -> tuple[Any, ...]:
     """Sort key putting ``n2`` before ``n10`` (digit runs compare as numbers; the name
     itself breaks ties, so ``n01`` and ``n1`` keep a fixed order)."""
     parts = _DIGITS.split(name)
@@ -176,7 +176,7 @@ def _collected(names: list[str], width: int = 100) -> str:
     import hostlist
 
     try:
-        text = hostlist.collect_hostlist(names)
+        text = str(hostlist.collect_hostlist(names))
     except Exception:  # names hostlist cannot fold
         text = ",".join(names)
     return text if len(text) <= width else text[: width - 3].rsplit(",", 1)[0] + ",..."
@@ -215,15 +215,15 @@ def map_hosts(workload: Workload, fabric: Fabric) -> HostMapping:
         ids: list[int] = []
         missing: list[str] = []
         for h in hosts:
-            i = exact.get(h)
-            if i is None:
-                i = short.get(h.split(".", 1)[0])
-                if i is not None:
+            node = exact.get(h)
+            if node is None:
+                node = short.get(h.split(".", 1)[0])
+                if node is not None:
                     by_short.add(h)
-            if i is None:
+            if node is None:
                 missing.append(h)
             else:
-                ids.append(i)
+                ids.append(node)
         if missing:
             for h in missing:
                 unmapped[h] = unmapped.get(h, 0) + 1
@@ -336,7 +336,7 @@ def replay_as_logged(workload: Workload, fabric: Fabric, config: RunConfig = Run
             placed_rows.append(row)
             total += len(ids)
         offsets[row + 1] = total
-    results = {
+    results: dict[str, np.ndarray] = {
         "status": status,
         "start_s": start_s,
         "end_s": end_s,
@@ -361,16 +361,16 @@ def replay_as_logged(workload: Workload, fabric: Fabric, config: RunConfig = Run
     # Utilization from the union of busy intervals per node (see the docstring).
     m_start, m_end, ones, sharing = _merged_busy(placed)
     sharing_rows = {placed_rows[i] for i in sharing}
-    s = result.summary
-    if s["first_submit_s"] is not None:
+    summary = result.summary
+    if summary["first_submit_s"] is not None:
         from .utilization import UtilizationSeries
 
-        t0, t1, step = int(s["first_submit_s"]), int(s["last_end_s"]), cfg.utilization_step_s
+        t0, t1, step = int(summary["first_submit_s"]), int(summary["last_end_s"]), cfg.utilization_step_s
         # only zero-length jobs: no changes, nothing is ever busy
         series = UtilizationSeries.from_jobs(m_start, m_end, ones, t0, t1, step, fabric.n_nodes)
         result.utilization_series = series
-        s["utilization"]["mean"] = series.mean()
-        s["utilization"]["samples"] = series.n_samples
+        summary["utilization"]["mean"] = series.mean()
+        summary["utilization"]["samples"] = series.n_samples
 
     reasons: dict[str, int] = {}
     for _, why in skipped:
@@ -378,8 +378,8 @@ def replay_as_logged(workload: Workload, fabric: Fabric, config: RunConfig = Run
         reasons[key] = reasons.get(key, 0) + 1
     unmapped = sorted(mapping.unmapped, key=natural_key)
     # Same keys as a simulated run's summary (simulate() records its kill rule there).
-    s["policy"]["kill_at_walltime_rule"] = "as-logged: every job runs its logged run time, past its limit or not (what happened happened)"
-    s["policy"]["as_logged"] = {
+    summary["policy"]["kill_at_walltime_rule"] = "as-logged: every job runs its logged run time, past its limit or not (what happened happened)"
+    summary["policy"]["as_logged"] = {
         "jobs_placed": int(len(placed_rows)),
         "jobs_not_placed": dict(sorted(reasons.items())),
         "unmapped_hosts": len(unmapped),

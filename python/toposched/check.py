@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -26,7 +27,7 @@ from .errors import InputError
 from .nodelists import has_node_lists, lists_from_ranges, table_ranges
 
 
-class Problems(list):
+class Problems(list[str]):
     """The problems found, at most ``limit`` shown per kind, each truncated kind followed by
     an "and N more" line; ``total`` counts every problem, shown or not."""
 
@@ -90,7 +91,7 @@ def _ranges_never_shared(range_offsets: np.ndarray, first: np.ndarray, count: np
     return True
 
 
-def check_schedule(jobs: pa.Table, fabric: dict, *, interference_free: bool = False, limit: int = 10) -> Problems:
+def check_schedule(jobs: pa.Table, fabric: dict[str, Any], *, interference_free: bool = False, limit: int = 10) -> Problems:
     """Problems found in a schedule (empty when it is sound): the first ``limit`` of each
     kind, an "and N more" line for each kind cut short, and ``.total`` for all of them."""
     problems = Problems()
@@ -191,7 +192,7 @@ def _read_parquet(path: Path) -> pa.Table:
         raise InputError(str(path), f"is not a readable Parquet file: {exc}") from None
 
 
-def _read_json(path: Path) -> dict:
+def _read_json(path: Path) -> dict[str, Any]:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -260,6 +260,11 @@ class Schedule:
         return len(self.start_s)
 
     @property
+    def job_ids(self) -> np.ndarray:
+        """The jobs' ids (0..jobs-1 when the schedule was built without them)."""
+        return self.job_id if self.job_id is not None else np.arange(self.n_jobs, dtype=np.int64)
+
+    @property
     def n_nodes(self) -> int:
         return len(self.node_leaf)
 
@@ -454,7 +459,8 @@ def pair_demand(s: Schedule) -> PairDemand:
         size = s.job_nodes
     else:
         c = np.add.reduceat(w, first)
-        csum = np.concatenate(([0], np.cumsum(s.node_units)))
+        assert s.node_units is not None  # w is derived from it
+        csum: np.ndarray = np.concatenate((np.zeros(1, np.int64), np.cumsum(s.node_units)))
         size = csum[s.node_offsets[1:]] - csum[s.node_offsets[:-1]]
     u = np.minimum(c, size[job] - c)
     return PairDemand(job, pleaf, c, u)
@@ -537,7 +543,7 @@ def _binomial_pmf_table(top: int, J: float) -> np.ndarray:
     return pmf
 
 
-def expected_excess(top: int, uplinks: Sequence[int], J: float) -> tuple[np.ndarray, np.ndarray]:
+def expected_excess(top: int, uplinks: Sequence[int] | np.ndarray, J: float) -> tuple[np.ndarray, np.ndarray]:
     """For demand d in 0..top and each R in ``uplinks``: ``W[d, r] = E[max(0, X/R - 1)]``
     and ``P[d, r] = P(X > R)`` with X ~ Binomial(d, J). At J = 1, W = max(0, d/R - 1), the
     worst case."""
@@ -727,7 +733,7 @@ class ContentionAnalysis:
         peak_links = peak if u == 1 else peak / u
         return pa.table(
             {
-                "job_id": pa.array(s.job_id[self.rows]),
+                "job_id": pa.array(s.job_ids[self.rows]),
                 "row": pa.array(self.rows),
                 "start_s": pa.array(s.start_s[self.rows]),
                 "runtime_s": pa.array(self.runtime_s),
@@ -746,7 +752,7 @@ class ContentionAnalysis:
         s = self.schedule
         i, r = np.nonzero(self.added_s > 0)
         cols: dict[str, pa.Array] = {
-            "job_id": pa.array(s.job_id[self.rows[i]]),
+            "job_id": pa.array(s.job_ids[self.rows[i]]),
             "row": pa.array(self.rows[i]),
             "uplinks": pa.array(self.uplinks[r]),
             "runtime_s": pa.array(self.runtime_s[i]),

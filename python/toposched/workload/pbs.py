@@ -25,6 +25,7 @@ import numpy as np
 from ..errors import TraceFormatError
 from ..limits import EPOCH_MAX_S, EPOCH_MIN_S, MAX_INT64, MAX_SPAN_LONG_S, MAX_SPAN_S, years
 from ._io import read_bytes
+from .model import Workload
 from .normalize import NormalizeSettings, normalize
 from .tally import Tally
 
@@ -214,7 +215,7 @@ def read_pbs(
     missing_walltime: Literal["runtime"] | int = "runtime",
     missing_runtime: Literal["skip", "zero"] = "skip",
     allow_long_span: bool = False,
-):
+) -> Workload:
     """Read a PBS/Torque or PBS Pro accounting log into a normalized
     :class:`~toposched.workload.model.Workload`.
 
@@ -366,8 +367,8 @@ def read_pbs(
     if not cols["job_id"]:
         raise tally.no_valid_records()
 
-    submit = np.asarray(cols["submit"], dtype=np.int64)
-    known = submit[submit >= 0]
+    submits = np.asarray(cols["submit"], dtype=np.int64)
+    known = submits[submits >= 0]
     origin = int(known.min()) if len(known) else None
 
     def rel(a: list[int]) -> np.ndarray:
@@ -376,7 +377,7 @@ def read_pbs(
             return x
         return np.where(x >= 0, x - origin, -1)
 
-    raw = {
+    columns = {
         "job_id": np.asarray(cols["job_id"], dtype=np.int64),
         "submit_s": rel(cols["submit"]),
         "runtime_s": np.asarray(cols["runtime_s"], dtype=np.int64),
@@ -402,7 +403,7 @@ def read_pbs(
     if lenient:
         note["lenient_examples"] = tally.examples
     return normalize(
-        raw,
+        columns,
         source=src,
         fmt="pbs",
         settings=settings,
@@ -465,7 +466,7 @@ def _requested_nodes(attrs: dict[str, str], fixes: list[str]) -> tuple[int, int]
 _AFTER_RECORD_S = 2 * 86_400
 
 
-def _out_of_range(row: tuple, record_s: int, max_span_s: int, attrs: dict[str, str]) -> tuple[str, str] | None:
+def _out_of_range(row: _EndRecord, record_s: int, max_span_s: int, attrs: dict[str, str]) -> tuple[str, str] | None:
     """(field, message) for the first value of a parsed E record out of range, else None.
 
     Counts and durations must fit the engine's integers; qtime, start and end must lie
@@ -500,7 +501,13 @@ def _out_of_range(row: tuple, record_s: int, max_span_s: int, attrs: dict[str, s
     return None
 
 
-def _parse_end_record(jobid: str, attrs: dict[str, str]):
+#: What an E record gives: (job number, array index, submit, start, end, run time, time
+#: limit, nodes, processors allocated, processors requested, hosts, node list, repairs,
+#: run-time disagreement), times -1 when absent.
+_EndRecord = tuple[int, str, int, int, int, int, int, int, int, int, Any, Any, list[str], int]
+
+
+def _parse_end_record(jobid: str, attrs: dict[str, str]) -> _EndRecord:
     m = _JOBID_RE.match(jobid)
     if m is None:
         raise _FieldError("job_id", f"expected a job id like 123 or 123.server, got {jobid!r}")
