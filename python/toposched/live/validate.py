@@ -83,8 +83,8 @@ def scheduler_options(text: str) -> tuple[dict[str, int | bool], list[str]]:
 
 #: slurm.conf Priority* key -> option of queue ``slurm`` (``slurm-bf``: the same under ``sched_``)
 _PRIORITY_KEYS = {
-    "priorityweightage": "priority_weight_age", "priorityweightjobsize": "priority_weight_job_size",
-    "prioritymaxage": "priority_max_age_s", "prioritycalcperiod": "priority_calc_period_s", "priorityfavorsmall": "priority_favor_small",
+    "PriorityWeightAge": "priority_weight_age", "PriorityWeightJobSize": "priority_weight_job_size",
+    "PriorityMaxAge": "priority_max_age_s", "PriorityCalcPeriod": "priority_calc_period_s", "PriorityFavorSmall": "priority_favor_small",
 }
 
 
@@ -104,7 +104,7 @@ def multifactor_conf(text: str) -> list[str]:
     lines = ["PriorityType=priority/multifactor"]
     for item in (x.strip() for x in text.split(",") if x.strip()):
         key, eq, value = item.partition("=")
-        if not eq or key.strip().lower() not in _PRIORITY_KEYS:
+        if not eq or key.strip().lower() not in {k.lower() for k in _PRIORITY_KEYS}:
             raise InputError("--multifactor", f"{item!r}: expected KEY=VALUE with KEY one of PriorityWeightAge, PriorityWeightJobSize, PriorityMaxAge, PriorityCalcPeriod, PriorityFavorSmall")
         lines.append(f"{key.strip()}={value.strip()}")
     priority_options("\n".join(lines))  # refuse a bad value before Slurm starts
@@ -300,6 +300,14 @@ def parse_ctld_log(text: str) -> dict[int, CtldRecord]:
     if cycles or recalcs:
         out[-1] = {"backfill_cycles": cycles, "priority_recalcs": recalcs}
     return out
+
+
+def recorded_log(text: str) -> str:
+    """The lines of a controller log that ``parse_ctld_log`` reads, in order: a run small
+    enough to keep as test data (tests/data/slurm-lab) and compare again with --from-lab."""
+    wanted = (_BF_CYCLE, _PRIO_INITIAL, _PRIO_RECALC, _SUBMIT, _START, _DONE, _EPILOG)
+    keep = [ln for ln in text.splitlines() if (m := _LOG_TIME.match(ln)) and any(r.search(m.group(2)) for r in wanted)]
+    return "\n".join(keep) + "\n"
 
 
 def run_on_slurm(workdir: Path, fabric: Fabric, stream: list[StreamJob], *, select: str, scheduler: str,
