@@ -125,21 +125,12 @@ impl SlurmOptions {
         }
     }
 
-    /// `key=value` pairs separated by commas (the part after `slurm:`).
+    /// `key=value` pairs separated by commas (the part after `slurm:`), read as the
+    /// registry reads them (`split_params`, then the options struct), so one rule.
     pub fn parse(text: &str) -> Result<SlurmOptions, String> {
-        let mut o = SlurmOptions::default();
-        for item in text.split(',').filter(|s| !s.is_empty()) {
-            let (k, v) = item.split_once('=').ok_or_else(|| format!("queue slurm: expected KEY=VALUE, got {item:?}"))?;
-            let v: i64 = v.parse().map_err(|_| format!("queue slurm: {k} must be a whole number, got {v:?}"))?;
-            match k {
-                "batch_sched_delay_s" if v >= 0 => o.batch_sched_delay_s = v,
-                "ticks_per_s" if v >= 1 => o.ticks_per_s = v,
-                "tick_phase" if v >= 0 => o.tick_phase = v,
-                "last_pass" => o.last_pass = Some(v),
-                "batch_sched_delay_s" | "ticks_per_s" | "tick_phase" => return Err(format!("queue slurm: {k}={v} is out of range")),
-                _ => return Err(format!("queue slurm: unknown parameter {k:?} (batch_sched_delay_s, ticks_per_s, tick_phase, last_pass)")),
-            }
-        }
+        let (_, options) = crate::options::split_params(&format!("slurm:{text}"), &crate::options::Options::new())?;
+        let o: SlurmOptions = parse_options("slurm", &options)?;
+        o.check()?;
         Ok(o)
     }
 }
@@ -234,7 +225,9 @@ mod tests {
     fn options_parse_and_refuse_clearly() {
         let o = SlurmOptions::parse("batch_sched_delay_s=5,ticks_per_s=1000").unwrap();
         assert_eq!((o.batch_sched_delay_s, o.ticks_per_s), (5, 1000));
-        assert!(SlurmOptions::parse("bf_interval=3").unwrap_err().contains("unknown parameter"));
+        assert!(SlurmOptions::parse("bf_interval=3").unwrap_err().contains("unknown field"));
+        let o = SlurmOptions::parse("priority_weight_age=10,priority_favor_small=true").unwrap();
+        assert_eq!((o.priority_weight_age, o.priority_favor_small), (10, true));
         assert!(SlurmOptions::parse("ticks_per_s=0").unwrap_err().contains("out of range"));
         assert!(SlurmOptions::parse("ticks_per_s").unwrap_err().contains("KEY=VALUE"));
     }
