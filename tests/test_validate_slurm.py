@@ -254,3 +254,27 @@ def test_from_lab_finds_a_multifactor_run_and_refuses_bad_settings(tmp_path):
         r = subprocess.run([*cmd, "--multifactor", bad, "--from-lab", str(tmp_path / "lab")], capture_output=True, text=True, timeout=300)
         assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
         assert "--multifactor" in r.stderr and word in r.stderr, r.stderr
+
+
+def test_the_decay_threads_phase_comes_from_its_start_when_no_recalculation_was_logged():
+    """A run too short for a recalculation with a pending job: the plugin's init line (the
+    decay thread starts there; its runs logged in the recorded runs fall on the same
+    millisecond one period later) gives the phase."""
+    log = "\n".join([
+        "[2026-01-01T00:00:00.250] debug:  priority/multifactor: init: Priority MULTIFACTOR plugin loaded",
+        "[2026-01-01T00:00:05.000] _slurm_rpc_submit_batch_job: JobId=1 InitPrio=1 usec=1",
+        "[2026-01-01T00:00:05.000] debug2: priority/multifactor: priority_p_set: initial priority for job 1 is 156",
+        "[2026-01-01T00:00:05.500] sched: Allocate JobId=1 NodeList=n00 #CPUs=1 Partition=topo",
+        "[2026-01-01T00:00:06.000] _job_complete: JobId=1 done",
+        "[2026-01-01T00:00:06.000] _slurm_rpc_submit_batch_job: JobId=2 InitPrio=1 usec=1",
+        "[2026-01-01T00:00:06.010] sched: Allocate JobId=2 NodeList=n01 #CPUs=1 Partition=topo",
+        "[2026-01-01T00:00:07.000] _job_complete: JobId=2 done",
+    ])
+    parsed = val.parse_ctld_log(log)
+    assert parsed[-1]["priority_init"].second == 0 and parsed[1]["initial_priority"] == 156
+    assert val.recorded_log(log).splitlines()[0] == log.splitlines()[0]
+    jobs = val._merge({"2": val.StreamJob("a", 0, 1, 1, 1)}, None, parsed, warmup_id=1)
+    jobs.priority = {"priority_weight_age": 10, "priority_calc_period_s": 60}
+    assert jobs.priority_init_ms == -5750 and jobs.priority_recalcs_ms == ()
+    s = val.compare(lab_fabric(), jobs, select="linear", scheduler="builtin").summary()
+    assert f"priority_calc_phase={-5750 % 60_000}" in s["queue"], s["queue"]

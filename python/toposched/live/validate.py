@@ -204,6 +204,8 @@ _BF_CYCLE = re.compile(r"backfill\S*: beginning")
 # every recalculation of the decay thread (decay_apply_weighted_factors)
 _PRIO_INITIAL = re.compile(r"initial priority for job (\d+) is (\d+)")
 _PRIO_RECALC = re.compile(r"priority for job (\d+) is now (\d+)")
+# the plugin's init starts the decay thread, whose runs follow every PriorityCalcPeriod
+_PRIO_INIT = re.compile(r"Priority MULTIFACTOR plugin loaded")
 
 
 @dataclass
@@ -247,6 +249,8 @@ class CtldRecord(TypedDict, total=False):
     backfill_cycles: list[datetime]
     #: only under key -1: when the decay thread recalculated priorities (its first line each time)
     priority_recalcs: list[datetime]
+    #: only under key -1: when priority/multifactor started its decay thread
+    priority_init: datetime
 
 
 def parse_ctld_log(text: str) -> dict[int, CtldRecord]:
@@ -262,6 +266,7 @@ def parse_ctld_log(text: str) -> dict[int, CtldRecord]:
     out: dict[int, CtldRecord] = {}
     cycles: list[datetime] = []
     recalcs: list[datetime] = []
+    init: datetime | None = None
     completing: dict[str, int] = {}  # node -> ended job still holding it
     for seq, line in enumerate(text.splitlines()):
         m = _LOG_TIME.match(line)
@@ -271,6 +276,9 @@ def parse_ctld_log(text: str) -> dict[int, CtldRecord]:
         msg = m.group(2)
         if _BF_CYCLE.search(msg):
             cycles.append(t)
+        if _PRIO_INIT.search(msg):
+            init = t
+            continue
         if p := _PRIO_INITIAL.search(msg):
             out.setdefault(int(p.group(1)), {})["initial_priority"] = int(p.group(2))
             continue
@@ -297,15 +305,17 @@ def parse_ctld_log(text: str) -> dict[int, CtldRecord]:
             if ended is not None:
                 out[ended].setdefault("freed", {})[node] = t
                 out[ended].setdefault("freed_seq", {})[node] = seq
-    if cycles or recalcs:
+    if cycles or recalcs or init:
         out[-1] = {"backfill_cycles": cycles, "priority_recalcs": recalcs}
+        if init:
+            out[-1]["priority_init"] = init
     return out
 
 
 def recorded_log(text: str) -> str:
     """The lines of a controller log that ``parse_ctld_log`` reads, in order: a run small
     enough to keep as test data (tests/data/slurm-lab) and compare again with --from-lab."""
-    wanted = (_BF_CYCLE, _PRIO_INITIAL, _PRIO_RECALC, _SUBMIT, _START, _DONE, _EPILOG)
+    wanted = (_BF_CYCLE, _PRIO_INIT, _PRIO_INITIAL, _PRIO_RECALC, _SUBMIT, _START, _DONE, _EPILOG)
     keep = [ln for ln in text.splitlines() if (m := _LOG_TIME.match(ln)) and any(r.search(m.group(2)) for r in wanted)]
     return "\n".join(keep) + "\n"
 
@@ -407,6 +417,8 @@ class SlurmJobs(list[SlurmJob]):
     priority: dict[str, int | bool] = {}  # noqa: RUF012 (replaced, never mutated)
     #: when the decay thread recalculated priorities (ms; the log's "priority for job .. is now")
     priority_recalcs_ms: tuple[int, ...] = ()
+    #: when the decay thread started (ms; "Priority MULTIFACTOR plugin loaded"): its first run
+    priority_init_ms: int | None = None
 
 
 def _merge(ids: dict[str, StreamJob], sacct: dict[str, dict[str, str]] | None, log: dict[int, CtldRecord],
@@ -421,6 +433,8 @@ def _merge(ids: dict[str, StreamJob], sacct: dict[str, dict[str, str]] | None, l
         jobs.last_pass_ms = ms(log[warmup_id]["start"])
     jobs.bf_cycles_ms = tuple(ms(t) for t in log.get(-1, {}).get("backfill_cycles", []))
     jobs.priority_recalcs_ms = tuple(ms(t) for t in log.get(-1, {}).get("priority_recalcs", []))
+    if "priority_init" in log.get(-1, {}):
+        jobs.priority_init_ms = ms(log[-1]["priority_init"])
     jobs.clock_offset_ms = round((first - first.replace(hour=0, minute=0, second=0, microsecond=0)).total_seconds() * 1000)
     for jid, sj in ids.items():
         rec, acct = log.get(int(jid), {}), (sacct.get(jid) if sacct is not None else {"State": "?", "NodeList": ",".join(log.get(int(jid), {}).get("nodes", []))})
@@ -566,12 +580,15 @@ def compare(fabric: Fabric, slurm: list[SlurmJob], *, select: str, scheduler: st
     priority = dict(getattr(slurm, "priority", {}))
     if priority:
         # the decay thread wakes every PriorityCalcPeriod from its start (abs.tv_sec +=
-        # calc_period): its phase from the first recalculation logged; ages count whole
-        # seconds of the controller's clock
+        # calc_period): its phase from the first recalculation logged, or else from its
+        # start (the plugin's init, the same millisecond in the runs recorded); ages count
+        # whole seconds of the controller's clock
         period_ms = 1000 * int(priority.get("priority_calc_period_s", 300))
         recalcs = list(getattr(slurm, "priority_recalcs_ms", ()))
-        if recalcs:
-            priority["priority_calc_phase"] = recalcs[0] % period_ms
+        init = getattr(slurm, "priority_init_ms", None)
+        first = recalcs[0] if recalcs else init
+        if first is not None:
+            priority["priority_calc_phase"] = first % period_ms
         params.update(priority)
         params["clock_offset"] = getattr(slurm, "clock_offset_ms", 0)
     if queue == "slurm-bf":
