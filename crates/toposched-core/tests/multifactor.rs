@@ -5,7 +5,7 @@
 //! under test. Times in seconds (`ticks_per_s=1`); one leaf of 4 nodes.
 
 use toposched_core::registry::Options;
-use toposched_core::{alloc, queue, Engine, EngineOptions, Job, Topology};
+use toposched_core::{alloc, queue, Engine, EngineOptions, Job, JobStatus, Topology};
 
 fn job(id: i64, submit_s: i64, nodes: u32, walltime_s: i64, runtime_s: i64) -> Job {
     Job { id, submit_s, nodes, walltime_s, runtime_s }
@@ -133,6 +133,53 @@ proptest::proptest! {
         let basic = schedule(&topo, &jobs, "slurm");
         let size = schedule(&topo, &jobs, &format!("slurm:priority_weight_job_size={w},priority_favor_small={small}"));
         proptest::prop_assert_eq!(&basic, &size);
+    }
+
+    /// Any weights, periods and phase, in both policies and with every allocator: every job
+    /// runs once, after its submission, for its run time clipped at its limit, on nodes no
+    /// other job holds then; and the same inputs give the same schedule.
+    #[test]
+    fn schedules_stay_valid_under_any_priority(
+        raw in proptest::collection::vec((0i64..300, 1u32..12, 1i64..200, 0i64..200), 1..40),
+        wa in 0u32..5000, ws in 0u32..5000, max_age in 1i64..400, period in 1i64..100, phase in 0i64..100,
+        small in proptest::bool::ANY, bf in proptest::bool::ANY, ai in 0usize..16,
+    ) {
+        let topo = Topology::fat_tree("t", 4, 2, 1, None, None).unwrap();
+        let mut raw = raw;
+        raw.sort_by_key(|x| x.0);
+        let jobs: Vec<Job> = raw.iter().enumerate().map(|(i, &(t, nodes, wl, r))| job(i as i64, t, nodes, wl, r)).collect();
+        let (policy, pre) = if bf { ("slurm-bf:bf_interval_s=5,bf_resolution_s=1,", "sched_") } else { ("slurm:", "") };
+        let spec = format!(
+            "{policy}{pre}priority_weight_age={wa},{pre}priority_weight_job_size={ws},{pre}priority_max_age_s={max_age},\
+             {pre}priority_calc_period_s={period},{pre}priority_calc_phase={phase},{pre}priority_favor_small={small}"
+        );
+        let allocs = toposched_core::registry::alloc_names();
+        let alloc_name = allocs[ai % allocs.len()];
+        let mut runs = Vec::new();
+        for _ in 0..2 {
+            let a = alloc::by_name(alloc_name, &Options::new()).unwrap();
+            let q = queue::by_name(&spec, &Options::new()).unwrap();
+            let mut e = Engine::new(topo.clone(), jobs.clone(), a, q, EngineOptions::default(), &[]).unwrap();
+            let done = e.step(u64::MAX);
+            proptest::prop_assert!(done.is_ok(), "{:?}", done);
+            let mut held: Vec<(u32, i64, i64)> = Vec::new();
+            for (i, (j, o)) in jobs.iter().zip(e.outcomes()).enumerate() {
+                if o.status != JobStatus::Done {
+                    proptest::prop_assert!(o.status == JobStatus::Skipped, "row {i}: {:?}", o.status);
+                    continue;
+                }
+                proptest::prop_assert!(o.start_s >= j.submit_s);
+                proptest::prop_assert_eq!(o.end_s - o.start_s, j.runtime_s.min(j.walltime_s));
+                proptest::prop_assert_eq!(e.nodes_of(i as u32).len(), j.nodes as usize);
+                held.extend(e.nodes_of(i as u32).iter().map(|&n| (n, o.start_s, o.end_s)));
+            }
+            held.sort();
+            for w in held.windows(2) {
+                proptest::prop_assert!(w[0].0 != w[1].0 || w[0].2 <= w[1].1 || w[0].1 == w[0].2 || w[1].1 == w[1].2, "node {} shared", w[0].0);
+            }
+            runs.push((0..jobs.len()).map(|i| (e.outcomes()[i].start_s, e.nodes_of(i as u32).to_vec())).collect::<Vec<_>>());
+        }
+        proptest::prop_assert_eq!(&runs[0], &runs[1]);
     }
 
     /// Job size alone, favouring large jobs: whenever the main scheduler starts a job, no
