@@ -35,7 +35,7 @@
 //!   backfill agent (`_more_work`, backfill.c).
 //!
 //! Checked against the real Slurm 22.05 (docs/validation.md, "Multifactor priority"): every
-//! priority it logged in five recorded runs but one job's in two of them is this formula's,
+//! priority it logged in six recorded runs but one job's in two of them is this formula's,
 //! and the replays start jobs within tens to hundreds of milliseconds of Slurm.
 
 use crate::pass::PassCtx;
