@@ -169,3 +169,144 @@ def test_from_lab_compares_a_recorded_run_again_without_slurm(tmp_path):
     r = subprocess.run([*cmd, "--from-lab", str(tmp_path / "nothing")], capture_output=True, text=True, timeout=300)
     assert r.returncode != 0 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert "--from-lab" in r.stderr
+
+
+#: the priority/multifactor settings of the recorded multifactor runs (`validate-slurm --random
+#: 200 --seed 1 --multifactor ...`): ages count to 2 minutes, recalculated every minute
+MULTIFACTOR = "PriorityWeightAge=5000,PriorityWeightJobSize=5000,PriorityMaxAge=2,PriorityCalcPeriod=1"
+#: one run favouring small jobs, size weighted more than age
+FAVOR_SMALL = "PriorityWeightAge=2000,PriorityWeightJobSize=8000,PriorityMaxAge=2,PriorityCalcPeriod=1,PriorityFavorSmall=YES"
+#: recorded run -> (seed, settings, (W_age, W_size, favor small)): the weights written out
+#: again for the formula test
+MULTIFACTOR_RUNS = {
+    "random200-seed1-linear-backfill-multifactor": (1, MULTIFACTOR, (5000, 5000, False)),
+    "random200-seed1-cons_tres-backfill-multifactor": (1, MULTIFACTOR, (5000, 5000, False)),
+    "random200-seed1-linear-builtin-multifactor": (1, MULTIFACTOR, (5000, 5000, False)),
+    "random200-seed2-linear-backfill-multifactor": (2, MULTIFACTOR, (5000, 5000, False)),
+    "random200-seed2-cons_tres-builtin-multifactor": (2, MULTIFACTOR, (5000, 5000, False)),
+    "random200-seed1-linear-backfill-multifactor-favorsmall": (1, FAVOR_SMALL, (2000, 8000, True)),
+}
+
+
+def _recorded_multifactor_lab(tmp_path: Path, run: str) -> Path:
+    """A recorded multifactor run as the lab directory validate-slurm left (slurm-SELECT-SCHEDULER-multifactor)."""
+    select, scheduler = run.split("-")[2:4]
+    lab = tmp_path / f"slurm-{select}-{scheduler}-multifactor"
+    (lab / "log").mkdir(parents=True)
+    (lab / "log" / "ctld.log").write_bytes(gzip.decompress((RECORDED / f"{run}.ctld.log.gz").read_bytes()))
+    settings = MULTIFACTOR_RUNS[run][1]
+    (lab / "slurm.conf").write_text("\n".join([f"SchedulerType=sched/{scheduler}", *val.multifactor_conf(settings)]) + "\n")
+    return lab
+
+
+@pytest.mark.parametrize(("run", "max_mean_s", "max_p95_s", "max_rel"), [
+    ("random200-seed1-linear-backfill-multifactor", 0.15, 0.45, 0.003),
+    ("random200-seed1-cons_tres-backfill-multifactor", 0.25, 0.3, 0.003),
+    ("random200-seed1-linear-builtin-multifactor", 0.05, 0.06, 0.003),
+    ("random200-seed2-linear-backfill-multifactor", 0.07, 0.08, 0.003),
+    ("random200-seed2-cons_tres-builtin-multifactor", 0.07, 0.08, 0.003),
+    ("random200-seed1-linear-backfill-multifactor-favorsmall", 0.35, 0.6, 0.15),
+])
+def test_multifactor_priority_replays_recorded_runs(tmp_path, run, max_mean_s, max_p95_s, max_rel):
+    """Recorded runs of the real Slurm 22.05 with PriorityType=priority/multifactor (age and
+    job size weights 5000, PriorityMaxAge 2 min, PriorityCalcPeriod 1 min; one run with
+    PriorityFavorSmall=YES and weights 2000 / 8000; random 200-job streams of seeds 1 and 2,
+    32 nodes). Measured (docs/validation.md): |start diff| mean / p95 with seed 1 0.116 /
+    0.418 s (linear + backfill), 0.196 / 0.241 s (cons_tres + backfill), 0.026 / 0.046 s
+    (linear + builtin); with seed 2 0.052 / 0.068 s (linear + backfill), 0.051 / 0.067 s
+    (cons_tres + builtin); favor small 0.275 / 0.513 s, 11% of the wait on average (jobs
+    wait 23 s on average, many only a second or two). The same runs replayed in
+    priority/basic's order (submit order) are 53-81 s off on average: the priorities decide."""
+    seed, settings, (w_age, w_size, small) = MULTIFACTOR_RUNS[run]
+    select, scheduler = run.split("-")[2:4]
+    stream = val.random_stream(200, 32, seed, arrival_span_s=60.0, max_run_s=4)
+    slurm = val.slurm_from_lab(_recorded_multifactor_lab(tmp_path, run), stream)
+    want = {"priority_weight_age": w_age, "priority_weight_job_size": w_size, "priority_max_age_s": 120, "priority_calc_period_s": 60}
+    assert slurm.priority == (want | {"priority_favor_small": True} if small else want)
+    # the decay thread's runs one PriorityCalcPeriod apart (to the millisecond: abs.tv_sec += period)
+    runs = slurm.priority_recalcs_ms
+    assert len(runs) >= 2 and all(abs(b - a - 60_000) <= 10 for a, b in zip(runs, runs[1:])), runs
+    s = val.compare(lab_fabric(), slurm, select=select, scheduler=scheduler).summary()
+    prefix = "sched_" if scheduler == "backfill" else ""
+    assert f"{prefix}priority_weight_age={w_age}" in s["queue"] and f"{prefix}priority_calc_phase={runs[0] % 60_000}" in s["queue"]
+    assert s["identical_decisions"] == 200
+    assert s["start_diff_s"]["mean"] < max_mean_s and s["start_diff_s"]["p95"] < max_p95_s, s
+    assert s["start_diff_over_wait"]["mean"] < max_rel, s
+    slurm.priority = {}
+    basic = val.compare(lab_fabric(), slurm, select=select, scheduler=scheduler).summary()
+    assert basic["start_diff_s"]["mean"] > 30, basic
+
+
+def _slurm_formula(age_s: float, nodes: int, weights: tuple[int, int, bool]) -> int:
+    """priority/multifactor's priority on 32 one-CPU nodes, PriorityMaxAge 120 s, as documented."""
+    w_age, w_size, small = weights
+    size = (32 - nodes) / 32 if small else nodes / 32
+    return int(max(1.0, w_age * min(1.0, age_s / 120) + w_size * size))
+
+
+def test_real_slurms_priorities_follow_the_documented_formula():
+    """Every priority the real Slurm logged in the recorded multifactor runs ("initial
+    priority for job J is P" at submission, "priority for job J is now P" at each run of the
+    decay thread), against Slurm's documented formula written out here: trunc(max(1, W_age *
+    min(1, age_s / 120) + W_size * nodes / 32)) (favor small: (32 - nodes) / 32), age counted
+    in whole seconds from the submission's second, 0 at submission. One job in each of two
+    runs (of six) counts one second more than its submission line's second (submitted
+    within a few ms of a second's turn)."""
+    checked = 0
+    for run, (seed, _, (w_age, w_size, small)) in MULTIFACTOR_RUNS.items():
+        stream = val.random_stream(200, 32, seed, arrival_span_s=60.0, max_run_s=4)
+        nodes = {i + 2: j.nodes for i, j in enumerate(stream)} | {1: 1}  # job 1 is the warm-up
+        log = val.parse_ctld_log(gzip.decompress((RECORDED / f"{run}.ctld.log.gz").read_bytes()).decode())
+        weights = (w_age, w_size, small)
+        off = []
+        for job, rec in log.items():
+            if job < 0:
+                continue
+            assert rec["initial_priority"] == _slurm_formula(0, nodes[job], weights), (run, job)
+            checked += 1
+            submit_s = rec["submit"].replace(microsecond=0)
+            for t, prio in rec.get("priorities", []):
+                age_s = (t.replace(microsecond=0) - submit_s).total_seconds()
+                checked += 1
+                if prio != _slurm_formula(age_s, nodes[job], weights):
+                    assert prio == _slurm_formula(age_s + 1, nodes[job], weights), (run, job, t, prio)
+                    off.append(job)
+        assert len(set(off)) <= 1, (run, off)
+    assert checked > 3000  # 6 x 201 at submission, 1968 recalculations
+
+
+def test_from_lab_finds_a_multifactor_run_and_refuses_bad_settings(tmp_path):
+    _recorded_multifactor_lab(tmp_path / "lab", "random200-seed1-linear-builtin-multifactor")
+    cmd = [sys.executable, "-m", "toposched.cli", "validate-slurm", "--random", "200", "--seed", "1", "--select", "linear", "--out", str(tmp_path / "o")]
+    r = subprocess.run([*cmd, "--multifactor", MULTIFACTOR, "--from-lab", str(tmp_path / "lab")], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    s = json.loads((tmp_path / "o" / "linear-builtin-multifactor" / "summary.json").read_text())
+    assert s["jobs"] == 200 and "priority_weight_job_size=5000" in s["queue"]
+    for bad, word in (("PriorityWeightQOS=5", "PriorityWeightQOS"), ("PriorityMaxAge=2:30", "PriorityMaxAge"), ("PriorityWeightAge=x", "PriorityWeightAge")):
+        r = subprocess.run([*cmd, "--multifactor", bad, "--from-lab", str(tmp_path / "lab")], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert "--multifactor" in r.stderr and word in r.stderr, r.stderr
+
+
+def test_the_decay_threads_phase_comes_from_its_start_when_no_recalculation_was_logged():
+    """A run too short for a recalculation with a pending job: the plugin's init line (the
+    decay thread starts there; its runs logged in the recorded runs fall on the same
+    millisecond one period later) gives the phase."""
+    log = "\n".join([
+        "[2026-01-01T00:00:00.250] debug:  priority/multifactor: init: Priority MULTIFACTOR plugin loaded",
+        "[2026-01-01T00:00:05.000] _slurm_rpc_submit_batch_job: JobId=1 InitPrio=1 usec=1",
+        "[2026-01-01T00:00:05.000] debug2: priority/multifactor: priority_p_set: initial priority for job 1 is 156",
+        "[2026-01-01T00:00:05.500] sched: Allocate JobId=1 NodeList=n00 #CPUs=1 Partition=topo",
+        "[2026-01-01T00:00:06.000] _job_complete: JobId=1 done",
+        "[2026-01-01T00:00:06.000] _slurm_rpc_submit_batch_job: JobId=2 InitPrio=1 usec=1",
+        "[2026-01-01T00:00:06.010] sched: Allocate JobId=2 NodeList=n01 #CPUs=1 Partition=topo",
+        "[2026-01-01T00:00:07.000] _job_complete: JobId=2 done",
+    ])
+    parsed = val.parse_ctld_log(log)
+    assert parsed[-1]["priority_init"].second == 0 and parsed[1]["initial_priority"] == 156
+    assert val.recorded_log(log).splitlines()[0] == log.splitlines()[0]
+    jobs = val._merge({"2": val.StreamJob("a", 0, 1, 1, 1)}, None, parsed, warmup_id=1)
+    jobs.priority = {"priority_weight_age": 10, "priority_calc_period_s": 60}
+    assert jobs.priority_init_ms == -5750 and jobs.priority_recalcs_ms == ()
+    s = val.compare(lab_fabric(), jobs, select="linear", scheduler="builtin").summary()
+    assert f"priority_calc_phase={-5750 % 60_000}" in s["queue"], s["queue"]

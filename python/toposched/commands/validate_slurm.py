@@ -23,6 +23,7 @@ DESCRIPTION = (
 )
 EPILOG = """examples:
   toposched validate-slurm --random 200 --seed 1 --out val/
+  toposched validate-slurm --random 200 --scheduler backfill --multifactor PriorityWeightAge=5000,PriorityWeightJobSize=5000,PriorityMaxAge=2,PriorityCalcPeriod=1 --out val/
   toposched validate-slurm --trace log.swf --cores-per-node 8 --first-job 1000 --jobs 200 --select linear --out val/
 """
 
@@ -42,6 +43,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--select", choices=("linear", "cons_tres", "both"), default="both", help="Slurm select plugin (default: both, one after the other)")
     parser.add_argument("--scheduler", choices=("builtin", "backfill"), default="builtin", help="SchedulerType (default: builtin = FIFO)")
     parser.add_argument("--scheduler-parameters", default="", metavar="TEXT", help="slurm.conf SchedulerParameters (default: none, Slurm's defaults)")
+    parser.add_argument("--multifactor", metavar="KEY=VALUE,...", default="",
+                        help="run Slurm with PriorityType=priority/multifactor and these slurm.conf settings (PriorityWeightAge, PriorityWeightJobSize, "
+                             "PriorityMaxAge, PriorityCalcPeriod, PriorityFavorSmall; times in minutes), replayed with the same priority options "
+                             "(default: priority/basic)")
     parser.add_argument("--timeout-s", type=float, default=1800, help="give up if Slurm has not run every job by then (default: 1800)")
     parser.add_argument("--from-lab", metavar="DIR", help="compare again a recorded run (the OUT/lab directory of an earlier validate-slurm with the same stream options) instead of starting Slurm")
     parser.add_argument("--out", required=True, help="directory for the report (one sub-directory per select plugin) and Slurm's scratch files")
@@ -66,6 +71,8 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         stream = val.random_stream(args.random or 200, n_nodes, args.seed, arrival_span_s=args.arrival_span_s, max_run_s=args.max_run_s or 4)
+    if args.multifactor:
+        val.multifactor_conf(args.multifactor)  # a bad setting is one line before anything starts
     if args.from_lab:
         return _from_lab(args, fabric, stream, val)
     if os.geteuid() != 0:
@@ -76,13 +83,15 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     selects = ("linear", "cons_tres") if args.select == "both" else (args.select,)
     for select in selects:
-        v = val.validate(out / "lab", fabric, stream, select=select, scheduler=args.scheduler, scheduler_parameters=args.scheduler_parameters, timeout_s=args.timeout_s)
-        s = val.write_report(v, out / f"{select}-{args.scheduler}")
+        v = val.validate(out / "lab", fabric, stream, select=select, scheduler=args.scheduler, scheduler_parameters=args.scheduler_parameters,
+                         multifactor=args.multifactor, timeout_s=args.timeout_s)
+        name = val.run_name(select, args.scheduler, args.multifactor)
+        s = val.write_report(v, out / name)
         print(val.summary_line(s))
         if s["first_divergence"]:
             fd = s["first_divergence"]
             print(f"  first divergence of the replay: {fd['job']} ({fd['nodes_asked']} nodes): Slurm {fd['slurm']['nodes']} at {fd['slurm']['start_ms'] / 1000:.3f} s, "
-                  f"toposched {fd['toposched']['nodes']} at {fd['toposched']['start_ms'] / 1000:.3f} s (states in {out / f'{select}-{args.scheduler}' / 'summary.json'})")
+                  f"toposched {fd['toposched']['nodes']} at {fd['toposched']['start_ms'] / 1000:.3f} s (states in {out / name / 'summary.json'})")
     print(json.dumps({"report": str(out)}))
     return 0
 
@@ -96,10 +105,11 @@ def _from_lab(args: argparse.Namespace, fabric: "Fabric", stream: "list[StreamJo
     out = Path(args.out)
     selects = ("linear", "cons_tres") if args.select == "both" else (args.select,)
     for select in selects:
-        lab = Path(args.from_lab) / f"slurm-{select}-{args.scheduler}"
+        name = val.run_name(select, args.scheduler, args.multifactor)
+        lab = Path(args.from_lab) / f"slurm-{name}"
         if not (lab / "log" / "ctld.log").exists():
-            raise InputError("--from-lab", f"no recorded run in {lab} (log/ctld.log)", hint="--select, --scheduler as in the recorded run")
+            raise InputError("--from-lab", f"no recorded run in {lab} (log/ctld.log)", hint="--select, --scheduler, --multifactor as in the recorded run")
         v = val.compare(fabric, val.slurm_from_lab(lab, stream), select=select, scheduler=args.scheduler)
-        print(val.summary_line(val.write_report(v, out / f"{select}-{args.scheduler}")))
+        print(val.summary_line(val.write_report(v, out / name)))
     print(json.dumps({"report": str(out)}))
     return 0

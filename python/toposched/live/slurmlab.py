@@ -89,6 +89,8 @@ class SlurmLab:
     #: run an (empty) Epilog on every node: each node then reports MESSAGE_EPILOG_COMPLETE and
     #: stays COMPLETING until it does (without one, slurmd answers "already complete" at once)
     epilog: bool = False
+    #: more slurm.conf lines (e.g. PriorityType=priority/multifactor and its weights)
+    extra_conf: tuple[str, ...] = ()
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -153,6 +155,7 @@ class SlurmLab:
             f"SelectType={self.select_type}",
             *(["SelectTypeParameters=CR_Core"] if self.select_type == "select/cons_tres" else []),
             f"TopologyPlugin={self.topology_plugin}",
+            *self.extra_conf,
             "MpiDefault=none",
             "ReturnToService=2",
             "MinJobAge=3600",

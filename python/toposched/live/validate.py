@@ -81,6 +81,58 @@ def scheduler_options(text: str) -> tuple[dict[str, int | bool], list[str]]:
     return opts, ignored
 
 
+#: slurm.conf Priority* key -> option of queue ``slurm`` (``slurm-bf``: the same under ``sched_``)
+_PRIORITY_KEYS = {
+    "PriorityWeightAge": "priority_weight_age", "PriorityWeightJobSize": "priority_weight_job_size",
+    "PriorityMaxAge": "priority_max_age_s", "PriorityCalcPeriod": "priority_calc_period_s", "PriorityFavorSmall": "priority_favor_small",
+}
+
+
+def _slurm_minutes(key: str, value: str) -> int:
+    """A slurm.conf duration as ``time_str2mins`` reads it: MINUTES, or DAYS-HOURS[:MINUTES]."""
+    m = re.fullmatch(r"(\d+)-(\d+)(?::(\d+))?|(\d+)", value.strip())
+    if not m:
+        raise InputError("--multifactor", f"{key}={value!r}: expected minutes or days-hours[:minutes]")
+    if m.group(4) is not None:
+        return int(m.group(4))
+    return int(m.group(1)) * 1440 + int(m.group(2)) * 60 + int(m.group(3) or 0)
+
+
+def multifactor_conf(text: str) -> list[str]:
+    """``--multifactor PriorityWeightAge=1000,PriorityMaxAge=2,...`` -> slurm.conf lines
+    (``PriorityType=priority/multifactor`` first); only the keys the replay models."""
+    lines = ["PriorityType=priority/multifactor"]
+    for item in (x.strip() for x in text.split(",") if x.strip()):
+        key, eq, value = item.partition("=")
+        if not eq or key.strip().lower() not in {k.lower() for k in _PRIORITY_KEYS}:
+            raise InputError("--multifactor", f"{item!r}: expected KEY=VALUE with KEY one of PriorityWeightAge, PriorityWeightJobSize, PriorityMaxAge, PriorityCalcPeriod, PriorityFavorSmall")
+        lines.append(f"{key.strip()}={value.strip()}")
+    priority_options("\n".join(lines))  # refuse a bad value before Slurm starts
+    return lines
+
+
+def priority_options(conf: str) -> dict[str, int | bool]:
+    """slurm.conf text -> the ``slurm`` queue policy's priority options ({} under
+    ``priority/basic``). Weights are whole numbers (``uint32``); PriorityMaxAge and
+    PriorityCalcPeriod are in minutes in slurm.conf (``read_config.c``: ``time_str2mins * 60``)."""
+    if _conf_value(conf, "PriorityType") != "priority/multifactor":
+        return {}
+    opts: dict[str, int | bool] = {}
+    for key, name in _PRIORITY_KEYS.items():
+        value = _conf_value(conf, key)
+        if not value:
+            continue
+        if name == "priority_favor_small":
+            opts[name] = value.lower() in ("yes", "y", "1", "true")
+        elif name.endswith("_s"):
+            opts[name] = _slurm_minutes(key, value) * 60
+        elif value.isdigit():
+            opts[name] = int(value)
+        else:
+            raise InputError("--multifactor", f"{key}={value!r} is not a whole number")
+    return opts
+
+
 @dataclass(frozen=True)
 class StreamJob:
     """One job of a stream, already compressed to run on a lab Slurm."""
@@ -148,6 +200,12 @@ _EPILOG = re.compile(r"_slurm_rpc_epilog_complete: JobId=(\d+) Node=(\S+)")
 _SUBMIT = re.compile(r"_slurm_rpc_submit_batch_job: JobId=(\d+) ")
 # backfill.c _attempt_backfill: debug("beginning") at the start of every cycle
 _BF_CYCLE = re.compile(r"backfill\S*: beginning")
+# priority/multifactor (priority_multifactor.c, debug2): at submission (priority_p_set) and at
+# every recalculation of the decay thread (decay_apply_weighted_factors)
+_PRIO_INITIAL = re.compile(r"initial priority for job (\d+) is (\d+)")
+_PRIO_RECALC = re.compile(r"priority for job (\d+) is now (\d+)")
+# the plugin's init starts the decay thread, whose runs follow every PriorityCalcPeriod
+_PRIO_INIT = re.compile(r"Priority MULTIFACTOR plugin loaded")
 
 
 @dataclass
@@ -164,6 +222,8 @@ class SlurmJob:
     state: str
     limit_min: int
     by_backfill: bool = False
+    #: priority/multifactor: the priority Slurm gave it at submission (None: not logged)
+    initial_priority: int | None = None
     #: line numbers in the controller's log of the start and of each node's return: the
     #: order of events within one millisecond
     start_seq: int = 0
@@ -182,8 +242,15 @@ class CtldRecord(TypedDict, total=False):
     end: datetime
     freed: dict[str, datetime]  # node -> its epilog completed
     freed_seq: dict[str, int]
+    #: priority/multifactor: the priority given at submission, and each recalculated one
+    initial_priority: int
+    priorities: list[tuple[datetime, int]]
     #: only under key -1: when sched/backfill's cycles began
     backfill_cycles: list[datetime]
+    #: only under key -1: when the decay thread recalculated priorities (its first line each time)
+    priority_recalcs: list[datetime]
+    #: only under key -1: when priority/multifactor started its decay thread
+    priority_init: datetime
 
 
 def parse_ctld_log(text: str) -> dict[int, CtldRecord]:
@@ -198,6 +265,8 @@ def parse_ctld_log(text: str) -> dict[int, CtldRecord]:
     "already complete" and the controller frees the node unlogged)."""
     out: dict[int, CtldRecord] = {}
     cycles: list[datetime] = []
+    recalcs: list[datetime] = []
+    init: datetime | None = None
     completing: dict[str, int] = {}  # node -> ended job still holding it
     for seq, line in enumerate(text.splitlines()):
         m = _LOG_TIME.match(line)
@@ -207,6 +276,18 @@ def parse_ctld_log(text: str) -> dict[int, CtldRecord]:
         msg = m.group(2)
         if _BF_CYCLE.search(msg):
             cycles.append(t)
+        if _PRIO_INIT.search(msg):
+            init = t
+            continue
+        if p := _PRIO_INITIAL.search(msg):
+            out.setdefault(int(p.group(1)), {})["initial_priority"] = int(p.group(2))
+            continue
+        if p := _PRIO_RECALC.search(msg):
+            out.setdefault(int(p.group(1)), {}).setdefault("priorities", []).append((t, int(p.group(2))))
+            # one recalculation logs every pending job within a few ms
+            if not recalcs or (t - recalcs[-1]).total_seconds() > 1:
+                recalcs.append(t)
+            continue
         if s := _SUBMIT.search(msg):
             out.setdefault(int(s.group(1)), {})["submit"] = t
         elif s := _START.search(msg):
@@ -224,19 +305,30 @@ def parse_ctld_log(text: str) -> dict[int, CtldRecord]:
             if ended is not None:
                 out[ended].setdefault("freed", {})[node] = t
                 out[ended].setdefault("freed_seq", {})[node] = seq
-    if cycles:
-        out[-1] = {"backfill_cycles": cycles}
+    if cycles or recalcs or init:
+        out[-1] = {"backfill_cycles": cycles, "priority_recalcs": recalcs}
+        if init:
+            out[-1]["priority_init"] = init
     return out
 
 
+def recorded_log(text: str) -> str:
+    """The lines of a controller log that ``parse_ctld_log`` reads, in order: a run small
+    enough to keep as test data (tests/data/slurm-lab) and compare again with --from-lab."""
+    wanted = (_BF_CYCLE, _PRIO_INIT, _PRIO_INITIAL, _PRIO_RECALC, _SUBMIT, _START, _DONE, _EPILOG)
+    keep = [ln for ln in text.splitlines() if (m := _LOG_TIME.match(ln)) and any(r.search(m.group(2)) for r in wanted)]
+    return "\n".join(keep) + "\n"
+
+
 def run_on_slurm(workdir: Path, fabric: Fabric, stream: list[StreamJob], *, select: str, scheduler: str,
-                 scheduler_parameters: str = "", timeout_s: float = 900) -> "SlurmJobs":
+                 scheduler_parameters: str = "", multifactor: str = "", timeout_s: float = 900) -> "SlurmJobs":
     """Start a lab Slurm, submit the stream in real time, wait for every job, read back."""
     from .slurmlab import SlurmLab
 
     lab = SlurmLab(
         Path(workdir), fabric.spec, hold_with_lua=False, select_type=f"select/{select}", scheduler_type=f"sched/{scheduler}",
         scheduler_parameters=scheduler_parameters, ctld_debug="debug2", epilog=True,
+        extra_conf=tuple(multifactor_conf(multifactor)) if multifactor else (),
     )
     with lab:
         # one warm-up job: the controller schedules only once every slurmd has registered,
@@ -255,6 +347,7 @@ def run_on_slurm(workdir: Path, fabric: Fabric, stream: list[StreamJob], *, sele
         log = parse_ctld_log((lab.workdir / "log" / "ctld.log").read_text())
     jobs = _merge(ids, sacct, log, warmup_id=int(warm))
     jobs.scheduler_parameters = _conf_value(lab.conf.read_text(), "SchedulerParameters")
+    jobs.priority = priority_options(lab.conf.read_text())
     return jobs
 
 
@@ -270,6 +363,7 @@ def slurm_from_lab(lab_dir: Path, stream: list[StreamJob]) -> "SlurmJobs":
                          hint="the same stream options as the recorded run")
     jobs = _merge({str(i): sj for i, sj in zip(ids[1:], stream)}, None, log, warmup_id=ids[0])
     jobs.scheduler_parameters = _conf_value((lab_dir / "slurm.conf").read_text(), "SchedulerParameters")
+    jobs.priority = priority_options((lab_dir / "slurm.conf").read_text())
     return jobs
 
 
@@ -319,6 +413,12 @@ class SlurmJobs(list[SlurmJob]):
     clock_offset_ms: int = 0
     #: slurm.conf SchedulerParameters of the run
     scheduler_parameters: str = ""
+    #: priority/multifactor's settings as options of queue `slurm` ({}: priority/basic)
+    priority: dict[str, int | bool] = {}  # noqa: RUF012 (replaced, never mutated)
+    #: when the decay thread recalculated priorities (ms; the log's "priority for job .. is now")
+    priority_recalcs_ms: tuple[int, ...] = ()
+    #: when the decay thread started (ms; "Priority MULTIFACTOR plugin loaded"): its first run
+    priority_init_ms: int | None = None
 
 
 def _merge(ids: dict[str, StreamJob], sacct: dict[str, dict[str, str]] | None, log: dict[int, CtldRecord],
@@ -332,6 +432,9 @@ def _merge(ids: dict[str, StreamJob], sacct: dict[str, dict[str, str]] | None, l
     if warmup_id is not None and "start" in log.get(warmup_id, {}):
         jobs.last_pass_ms = ms(log[warmup_id]["start"])
     jobs.bf_cycles_ms = tuple(ms(t) for t in log.get(-1, {}).get("backfill_cycles", []))
+    jobs.priority_recalcs_ms = tuple(ms(t) for t in log.get(-1, {}).get("priority_recalcs", []))
+    if "priority_init" in log.get(-1, {}):
+        jobs.priority_init_ms = ms(log[-1]["priority_init"])
     jobs.clock_offset_ms = round((first - first.replace(hour=0, minute=0, second=0, microsecond=0)).total_seconds() * 1000)
     for jid, sj in ids.items():
         rec, acct = log.get(int(jid), {}), (sacct.get(jid) if sacct is not None else {"State": "?", "NodeList": ",".join(log.get(int(jid), {}).get("nodes", []))})
@@ -344,7 +447,7 @@ def _merge(ids: dict[str, StreamJob], sacct: dict[str, dict[str, str]] | None, l
         freed = {n: ms(rec.get("freed", {}).get(n, rec["end"])) for n in nodes}
         seqs = {n: rec.get("freed_seq", {}).get(n, 1 << 62) for n in nodes}
         jobs.append(SlurmJob(sj.name, int(jid), sj.nodes, ms(rec["submit"]), ms(rec["start"]), end, nodes, freed, acct["State"], sj.limit_min,
-                             rec["backfill"], rec["start_seq"], seqs))
+                             rec["backfill"], rec.get("initial_priority"), rec["start_seq"], seqs))
     jobs.sort(key=lambda j: j.job_id)
     return jobs
 
@@ -474,10 +577,24 @@ def compare(fabric: Fabric, slurm: list[SlurmJob], *, select: str, scheduler: st
     sched_opts, _ = scheduler_options(getattr(slurm, "scheduler_parameters", ""))
     if "batch_sched_delay_s" in sched_opts:
         params["batch_sched_delay_s"] = sched_opts.pop("batch_sched_delay_s")
+    priority = dict(getattr(slurm, "priority", {}))
+    if priority:
+        # the decay thread wakes every PriorityCalcPeriod from its start (abs.tv_sec +=
+        # calc_period): its phase from the first recalculation logged, or else from its
+        # start (the plugin's init, the same millisecond in the runs recorded); ages count
+        # whole seconds of the controller's clock
+        period_ms = 1000 * int(priority.get("priority_calc_period_s", 300))
+        recalcs = list(getattr(slurm, "priority_recalcs_ms", ()))
+        init = getattr(slurm, "priority_init_ms", None)
+        first = recalcs[0] if recalcs else init
+        if first is not None:
+            priority["priority_calc_phase"] = first % period_ms
+        params.update(priority)
+        params["clock_offset"] = getattr(slurm, "clock_offset_ms", 0)
     if queue == "slurm-bf":
         # the same main-scheduler options under slurm-bf's names (one name, one policy), and
         # sched/backfill's parameters as the lab's slurm.conf set them (the rest Slurm's defaults)
-        params = {f"sched_{k}" if k != "batch_sched_delay_s" else "sched_batch_delay_s": v for k, v in params.items()}
+        params = {f"sched_{k}" if k != "batch_sched_delay_s" else "sched_batch_delay_s": v for k, v in params.items() if k != "clock_offset"}
         params.update(sched_opts)
         params["bf_will_run_window_s"] = WILL_RUN_WINDOW_OF_SELECT[select]
         params["bf_clock_offset"] = getattr(slurm, "clock_offset_ms", 0)
@@ -532,10 +649,15 @@ def _replay_state(r: SimResult, names: list[str], t_ms: int, fabric: Fabric) -> 
     return {"time_ms": t_ms, "leaf_free": free, "running": sorted((k, hostlist.collect_hostlist([names[n] for n in ns])) for k, ns in running)}
 
 
+def run_name(select: str, scheduler: str, multifactor: str | bool = "") -> str:
+    """A run's directory name: SELECT-SCHEDULER, with -multifactor under priority/multifactor."""
+    return f"{select}-{scheduler}" + ("-multifactor" if multifactor else "")
+
+
 def validate(workdir: Path, fabric: Fabric, stream: list[StreamJob], *, select: str, scheduler: str = "builtin",
-             scheduler_parameters: str = "", timeout_s: float = 900) -> Validation:
-    slurm = run_on_slurm(Path(workdir) / f"slurm-{select}-{scheduler}", fabric, stream, select=select, scheduler=scheduler,
-                         scheduler_parameters=scheduler_parameters, timeout_s=timeout_s)
+             scheduler_parameters: str = "", multifactor: str = "", timeout_s: float = 900) -> Validation:
+    slurm = run_on_slurm(Path(workdir) / f"slurm-{run_name(select, scheduler, multifactor)}", fabric, stream, select=select, scheduler=scheduler,
+                         scheduler_parameters=scheduler_parameters, multifactor=multifactor, timeout_s=timeout_s)
     return compare(fabric, slurm, select=select, scheduler=scheduler)
 
 

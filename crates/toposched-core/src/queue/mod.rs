@@ -6,6 +6,8 @@
 
 // `pub mod fcfs; ...` for every file of this directory, and `REGISTERED` (build.rs).
 include!(concat!(env!("OUT_DIR"), "/queue_registry.rs"));
+/// Slurm's priority/multifactor: the queue order of `slurm` and `slurm-bf` (not a policy).
+pub mod multifactor;
 
 pub use conservative::Conservative;
 pub use easy::{Easy, EasyOptions};

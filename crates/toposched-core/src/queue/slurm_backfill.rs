@@ -19,6 +19,14 @@
 //! does. Parameters: `slurm:batch_sched_delay_s=3,ticks_per_s=1,tick_phase=0,last_pass=T`
 //! (the loop wakes at `tick_phase + k * ticks_per_s`; `last_pass`: when it last ran a pass
 //! before the replay began; a replay of a real controller's run sets both from its log).
+//!
+//! *Priority*: `priority/basic` (submit order) unless a weight is set: then
+//! `priority/multifactor`'s age and job size factors (`priority_weight_age`,
+//! `priority_weight_job_size`, `priority_max_age_s`, `priority_calc_period_s`,
+//! `priority_favor_small`; defaults Slurm's: 0, 0, 7 days, 5 min, no), recalculated when
+//! Slurm's decay thread does (every `priority_calc_period_s` from `priority_calc_phase`,
+//! engine units; whole seconds of the controller's clock placed by `clock_offset`). The
+//! arithmetic and its source lines are in `multifactor/mod.rs`.
 //! *When to use*: to replay a FIFO Slurm's start times, not only its order.
 //! *Cost*: as `fcfs`, plus one wake-up per pending second.
 //! *Reference*: SchedMD/slurm tag `slurm-22-05-8-1`: `src/slurmctld/controller.c`
@@ -26,6 +34,7 @@
 //! `proc_req.c` (`_slurm_rpc_epilog_complete`), `job_scheduler.c` (`_schedule`).
 //! `sched/backfill`'s cycles (`bf_interval`, `bf_window`, ...) are the `slurm-bf` policy (`slurm_bf.rs`).
 
+use super::multifactor::{Multifactor, MultifactorParams};
 use super::{PassCtx, QueueEntry, QueuePolicy};
 use crate::options::{parse_options, schema_of};
 
@@ -41,11 +50,37 @@ pub struct SlurmOptions {
     pub tick_phase: i64,
     /// When its last pass before the replay began ran (none: long ago).
     pub last_pass: Option<i64>,
+    /// `PriorityWeightAge` (priority/multifactor; every weight 0: priority/basic's submit order).
+    pub priority_weight_age: i64,
+    /// `PriorityWeightJobSize`.
+    pub priority_weight_job_size: i64,
+    /// `PriorityMaxAge` (seconds; Slurm reads minutes): the age factor is 1 from this wait on.
+    pub priority_max_age_s: i64,
+    /// `PriorityCalcPeriod` (seconds; Slurm reads minutes): how often priorities are recalculated.
+    pub priority_calc_period_s: i64,
+    /// `PriorityFavorSmall=YES`: the job size factor favours small jobs.
+    pub priority_favor_small: bool,
+    /// An instant (engine units) at which the decay thread recalculated priorities.
+    pub priority_calc_phase: i64,
+    /// The controller's clock at time 0 (engine units): where its whole seconds begin.
+    pub clock_offset: i64,
 }
 
 impl Default for SlurmOptions {
     fn default() -> Self {
-        SlurmOptions { batch_sched_delay_s: 3, ticks_per_s: 1, tick_phase: 0, last_pass: None }
+        SlurmOptions {
+            batch_sched_delay_s: 3,
+            ticks_per_s: 1,
+            tick_phase: 0,
+            last_pass: None,
+            priority_weight_age: 0,
+            priority_weight_job_size: 0,
+            priority_max_age_s: 7 * 86_400,
+            priority_calc_period_s: 300,
+            priority_favor_small: false,
+            priority_calc_phase: 0,
+            clock_offset: 0,
+        }
     }
 }
 
@@ -68,24 +103,34 @@ impl SlurmOptions {
                 return Err(format!("queue slurm: {k}={v} is out of range"));
             }
         }
-        Ok(())
-    }
-
-    /// `key=value` pairs separated by commas (the part after `slurm:`).
-    pub fn parse(text: &str) -> Result<SlurmOptions, String> {
-        let mut o = SlurmOptions::default();
-        for item in text.split(',').filter(|s| !s.is_empty()) {
-            let (k, v) = item.split_once('=').ok_or_else(|| format!("queue slurm: expected KEY=VALUE, got {item:?}"))?;
-            let v: i64 = v.parse().map_err(|_| format!("queue slurm: {k} must be a whole number, got {v:?}"))?;
-            match k {
-                "batch_sched_delay_s" if v >= 0 => o.batch_sched_delay_s = v,
-                "ticks_per_s" if v >= 1 => o.ticks_per_s = v,
-                "tick_phase" if v >= 0 => o.tick_phase = v,
-                "last_pass" => o.last_pass = Some(v),
-                "batch_sched_delay_s" | "ticks_per_s" | "tick_phase" => return Err(format!("queue slurm: {k}={v} is out of range")),
-                _ => return Err(format!("queue slurm: unknown parameter {k:?} (batch_sched_delay_s, ticks_per_s, tick_phase, last_pass)")),
+        for (k, v) in [("priority_weight_age", self.priority_weight_age), ("priority_weight_job_size", self.priority_weight_job_size)] {
+            if !(0..=u32::MAX as i64).contains(&v) {
+                return Err(format!("queue slurm: {k}={v} is out of range (0..={})", u32::MAX));
             }
         }
+        self.multifactor().check("slurm", "")
+    }
+
+    /// The priority/multifactor settings these options give.
+    pub fn multifactor(&self) -> MultifactorParams {
+        MultifactorParams {
+            weight_age: self.priority_weight_age as u32,
+            weight_job_size: self.priority_weight_job_size as u32,
+            max_age_s: self.priority_max_age_s,
+            calc_period_s: self.priority_calc_period_s,
+            favor_small: self.priority_favor_small,
+            calc_phase: self.priority_calc_phase,
+            clock_offset: self.clock_offset,
+            ticks_per_s: self.ticks_per_s,
+        }
+    }
+
+    /// `key=value` pairs separated by commas (the part after `slurm:`), read as the
+    /// registry reads them (`split_params`, then the options struct), so one rule.
+    pub fn parse(text: &str) -> Result<SlurmOptions, String> {
+        let (_, options) = crate::options::split_params(&format!("slurm:{text}"), &crate::options::Options::new())?;
+        let o: SlurmOptions = parse_options("slurm", &options)?;
+        o.check()?;
         Ok(o)
     }
 }
@@ -147,11 +192,13 @@ impl MainPassClock {
 #[derive(Clone, Debug)]
 pub struct SlurmSched {
     clock: MainPassClock,
+    priority: Multifactor,
 }
 
 impl SlurmSched {
     pub fn new(opts: SlurmOptions) -> SlurmSched {
-        SlurmSched { clock: MainPassClock::new(opts.batch_sched_delay_s, opts.ticks_per_s, opts.tick_phase, opts.last_pass) }
+        let priority = Multifactor::new(opts.multifactor());
+        SlurmSched { clock: MainPassClock::new(opts.batch_sched_delay_s, opts.ticks_per_s, opts.tick_phase, opts.last_pass), priority }
     }
 }
 
@@ -161,7 +208,9 @@ impl QueuePolicy for SlurmSched {
     }
 
     fn pass(&mut self, ctx: &mut PassCtx) {
+        self.priority.before_pass(ctx);
         if self.clock.due(ctx) {
+            self.priority.queue_built(ctx);
             super::fcfs::fifo(ctx);
         }
         self.clock.after(ctx);
@@ -176,7 +225,9 @@ mod tests {
     fn options_parse_and_refuse_clearly() {
         let o = SlurmOptions::parse("batch_sched_delay_s=5,ticks_per_s=1000").unwrap();
         assert_eq!((o.batch_sched_delay_s, o.ticks_per_s), (5, 1000));
-        assert!(SlurmOptions::parse("bf_interval=3").unwrap_err().contains("unknown parameter"));
+        assert!(SlurmOptions::parse("bf_interval=3").unwrap_err().contains("unknown field"));
+        let o = SlurmOptions::parse("priority_weight_age=10,priority_favor_small=true").unwrap();
+        assert_eq!((o.priority_weight_age, o.priority_favor_small), (10, true));
         assert!(SlurmOptions::parse("ticks_per_s=0").unwrap_err().contains("out of range"));
         assert!(SlurmOptions::parse("ticks_per_s").unwrap_err().contains("KEY=VALUE"));
     }

@@ -5,8 +5,11 @@
 //! `slurm-22-05-8-1`):
 //! - **Main scheduler**: exactly `slurm`'s pass and its timing (`_schedule` in
 //!   `job_scheduler.c`: priority order, the first job that cannot start blocks its
-//!   partition; shared code, `slurm_backfill.rs`). Priority is `priority/basic`'s: submit
-//!   order, then job id (`sort_job_queue2`), the engine's queue order.
+//!   partition; shared code, `slurm_backfill.rs`). Priority is `priority/basic`'s (submit
+//!   order, then job id, `sort_job_queue2`, the engine's queue order), or
+//!   `priority/multifactor`'s age and job size factors when a `sched_priority_weight_*` is
+//!   set (as `slurm`'s `priority_*` options; `multifactor/mod.rs`): both the main pass and
+//!   the cycles walk the queue in that order, and a recalculation is more work for the agent.
 //! - **When a cycle runs** (`backfill_agent`): the agent sleeps `bf_interval` seconds after
 //!   a cycle ends, then runs one if anything changed since the last cycle (`_more_work`:
 //!   a job submitted, started or ended; a node planned or unplanned by the last cycle);
@@ -48,15 +51,20 @@
 //! ran; none: it is due at time 0), `bf_clock_offset` (the controller's clock at time 0,
 //! in engine units, which places the resolution grid). The main scheduler's are `slurm`'s
 //! under other names (an option name belongs to one policy): `sched_batch_delay_s`,
-//! `sched_ticks_per_s`, `sched_tick_phase`, `sched_last_pass`. Times given in seconds are
-//! scaled by `sched_ticks_per_s`.
+//! `sched_ticks_per_s`, `sched_tick_phase`, `sched_last_pass`, and the
+//! priority options `sched_priority_weight_age`, `sched_priority_weight_job_size`,
+//! `sched_priority_max_age_s`, `sched_priority_calc_period_s`, `sched_priority_favor_small`,
+//! `sched_priority_calc_phase` (its seconds placed by `bf_clock_offset`). Times given in
+//! seconds are scaled by `sched_ticks_per_s`.
 //! *Not modelled*: partitions, QOS and association limits, `bf_min_age_reserve`,
 //! `bf_min_prio_reserve`, `bf_max_job_start`, per-user limits, time-min jobs, COMPLETING
-//! nodes (the engine frees a job's nodes together), multifactor priority.
+//! nodes (the engine frees a job's nodes together), multifactor's fair-share, QOS and
+//! partition factors.
 //! *When to use*: to replay a Slurm configured with `SchedulerType=sched/backfill`.
 //! *Cost*: per cycle, for each tested job a few allocator calls per running job (the
 //! will-run projection) and O(plan records x nodes) for the plan.
 
+use super::multifactor::{Multifactor, MultifactorParams};
 use super::slurm_backfill::MainPassClock;
 use super::{PassCtx, QueueEntry, QueuePolicy};
 use crate::alloc::Guard;
@@ -92,6 +100,18 @@ pub struct SlurmBfOptions {
     pub sched_tick_phase: i64,
     /// When the main scheduler's background loop last ran a pass before the replay.
     pub sched_last_pass: Option<i64>,
+    /// `PriorityWeightAge` (priority/multifactor; every weight 0: priority/basic's submit order).
+    pub sched_priority_weight_age: i64,
+    /// `PriorityWeightJobSize`.
+    pub sched_priority_weight_job_size: i64,
+    /// `PriorityMaxAge` (seconds; Slurm reads minutes).
+    pub sched_priority_max_age_s: i64,
+    /// `PriorityCalcPeriod` (seconds; Slurm reads minutes).
+    pub sched_priority_calc_period_s: i64,
+    /// `PriorityFavorSmall=YES`.
+    pub sched_priority_favor_small: bool,
+    /// An instant (engine units) at which the decay thread recalculated priorities.
+    pub sched_priority_calc_phase: i64,
 }
 
 impl Default for SlurmBfOptions {
@@ -109,6 +129,12 @@ impl Default for SlurmBfOptions {
             sched_ticks_per_s: 1,
             sched_tick_phase: 0,
             sched_last_pass: None,
+            sched_priority_weight_age: 0,
+            sched_priority_weight_job_size: 0,
+            sched_priority_max_age_s: 7 * 86_400,
+            sched_priority_calc_period_s: 300,
+            sched_priority_favor_small: false,
+            sched_priority_calc_phase: 0,
         }
     }
 }
@@ -133,7 +159,26 @@ impl SlurmBfOptions {
         if self.sched_tick_phase < 0 {
             return Err(format!("queue slurm-bf: sched_tick_phase={} is out of range", self.sched_tick_phase));
         }
-        Ok(())
+        for (k, v) in [("sched_priority_weight_age", self.sched_priority_weight_age), ("sched_priority_weight_job_size", self.sched_priority_weight_job_size)] {
+            if !(0..=u32::MAX as i64).contains(&v) {
+                return Err(format!("queue slurm-bf: {k}={v} is out of range (0..={})", u32::MAX));
+            }
+        }
+        self.multifactor().check("slurm-bf", "sched_")
+    }
+
+    /// The priority/multifactor settings these options give.
+    pub fn multifactor(&self) -> MultifactorParams {
+        MultifactorParams {
+            weight_age: self.sched_priority_weight_age as u32,
+            weight_job_size: self.sched_priority_weight_job_size as u32,
+            max_age_s: self.sched_priority_max_age_s,
+            calc_period_s: self.sched_priority_calc_period_s,
+            favor_small: self.sched_priority_favor_small,
+            calc_phase: self.sched_priority_calc_phase,
+            clock_offset: self.bf_clock_offset,
+            ticks_per_s: self.sched_ticks_per_s,
+        }
     }
 }
 
@@ -168,6 +213,7 @@ pub struct SlurmBf {
     seen: (u64, usize),
     /// Some reserved node was free (NODE_STATE_PLANNED) after the last cycle.
     planned: bool,
+    priority: Multifactor,
 }
 
 impl SlurmBf {
@@ -175,7 +221,8 @@ impl SlurmBf {
         let tick = opts.sched_ticks_per_s;
         let clock = MainPassClock::new(opts.sched_batch_delay_s, tick, opts.sched_tick_phase, opts.sched_last_pass);
         let next_wake = opts.bf_last_cycle.map_or(0, |t| t + opts.bf_interval_s * tick);
-        SlurmBf { opts, clock, next_wake, dirty: false, seen: (u64::MAX, usize::MAX), planned: false }
+        let priority = Multifactor::new(opts.multifactor());
+        SlurmBf { opts, clock, next_wake, dirty: false, seen: (u64::MAX, usize::MAX), planned: false, priority }
     }
 
     /// `backfill_agent`: whether a cycle runs now; asks for the next wake-up otherwise.
@@ -429,11 +476,17 @@ impl QueuePolicy for SlurmBf {
     }
 
     fn pass(&mut self, ctx: &mut PassCtx) {
+        // a recalculation sets last_job_update: more work for the agent (_more_work)
+        if self.priority.before_pass(ctx) {
+            self.dirty = true;
+        }
         // the main scheduler first: an event's pass runs at once, a cycle waits for the agent
         if self.clock.due(ctx) {
+            self.priority.queue_built(ctx);
             super::fcfs::fifo(ctx);
         }
         if self.cycle_due(ctx) {
+            self.priority.queue_built(ctx);
             self.cycle(ctx);
             self.seen = (ctx.version(), ctx.queue().len());
             self.next_wake = ctx.now() + self.opts.bf_interval_s * self.opts.sched_ticks_per_s;
