@@ -2,8 +2,9 @@
 //! predicts to slow the job and the running jobs it shares links with the least.
 //!
 //! *Candidates* (at most `candidates` distinct node sets, generated in this order, each of
-//! free nodes the guard does not exclude): `tiers`' best fit without isolation (T1: the
-//! fullest leaf that holds the job; T2: one pod; T3: across pods: the SC18 orders);
+//! free nodes the guard does not exclude): `slurm-tree`'s placement (profile `current`:
+//! the smallest subtree, then the tightest leaves); `tiers`' best fit without isolation
+//! (T1: the fullest leaf that holds the job; T2: one pod; T3: across pods: SC18 orders);
 //! `isolated`'s placement (when the running jobs let it place the job now); then, for
 //! each pod that holds the job (quietest first: fewest running jobs spanning pods in it,
 //! then fewest free nodes), its leaves quietest first (fewest running jobs spanning leaves
@@ -42,6 +43,7 @@
 
 use std::collections::BTreeMap;
 
+use super::slurm_tree::{SlurmProfile, SlurmTree};
 use super::tiers::{LeafOrder, SpanCounts, TieBreak, Tiered};
 use super::{fits_in_machine, free_unguarded, AllocEntry, Allocator, Guard, Tracker};
 use crate::network::{DemandBuilder, NetConfig, Network, Pattern, Shared, Traffic};
@@ -114,7 +116,7 @@ impl LeastInterferenceOptions {
 
 pub static POLICY: AllocEntry = AllocEntry {
     name: "least-interference",
-    summary: "of a few candidate node sets (tier best fit, isolated's, quiet pods and leaves, linear), the one the network model predicts slows the job and its neighbours least",
+    summary: "of a few candidate node sets (slurm-tree's, tier best fit, isolated's, quiet pods and leaves, linear), the one the network model predicts slows the job and its neighbours least",
     fungible: true,
     topology_aware: true,
     options: schema_of::<LeastInterferenceOptions>,
@@ -144,6 +146,7 @@ type Key = (i64, u32, u32, u32, usize);
 pub struct LeastInterference {
     opts: LeastInterferenceOptions,
     traffic: AssumedTraffic,
+    slurm: SlurmTree,
     best_fit: Tiered,
     isolated: Tiered,
     model: Option<Model>,
@@ -155,6 +158,7 @@ impl LeastInterference {
         Ok(LeastInterference {
             opts,
             traffic,
+            slurm: SlurmTree::new(SlurmProfile::Current),
             best_fit: Tiered::new(u32::MAX, u32::MAX, LeafOrder::default(), TieBreak::default()),
             isolated: Tiered::new(1, 1, LeafOrder::default(), TieBreak::default()),
             model: None,
@@ -234,6 +238,9 @@ impl LeastInterference {
             }
             out.len() >= bound
         };
+        if push(self.slurm.select(topo, state, nodes, &g), &mut out) {
+            return out;
+        }
         if push(self.best_fit.select(topo, state, nodes, &g), &mut out) || push(self.isolated.select(topo, state, nodes, &g), &mut out) {
             return out;
         }
