@@ -68,19 +68,19 @@ fn scene() -> impl Strategy<Value = (Topology, Vec<Vec<u32>>, Vec<u32>, u32, Lea
         let n = t.n_nodes() as u32;
         (
             Just(t),
-            prop::collection::vec(0u32..6, n as usize),
+            prop::collection::vec(0u32..10, n as usize),
             prop::collection::vec(any::<bool>(), n as usize),
-            1u32..=n,
+            1u32..=(n / 2).max(1),
             1u32..10,
             prop::sample::select(vec!["bins", "a2a", "stencil3d", "pairs", "flood"]),
             prop::sample::select(vec![0.3, 1.0]),
         )
             .prop_map(|(t, owner, excl, size, c, tr, phi)| {
-                // owner 0: free; k > 0: running job k (its nodes, wherever they are)
-                let mut jobs: Vec<Vec<u32>> = vec![Vec::new(); 6];
-                owner.iter().enumerate().filter(|(_, &o)| o > 0).for_each(|(x, &o)| jobs[o as usize].push(x as u32));
+                // owner below 5: free (about half the nodes); 5..9: running job owner - 5
+                let mut jobs: Vec<Vec<u32>> = vec![Vec::new(); 5];
+                owner.iter().enumerate().filter(|(_, &o)| o >= 5).for_each(|(x, &o)| jobs[o as usize - 5].push(x as u32));
                 let jobs: Vec<Vec<u32>> = jobs.into_iter().filter(|j| !j.is_empty()).collect();
-                let excluded: Vec<u32> = (0..owner.len() as u32).filter(|&x| owner[x as usize] == 0 && excl[x as usize] && x % 3 == 0).collect();
+                let excluded: Vec<u32> = (0..owner.len() as u32).filter(|&x| owner[x as usize] < 5 && excl[x as usize] && x % 3 == 0).collect();
                 (t, jobs, excluded, size, opts(c, tr, phi))
             })
     })

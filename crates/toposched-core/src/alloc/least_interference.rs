@@ -214,11 +214,18 @@ impl LeastInterference {
     /// Candidate node sets (each ascending, distinct), at most `candidates`, in the
     /// documented order; stops at the first one on a single leaf (it cannot be beaten).
     pub fn candidates(&mut self, topo: &Topology, state: &ClusterState, nodes: u32, guard: &Guard) -> Vec<Vec<u32>> {
-        let holdings = state.holdings();
-        self.candidates_with(topo, state, nodes, guard, &holdings)
+        self.candidates_with(topo, state, nodes, guard, &mut None)
     }
 
-    fn candidates_with(&mut self, topo: &Topology, state: &ClusterState, nodes: u32, guard: &Guard, holdings: &[(u32, Vec<u32>)]) -> Vec<Vec<u32>> {
+    /// `holdings`: the state's running jobs, read here if a generator needs them first.
+    fn candidates_with(
+        &mut self,
+        topo: &Topology,
+        state: &ClusterState,
+        nodes: u32,
+        guard: &Guard,
+        holdings: &mut Option<Vec<(u32, Vec<u32>)>>,
+    ) -> Vec<Vec<u32>> {
         let bound = self.opts.candidates as usize;
         let mut out: Vec<Vec<u32>> = Vec::new();
         let n = nodes as usize;
@@ -248,7 +255,7 @@ impl LeastInterference {
         let mut avail = vec![0u32; topo.n_leaves()];
         free_unguarded(state, topo, &g).for_each(|x| avail[topo.leaf_of(x) as usize] += 1);
         let mut spans = SpanCounts::new(topo);
-        for (_, h) in holdings {
+        for (_, h) in holdings.get_or_insert_with(|| state.holdings()).iter() {
             spans.allocate(topo, h, topo.span_class(h));
         }
         let pod_avail: Vec<u32> = (0..topo.n_pods() as u32).map(|p| topo.pod_leaves(p).map(|l| avail[l as usize]).sum()).collect();
@@ -365,8 +372,9 @@ impl Allocator for LeastInterference {
         fits_in_machine(empty, nodes)
     }
     fn select(&mut self, topo: &Topology, state: &ClusterState, nodes: u32, guard: &Guard) -> Option<Vec<u32>> {
-        let holdings = state.holdings();
-        let cands = self.candidates_with(topo, state, nodes, guard, &holdings);
+        // read once, and only when needed: most one-leaf jobs are placed without it
+        let mut holdings = None;
+        let cands = self.candidates_with(topo, state, nodes, guard, &mut holdings);
         match cands.len() {
             0 => return None,
             1 => return cands.into_iter().next(),
@@ -378,6 +386,7 @@ impl Allocator for LeastInterference {
             // fewest leaves and pods, so no earlier candidate beats it
             return cands.into_iter().last();
         }
+        let holdings = holdings.unwrap_or_else(|| state.holdings());
         self.sync(topo, &holdings);
         let mut best: Option<(Key, usize)> = None;
         for (i, c) in cands.iter().enumerate() {
