@@ -19,7 +19,12 @@ fn options_of<T: serde::Serialize>(t: T) -> Options {
 }
 
 fn opts(candidates: u32, traffic: &str, phi: f64) -> LeastInterferenceOptions {
-    LeastInterferenceOptions { candidates, assumed_traffic: traffic.into(), assumed_phi: phi }
+    let assumed_traffic = serde_json::from_value(serde_json::Value::from(traffic)).unwrap();
+    LeastInterferenceOptions { candidates, assumed_traffic, assumed_phi: phi }
+}
+
+fn traffic_name(o: &LeastInterferenceOptions) -> String {
+    serde_json::to_value(o.assumed_traffic).unwrap().as_str().unwrap().to_string()
 }
 
 /// The documented traffic of a job of `n` nodes, written out again (not the policy's).
@@ -125,7 +130,7 @@ proptest! {
         let at = cands.iter().position(|c| *c == pick);
         prop_assert!(at.is_some(), "the pick {:?} is one of the candidates {:?}", pick, cands);
         let net = Network::new(&topo, NetConfig { filling: Filling::Steady, ..NetConfig::default() }).unwrap();
-        let (base, _) = lost(&net, &o.assumed_traffic, o.assumed_phi, &running);
+        let (base, _) = lost(&net, &traffic_name(&o), o.assumed_phi, &running);
         // (score, links shared, leaves, pods, index) of each candidate, computed here
         let keys: Vec<(f64, usize, usize, usize, usize)> = cands
             .iter()
@@ -133,7 +138,7 @@ proptest! {
             .map(|(i, c)| {
                 let mut all = running.clone();
                 all.push(c.clone());
-                let (with, shared) = lost(&net, &o.assumed_traffic, o.assumed_phi, &all);
+                let (with, shared) = lost(&net, &traffic_name(&o), o.assumed_phi, &all);
                 ((with - base).max(0.0), shared, distinct(c.iter().map(|&x| topo.leaf_of(x))), distinct(c.iter().map(|&x| topo.pod_of(x))), i)
             })
             .collect();
@@ -193,10 +198,16 @@ fn options_are_checked() {
     let build = |o: LeastInterferenceOptions| (alloc::least_interference::POLICY.build)(&options_of(o)).err();
     assert!(build(opts(0, "bins", 0.3)).unwrap().contains("candidates must be at least 1"));
     assert!(build(opts(4, "bins", 1.5)).unwrap().contains("assumed_phi must be in [0, 1]"));
-    let e = build(opts(4, "nonsense", 0.3)).unwrap();
-    assert!(e.starts_with("least-interference: assumed_traffic:") && e.contains("unknown communication pattern"), "{e}");
-    assert!(build(opts(4, "sub-a2a:4", 0.3)).is_none());
-    assert_eq!(AssumedTraffic::parse("bins").unwrap().pattern(17), Pattern::parse("stencil4d").unwrap());
+    let mut o = options_of(opts(4, "bins", 0.3));
+    o.insert("assumed_traffic".into(), "nonsense".into());
+    let e = (alloc::least_interference::POLICY.build)(&o).err().unwrap();
+    assert!(e.starts_with("least-interference:") && e.contains("unknown variant"), "{e}");
+    // every choice is a pattern name the network model reads, or bins
+    for name in ["a2a", "sub-a2a", "subcom-a2a", "stencil2d", "stencil3d", "stencil4d", "unstructured", "pairs", "flood", "ring", "incast", "adjacent-leaf"] {
+        assert_eq!(opts(4, name, 0.3).assumed_traffic.pattern(5), Pattern::parse(name).unwrap(), "{name}");
+    }
+    assert_eq!(AssumedTraffic::Bins.pattern(17), Pattern::parse("stencil4d").unwrap());
+    assert_eq!(AssumedTraffic::A2a.pattern(1), Pattern::None);
     let schema = (alloc::least_interference::POLICY.options)();
     let props = &schema.as_object().unwrap()["properties"];
     assert_eq!(props["candidates"]["default"], 8);

@@ -25,7 +25,7 @@
 //! earliest candidate. A candidate on one leaf uses no link between switches: it scores 0
 //! with nothing shared, and the first such candidate is taken without scoring the rest.
 //! *Traffic*: an allocation policy does not see the replay's per-job traffic (it chooses
-//! nodes for a node count), so the model assumes it: `assumed_traffic = "bins"` (default)
+//! nodes for a node count), so the model assumes it: `assumed_traffic = bins` (default)
 //! gives every job the pattern the replay's default `--network bins` gives a job of its
 //! size (1 node: none; up to 16: stencil3d; 128: stencil4d; 512: unstructured; larger:
 //! subcom-a2a), which is exactly the replay's pattern under that spec; or one pattern name
@@ -58,8 +58,8 @@ pub struct LeastInterferenceOptions {
     /// Most candidate node sets scored per placement (>= 1; with 1, the first of the documented order that places the job).
     #[schemars(range(min = 1))]
     pub candidates: u32,
-    /// Traffic the model assumes for every job: "bins" (the pattern the replay's default --network bins gives a job of that size) or one pattern name (e.g. a2a, stencil4d).
-    pub assumed_traffic: String,
+    /// Traffic the model assumes for every job: bins (the pattern the replay's default --network bins gives a job of that size) or one pattern for all jobs.
+    pub assumed_traffic: AssumedTraffic,
     /// Communication fraction (phi, in [0, 1]) the model assumes for every job; one value for all jobs only scales the scores.
     #[schemars(range(min = 0.0, max = 1.0))]
     pub assumed_phi: f64,
@@ -67,50 +67,67 @@ pub struct LeastInterferenceOptions {
 
 impl Default for LeastInterferenceOptions {
     fn default() -> Self {
-        LeastInterferenceOptions { candidates: 8, assumed_traffic: "bins".into(), assumed_phi: 0.3 }
+        LeastInterferenceOptions { candidates: 8, assumed_traffic: AssumedTraffic::Bins, assumed_phi: 0.3 }
     }
 }
 
-/// The traffic the model gives a job of a size.
-#[derive(Clone, Debug, PartialEq)]
+/// The traffic the model gives every job (a closed list, so a wrong name is refused with
+/// the flag's choices before the run; `sub-a2a` is groups of 8).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
 pub enum AssumedTraffic {
-    /// The replay's default `bins` mapping (python/toposched/network_spec.py DEFAULT_BINS).
+    // the replay's default `bins` mapping by size (python/toposched/network_spec.py
+    // DEFAULT_BINS); no doc comments on the variants: the schema stays a plain list of names
+    #[default]
     Bins,
-    One(Pattern),
+    A2a,
+    SubA2a,
+    SubcomA2a,
+    Stencil2d,
+    Stencil3d,
+    Stencil4d,
+    Unstructured,
+    Pairs,
+    Flood,
+    Ring,
+    Incast,
+    AdjacentLeaf,
 }
 
 impl AssumedTraffic {
-    pub fn parse(text: &str) -> Result<AssumedTraffic, String> {
-        if text == "bins" {
-            return Ok(AssumedTraffic::Bins);
-        }
-        match Pattern::parse(text)? {
-            Pattern::Explicit(_) => Err("an explicit flow list cannot be assumed for every job".into()),
-            p => Ok(AssumedTraffic::One(p)),
-        }
-    }
     /// The pattern of a job of `nodes` nodes (a one-node job never uses the network).
-    pub fn pattern(&self, nodes: usize) -> Pattern {
+    pub fn pattern(self, nodes: usize) -> Pattern {
+        use AssumedTraffic as A;
         match self {
             _ if nodes <= 1 => Pattern::None,
-            AssumedTraffic::One(p) => p.clone(),
-            AssumedTraffic::Bins if nodes <= 16 => Pattern::Stencil(3),
-            AssumedTraffic::Bins if nodes <= 128 => Pattern::Stencil(4),
-            AssumedTraffic::Bins if nodes <= 512 => Pattern::Unstructured,
-            AssumedTraffic::Bins => Pattern::SubcomA2a,
+            A::Bins if nodes <= 16 => Pattern::Stencil(3),
+            A::Bins if nodes <= 128 => Pattern::Stencil(4),
+            A::Bins if nodes <= 512 => Pattern::Unstructured,
+            A::Bins | A::SubcomA2a => Pattern::SubcomA2a,
+            A::A2a => Pattern::AllToAll,
+            A::SubA2a => Pattern::SubA2a(8),
+            A::Stencil2d => Pattern::Stencil(2),
+            A::Stencil3d => Pattern::Stencil(3),
+            A::Stencil4d => Pattern::Stencil(4),
+            A::Unstructured => Pattern::Unstructured,
+            A::Pairs => Pattern::Pairs,
+            A::Flood => Pattern::Flood,
+            A::Ring => Pattern::Ring,
+            A::Incast => Pattern::Incast,
+            A::AdjacentLeaf => Pattern::AdjacentLeaf,
         }
     }
 }
 
 impl LeastInterferenceOptions {
-    pub fn check(&self) -> Result<AssumedTraffic, String> {
+    pub fn check(&self) -> Result<(), String> {
         if self.candidates == 0 {
             return Err("least-interference: candidates must be at least 1, got 0".into());
         }
         if !(self.assumed_phi.is_finite() && (0.0..=1.0).contains(&self.assumed_phi)) {
             return Err(format!("least-interference: assumed_phi must be in [0, 1], got {}", self.assumed_phi));
         }
-        AssumedTraffic::parse(&self.assumed_traffic).map_err(|e| format!("least-interference: assumed_traffic: {e}"))
+        Ok(())
     }
 }
 
@@ -154,7 +171,8 @@ pub struct LeastInterference {
 
 impl LeastInterference {
     pub fn new(opts: LeastInterferenceOptions) -> Result<LeastInterference, String> {
-        let traffic = opts.check()?;
+        opts.check()?;
+        let traffic = opts.assumed_traffic;
         Ok(LeastInterference {
             opts,
             traffic,
