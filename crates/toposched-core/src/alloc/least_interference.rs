@@ -28,13 +28,16 @@
 //! nodes for a node count), so the model assumes it: `assumed_traffic = bins` (default)
 //! gives every job the pattern the replay's default `--network bins` gives a job of its
 //! size (1 node: none; up to 16: stencil3d; 128: stencil4d; 512: unstructured; larger:
-//! subcom-a2a), which is exactly the replay's pattern under that spec; or one pattern name
-//! for every job (one rank per node, unit bytes, seed 0). `assumed_phi` is every job's
-//! communication fraction: with one value for all jobs it only scales the scores (the
-//! choice does not depend on it). One service level; the model's default bandwidths and
-//! flow fairness (a fabric's taper is in its topology, so the model sees it).
-//! *When to use*: to remove most of linear's interference without isolation's utilization
-//! cost: the schedule (who starts when) stays linear's, only the nodes change.
+//! subcom-a2a), the replay's own pattern under that spec (its random patterns drawn here
+//! with seed 0, in the replay with each job's seed); or one pattern for every job (one
+//! rank per node, unit bytes, seed 0). `assumed_phi` is every job's communication
+//! fraction: the shares the solve gives do not depend on it, so one value for all jobs
+//! scales every score by the same factor (0 turns the model off: the ties decide). One
+//! service level; the model's default bandwidths and flow fairness (a fabric's taper is in
+//! its topology, so the model sees it).
+//! *When to use*: to remove part of linear's interference (15-49 % on the logs of
+//! docs/frontier.md) at no utilization cost: who starts when stays linear's, only the
+//! nodes change. It sees only the links oversubscribed when a job starts.
 //! *Cost*: per placement, the model's sync with the running jobs (O(nodes) plus a demand
 //! for each job started or ended since), then, unless a one-leaf candidate exists, up to
 //! `candidates` demands (O(flows)) and two solves of the component each joins.
