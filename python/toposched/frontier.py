@@ -86,7 +86,7 @@ def _show(v: Any) -> str:
 
 
 #: Policies of the default grid, when registered: the oblivious and the SC18 baselines,
-#: Slurm's tree best-fit, and the knob grids of the policies written to sit between them.
+#: Slurm's tree best-fit, and the policies (with knob grids) written to sit between them.
 DEFAULT_GRID: tuple[str, ...] = (
     "linear",
     "random",
@@ -94,6 +94,7 @@ DEFAULT_GRID: tuple[str, ...] = (
     "isolated",
     "capped:leaf_cap=2+4,pod_cap=1+2",
     "jigsaw",
+    "least-interference",
 )
 
 
