@@ -84,6 +84,20 @@ impl NodeSet {
     pub fn count(&self) -> u32 {
         self.words.iter().map(|w| w.count_ones()).sum()
     }
+
+    /// The bits, 64 ids a word (id `i` is bit `i % 64` of word `i / 64`): to compare or
+    /// copy a set a word at a time.
+    #[inline]
+    pub fn words(&self) -> &[u64] {
+        &self.words
+    }
+}
+
+/// A number no state has carried before: [`ClusterState::stamp`]. Global (not per state)
+/// so that a copy and its original, changed separately, never share one.
+fn fresh_stamp() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Counters an allocation policy keeps over the jobs holding nodes, told of every
@@ -116,6 +130,8 @@ pub struct ClusterState {
     pod_free: Vec<u32>,
     /// The allocation policy's own counters, if it keeps any.
     tracker: Option<Box<dyn Tracker>>,
+    /// Changes (to a number never used before) at every change of the state.
+    stamp: u64,
 }
 
 impl Clone for ClusterState {
@@ -128,6 +144,8 @@ impl Clone for ClusterState {
             leaf_free: self.leaf_free.clone(),
             pod_free: self.pod_free.clone(),
             tracker: self.tracker.as_ref().map(|t| t.clone_box()),
+            // Same contents, same stamp: the first change to either gives it a fresh one.
+            stamp: self.stamp,
         }
     }
 }
@@ -144,6 +162,7 @@ impl ClusterState {
             leaf_free: vec![0; topo.n_leaves()],
             pod_free: vec![0; topo.n_pods()],
             tracker: None,
+            stamp: fresh_stamp(),
         };
         for &d in down {
             if (d as usize) < n {
@@ -163,6 +182,13 @@ impl ClusterState {
         s
     }
 
+    /// Two states with the same stamp hold the same nodes for the same owners, with the
+    /// same tracker counts (a copy keeps its original's stamp until one of them changes):
+    /// an allocation policy may keep what it derived from a state under its stamp.
+    #[inline]
+    pub fn stamp(&self) -> u64 {
+        self.stamp
+    }
     #[inline]
     pub fn n_free(&self) -> u32 {
         self.n_free
@@ -195,6 +221,7 @@ impl ClusterState {
             tracker.allocate(topo, &nodes, topo.span_class(&nodes));
         }
         self.tracker = Some(tracker);
+        self.stamp = fresh_stamp();
     }
     /// The installed tracker, if any.
     pub fn tracker(&self) -> Option<&dyn Tracker> {
@@ -226,18 +253,43 @@ impl ClusterState {
     /// Give `nodes` (ascending) to `job`; `class` is the job's span class.
     /// Panics if a node is not free: that would be an allocator bug, never a user error.
     pub fn allocate(&mut self, topo: &Topology, job: u32, nodes: &[u32], class: SpanClass) {
-        for &n in nodes {
-            assert_eq!(self.owner[n as usize], FREE, "node {n} given to job {job} is not free");
-            self.owner[n as usize] = job;
-            self.free.remove(n);
-            let leaf = topo.leaf_of(n);
-            let pod = topo.pod_of_leaf(leaf);
-            self.leaf_free[leaf as usize] -= 1;
-            self.pod_free[pod as usize] -= 1;
-        }
+        self.for_each_leaf_run(topo, nodes, |s, n| {
+            assert_eq!(s.owner[n as usize], FREE, "node {n} given to job {job} is not free");
+            s.owner[n as usize] = job;
+            s.free.remove(n);
+        }, |s, leaf, pod, run| {
+            s.leaf_free[leaf as usize] -= run;
+            s.pod_free[pod as usize] -= run;
+        });
         self.n_free -= nodes.len() as u32;
         if let Some(t) = self.tracker.as_mut() {
             t.allocate(topo, nodes, class);
+        }
+        self.stamp = fresh_stamp();
+    }
+
+    /// `per_node(self, node)` for each of `nodes`, then `per_run(self, leaf, pod, count)`
+    /// once per run of consecutive nodes on one leaf (a job's ascending nodes come in few
+    /// runs: the leaf and pod counters change once per run, not once per node). Correct in
+    /// any order; ascending makes the runs longest.
+    #[inline]
+    fn for_each_leaf_run(
+        &mut self,
+        topo: &Topology,
+        nodes: &[u32],
+        mut per_node: impl FnMut(&mut Self, u32),
+        mut per_run: impl FnMut(&mut Self, u32, u32, u32),
+    ) {
+        let mut i = 0;
+        while i < nodes.len() {
+            let leaf = topo.leaf_of(nodes[i]);
+            let range = topo.leaf_nodes(leaf);
+            let start = i;
+            while i < nodes.len() && range.contains(&nodes[i]) {
+                per_node(self, nodes[i]);
+                i += 1;
+            }
+            per_run(self, leaf, topo.pod_of_leaf(leaf), (i - start) as u32);
         }
     }
 
@@ -253,6 +305,7 @@ impl ClusterState {
         self.pod_free[topo.pod_of_leaf(leaf) as usize] -= 1;
         self.n_free -= 1;
         self.n_healthy -= 1;
+        self.stamp = fresh_stamp();
     }
 
     /// Put a node marked down back in service, free. Panics if it is not down.
@@ -265,23 +318,25 @@ impl ClusterState {
         self.pod_free[topo.pod_of_leaf(leaf) as usize] += 1;
         self.n_free += 1;
         self.n_healthy += 1;
+        self.stamp = fresh_stamp();
     }
 
     /// Take `nodes` (ascending, as given) back from `job`.
+    /// Panics if a node is not held by `job`: an engine bug, never a user error.
     pub fn release(&mut self, topo: &Topology, job: u32, nodes: &[u32], class: SpanClass) {
-        for &n in nodes {
-            assert_eq!(self.owner[n as usize], job, "node {n} released by job {job} is not held by it");
-            self.owner[n as usize] = FREE;
-            self.free.insert(n);
-            let leaf = topo.leaf_of(n);
-            let pod = topo.pod_of_leaf(leaf);
-            self.leaf_free[leaf as usize] += 1;
-            self.pod_free[pod as usize] += 1;
-        }
+        self.for_each_leaf_run(topo, nodes, |s, n| {
+            assert_eq!(s.owner[n as usize], job, "node {n} released by job {job} is not held by it");
+            s.owner[n as usize] = FREE;
+            s.free.insert(n);
+        }, |s, leaf, pod, run| {
+            s.leaf_free[leaf as usize] += run;
+            s.pod_free[pod as usize] += run;
+        });
         self.n_free += nodes.len() as u32;
         if let Some(t) = self.tracker.as_mut() {
             t.release(topo, nodes, class);
         }
+        self.stamp = fresh_stamp();
     }
 }
 
