@@ -81,6 +81,53 @@ impl NodeSet {
         total
     }
 
+    /// For consecutive `bounds` b0 <= b1 <= ... (ascending), push the members of each
+    /// b(i)..b(i+1) not in `minus` onto `out`. A prefix count a word at a time: one
+    /// popcount per bound, however the ranges fall on words (a leaf of 18 nodes spans one
+    /// or two words).
+    pub fn count_between_minus(&self, bounds: impl IntoIterator<Item = u32>, minus: &NodeSet, out: &mut Vec<u32>) {
+        // Members below `x`, counted from word `w` (whose preceding words hold `before`).
+        let (mut w, mut before, mut prev) = (0usize, 0u32, None);
+        let word = |w: usize| self.words.get(w).map_or(0, |&x| x & !minus.words.get(w).copied().unwrap_or(0));
+        for x in bounds {
+            while w < (x >> 6) as usize {
+                before += word(w).count_ones();
+                w += 1;
+            }
+            let below = before + (word(w) & ((1u64 << (x & 63)) - 1)).count_ones();
+            if let Some(p) = prev {
+                out.push(below - p);
+            }
+            prev = Some(below);
+        }
+    }
+
+    /// Push up to `m` members of `range` not in `minus` onto `out`, ascending.
+    pub fn take_range_minus(&self, range: std::ops::Range<u32>, minus: Option<&NodeSet>, m: u32, out: &mut Vec<u32>) {
+        let (lo, hi) = (range.start, range.end);
+        let mut left = m;
+        if lo >= hi || left == 0 {
+            return;
+        }
+        for w in (lo >> 6) as usize..=((hi - 1) >> 6) as usize {
+            let mut bits = self.words[w] & !minus.map_or(0, |s| s.words[w]);
+            if w == (lo >> 6) as usize {
+                bits &= !0u64 << (lo & 63);
+            }
+            if w == ((hi - 1) >> 6) as usize && hi & 63 != 0 {
+                bits &= !0u64 >> (64 - (hi & 63));
+            }
+            while bits != 0 {
+                out.push((w as u32) * 64 + bits.trailing_zeros());
+                bits &= bits - 1;
+                left -= 1;
+                if left == 0 {
+                    return;
+                }
+            }
+        }
+    }
+
     pub fn count(&self) -> u32 {
         self.words.iter().map(|w| w.count_ones()).sum()
     }
@@ -212,6 +259,16 @@ impl ClusterState {
     #[inline]
     pub fn pod_free(&self, pod: u32) -> u32 {
         self.pod_free[pod as usize]
+    }
+    /// Free nodes of every leaf, by leaf index.
+    #[inline]
+    pub fn leaf_frees(&self) -> &[u32] {
+        &self.leaf_free
+    }
+    /// Free nodes of every pod, by pod index (each the sum over its leaves).
+    #[inline]
+    pub fn pod_frees(&self) -> &[u32] {
+        &self.pod_free
     }
     /// Install an allocation policy's tracker (replacing any): it is told of the jobs
     /// holding nodes now (their nodes ascending, span class as `Topology::span_class`
@@ -361,6 +418,24 @@ mod tests {
         for (lo, hi) in [(0, 200), (5, 65), (63, 64), (64, 128), (66, 130), (7, 7), (130, 200), (0, 64)] {
             let expected = s.iter_range(lo..hi).filter(|&i| !minus.contains(i)).count() as u32;
             assert_eq!(s.count_range_minus(lo..hi, &minus), expected, "{lo}..{hi}");
+        }
+        // Per range between consecutive bounds, and the first m members of a range, against
+        // a bit-by-bit walk.
+        let bounds = [0u32, 0, 5, 63, 64, 65, 66, 127, 128, 130, 131, 199, 200];
+        let mut counts = vec![];
+        s.count_between_minus(bounds, &minus, &mut counts);
+        let want: Vec<u32> = bounds.windows(2).map(|b| s.iter_range(b[0]..b[1]).filter(|&i| !minus.contains(i)).count() as u32).collect();
+        assert_eq!(counts, want);
+        for (lo, hi) in [(0, 200), (5, 65), (63, 64), (64, 128), (66, 130), (7, 7), (130, 200), (0, 64)] {
+            for m in [0, 1, 2, 7] {
+                for minus in [None, Some(&minus)] {
+                    let mut got = vec![];
+                    s.take_range_minus(lo..hi, minus, m, &mut got);
+                    let want: Vec<u32> =
+                        s.iter_range(lo..hi).filter(|&i| minus.is_none_or(|x| !x.contains(i))).take(m as usize).collect();
+                    assert_eq!(got, want, "{lo}..{hi} m={m}");
+                }
+            }
         }
         assert_eq!(s.count(), 7);
         s.remove(64);

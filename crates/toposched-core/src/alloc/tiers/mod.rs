@@ -90,7 +90,8 @@ impl SpanCounts {
 
 /// Call `f(leaf, first leaf of its pod in this walk)` once for each leaf holding some of
 /// the ascending `nodes` (leaf-major ids: leaves, and pods, come in order). O(leaves
-/// touched x log nodes).
+/// touched) when the job holds its leaves' nodes in runs (the usual case), O(leaves touched
+/// x log leaf size) at worst.
 pub(crate) fn for_each_leaf(topo: &Topology, nodes: &[u32], mut f: impl FnMut(u32, bool)) {
     debug_assert!(nodes.windows(2).all(|w| w[0] < w[1]), "nodes must be ascending");
     let (mut i, mut last_pod) = (0, u32::MAX);
@@ -100,7 +101,10 @@ pub(crate) fn for_each_leaf(topo: &Topology, nodes: &[u32], mut f: impl FnMut(u3
         f(leaf, pod != last_pod);
         last_pod = pod;
         let end = topo.leaf_nodes(leaf).end;
-        i += nodes[i..].partition_point(|&n| n < end).max(1);
+        // Ascending distinct ids: at most `end - nodes[i]` of them are on this leaf, all of
+        // them if the last of those is.
+        let window = &nodes[i..nodes.len().min(i + (end - nodes[i]) as usize)];
+        i += if window.last().is_some_and(|&n| n < end) { window.len() } else { window.partition_point(|&n| n < end) };
     }
 }
 
@@ -129,9 +133,11 @@ pub struct Tiered {
     /// T3 leaf order inside a pod.
     t3_leaf_order: LeafOrder,
     tie_break: TieBreak,
-    /// What the last few (state, guard) pairs asked about give ([`View`]).
+    /// What the last few guards' reservations close ([`Closed`]), and what the last few
+    /// (state, guard) pairs asked about give ([`View`]).
+    closed: Vec<Closed>,
     views: Vec<View>,
-    /// Counts lookups, to replace the least recently used view.
+    /// Counts lookups, to replace the least recently used entry; and numbers `Closed`s.
     clock: u64,
     // Scratch space reused across calls (the allocator runs millions of times per replay).
     order: Vec<u32>,
@@ -146,6 +152,63 @@ pub struct Tiered {
 /// reserved tiers closed, none) about one state, between questions about copies of it
 /// (its reservation search).
 const VIEWS: usize = 4;
+/// `Closed`s kept: EASY's guards carry the head's reservation or none.
+const CLOSED: usize = 3;
+
+/// What a guard's reservations close (brief §2.6: the reserved job's leaves to jobs
+/// spanning leaves, its pods to jobs spanning pods), kept while the guard's reservations
+/// are the same: EASY's backfill asks under one reservation about many states.
+#[derive(Clone, Debug, Default)]
+struct Closed {
+    /// Names this computation (a [`View`] built with it records it).
+    id: u64,
+    // The key: the guard's reservations spanning leaves (the others close nothing), class
+    // and node count of each, their nodes one after another in `nodes`.
+    reserved: Vec<(SpanClass, usize)>,
+    nodes: Vec<u32>,
+    last_used: u64,
+    /// The reservations spanning leaves that touch each leaf, and spanning pods that touch
+    /// each pod (zeros for a guard without any).
+    leaf: Vec<u32>,
+    pod: Vec<u32>,
+}
+
+impl Closed {
+    fn matches(&self, guard: &Guard) -> bool {
+        let (mut kept, mut off) = (self.reserved.iter(), 0);
+        for r in guard.reserved.iter().filter(|r| r.class.spans_leaves()) {
+            match kept.next() {
+                Some(&(class, len)) if class == r.class && self.nodes[off..off + len] == *r.nodes => off += len,
+                _ => return false,
+            }
+        }
+        kept.next().is_none()
+    }
+
+    fn rebuild(&mut self, topo: &Topology, guard: &Guard, id: u64) {
+        self.id = id;
+        self.reserved.clear();
+        self.nodes.clear();
+        for r in guard.reserved.iter().filter(|r| r.class.spans_leaves()) {
+            self.reserved.push((r.class, r.nodes.len()));
+            self.nodes.extend_from_slice(r.nodes);
+        }
+        self.leaf.clear();
+        self.leaf.resize(topo.n_leaves(), 0);
+        self.pod.clear();
+        self.pod.resize(topo.n_pods(), 0);
+        let mut off = 0;
+        for &(class, len) in &self.reserved {
+            for_each_leaf(topo, &self.nodes[off..off + len], |leaf, new_pod| {
+                self.leaf[leaf as usize] += 1;
+                if new_pod && class.spans_pods() {
+                    self.pod[topo.pod_of_leaf(leaf) as usize] += 1;
+                }
+            });
+            off += len;
+        }
+    }
+}
 
 /// What placement reads from one machine state under one guard, computed once and kept
 /// while both are the same (the state's stamp, the guard's contents): a queue policy asks
@@ -154,127 +217,96 @@ const VIEWS: usize = 4;
 /// question was most of the time of an EASY+isolated replay on a large fabric.
 #[derive(Clone, Debug, Default)]
 struct View {
-    // The key: the state's stamp and a copy of the guard.
+    // The key: the state's stamp, the guard's excluded nodes, and its `Closed`.
     stamp: u64,
     excluded: Option<Vec<u64>>,
-    /// The guard's reservations spanning leaves (the others close nothing): class and node
-    /// count of each, their nodes one after another in `reserved_nodes`.
-    reserved: Vec<(SpanClass, usize)>,
-    reserved_nodes: Vec<u32>,
+    closed_id: u64,
     last_used: u64,
     // What it gives.
     /// Free nodes the guard leaves available per leaf and per pod.
     leaf_avail: Vec<u32>,
     pod_avail: Vec<u32>,
-    /// The guard's reservations spanning leaves that touch each leaf, and spanning pods
-    /// that touch each pod (brief §2.6: the reserved job's leaves and pods); empty when
-    /// the guard has none.
-    reserved_leaf: Vec<u32>,
-    reserved_pod: Vec<u32>,
+    /// The largest T1 job that can be placed: the most available nodes on one leaf.
+    best_leaf: u32,
+    /// Whether the three below are computed (T1 questions do not need them).
+    open_done: bool,
     /// Per pod, the available nodes of its leaves open to spanning jobs.
     pod_open_avail: Vec<u32>,
-    /// The largest job of each tier that can be placed: the most available nodes on one
-    /// leaf (T1), on the open leaves of one pod (T2), on the open leaves of open pods (T3).
-    best_leaf: u32,
+    /// The largest T2 job and T3 job that can be placed: the most available nodes on the
+    /// open leaves of one pod, and on the open leaves of open pods.
     best_pod_open: u32,
     open_total: u32,
 }
 
 impl View {
-    fn matches(&self, state: &ClusterState, guard: &Guard) -> bool {
-        if self.stamp != state.stamp() || self.excluded.as_deref() != guard.excluded.map(NodeSet::words) {
-            return false;
-        }
-        let (mut kept, mut off) = (self.reserved.iter(), 0);
-        for r in guard.reserved.iter().filter(|r| r.class.spans_leaves()) {
-            match kept.next() {
-                Some(&(class, len)) if class == r.class && self.reserved_nodes[off..off + len] == *r.nodes => off += len,
-                _ => return false,
-            }
-        }
-        kept.next().is_none()
+    fn matches(&self, state: &ClusterState, guard: &Guard, closed_id: u64) -> bool {
+        self.stamp == state.stamp() && self.closed_id == closed_id && self.excluded.as_deref() == guard.excluded.map(NodeSet::words)
     }
 
-    fn rebuild(&mut self, topo: &Topology, state: &ClusterState, guard: &Guard, leaf_cap: u32, pod_cap: u32) {
-        self.stamp = state.stamp();
+    fn rebuild(&mut self, topo: &Topology, state: &ClusterState, guard: &Guard, closed_id: u64) {
+        (self.stamp, self.closed_id, self.open_done) = (state.stamp(), closed_id, false);
+        self.leaf_avail.clear();
+        self.pod_avail.clear();
         match guard.excluded {
-            None => self.excluded = None,
+            None => {
+                self.excluded = None;
+                self.leaf_avail.extend_from_slice(state.leaf_frees());
+                self.pod_avail.extend_from_slice(state.pod_frees());
+            }
             Some(ex) => {
                 let words = self.excluded.get_or_insert_with(Vec::new);
                 words.clear();
                 words.extend_from_slice(ex.words());
+                let bounds = (0..topo.n_leaves() as u32).map(|l| topo.leaf_nodes(l).start).chain([topo.n_nodes() as u32]);
+                state.free_set().count_between_minus(bounds, ex, &mut self.leaf_avail);
+                for p in 0..topo.n_pods() as u32 {
+                    let sum = topo.pod_leaves(p).map(|l| self.leaf_avail[l as usize]).sum();
+                    self.pod_avail.push(sum);
+                }
             }
         }
-        self.reserved.clear();
-        self.reserved_nodes.clear();
-        for r in guard.reserved.iter().filter(|r| r.class.spans_leaves()) {
-            self.reserved.push((r.class, r.nodes.len()));
-            self.reserved_nodes.extend_from_slice(r.nodes);
-        }
+        self.best_leaf = self.leaf_avail.iter().copied().max().unwrap_or(0);
+    }
 
-        let (n_leaves, n_pods) = (topo.n_leaves() as u32, topo.n_pods() as u32);
-        self.leaf_avail.clear();
-        match guard.excluded {
-            None => self.leaf_avail.extend((0..n_leaves).map(|l| state.leaf_free(l))),
-            Some(ex) => {
-                self.leaf_avail.extend((0..n_leaves).map(|l| state.free_set().count_range_minus(topo.leaf_nodes(l), ex)))
-            }
+    /// Compute the open sums if not yet done.
+    fn open(&mut self, topo: &Topology, state: &ClusterState, closed: &Closed, leaf_cap: u32, pod_cap: u32) {
+        if self.open_done {
+            return;
         }
-
-        // Left empty without reservations spanning leaves (`leaf_open` reads them then).
-        self.reserved_leaf.clear();
-        self.reserved_pod.clear();
-        if !self.reserved.is_empty() {
-            self.reserved_leaf.resize(n_leaves as usize, 0);
-            self.reserved_pod.resize(n_pods as usize, 0);
-            let mut off = 0;
-            for &(class, len) in &self.reserved {
-                for_each_leaf(topo, &self.reserved_nodes[off..off + len], |leaf, new_pod| {
-                    self.reserved_leaf[leaf as usize] += 1;
-                    if new_pod && class.spans_pods() {
-                        self.reserved_pod[topo.pod_of_leaf(leaf) as usize] += 1;
-                    }
-                });
-                off += len;
-            }
-        }
-
         let mut recounted = None;
         let counts = span_counts(topo, state, &mut recounted);
-        self.pod_avail.clear();
         self.pod_open_avail.clear();
-        (self.best_leaf, self.best_pod_open, self.open_total) = (0, 0, 0);
-        for p in 0..n_pods {
-            let (mut sum, mut open_sum) = (0, 0);
-            for l in topo.pod_leaves(p) {
-                let a = self.leaf_avail[l as usize];
-                sum += a;
-                if self.leaf_open(counts, l, leaf_cap) {
-                    open_sum += a;
-                }
-                self.best_leaf = self.best_leaf.max(a);
-            }
-            self.pod_avail.push(sum);
+        (self.best_pod_open, self.open_total) = (0, 0);
+        for p in 0..topo.n_pods() as u32 {
+            let leaves = topo.pod_leaves(p);
+            let r = leaves.start as usize..leaves.end as usize;
+            // Without branches on the data: this runs for every state a reservation search
+            // projects (the sum of free nodes cannot overflow).
+            let open_sum = self.leaf_avail[r.clone()].iter().zip(&counts.leaf[r.clone()]).zip(&closed.leaf[r]).fold(
+                0u32,
+                |sum, ((&avail, &spanning), &reserved)| sum.wrapping_add(if spanning < leaf_cap.saturating_sub(reserved) { avail } else { 0 }),
+            );
             self.pod_open_avail.push(open_sum);
             self.best_pod_open = self.best_pod_open.max(open_sum);
-            if self.pod_open(counts, p, pod_cap) {
+            if pod_open(counts, closed, p, pod_cap) {
                 self.open_total += open_sum;
             }
         }
+        self.open_done = true;
     }
+}
 
-    /// A leaf is open to a job spanning leaves while the running jobs spanning leaves that
-    /// hold a node of it, plus the reservations spanning leaves that touch it, are fewer
-    /// than `leaf_cap` (`isolated`: none of either).
-    #[inline]
-    fn leaf_open(&self, counts: &SpanCounts, leaf: u32, leaf_cap: u32) -> bool {
-        counts.leaf_spanning(leaf) + self.reserved_leaf.get(leaf as usize).copied().unwrap_or(0) < leaf_cap
-    }
-    /// The same for pods, jobs spanning pods and `pod_cap`.
-    #[inline]
-    fn pod_open(&self, counts: &SpanCounts, pod: u32, pod_cap: u32) -> bool {
-        counts.pod_spanning(pod) + self.reserved_pod.get(pod as usize).copied().unwrap_or(0) < pod_cap
-    }
+/// A leaf is open to a job spanning leaves while the running jobs spanning leaves that
+/// hold a node of it, plus the reservations spanning leaves that touch it, are fewer than
+/// `leaf_cap` (`isolated`: none of either).
+#[inline]
+fn leaf_open(counts: &SpanCounts, closed: &Closed, leaf: u32, leaf_cap: u32) -> bool {
+    counts.leaf_spanning(leaf) + closed.leaf[leaf as usize] < leaf_cap
+}
+/// The same for pods, jobs spanning pods and `pod_cap`.
+#[inline]
+fn pod_open(counts: &SpanCounts, closed: &Closed, pod: u32, pod_cap: u32) -> bool {
+    counts.pod_spanning(pod) + closed.pod[pod as usize] < pod_cap
 }
 
 /// T1, T2 or T3 for a job of `nodes` nodes on `topo` (brief §2.3: `<=` comparisons, K and
@@ -286,6 +318,16 @@ pub fn tier(topo: &Topology, nodes: u32) -> SpanClass {
         SpanClass::Pod
     } else {
         SpanClass::Pods
+    }
+}
+
+/// A slot of `entries` to fill: a new one below `max`, else the least recently used.
+fn lru_slot<T: Default>(entries: &mut Vec<T>, max: usize, last_used: impl Fn(&T) -> u64) -> usize {
+    if entries.len() < max {
+        entries.push(T::default());
+        entries.len() - 1
+    } else {
+        (0..entries.len()).min_by_key(|&i| last_used(&entries[i])).expect("max > 0")
     }
 }
 
@@ -312,6 +354,7 @@ impl Tiered {
             pod_cap,
             t3_leaf_order,
             tie_break,
+            closed: Vec::new(),
             views: Vec::new(),
             clock: 0,
             order: Vec::new(),
@@ -325,25 +368,33 @@ impl Tiered {
         (self.leaf_cap, self.pod_cap)
     }
 
-    /// The index in `views` of the view of (`state`, `guard`), computed now if no kept
-    /// one matches (replacing the least recently used).
-    fn view(&mut self, topo: &Topology, state: &ClusterState, guard: &Guard) -> usize {
+    /// The indices in `views` and `closed` for (`state`, `guard`), computed now where no
+    /// kept one matches (replacing the least recently used); with the open sums if `open`.
+    fn view(&mut self, topo: &Topology, state: &ClusterState, guard: &Guard, open: bool) -> (usize, usize) {
         self.clock += 1;
-        let i = match self.views.iter().position(|v| v.matches(state, guard)) {
+        let ci = match self.closed.iter().position(|c| c.matches(guard)) {
             Some(i) => i,
             None => {
-                let i = if self.views.len() < VIEWS {
-                    self.views.push(View::default());
-                    self.views.len() - 1
-                } else {
-                    (0..VIEWS).min_by_key(|&i| self.views[i].last_used).expect("VIEWS > 0")
-                };
-                self.views[i].rebuild(topo, state, guard, self.leaf_cap, self.pod_cap);
+                let i = lru_slot(&mut self.closed, CLOSED, |c| c.last_used);
+                self.closed[i].rebuild(topo, guard, self.clock);
                 i
             }
         };
-        self.views[i].last_used = self.clock;
-        i
+        self.closed[ci].last_used = self.clock;
+        let closed_id = self.closed[ci].id;
+        let vi = match self.views.iter().position(|v| v.matches(state, guard, closed_id)) {
+            Some(i) => i,
+            None => {
+                let i = lru_slot(&mut self.views, VIEWS, |v| v.last_used);
+                self.views[i].rebuild(topo, state, guard, closed_id);
+                i
+            }
+        };
+        self.views[vi].last_used = self.clock;
+        if open {
+            self.views[vi].open(topo, state, &self.closed[ci], self.leaf_cap, self.pod_cap);
+        }
+        (vi, ci)
     }
 
     /// Name rank of a pod or leaf for ties, or its index, as the profile asks.
@@ -357,9 +408,10 @@ impl Tiered {
 
     /// Walk `leaf_order`, skipping leaves closed to spanning jobs, planning to take what
     /// each leaf has (`plan`: leaf, count) until `planned` reaches `nodes`; true when it does.
-    fn plan_from_open_leaves(leaf_order: &[u32], view: &View, leaf_cap: u32, counts: &SpanCounts, nodes: u32, planned: &mut u32, plan: &mut Vec<(u32, u32)>) -> bool {
+    #[allow(clippy::too_many_arguments)]
+    fn plan_from_open_leaves(leaf_order: &[u32], view: &View, closed: &Closed, leaf_cap: u32, counts: &SpanCounts, nodes: u32, planned: &mut u32, plan: &mut Vec<(u32, u32)>) -> bool {
         for &leaf in leaf_order {
-            if !view.leaf_open(counts, leaf, leaf_cap) {
+            if !leaf_open(counts, closed, leaf, leaf_cap) {
                 continue;
             }
             let m = view.leaf_avail[leaf as usize].min(nodes - *planned);
@@ -391,7 +443,7 @@ impl Tiered {
 
     /// Take up to `m` available nodes of `leaf`, lowest ids first.
     fn take(topo: &Topology, state: &ClusterState, guard: &Guard, leaf: u32, m: u32, out: &mut Vec<u32>) {
-        out.extend(state.free_set().iter_range(topo.leaf_nodes(leaf)).filter(|&n| !guard.excludes(n)).take(m as usize));
+        state.free_set().take_range_minus(topo.leaf_nodes(leaf), guard.excluded, m, out);
     }
 }
 
@@ -450,10 +502,11 @@ impl Tiered {
         if nodes == 0 || nodes > state.n_free() {
             return None;
         }
-        let vi = self.view(topo, state, guard);
-        let view = &self.views[vi];
+        let class = tier(topo, nodes);
+        let (vi, ci) = self.view(topo, state, guard, class != SpanClass::Leaf);
+        let (view, closed) = (&self.views[vi], &self.closed[ci]);
         let mut chosen = Vec::with_capacity(nodes as usize);
-        match tier(topo, nodes) {
+        match class {
             SpanClass::Leaf => {
                 if view.best_leaf < nodes {
                     return None;
@@ -481,7 +534,7 @@ impl Tiered {
                 let (mut leaf_order, mut plan) = (std::mem::take(&mut self.leaf_order), std::mem::take(&mut self.plan));
                 self.sorted_leaves(&mut leaf_order, view, topo, pod, 1, true);
                 plan.clear();
-                let filled = Self::plan_from_open_leaves(&leaf_order, view, self.leaf_cap, counts, nodes, &mut 0, &mut plan);
+                let filled = Self::plan_from_open_leaves(&leaf_order, view, closed, self.leaf_cap, counts, nodes, &mut 0, &mut plan);
                 debug_assert!(filled, "the pod's open leaves hold the job");
                 Self::take_plan(topo, state, guard, &mut plan, &mut chosen);
                 (self.leaf_order, self.plan) = (leaf_order, plan);
@@ -502,12 +555,12 @@ impl Tiered {
                 let (mut filled, mut planned) = (false, 0);
                 plan.clear();
                 for &pod in &order {
-                    if !view.pod_open(counts, pod, self.pod_cap) {
+                    if !pod_open(counts, closed, pod, self.pod_cap) {
                         continue;
                     }
                     self.sorted_leaves(&mut leaf_order, view, topo, pod, 1, leaves_descending);
                     // A T3 job accumulates across pods: keep what this pod gave.
-                    if Self::plan_from_open_leaves(&leaf_order, view, self.leaf_cap, counts, nodes, &mut planned, &mut plan) {
+                    if Self::plan_from_open_leaves(&leaf_order, view, closed, self.leaf_cap, counts, nodes, &mut planned, &mut plan) {
                         filled = true;
                         break;
                     }
@@ -531,9 +584,10 @@ impl Tiered {
         if nodes == 0 || nodes > state.n_free() {
             return false;
         }
-        let vi = self.view(topo, state, guard);
+        let class = tier(topo, nodes);
+        let (vi, _) = self.view(topo, state, guard, class != SpanClass::Leaf);
         let view = &self.views[vi];
-        let best = match tier(topo, nodes) {
+        let best = match class {
             SpanClass::Leaf => view.best_leaf,
             SpanClass::Pod => view.best_pod_open,
             SpanClass::Pods => view.open_total,
@@ -685,6 +739,23 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+        /// Each leaf holding some of the nodes once, in order, flagged when its pod is new.
+        #[test]
+        fn for_each_leaf_visits_the_leaves_of_the_nodes(topo in fabric(), pick in prop::collection::vec(any::<bool>(), 64)) {
+            let nodes: Vec<u32> = (0..topo.n_nodes() as u32).filter(|&n| pick[n as usize % 64]).collect();
+            let mut want: Vec<(u32, bool)> = vec![];
+            for &n in &nodes {
+                let leaf = topo.leaf_of(n);
+                if want.last().map(|w| w.0) != Some(leaf) {
+                    let new_pod = want.last().is_none_or(|w| topo.pod_of_leaf(w.0) != topo.pod_of_leaf(leaf));
+                    want.push((leaf, new_pod));
+                }
+            }
+            let mut got = vec![];
+            for_each_leaf(&topo, &nodes, |leaf, new_pod| got.push((leaf, new_pod)));
+            prop_assert_eq!(got, want);
+        }
 
         #[test]
         fn views_answer_as_the_plain_walk(
