@@ -240,7 +240,11 @@ struct View {
 
 impl View {
     fn matches(&self, state: &ClusterState, guard: &Guard, closed_id: u64) -> bool {
-        self.stamp == state.stamp() && self.closed_id == closed_id && self.excluded.as_deref() == guard.excluded.map(NodeSet::words)
+        self.stamp == state.stamp() && self.closed_id == closed_id && self.same_excluded(guard)
+    }
+
+    fn same_excluded(&self, guard: &Guard) -> bool {
+        self.excluded.as_deref() == guard.excluded.map(NodeSet::words)
     }
 
     fn rebuild(&mut self, topo: &Topology, state: &ClusterState, guard: &Guard, closed_id: u64) {
@@ -268,6 +272,61 @@ impl View {
         self.best_leaf = self.leaf_avail.iter().copied().max().unwrap_or(0);
     }
 
+    /// Bring a view of the state that carried `stamp_before` up to `state`, whose last
+    /// change touched only `leaves` (an inclusive leaf range; their pods are the only pods
+    /// it touched): recount those leaves and pods, and the maxima and total. The same
+    /// result as [`rebuild`](Self::rebuild) (tested), at the cost of the change's leaves.
+    #[allow(clippy::too_many_arguments)]
+    fn update(&mut self, topo: &Topology, state: &ClusterState, guard: &Guard, closed: &Closed, leaves: std::ops::RangeInclusive<u32>, leaf_cap: u32, pod_cap: u32) {
+        self.stamp = state.stamp();
+        let pods = topo.pod_of_leaf(*leaves.start())..=topo.pod_of_leaf(*leaves.end());
+        match guard.excluded {
+            None => {
+                for l in leaves.clone() {
+                    self.leaf_avail[l as usize] = state.leaf_free(l);
+                }
+                for p in pods.clone() {
+                    self.pod_avail[p as usize] = state.pod_free(p);
+                }
+            }
+            Some(ex) => {
+                for l in leaves.clone() {
+                    self.leaf_avail[l as usize] = state.free_set().count_range_minus(topo.leaf_nodes(l), ex);
+                }
+                for p in pods.clone() {
+                    self.pod_avail[p as usize] = topo.pod_leaves(p).map(|l| self.leaf_avail[l as usize]).sum();
+                }
+            }
+        }
+        self.best_leaf = self.leaf_avail.iter().copied().max().unwrap_or(0);
+        if self.open_done {
+            let mut recounted = None;
+            let counts = span_counts(topo, state, &mut recounted);
+            for p in pods {
+                self.pod_open_avail[p as usize] = self.open_avail(topo, counts, closed, p, leaf_cap);
+            }
+            self.open_totals(topo, counts, closed, pod_cap);
+        }
+    }
+
+    /// Available nodes on the leaves of `pod` open to spanning jobs.
+    #[inline]
+    fn open_avail(&self, topo: &Topology, counts: &SpanCounts, closed: &Closed, pod: u32, leaf_cap: u32) -> u32 {
+        let leaves = topo.pod_leaves(pod);
+        let r = leaves.start as usize..leaves.end as usize;
+        // Without branches on the data: this runs for every state a reservation search
+        // projects (the sum of free nodes cannot overflow).
+        self.leaf_avail[r.clone()].iter().zip(&counts.leaf[r.clone()]).zip(&closed.leaf[r]).fold(0u32, |sum, ((&avail, &spanning), &reserved)| {
+            sum.wrapping_add(if spanning < leaf_cap.saturating_sub(reserved) { avail } else { 0 })
+        })
+    }
+
+    /// `best_pod_open` and `open_total` from `pod_open_avail`.
+    fn open_totals(&mut self, topo: &Topology, counts: &SpanCounts, closed: &Closed, pod_cap: u32) {
+        self.best_pod_open = self.pod_open_avail.iter().copied().max().unwrap_or(0);
+        self.open_total = (0..topo.n_pods() as u32).filter(|&p| pod_open(counts, closed, p, pod_cap)).map(|p| self.pod_open_avail[p as usize]).sum();
+    }
+
     /// Compute the open sums if not yet done.
     fn open(&mut self, topo: &Topology, state: &ClusterState, closed: &Closed, leaf_cap: u32, pod_cap: u32) {
         if self.open_done {
@@ -276,22 +335,11 @@ impl View {
         let mut recounted = None;
         let counts = span_counts(topo, state, &mut recounted);
         self.pod_open_avail.clear();
-        (self.best_pod_open, self.open_total) = (0, 0);
         for p in 0..topo.n_pods() as u32 {
-            let leaves = topo.pod_leaves(p);
-            let r = leaves.start as usize..leaves.end as usize;
-            // Without branches on the data: this runs for every state a reservation search
-            // projects (the sum of free nodes cannot overflow).
-            let open_sum = self.leaf_avail[r.clone()].iter().zip(&counts.leaf[r.clone()]).zip(&closed.leaf[r]).fold(
-                0u32,
-                |sum, ((&avail, &spanning), &reserved)| sum.wrapping_add(if spanning < leaf_cap.saturating_sub(reserved) { avail } else { 0 }),
-            );
-            self.pod_open_avail.push(open_sum);
-            self.best_pod_open = self.best_pod_open.max(open_sum);
-            if pod_open(counts, closed, p, pod_cap) {
-                self.open_total += open_sum;
-            }
+            let open = self.open_avail(topo, counts, closed, p, leaf_cap);
+            self.pod_open_avail.push(open);
         }
+        self.open_totals(topo, counts, closed, pod_cap);
         self.open_done = true;
     }
 }
@@ -385,9 +433,24 @@ impl Tiered {
         let vi = match self.views.iter().position(|v| v.matches(state, guard, closed_id)) {
             Some(i) => i,
             None => {
-                let i = lru_slot(&mut self.views, VIEWS, |v| v.last_used);
-                self.views[i].rebuild(topo, state, guard, closed_id);
-                i
+                // The view of the state before its last change, if kept, brought up to
+                // date in place (that state is usually gone: a job started, or a copy
+                // released one); else a new one.
+                let before = state.last_change().and_then(|(stamp, leaves)| {
+                    let i = self.views.iter().position(|v| v.stamp == stamp && v.closed_id == closed_id && v.same_excluded(guard))?;
+                    Some((i, leaves))
+                });
+                match before {
+                    Some((i, leaves)) => {
+                        self.views[i].update(topo, state, guard, &self.closed[ci], leaves, self.leaf_cap, self.pod_cap);
+                        i
+                    }
+                    None => {
+                        let i = lru_slot(&mut self.views, VIEWS, |v| v.last_used);
+                        self.views[i].rebuild(topo, state, guard, closed_id);
+                        i
+                    }
+                }
             }
         };
         self.views[vi].last_used = self.clock;
