@@ -491,7 +491,7 @@ mod tests {
                     let mut got = vec![];
                     s.take_range_minus(lo..hi, minus, m, &mut got);
                     let want: Vec<u32> =
-                        s.iter_range(lo..hi).filter(|&i| minus.is_none_or(|x| !x.contains(i))).take(m as usize).collect();
+                        s.iter_range(lo..hi).filter(|&i| minus.map_or(true, |x| !x.contains(i))).take(m as usize).collect();
                     assert_eq!(got, want, "{lo}..{hi} m={m}");
                 }
             }

@@ -280,25 +280,25 @@ impl View {
     fn update(&mut self, topo: &Topology, state: &ClusterState, guard: &Guard, closed: &Closed, leaves: std::ops::RangeInclusive<u32>, leaf_cap: u32, pod_cap: u32) {
         self.stamp = state.stamp();
         let pods = topo.pod_of_leaf(*leaves.start())..=topo.pod_of_leaf(*leaves.end());
-        match guard.excluded {
-            None => {
-                for l in leaves.clone() {
-                    self.leaf_avail[l as usize] = state.leaf_free(l);
-                }
-                for p in pods.clone() {
-                    self.pod_avail[p as usize] = state.pod_free(p);
-                }
-            }
-            Some(ex) => {
-                for l in leaves.clone() {
-                    self.leaf_avail[l as usize] = state.free_set().count_range_minus(topo.leaf_nodes(l), ex);
-                }
-                for p in pods.clone() {
-                    self.pod_avail[p as usize] = topo.pod_leaves(p).map(|l| self.leaf_avail[l as usize]).sum();
-                }
-            }
+        // The best leaf: the largest new count, unless a leaf that had the best lost some
+        // (then all are looked at).
+        let (mut best, mut lowered) = (self.best_leaf, false);
+        for l in leaves.clone() {
+            let now = match guard.excluded {
+                None => state.leaf_free(l),
+                Some(ex) => state.free_set().count_range_minus(topo.leaf_nodes(l), ex),
+            };
+            let was = std::mem::replace(&mut self.leaf_avail[l as usize], now);
+            lowered |= was == self.best_leaf && now < was;
+            best = best.max(now);
         }
-        self.best_leaf = self.leaf_avail.iter().copied().max().unwrap_or(0);
+        self.best_leaf = if lowered { self.leaf_avail.iter().copied().max().unwrap_or(0) } else { best };
+        for p in pods.clone() {
+            self.pod_avail[p as usize] = match guard.excluded {
+                None => state.pod_free(p),
+                Some(_) => topo.pod_leaves(p).map(|l| self.leaf_avail[l as usize]).sum(),
+            };
+        }
         if self.open_done {
             let mut recounted = None;
             let counts = span_counts(topo, state, &mut recounted);
@@ -576,10 +576,19 @@ impl Tiered {
                 }
                 // The plugin tries only the best-fit leaf of each pod; with exact counts
                 // it always fills.
-                let leaf = (0..topo.n_leaves() as u32).filter(|&l| view.leaf_avail[l as usize] >= nodes).min_by_key(|&l| {
-                    let pod = topo.pod_of_leaf(l);
-                    (view.pod_avail[pod as usize], self.rank(topo.pod_name_rank(pod), pod), view.leaf_avail[l as usize], self.rank(topo.leaf_name_rank(l), l))
-                })?;
+                // The first pod in that order with a leaf that fits (a pod's key is unique:
+                // pods keyed no better than the best so far are not searched), then its
+                // first leaf that fits.
+                let fits = |l: u32| view.leaf_avail[l as usize] >= nodes;
+                let mut best: Option<((u32, u32), u32)> = None;
+                for p in 0..topo.n_pods() as u32 {
+                    let key = (view.pod_avail[p as usize], self.rank(topo.pod_name_rank(p), p));
+                    if key.0 >= nodes && best.map_or(true, |(k, _)| key < k) && topo.pod_leaves(p).any(fits) {
+                        best = Some((key, p));
+                    }
+                }
+                let pod = best?.1;
+                let leaf = topo.pod_leaves(pod).filter(|&l| fits(l)).min_by_key(|&l| (view.leaf_avail[l as usize], self.rank(topo.leaf_name_rank(l), l)))?;
                 Self::take(topo, state, guard, leaf, nodes, &mut chosen);
                 debug_assert_eq!(chosen.len(), nodes as usize);
                 Some(chosen)
@@ -811,7 +820,7 @@ mod tests {
             for &n in &nodes {
                 let leaf = topo.leaf_of(n);
                 if want.last().map(|w| w.0) != Some(leaf) {
-                    let new_pod = want.last().is_none_or(|w| topo.pod_of_leaf(w.0) != topo.pod_of_leaf(leaf));
+                    let new_pod = want.last().map_or(true, |w| topo.pod_of_leaf(w.0) != topo.pod_of_leaf(leaf));
                     want.push((leaf, new_pod));
                 }
             }
