@@ -21,8 +21,10 @@
 //! policy installs in the machine state (`Allocator::tracker`). The placement is
 //! `alloc::tiers::Tiered` with both caps 1, shared with `capped`.
 //! *When to use*: to measure what isolating jobs costs in waiting and utilization.
-//! *Cost*: O(leaves + log) per selection; the feasibility test used for EASY reservations
-//! is O(leaves).
+//! *Cost*: what a (state, guard) pair gives is kept (`alloc::tiers`' views): a question
+//! about a state and guard already seen is O(1) when the job does not fit; after a change
+//! of the state, O(leaves the change touched); a selection that succeeds is O(leaves +
+//! nodes taken). A new guard or state costs O(leaves) once.
 //! *Reference*: Pollard, Jain, Herbein, Bhatele, SC18; sampollard/flux-sched@668c0dc
 //! `sched/sched_topo.c`.
 

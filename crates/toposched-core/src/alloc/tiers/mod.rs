@@ -11,7 +11,7 @@
 use std::any::Any;
 
 use super::{Guard, Tracker};
-use crate::state::ClusterState;
+use crate::state::{ClusterState, NodeSet};
 use crate::topology::{SpanClass, Topology};
 
 /// Leaf order of T3 jobs inside a pod.
@@ -90,7 +90,8 @@ impl SpanCounts {
 
 /// Call `f(leaf, first leaf of its pod in this walk)` once for each leaf holding some of
 /// the ascending `nodes` (leaf-major ids: leaves, and pods, come in order). O(leaves
-/// touched x log nodes).
+/// touched) when the job holds its leaves' nodes in runs (the usual case), O(leaves touched
+/// x log leaf size) at worst.
 pub(crate) fn for_each_leaf(topo: &Topology, nodes: &[u32], mut f: impl FnMut(u32, bool)) {
     debug_assert!(nodes.windows(2).all(|w| w[0] < w[1]), "nodes must be ascending");
     let (mut i, mut last_pod) = (0, u32::MAX);
@@ -100,7 +101,10 @@ pub(crate) fn for_each_leaf(topo: &Topology, nodes: &[u32], mut f: impl FnMut(u3
         f(leaf, pod != last_pod);
         last_pod = pod;
         let end = topo.leaf_nodes(leaf).end;
-        i += nodes[i..].partition_point(|&n| n < end).max(1);
+        // Ascending distinct ids: at most `end - nodes[i]` of them are on this leaf, all of
+        // them if the last of those is.
+        let window = &nodes[i..nodes.len().min(i + (end - nodes[i]) as usize)];
+        i += if window.last().is_some_and(|&n| n < end) { window.len() } else { window.partition_point(|&n| n < end) };
     }
 }
 
@@ -129,19 +133,228 @@ pub struct Tiered {
     /// T3 leaf order inside a pod.
     t3_leaf_order: LeafOrder,
     tie_break: TieBreak,
+    /// What the last few guards' reservations close ([`Closed`]), and what the last few
+    /// (state, guard) pairs asked about give ([`View`]).
+    closed: Vec<Closed>,
+    views: Vec<View>,
+    /// Counts lookups, to replace the least recently used entry; and numbers `Closed`s.
+    clock: u64,
     // Scratch space reused across calls (the allocator runs millions of times per replay).
-    leaf_avail: Vec<u32>,
-    pod_avail: Vec<u32>,
     order: Vec<u32>,
     leaf_order: Vec<u32>,
-    /// The guard's reservations spanning leaves on each leaf, and spanning pods in each
-    /// pod (filled by `count_reserved` when the guard has any).
-    reserved_leaf: Vec<u32>,
-    reserved_pod: Vec<u32>,
-    any_reserved: bool,
+    plan: Vec<(u32, u32)>,
     /// Healthy nodes of the best leaf and of the best pod: the empty machine never changes
     /// during a run, so the submit check computes them once.
     best_healthy: std::sync::OnceLock<(u32, u32)>,
+}
+
+/// Views kept: EASY's backfill asks under up to three guards (reserved nodes excluded,
+/// reserved tiers closed, none) about one state, between questions about copies of it
+/// (its reservation search).
+const VIEWS: usize = 4;
+/// `Closed`s kept: EASY's guards carry the head's reservation or none.
+const CLOSED: usize = 3;
+
+/// What a guard's reservations close (brief §2.6: the reserved job's leaves to jobs
+/// spanning leaves, its pods to jobs spanning pods), kept while the guard's reservations
+/// are the same: EASY's backfill asks under one reservation about many states.
+#[derive(Clone, Debug, Default)]
+struct Closed {
+    /// Names this computation (a [`View`] built with it records it).
+    id: u64,
+    // The key: the guard's reservations spanning leaves (the others close nothing), class
+    // and node count of each, their nodes one after another in `nodes`.
+    reserved: Vec<(SpanClass, usize)>,
+    nodes: Vec<u32>,
+    last_used: u64,
+    /// The reservations spanning leaves that touch each leaf, and spanning pods that touch
+    /// each pod (zeros for a guard without any).
+    leaf: Vec<u32>,
+    pod: Vec<u32>,
+}
+
+impl Closed {
+    fn matches(&self, guard: &Guard) -> bool {
+        let (mut kept, mut off) = (self.reserved.iter(), 0);
+        for r in guard.reserved.iter().filter(|r| r.class.spans_leaves()) {
+            match kept.next() {
+                Some(&(class, len)) if class == r.class && self.nodes[off..off + len] == *r.nodes => off += len,
+                _ => return false,
+            }
+        }
+        kept.next().is_none()
+    }
+
+    fn rebuild(&mut self, topo: &Topology, guard: &Guard, id: u64) {
+        self.id = id;
+        self.reserved.clear();
+        self.nodes.clear();
+        for r in guard.reserved.iter().filter(|r| r.class.spans_leaves()) {
+            self.reserved.push((r.class, r.nodes.len()));
+            self.nodes.extend_from_slice(r.nodes);
+        }
+        self.leaf.clear();
+        self.leaf.resize(topo.n_leaves(), 0);
+        self.pod.clear();
+        self.pod.resize(topo.n_pods(), 0);
+        let mut off = 0;
+        for &(class, len) in &self.reserved {
+            for_each_leaf(topo, &self.nodes[off..off + len], |leaf, new_pod| {
+                self.leaf[leaf as usize] += 1;
+                if new_pod && class.spans_pods() {
+                    self.pod[topo.pod_of_leaf(leaf) as usize] += 1;
+                }
+            });
+            off += len;
+        }
+    }
+}
+
+/// What placement reads from one machine state under one guard, computed once and kept
+/// while both are the same (the state's stamp, the guard's contents): a queue policy asks
+/// about many jobs between two changes of the state (EASY tries every queued job behind
+/// the head, under the same guard), and most of them do not fit. Recomputing it per
+/// question was most of the time of an EASY+isolated replay on a large fabric.
+#[derive(Clone, Debug, Default)]
+struct View {
+    // The key: the state's stamp, the guard's excluded nodes, and its `Closed`.
+    stamp: u64,
+    excluded: Option<Vec<u64>>,
+    closed_id: u64,
+    last_used: u64,
+    // What it gives.
+    /// Free nodes the guard leaves available per leaf and per pod.
+    leaf_avail: Vec<u32>,
+    pod_avail: Vec<u32>,
+    /// The largest T1 job that can be placed: the most available nodes on one leaf.
+    best_leaf: u32,
+    /// Whether the three below are computed (T1 questions do not need them).
+    open_done: bool,
+    /// Per pod, the available nodes of its leaves open to spanning jobs.
+    pod_open_avail: Vec<u32>,
+    /// The largest T2 job and T3 job that can be placed: the most available nodes on the
+    /// open leaves of one pod, and on the open leaves of open pods.
+    best_pod_open: u32,
+    open_total: u32,
+}
+
+impl View {
+    fn matches(&self, state: &ClusterState, guard: &Guard, closed_id: u64) -> bool {
+        self.stamp == state.stamp() && self.closed_id == closed_id && self.same_excluded(guard)
+    }
+
+    fn same_excluded(&self, guard: &Guard) -> bool {
+        self.excluded.as_deref() == guard.excluded.map(NodeSet::words)
+    }
+
+    fn rebuild(&mut self, topo: &Topology, state: &ClusterState, guard: &Guard, closed_id: u64) {
+        (self.stamp, self.closed_id, self.open_done) = (state.stamp(), closed_id, false);
+        self.leaf_avail.clear();
+        self.pod_avail.clear();
+        match guard.excluded {
+            None => {
+                self.excluded = None;
+                self.leaf_avail.extend_from_slice(state.leaf_frees());
+                self.pod_avail.extend_from_slice(state.pod_frees());
+            }
+            Some(ex) => {
+                let words = self.excluded.get_or_insert_with(Vec::new);
+                words.clear();
+                words.extend_from_slice(ex.words());
+                let bounds = (0..topo.n_leaves() as u32).map(|l| topo.leaf_nodes(l).start).chain([topo.n_nodes() as u32]);
+                state.free_set().count_between_minus(bounds, ex, &mut self.leaf_avail);
+                for p in 0..topo.n_pods() as u32 {
+                    let sum = topo.pod_leaves(p).map(|l| self.leaf_avail[l as usize]).sum();
+                    self.pod_avail.push(sum);
+                }
+            }
+        }
+        self.best_leaf = self.leaf_avail.iter().copied().max().unwrap_or(0);
+    }
+
+    /// Bring a view of the state that carried `stamp_before` up to `state`, whose last
+    /// change touched only `leaves` (an inclusive leaf range; their pods are the only pods
+    /// it touched): recount those leaves and pods, and the maxima and total. The same
+    /// result as [`rebuild`](Self::rebuild) (tested), at the cost of the change's leaves.
+    #[allow(clippy::too_many_arguments)]
+    fn update(&mut self, topo: &Topology, state: &ClusterState, guard: &Guard, closed: &Closed, leaves: std::ops::RangeInclusive<u32>, leaf_cap: u32, pod_cap: u32) {
+        self.stamp = state.stamp();
+        let pods = topo.pod_of_leaf(*leaves.start())..=topo.pod_of_leaf(*leaves.end());
+        // The best leaf: the largest new count, unless a leaf that had the best lost some
+        // (then all are looked at).
+        let (mut best, mut lowered) = (self.best_leaf, false);
+        for l in leaves.clone() {
+            let now = match guard.excluded {
+                None => state.leaf_free(l),
+                Some(ex) => state.free_set().count_range_minus(topo.leaf_nodes(l), ex),
+            };
+            let was = std::mem::replace(&mut self.leaf_avail[l as usize], now);
+            lowered |= was == self.best_leaf && now < was;
+            best = best.max(now);
+        }
+        self.best_leaf = if lowered { self.leaf_avail.iter().copied().max().unwrap_or(0) } else { best };
+        for p in pods.clone() {
+            self.pod_avail[p as usize] = match guard.excluded {
+                None => state.pod_free(p),
+                Some(_) => topo.pod_leaves(p).map(|l| self.leaf_avail[l as usize]).sum(),
+            };
+        }
+        if self.open_done {
+            let mut recounted = None;
+            let counts = span_counts(topo, state, &mut recounted);
+            for p in pods {
+                self.pod_open_avail[p as usize] = self.open_avail(topo, counts, closed, p, leaf_cap);
+            }
+            self.open_totals(topo, counts, closed, pod_cap);
+        }
+    }
+
+    /// Available nodes on the leaves of `pod` open to spanning jobs.
+    #[inline]
+    fn open_avail(&self, topo: &Topology, counts: &SpanCounts, closed: &Closed, pod: u32, leaf_cap: u32) -> u32 {
+        let leaves = topo.pod_leaves(pod);
+        let r = leaves.start as usize..leaves.end as usize;
+        // Without branches on the data: this runs for every state a reservation search
+        // projects (the sum of free nodes cannot overflow).
+        self.leaf_avail[r.clone()].iter().zip(&counts.leaf[r.clone()]).zip(&closed.leaf[r]).fold(0u32, |sum, ((&avail, &spanning), &reserved)| {
+            sum.wrapping_add(if spanning < leaf_cap.saturating_sub(reserved) { avail } else { 0 })
+        })
+    }
+
+    /// `best_pod_open` and `open_total` from `pod_open_avail`.
+    fn open_totals(&mut self, topo: &Topology, counts: &SpanCounts, closed: &Closed, pod_cap: u32) {
+        self.best_pod_open = self.pod_open_avail.iter().copied().max().unwrap_or(0);
+        self.open_total = (0..topo.n_pods() as u32).filter(|&p| pod_open(counts, closed, p, pod_cap)).map(|p| self.pod_open_avail[p as usize]).sum();
+    }
+
+    /// Compute the open sums if not yet done.
+    fn open(&mut self, topo: &Topology, state: &ClusterState, closed: &Closed, leaf_cap: u32, pod_cap: u32) {
+        if self.open_done {
+            return;
+        }
+        let mut recounted = None;
+        let counts = span_counts(topo, state, &mut recounted);
+        self.pod_open_avail.clear();
+        for p in 0..topo.n_pods() as u32 {
+            let open = self.open_avail(topo, counts, closed, p, leaf_cap);
+            self.pod_open_avail.push(open);
+        }
+        self.open_totals(topo, counts, closed, pod_cap);
+        self.open_done = true;
+    }
+}
+
+/// A leaf is open to a job spanning leaves while the running jobs spanning leaves that
+/// hold a node of it, plus the reservations spanning leaves that touch it, are fewer than
+/// `leaf_cap` (`isolated`: none of either).
+#[inline]
+fn leaf_open(counts: &SpanCounts, closed: &Closed, leaf: u32, leaf_cap: u32) -> bool {
+    counts.leaf_spanning(leaf) + closed.leaf[leaf as usize] < leaf_cap
+}
+/// The same for pods, jobs spanning pods and `pod_cap`.
+#[inline]
+fn pod_open(counts: &SpanCounts, closed: &Closed, pod: u32, pod_cap: u32) -> bool {
+    counts.pod_spanning(pod) + closed.pod[pod as usize] < pod_cap
 }
 
 /// T1, T2 or T3 for a job of `nodes` nodes on `topo` (brief §2.3: `<=` comparisons, K and
@@ -156,6 +369,29 @@ pub fn tier(topo: &Topology, nodes: u32) -> SpanClass {
     }
 }
 
+/// A slot of `entries` to fill: a new one below `max`, else the least recently used.
+fn lru_slot<T: Default>(entries: &mut Vec<T>, max: usize, last_used: impl Fn(&T) -> u64) -> usize {
+    if entries.len() < max {
+        entries.push(T::default());
+        entries.len() - 1
+    } else {
+        (0..entries.len()).min_by_key(|&i| last_used(&entries[i])).expect("max > 0")
+    }
+}
+
+/// Sort `ids` by (availability, name rank): ascending, or descending with the tie order
+/// the profile asks for.
+fn sort_by_avail(ids: &mut [u32], avail: &[u32], rank: impl Fn(u32) -> u32, descending: bool, tie: TieBreak) {
+    if !descending {
+        ids.sort_unstable_by_key(|&i| (avail[i as usize], rank(i)));
+    } else {
+        match tie {
+            TieBreak::Name => ids.sort_unstable_by_key(|&i| std::cmp::Reverse((avail[i as usize], rank(i)))),
+            TieBreak::Index => ids.sort_unstable_by_key(|&i| (std::cmp::Reverse(avail[i as usize]), i)),
+        }
+    }
+}
+
 impl Tiered {
     /// Caps of at least 1 (0 would close every leaf to spanning jobs: checked by the
     /// policies' options).
@@ -166,13 +402,12 @@ impl Tiered {
             pod_cap,
             t3_leaf_order,
             tie_break,
-            leaf_avail: Vec::new(),
-            pod_avail: Vec::new(),
+            closed: Vec::new(),
+            views: Vec::new(),
+            clock: 0,
             order: Vec::new(),
             leaf_order: Vec::new(),
-            reserved_leaf: Vec::new(),
-            reserved_pod: Vec::new(),
-            any_reserved: false,
+            plan: Vec::new(),
             best_healthy: std::sync::OnceLock::new(),
         }
     }
@@ -181,105 +416,97 @@ impl Tiered {
         (self.leaf_cap, self.pod_cap)
     }
 
-    /// Free nodes per leaf and per pod that the guard leaves available.
-    fn compute_avail(&mut self, topo: &Topology, state: &ClusterState, guard: &Guard) {
-        self.leaf_avail.clear();
-        match guard.excluded {
-            None => self.leaf_avail.extend((0..topo.n_leaves() as u32).map(|l| state.leaf_free(l))),
-            Some(ex) => self.leaf_avail.extend(
-                (0..topo.n_leaves() as u32)
-                    .map(|l| state.free_set().count_range_minus(topo.leaf_nodes(l), ex)),
-            ),
-        }
-        self.pod_avail.clear();
-        for p in 0..topo.n_pods() as u32 {
-            let sum = topo.pod_leaves(p).map(|l| self.leaf_avail[l as usize]).sum();
-            self.pod_avail.push(sum);
-        }
-    }
-
-    /// Sort `ids` by (availability, name rank): ascending, or descending with the tie
-    /// order the profile asks for.
-    fn sort(ids: &mut [u32], avail: &[u32], rank: impl Fn(u32) -> u32, descending: bool, tie: TieBreak) {
-        if !descending {
-            ids.sort_unstable_by_key(|&i| (avail[i as usize], rank(i)));
-        } else {
-            match tie {
-                TieBreak::Name => ids.sort_unstable_by_key(|&i| std::cmp::Reverse((avail[i as usize], rank(i)))),
-                TieBreak::Index => ids.sort_unstable_by_key(|&i| (std::cmp::Reverse(avail[i as usize]), i)),
+    /// The indices in `views` and `closed` for (`state`, `guard`), computed now where no
+    /// kept one matches (replacing the least recently used); with the open sums if `open`.
+    fn view(&mut self, topo: &Topology, state: &ClusterState, guard: &Guard, open: bool) -> (usize, usize) {
+        self.clock += 1;
+        let ci = match self.closed.iter().position(|c| c.matches(guard)) {
+            Some(i) => i,
+            None => {
+                let i = lru_slot(&mut self.closed, CLOSED, |c| c.last_used);
+                self.closed[i].rebuild(topo, guard, self.clock);
+                i
             }
-        }
-    }
-
-    fn sorted_pods(&mut self, topo: &Topology, min_avail: u32, descending: bool) {
-        self.order.clear();
-        self.order.extend((0..topo.n_pods() as u32).filter(|&p| self.pod_avail[p as usize] >= min_avail));
-        let tie = self.tie_break;
-        let rank = |p: u32| if tie == TieBreak::Name { topo.pod_name_rank(p) } else { p };
-        Self::sort(&mut self.order, &self.pod_avail, rank, descending, tie);
-    }
-
-    fn sorted_leaves(&mut self, topo: &Topology, pod: u32, min_avail: u32, descending: bool) {
-        self.leaf_order.clear();
-        self.leaf_order.extend(topo.pod_leaves(pod).filter(|&l| self.leaf_avail[l as usize] >= min_avail));
-        let tie = self.tie_break;
-        let rank = |l: u32| if tie == TieBreak::Name { topo.leaf_name_rank(l) } else { l };
-        Self::sort(&mut self.leaf_order, &self.leaf_avail, rank, descending, tie);
-    }
-
-    /// What the guard's reservations close: per leaf, those spanning leaves that touch it;
-    /// per pod, those spanning pods (brief §2.6: the reserved job's leaves and pods).
-    fn count_reserved(&mut self, topo: &Topology, guard: &Guard) {
-        self.any_reserved = guard.reserved.iter().any(|r| r.class.spans_leaves());
-        if !self.any_reserved {
-            return;
-        }
-        self.reserved_leaf.clear();
-        self.reserved_leaf.resize(topo.n_leaves(), 0);
-        self.reserved_pod.clear();
-        self.reserved_pod.resize(topo.n_pods(), 0);
-        for r in guard.reserved.iter().filter(|r| r.class.spans_leaves()) {
-            for_each_leaf(topo, r.nodes, |leaf, new_pod| {
-                self.reserved_leaf[leaf as usize] += 1;
-                if new_pod && r.class.spans_pods() {
-                    self.reserved_pod[topo.pod_of_leaf(leaf) as usize] += 1;
+        };
+        self.closed[ci].last_used = self.clock;
+        let closed_id = self.closed[ci].id;
+        let vi = match self.views.iter().position(|v| v.matches(state, guard, closed_id)) {
+            Some(i) => i,
+            None => {
+                // The view of the state before its last change, if kept, brought up to
+                // date in place (that state is usually gone: a job started, or a copy
+                // released one); else a new one.
+                let before = state.last_change().and_then(|(stamp, leaves)| {
+                    let i = self.views.iter().position(|v| v.stamp == stamp && v.closed_id == closed_id && v.same_excluded(guard))?;
+                    Some((i, leaves))
+                });
+                match before {
+                    Some((i, leaves)) => {
+                        self.views[i].update(topo, state, guard, &self.closed[ci], leaves, self.leaf_cap, self.pod_cap);
+                        i
+                    }
+                    None => {
+                        let i = lru_slot(&mut self.views, VIEWS, |v| v.last_used);
+                        self.views[i].rebuild(topo, state, guard, closed_id);
+                        i
+                    }
                 }
-            });
+            }
+        };
+        self.views[vi].last_used = self.clock;
+        if open {
+            self.views[vi].open(topo, state, &self.closed[ci], self.leaf_cap, self.pod_cap);
+        }
+        (vi, ci)
+    }
+
+    /// Name rank of a pod or leaf for ties, or its index, as the profile asks.
+    fn rank(&self, name_rank: u32, index: u32) -> u32 {
+        if self.tie_break == TieBreak::Name {
+            name_rank
+        } else {
+            index
         }
     }
 
-    /// A leaf is open to a job spanning leaves while the running jobs spanning leaves that
-    /// hold a node of it, plus the reservations spanning leaves that touch it, are fewer
-    /// than `leaf_cap` (`isolated`: none of either).
-    #[inline]
-    fn leaf_open(&self, counts: &SpanCounts, leaf: u32) -> bool {
-        counts.leaf_spanning(leaf) + if self.any_reserved { self.reserved_leaf[leaf as usize] } else { 0 } < self.leaf_cap
-    }
-    /// The same for pods, jobs spanning pods and `pod_cap`.
-    #[inline]
-    fn pod_open(&self, counts: &SpanCounts, pod: u32) -> bool {
-        counts.pod_spanning(pod) + if self.any_reserved { self.reserved_pod[pod as usize] } else { 0 } < self.pod_cap
-    }
-
-    /// Walk `leaf_order`, skipping leaves closed to spanning jobs, taking what each leaf
-    /// has until `chosen` holds `nodes`; true when it does.
-    fn fill_from_open_leaves(&self, topo: &Topology, state: &ClusterState, counts: &SpanCounts, guard: &Guard, nodes: u32, chosen: &mut Vec<u32>) -> bool {
-        for &leaf in &self.leaf_order {
-            if !self.leaf_open(counts, leaf) {
+    /// Walk `leaf_order`, skipping leaves closed to spanning jobs, planning to take what
+    /// each leaf has (`plan`: leaf, count) until `planned` reaches `nodes`; true when it does.
+    #[allow(clippy::too_many_arguments)]
+    fn plan_from_open_leaves(leaf_order: &[u32], view: &View, closed: &Closed, leaf_cap: u32, counts: &SpanCounts, nodes: u32, planned: &mut u32, plan: &mut Vec<(u32, u32)>) -> bool {
+        for &leaf in leaf_order {
+            if !leaf_open(counts, closed, leaf, leaf_cap) {
                 continue;
             }
-            let m = self.leaf_avail[leaf as usize].min(nodes - chosen.len() as u32);
-            Self::take(topo, state, guard, leaf, m, chosen);
-            if chosen.len() == nodes as usize {
+            let m = view.leaf_avail[leaf as usize].min(nodes - *planned);
+            plan.push((leaf, m));
+            *planned += m;
+            if *planned == nodes {
                 return true;
             }
         }
         false
     }
 
+    /// The nodes `plan` asks for, ascending: each leaf's lowest available ids, leaves in
+    /// id order (callers sort what they are given: a sorted list costs them one scan).
+    fn take_plan(topo: &Topology, state: &ClusterState, guard: &Guard, plan: &mut [(u32, u32)], out: &mut Vec<u32>) {
+        plan.sort_unstable_by_key(|&(leaf, _)| leaf);
+        for &(leaf, m) in plan.iter() {
+            Self::take(topo, state, guard, leaf, m, out);
+        }
+    }
+
+    /// The leaves of `pod` with at least `min_avail` available nodes into `out`, in the
+    /// SC18 order (availability, then the tie order).
+    fn sorted_leaves(&self, out: &mut Vec<u32>, view: &View, topo: &Topology, pod: u32, min_avail: u32, descending: bool) {
+        out.clear();
+        out.extend(topo.pod_leaves(pod).filter(|&l| view.leaf_avail[l as usize] >= min_avail));
+        sort_by_avail(out, &view.leaf_avail, |l| self.rank(topo.leaf_name_rank(l), l), descending, self.tie_break);
+    }
+
     /// Take up to `m` available nodes of `leaf`, lowest ids first.
     fn take(topo: &Topology, state: &ClusterState, guard: &Guard, leaf: u32, m: u32, out: &mut Vec<u32>) {
-        out.extend(state.free_set().iter_range(topo.leaf_nodes(leaf)).filter(|&n| !guard.excludes(n)).take(m as usize));
+        state.free_set().take_range_minus(topo.leaf_nodes(leaf), guard.excluded, m, out);
     }
 }
 
@@ -327,62 +554,93 @@ impl Tiered {
         }
     }
 
+    /// The SC18 orders. T1: pods by ascending availability, in each the leaves by
+    /// ascending availability, the first leaf that fits. T2: pods the same way, the first
+    /// whose open leaves (most available first) hold the job. T3: pods by descending
+    /// availability, their open leaves in the profile's order, until the job is placed.
+    /// The view's per-tier bounds answer a job that cannot be placed without a walk, and
+    /// pick the T1 leaf and the T2 pod the walk would reach (the sorts' keys end with a
+    /// name rank or an index, unique, so the first in the order is the minimum).
     pub fn select(&mut self, topo: &Topology, state: &ClusterState, nodes: u32, guard: &Guard) -> Option<Vec<u32>> {
         if nodes == 0 || nodes > state.n_free() {
             return None;
         }
-        self.compute_avail(topo, state, guard);
+        let class = tier(topo, nodes);
+        let (vi, ci) = self.view(topo, state, guard, class != SpanClass::Leaf);
+        let (view, closed) = (&self.views[vi], &self.closed[ci]);
         let mut chosen = Vec::with_capacity(nodes as usize);
-        match tier(topo, nodes) {
+        match class {
             SpanClass::Leaf => {
-                self.sorted_pods(topo, nodes, false);
-                for i in 0..self.order.len() {
-                    let pod = self.order[i];
-                    self.sorted_leaves(topo, pod, nodes, false);
-                    // The plugin tries only the best-fit leaf of each pod; with exact
-                    // counts it always fills.
-                    if let Some(&leaf) = self.leaf_order.first() {
-                        Self::take(topo, state, guard, leaf, nodes, &mut chosen);
-                        debug_assert_eq!(chosen.len(), nodes as usize);
-                        return Some(chosen);
+                if view.best_leaf < nodes {
+                    return None;
+                }
+                // The plugin tries only the best-fit leaf of each pod; with exact counts
+                // it always fills.
+                // The first pod in that order with a leaf that fits (a pod's key is unique:
+                // pods keyed no better than the best so far are not searched), then its
+                // first leaf that fits.
+                let fits = |l: u32| view.leaf_avail[l as usize] >= nodes;
+                let mut best: Option<((u32, u32), u32)> = None;
+                for p in 0..topo.n_pods() as u32 {
+                    let key = (view.pod_avail[p as usize], self.rank(topo.pod_name_rank(p), p));
+                    if key.0 >= nodes && best.map_or(true, |(k, _)| key < k) && topo.pod_leaves(p).any(fits) {
+                        best = Some((key, p));
                     }
                 }
-                None
+                let pod = best?.1;
+                let leaf = topo.pod_leaves(pod).filter(|&l| fits(l)).min_by_key(|&l| (view.leaf_avail[l as usize], self.rank(topo.leaf_name_rank(l), l)))?;
+                Self::take(topo, state, guard, leaf, nodes, &mut chosen);
+                debug_assert_eq!(chosen.len(), nodes as usize);
+                Some(chosen)
             }
             SpanClass::Pod => {
+                if view.best_pod_open < nodes {
+                    return None;
+                }
+                // Pods whose open leaves hold fewer nodes fail (a T2 job never spans pods).
+                let pod = (0..topo.n_pods() as u32)
+                    .filter(|&p| view.pod_open_avail[p as usize] >= nodes)
+                    .min_by_key(|&p| (view.pod_avail[p as usize], self.rank(topo.pod_name_rank(p), p)))?;
                 let mut recounted = None;
                 let counts = span_counts(topo, state, &mut recounted);
-                self.count_reserved(topo, guard);
-                self.sorted_pods(topo, nodes, false);
-                for i in 0..self.order.len() {
-                    let pod = self.order[i];
-                    chosen.clear();
-                    self.sorted_leaves(topo, pod, 1, true);
-                    if self.fill_from_open_leaves(topo, state, counts, guard, nodes, &mut chosen) {
-                        return Some(chosen);
-                    }
-                    // A T2 job never spans pods: drop this pod's nodes, try the next pod.
-                }
-                None
+                let (mut leaf_order, mut plan) = (std::mem::take(&mut self.leaf_order), std::mem::take(&mut self.plan));
+                self.sorted_leaves(&mut leaf_order, view, topo, pod, 1, true);
+                plan.clear();
+                let filled = Self::plan_from_open_leaves(&leaf_order, view, closed, self.leaf_cap, counts, nodes, &mut 0, &mut plan);
+                debug_assert!(filled, "the pod's open leaves hold the job");
+                Self::take_plan(topo, state, guard, &mut plan, &mut chosen);
+                (self.leaf_order, self.plan) = (leaf_order, plan);
+                filled.then_some(chosen)
             }
             _ => {
+                if view.open_total < nodes {
+                    return None;
+                }
                 let mut recounted = None;
                 let counts = span_counts(topo, state, &mut recounted);
-                self.count_reserved(topo, guard);
-                self.sorted_pods(topo, 1, true);
+                let (mut order, mut leaf_order, mut plan) =
+                    (std::mem::take(&mut self.order), std::mem::take(&mut self.leaf_order), std::mem::take(&mut self.plan));
+                order.clear();
+                order.extend((0..topo.n_pods() as u32).filter(|&p| view.pod_avail[p as usize] >= 1));
+                sort_by_avail(&mut order, &view.pod_avail, |p| self.rank(topo.pod_name_rank(p), p), true, self.tie_break);
                 let leaves_descending = self.t3_leaf_order == LeafOrder::Paper;
-                for i in 0..self.order.len() {
-                    let pod = self.order[i];
-                    if !self.pod_open(counts, pod) {
+                let (mut filled, mut planned) = (false, 0);
+                plan.clear();
+                for &pod in &order {
+                    if !pod_open(counts, closed, pod, self.pod_cap) {
                         continue;
                     }
-                    self.sorted_leaves(topo, pod, 1, leaves_descending);
+                    self.sorted_leaves(&mut leaf_order, view, topo, pod, 1, leaves_descending);
                     // A T3 job accumulates across pods: keep what this pod gave.
-                    if self.fill_from_open_leaves(topo, state, counts, guard, nodes, &mut chosen) {
-                        return Some(chosen);
+                    if Self::plan_from_open_leaves(&leaf_order, view, closed, self.leaf_cap, counts, nodes, &mut planned, &mut plan) {
+                        filled = true;
+                        break;
                     }
                 }
-                None
+                debug_assert!(filled, "the open pods' open leaves hold the job");
+                Self::take_plan(topo, state, guard, &mut plan, &mut chosen);
+                (self.order, self.leaf_order, self.plan) = (order, leaf_order, plan);
+                filled.then_some(chosen)
             }
         }
     }
@@ -393,29 +651,273 @@ impl Tiered {
         Some(tier(topo, nodes).number())
     }
 
+    /// Those thresholds, read from the view.
     pub fn feasible(&mut self, topo: &Topology, state: &ClusterState, nodes: u32, guard: &Guard) -> bool {
         if nodes == 0 || nodes > state.n_free() {
             return false;
         }
-        self.compute_avail(topo, state, guard);
         let class = tier(topo, nodes);
-        if class == SpanClass::Leaf {
-            return self.leaf_avail.iter().any(|&a| a >= nodes);
-        }
-        let mut recounted = None;
-        let counts = span_counts(topo, state, &mut recounted);
-        self.count_reserved(topo, guard);
-        let open_avail = |l: u32| if self.leaf_open(counts, l) { self.leaf_avail[l as usize] } else { 0 };
-        match class {
-            SpanClass::Pod => (0..topo.n_pods() as u32).any(|p| topo.pod_leaves(p).map(open_avail).sum::<u32>() >= nodes),
-            _ => {
-                (0..topo.n_pods() as u32)
-                    .filter(|&p| self.pod_open(counts, p))
-                    .map(|p| topo.pod_leaves(p).map(open_avail).sum::<u32>())
-                    .sum::<u32>()
-                    >= nodes
-            }
-        }
+        let (vi, _) = self.view(topo, state, guard, class != SpanClass::Leaf);
+        let view = &self.views[vi];
+        let best = match class {
+            SpanClass::Leaf => view.best_leaf,
+            SpanClass::Pod => view.best_pod_open,
+            SpanClass::Pods => view.open_total,
+        };
+        nodes <= best
     }
 }
 
+#[cfg(test)]
+mod tests {
+    //! `Tiered` against the placement written out plainly, as it was before the views: per
+    //! question, availability recounted, pods and leaves sorted and walked in the SC18
+    //! orders. Many questions go to one long-lived `Tiered`, about states that change, are
+    //! copied and change separately, under guards that alternate: whatever it keeps must
+    //! never answer for another state or guard.
+    use super::*;
+    use crate::alloc::Reserved;
+    use proptest::prelude::*;
+
+    struct Plain {
+        leaf_cap: u32,
+        pod_cap: u32,
+        t3_leaf_order: LeafOrder,
+        tie: TieBreak,
+    }
+
+    impl Plain {
+        fn rank(&self, name_rank: u32, index: u32) -> u32 {
+            if self.tie == TieBreak::Name {
+                name_rank
+            } else {
+                index
+            }
+        }
+
+        /// (leaf_avail, pod_avail, reserved_leaf, reserved_pod)
+        fn avail(&self, t: &Topology, s: &ClusterState, g: &Guard) -> (Vec<u32>, Vec<u32>, Vec<u32>, Vec<u32>) {
+            let leaf: Vec<u32> =
+                (0..t.n_leaves() as u32).map(|l| t.leaf_nodes(l).filter(|&n| s.is_free(n) && !g.excludes(n)).count() as u32).collect();
+            let pod = (0..t.n_pods() as u32).map(|p| t.pod_leaves(p).map(|l| leaf[l as usize]).sum()).collect();
+            let (mut rl, mut rp) = (vec![0; t.n_leaves()], vec![0; t.n_pods()]);
+            for r in g.reserved.iter().filter(|r| r.class.spans_leaves()) {
+                let mut leaves: Vec<u32> = r.nodes.iter().map(|&n| t.leaf_of(n)).collect();
+                leaves.dedup();
+                let mut pods: Vec<u32> = leaves.iter().map(|&l| t.pod_of_leaf(l)).collect();
+                pods.dedup();
+                leaves.iter().for_each(|&l| rl[l as usize] += 1);
+                if r.class.spans_pods() {
+                    pods.iter().for_each(|&p| rp[p as usize] += 1);
+                }
+            }
+            (leaf, pod, rl, rp)
+        }
+
+        fn select(&self, t: &Topology, s: &ClusterState, nodes: u32, g: &Guard) -> Option<Vec<u32>> {
+            if nodes == 0 || nodes > s.n_free() {
+                return None;
+            }
+            let (la, pa, rl, rp) = self.avail(t, s, g);
+            let counts = SpanCounts::of_state(t, s);
+            let leaf_open = |l: u32| counts.leaf_spanning(l) + rl[l as usize] < self.leaf_cap;
+            let pod_open = |p: u32| counts.pod_spanning(p) + rp[p as usize] < self.pod_cap;
+            let sorted = |ids: Vec<u32>, avail: &[u32], rank: &dyn Fn(u32) -> u32, desc: bool| {
+                let mut ids = ids;
+                sort_by_avail(&mut ids, avail, rank, desc, self.tie);
+                ids
+            };
+            let pods = |min: u32, desc: bool| {
+                let ids = (0..t.n_pods() as u32).filter(|&p| pa[p as usize] >= min).collect();
+                sorted(ids, &pa, &|p| self.rank(t.pod_name_rank(p), p), desc)
+            };
+            let leaves = |pod: u32, min: u32, desc: bool| {
+                let ids = t.pod_leaves(pod).filter(|&l| la[l as usize] >= min).collect();
+                sorted(ids, &la, &|l| self.rank(t.leaf_name_rank(l), l), desc)
+            };
+            let take = |leaf: u32, m: u32, out: &mut Vec<u32>| {
+                out.extend(t.leaf_nodes(leaf).filter(|&n| s.is_free(n) && !g.excludes(n)).take(m as usize));
+            };
+            let fill = |order: &[u32], chosen: &mut Vec<u32>| {
+                for &l in order.iter().filter(|&&l| leaf_open(l)) {
+                    take(l, la[l as usize].min(nodes - chosen.len() as u32), chosen);
+                    if chosen.len() == nodes as usize {
+                        return true;
+                    }
+                }
+                false
+            };
+            let mut chosen = vec![];
+            match tier(t, nodes) {
+                SpanClass::Leaf => {
+                    for p in pods(nodes, false) {
+                        if let Some(&l) = leaves(p, nodes, false).first() {
+                            take(l, nodes, &mut chosen);
+                            return Some(chosen);
+                        }
+                    }
+                    None
+                }
+                SpanClass::Pod => {
+                    for p in pods(nodes, false) {
+                        chosen.clear();
+                        if fill(&leaves(p, 1, true), &mut chosen) {
+                            return Some(chosen);
+                        }
+                    }
+                    None
+                }
+                SpanClass::Pods => {
+                    for p in pods(1, true).into_iter().filter(|&p| pod_open(p)) {
+                        if fill(&leaves(p, 1, self.t3_leaf_order == LeafOrder::Paper), &mut chosen) {
+                            return Some(chosen);
+                        }
+                    }
+                    None
+                }
+            }
+        }
+    }
+
+    /// Pods of leaves of 1 to 4 nodes, leaf and pod names in a shuffled order (ties by name
+    /// are not ties by index).
+    fn fabric() -> impl Strategy<Value = Topology> {
+        (prop::collection::vec(prop::collection::vec(1u32..5, 1..4), 1..4), any::<u64>()).prop_map(|(pods, salt)| {
+            let n_leaves: usize = pods.iter().map(Vec::len).sum();
+            let name = |i: usize, what: &str| format!("{what}{}", (i as u64).wrapping_mul(salt | 1) % 1000);
+            let leaves: Vec<String> = (0..n_leaves).map(|i| name(i, "l") + &format!("_{i}")).collect();
+            let pod_names: Vec<String> = (0..pods.len()).map(|i| name(i, "p") + &format!("_{i}")).collect();
+            Topology::from_leaf_sizes("t", 3, &pods, None, None, Some(&leaves), Some(&pod_names)).unwrap()
+        })
+    }
+
+    /// One step on the newest state (or, for `Place(_, true)`, on the first one, which
+    /// copies were made from): place a job of this size, release a running job, or copy
+    /// the state.
+    #[derive(Clone, Debug)]
+    enum Step {
+        Place(u32, bool),
+        Release(usize),
+        Copy,
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            3 => (1u32..16, any::<bool>()).prop_map(|(n, c)| Step::Place(n, c)),
+            2 => (0usize..8).prop_map(Step::Release),
+            1 => Just(Step::Copy),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+        /// Each leaf holding some of the nodes once, in order, flagged when its pod is new.
+        #[test]
+        fn for_each_leaf_visits_the_leaves_of_the_nodes(topo in fabric(), pick in prop::collection::vec(any::<bool>(), 64)) {
+            let nodes: Vec<u32> = (0..topo.n_nodes() as u32).filter(|&n| pick[n as usize % 64]).collect();
+            let mut want: Vec<(u32, bool)> = vec![];
+            for &n in &nodes {
+                let leaf = topo.leaf_of(n);
+                if want.last().map(|w| w.0) != Some(leaf) {
+                    let new_pod = want.last().map_or(true, |w| topo.pod_of_leaf(w.0) != topo.pod_of_leaf(leaf));
+                    want.push((leaf, new_pod));
+                }
+            }
+            let mut got = vec![];
+            for_each_leaf(&topo, &nodes, |leaf, new_pod| got.push((leaf, new_pod)));
+            prop_assert_eq!(got, want);
+        }
+
+        #[test]
+        fn views_answer_as_the_plain_walk(
+            topo in fabric(),
+            caps in (1u32..3, 1u32..3),
+            paper in any::<bool>(),
+            by_index in any::<bool>(),
+            steps in prop::collection::vec(step(), 1..30),
+            excluded_bits in prop::collection::vec(any::<bool>(), 48),
+            reserved_pick in prop::collection::vec(any::<bool>(), 48),
+        ) {
+            let order = if paper { LeafOrder::Paper } else { LeafOrder::FluxTopo };
+            let tie = if by_index { TieBreak::Index } else { TieBreak::Name };
+            let mut a = Tiered::new(caps.0, caps.1, order, tie);
+            let plain = Plain { leaf_cap: caps.0, pod_cap: caps.1, t3_leaf_order: order, tie };
+            let n = topo.n_nodes() as u32;
+            let mut ex = NodeSet::new(n as usize);
+            (0..n).filter(|&i| excluded_bits[i as usize % 48]).for_each(|i| ex.insert(i));
+            let reserved_nodes: Vec<u32> = (0..n).filter(|&i| reserved_pick[i as usize % 48]).collect();
+            let reserved = [Reserved { nodes: &reserved_nodes, class: topo.span_class(&reserved_nodes) }];
+            let guards = [
+                Guard::NONE,
+                Guard { excluded: Some(&ex), reserved: &reserved },
+                Guard { excluded: None, reserved: &reserved },
+                Guard { excluded: Some(&ex), reserved: &[] },
+            ];
+            let mut states = vec![crate::alloc::new_state(&Isolated(a.clone()), &topo, &[])];
+            let mut running: Vec<Vec<(u32, Vec<u32>)>> = vec![vec![]];
+            let mut next_job = 0u32;
+            for st in steps {
+                let k = states.len() - 1;
+                match st {
+                    Step::Place(size, from_copy) => {
+                        let k = if from_copy { 0 } else { k };
+                        if let Some(mut nodes) = a.select(&topo, &states[k], size, &Guard::NONE) {
+                            nodes.sort_unstable();
+                            states[k].allocate(&topo, next_job, &nodes, topo.span_class(&nodes));
+                            running[k].push((next_job, nodes));
+                            next_job += 1;
+                        }
+                    }
+                    Step::Release(i) if !running[k].is_empty() => {
+                        let at = i % running[k].len();
+                        let (job, nodes) = running[k].remove(at);
+                        states[k].release(&topo, job, &nodes, topo.span_class(&nodes));
+                    }
+                    Step::Release(_) => {}
+                    Step::Copy => {
+                        states.push(states[k].clone());
+                        running.push(running[k].clone());
+                    }
+                }
+                // Every size, under every guard, about every state kept, twice over.
+                for _ in 0..2 {
+                    for s in &states {
+                        for g in &guards {
+                            for size in 0..=n + 1 {
+                                // The same nodes (the order is no part of the answer; ours
+                                // is ascending).
+                                let want = plain.select(&topo, s, size, g).map(|mut v| {
+                                    v.sort_unstable();
+                                    v
+                                });
+                                prop_assert_eq!(a.select(&topo, s, size, g), want.clone(), "size {} guard {:?}", size, g);
+                                prop_assert_eq!(a.feasible(&topo, s, size, g), want.is_some(), "size {}", size);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// `isolated`'s wrapper, to build a state with the tracker (the test's states carry it).
+    struct Isolated(Tiered);
+    impl crate::alloc::Allocator for Isolated {
+        fn name(&self) -> String {
+            "t".into()
+        }
+        fn fungible(&self) -> bool {
+            false
+        }
+        fn check_fits_ever(&self, t: &Topology, e: &ClusterState, n: u32) -> Result<(), String> {
+            self.0.check_fits_ever(t, e, n)
+        }
+        fn select(&mut self, t: &Topology, s: &ClusterState, n: u32, g: &Guard) -> Option<Vec<u32>> {
+            self.0.select(t, s, n, g)
+        }
+        fn tracker(&self, t: &Topology) -> Option<Box<dyn Tracker>> {
+            self.0.tracker(t)
+        }
+    }
+}
