@@ -79,6 +79,25 @@ def test_bad_trace_stops_with_file_line_and_field(tmp_path, capsys, body, expect
     assert not (tmp_path / "o" / "jobs.parquet").exists()
 
 
+@pytest.mark.parametrize(
+    "flags,flag",
+    [
+        (["--queue", "slurm", "--priority-weight-age", "5000000000"], "--priority-weight-age"),
+        (["--queue", "slurm-bf", "--bf-window-s", "99999999999"], "--bf-window-s"),
+    ],
+    ids=["weight-beyond-32-bits", "bf-window-beyond-30-days"],
+)
+def test_a_policy_option_out_of_range_names_the_flag_not_the_log(tmp_path, capsys, flags, flag):
+    """An option the CLI's schema check lets through but the policy refuses is a setting:
+    one line naming the flag, not an error blamed on the trace file."""
+    code, _, err = run(["simulate", "--trace", str(EXAMPLE_TRACE), "--system", "cab", *flags, "--out", str(tmp_path / "o"), "--quiet"], capsys)
+    assert code == 2
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("error: settings: ") and "out of range" in line and f"set with {flag}" in line, err
+    assert str(EXAMPLE_TRACE) not in err
+    assert not (tmp_path / "o" / "jobs.parquet").exists()
+
+
 def test_lenient_skips_and_counts_malformed_lines(tmp_path, capsys):
     bad = tmp_path / "bad.swf.gz"
     bad.write_bytes(gzip.compress((HEADER + GOOD + "3 20 -1 fifty 2 -1 -1 2 60 -1 1 1 1 -1 1 1 -1 -1\n").encode()))

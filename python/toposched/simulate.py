@@ -70,7 +70,7 @@ def simulate(
     try:
         sim = _new_simulation(_core, fabric, workload, config, options, alloc, order, down_nodes)
     except ValueError as exc:
-        raise _input_error(workload, str(exc)) from None
+        raise _construction_error(workload, str(exc)) from None
     except OverflowError as exc:  # an integer setting (seed, queue depth) beyond 64 bits
         raise InputError("settings", f"a number is out of range ({exc}): --seed takes 0 to 2^64 - 1") from None
     except RuntimeError as exc:
@@ -96,6 +96,19 @@ def simulate(
     result = collect(Outcome.of_simulation(sim, network), workload, fabric, config, complete)
     result.summary["policy"]["kill_at_walltime_rule"] = kill_rule
     return result
+
+
+def _construction_error(workload: Workload, message: str) -> InputError:
+    """A refusal of the native simulation's constructor: a job row of the log (the file and
+    line are named), else a setting (a policy's option out of its range, say: the flag that
+    sets it is named, not the log)."""
+    if re.match(r"job row \d+ ", message):
+        return _input_error(workload, message)
+    from .registry import option
+
+    flags = [opt.flag for name in re.findall(r"\b([a-z][a-z0-9_]*)=", message) if (opt := option(name)) is not None]
+    hint = f" (set with {', '.join(dict.fromkeys(flags))})" if flags else ""
+    return InputError("settings", message + hint)
 
 
 def _input_error(workload: Workload, message: str) -> InputError:
