@@ -4,15 +4,14 @@
 //! more than `pod_cap` running jobs spanning pods, counted from the outcome (nodes and
 //! times), not from the policy's own counters.
 
+mod common;
+
+use common::{workload, options_of};
 use proptest::prelude::*;
 use toposched_core::alloc::{self, capped::CappedOptions};
 use toposched_core::queue::{self, EasyOptions};
 use toposched_core::registry::Options;
 use toposched_core::{Engine, EngineOptions, Job, JobStatus, Topology};
-
-fn options_of<T: serde::Serialize>(t: T) -> Options {
-    serde_json::to_value(t).unwrap().as_object().unwrap().clone()
-}
 
 fn fabric() -> impl Strategy<Value = Topology> {
     prop_oneof![
@@ -21,16 +20,6 @@ fn fabric() -> impl Strategy<Value = Topology> {
         prop::collection::vec(prop::collection::vec(1u32..5, 1..4), 2..4)
             .prop_map(|pods| Topology::from_leaf_sizes("u", 3, &pods, None, None, None, None).unwrap()),
     ]
-}
-
-fn workload(max_nodes: u32) -> impl Strategy<Value = Vec<Job>> {
-    prop::collection::vec((0i64..50, 1u32..=max_nodes, 1i64..40, 0i64..50), 1..40).prop_map(|mut v| {
-        v.sort_by_key(|x| x.0);
-        v.into_iter()
-            .enumerate()
-            .map(|(i, (s, n, w, r))| Job { id: i as i64, submit_s: s, nodes: n, walltime_s: w, runtime_s: r })
-            .collect()
-    })
 }
 
 fn case() -> impl Strategy<Value = (Topology, Vec<Job>)> {

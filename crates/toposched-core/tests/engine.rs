@@ -1,6 +1,9 @@
 //! Engine-level tests: the plugin's own regression test (brief E9/E10) and property tests
 //! of the invariants every schedule must keep.
 
+mod common;
+
+use common::options_of;
 use proptest::prelude::*;
 use toposched_core::alloc::{self, Allocator, IsolatedOptions, LeafOrder, RandomOptions, TieBreak};
 use toposched_core::registry::Options;
@@ -9,10 +12,6 @@ use toposched_core::{Engine, EngineOptions, Job, JobStatus, Topology};
 
 fn job(id: i64, submit_s: i64, nodes: u32, walltime_s: i64, runtime_s: i64) -> Job {
     Job { id, submit_s, nodes, walltime_s, runtime_s }
-}
-
-fn options_of<T: serde::Serialize>(t: T) -> Options {
-    serde_json::to_value(t).unwrap().as_object().unwrap().clone()
 }
 
 /// A registered allocation policy with the options these tests vary.

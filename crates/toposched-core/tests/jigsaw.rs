@@ -3,6 +3,9 @@
 //! running jobs (each job's traffic taken as all-to-all between its nodes, the most links
 //! a job can use).
 
+mod common;
+
+use common::workload;
 use proptest::prelude::*;
 use toposched_core::alloc;
 use toposched_core::network::{Bandwidth, Links, Router};
@@ -22,16 +25,6 @@ fn fabric() -> impl Strategy<Value = Topology> {
         prop::collection::vec(prop::collection::vec(1u32..5, 1..4), 2..4)
             .prop_map(|pods| Topology::from_leaf_sizes("u", 3, &pods, None, None, None, None).unwrap()),
     ]
-}
-
-fn workload(max_nodes: u32) -> impl Strategy<Value = Vec<Job>> {
-    prop::collection::vec((0i64..50, 1u32..=max_nodes, 1i64..40, 0i64..50), 1..40).prop_map(|mut v| {
-        v.sort_by_key(|x| x.0);
-        v.into_iter()
-            .enumerate()
-            .map(|(i, (s, n, w, r))| Job { id: i as i64, submit_s: s, nodes: n, walltime_s: w, runtime_s: r })
-            .collect()
-    })
 }
 
 fn case() -> impl Strategy<Value = (Topology, Vec<Job>)> {

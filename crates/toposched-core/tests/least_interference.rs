@@ -5,6 +5,9 @@
 //! first. Then invariants through the engine: exactly the requested count, free and
 //! never excluded nodes, determinism, and (fungible) the schedule of `linear`.
 
+mod common;
+
+use common::{workload, options_of};
 use proptest::prelude::*;
 use toposched_core::alloc::least_interference::{AssumedTraffic, LeastInterference, LeastInterferenceOptions};
 use toposched_core::alloc::{self, Allocator, Guard};
@@ -13,10 +16,6 @@ use toposched_core::queue;
 use toposched_core::registry::Options;
 use toposched_core::state::{ClusterState, NodeSet};
 use toposched_core::{Engine, EngineOptions, Job, Topology};
-
-fn options_of<T: serde::Serialize>(t: T) -> Options {
-    serde_json::to_value(t).unwrap().as_object().unwrap().clone()
-}
 
 fn opts(candidates: u32, traffic: &str, phi: f64) -> LeastInterferenceOptions {
     let assumed_traffic = serde_json::from_value(serde_json::Value::from(traffic)).unwrap();
@@ -212,16 +211,6 @@ fn options_are_checked() {
     let props = &schema.as_object().unwrap()["properties"];
     assert_eq!(props["candidates"]["default"], 8);
     assert_eq!(props["assumed_traffic"]["default"], "bins");
-}
-
-fn workload(max_nodes: u32) -> impl Strategy<Value = Vec<Job>> {
-    prop::collection::vec((0i64..50, 1u32..=max_nodes, 1i64..40, 0i64..50), 1..40).prop_map(|mut v| {
-        v.sort_by_key(|x| x.0);
-        v.into_iter()
-            .enumerate()
-            .map(|(i, (s, n, w, r))| Job { id: i as i64, submit_s: s, nodes: n, walltime_s: w, runtime_s: r })
-            .collect()
-    })
 }
 
 fn run(topo: &Topology, jobs: &[Job], alloc_name: &str, o: &Options, queue: &str) -> Engine {

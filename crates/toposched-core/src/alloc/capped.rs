@@ -109,6 +109,7 @@ impl Allocator for Capped {
 mod tests {
     use super::*;
     use crate::alloc::isolated::{Isolated, SpanCounts};
+    use crate::alloc::test_util::place_in_turn;
     use crate::alloc::{new_state, Reserved};
     use crate::topology::SpanClass;
 
@@ -119,26 +120,7 @@ mod tests {
     /// Place jobs one after another; None for a refusal. Checks `feasible` against `select`
     /// and the tracked counts against a recount at every step.
     fn place(topo: &Topology, a: &mut dyn Allocator, pre: &[Vec<u32>], sizes: &[u32]) -> Vec<Option<Vec<u32>>> {
-        let mut s = new_state(a, topo, &[]);
-        for (j, nodes) in pre.iter().enumerate() {
-            s.allocate(topo, 1000 + j as u32, nodes, topo.span_class(nodes));
-        }
-        sizes
-            .iter()
-            .enumerate()
-            .map(|(j, &n)| {
-                let got = a.select(topo, &s, n, &Guard::NONE).map(|mut v| {
-                    v.sort_unstable();
-                    v
-                });
-                assert_eq!(got.is_some(), a.feasible(topo, &s, n, &Guard::NONE), "feasible disagrees for job {j}");
-                if let Some(nodes) = &got {
-                    s.allocate(topo, j as u32, nodes, topo.span_class(nodes));
-                    assert_eq!(s.tracked::<SpanCounts>(), Some(&SpanCounts::of_state(topo, &s)));
-                }
-                got
-            })
-            .collect()
+        place_in_turn(topo, a, pre, sizes, |s| assert_eq!(s.tracked::<SpanCounts>(), Some(&SpanCounts::of_state(topo, s))))
     }
 
     fn r(v: &[u32]) -> Option<Vec<u32>> {

@@ -429,32 +429,13 @@ impl Allocator for Jigsaw {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::alloc::test_util::place_in_turn;
     use crate::alloc::{new_state, Reserved};
 
     /// Place jobs one after another on `topo`; None for a refusal. Checks `feasible`
     /// against `select` and the tracked owners against a recount at every step.
     fn place(topo: &Topology, pre: &[Vec<u32>], sizes: &[u32]) -> Vec<Option<Vec<u32>>> {
-        let mut a = Jigsaw::default();
-        let mut s = new_state(&a, topo, &[]);
-        for (j, nodes) in pre.iter().enumerate() {
-            s.allocate(topo, 1000 + j as u32, nodes, topo.span_class(nodes));
-        }
-        sizes
-            .iter()
-            .enumerate()
-            .map(|(j, &n)| {
-                let got = a.select(topo, &s, n, &Guard::NONE).map(|mut v| {
-                    v.sort_unstable();
-                    v
-                });
-                assert_eq!(got.is_some(), a.feasible(topo, &s, n, &Guard::NONE), "feasible disagrees for job {j}");
-                if let Some(nodes) = &got {
-                    s.allocate(topo, j as u32, nodes, topo.span_class(nodes));
-                    assert_eq!(s.tracked::<ColumnOwners>(), Some(&ColumnOwners::of_state(topo, &s)));
-                }
-                got
-            })
-            .collect()
+        place_in_turn(topo, &mut Jigsaw::default(), pre, sizes, |s| assert_eq!(s.tracked::<ColumnOwners>(), Some(&ColumnOwners::of_state(topo, s))))
     }
 
     fn r(v: &[u32]) -> Option<Vec<u32>> {

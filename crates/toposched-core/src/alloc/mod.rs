@@ -156,3 +156,43 @@ pub fn by_name(name: &str, options: &Options) -> Result<Box<dyn Allocator>, Stri
     })?;
     (entry.build)(options)
 }
+
+/// What the allocation policies' unit tests share.
+#[cfg(test)]
+pub(crate) mod test_util {
+    use super::{new_state, Allocator, Guard};
+    use crate::state::ClusterState;
+    use crate::topology::Topology;
+
+    /// Place jobs one after another with `a` on `topo` (after `pre`: jobs 1000, 1001, ...
+    /// on the given nodes); None for a refusal. Checks that `feasible` agrees with `select`,
+    /// and runs `check` on the state after every placement.
+    pub fn place_in_turn(
+        topo: &Topology,
+        a: &mut dyn Allocator,
+        pre: &[Vec<u32>],
+        sizes: &[u32],
+        check: impl Fn(&ClusterState),
+    ) -> Vec<Option<Vec<u32>>> {
+        let mut s = new_state(a, topo, &[]);
+        for (j, nodes) in pre.iter().enumerate() {
+            s.allocate(topo, 1000 + j as u32, nodes, topo.span_class(nodes));
+        }
+        sizes
+            .iter()
+            .enumerate()
+            .map(|(j, &n)| {
+                let got = a.select(topo, &s, n, &Guard::NONE).map(|mut v| {
+                    v.sort_unstable();
+                    v
+                });
+                assert_eq!(got.is_some(), a.feasible(topo, &s, n, &Guard::NONE), "feasible disagrees for job {j}");
+                if let Some(nodes) = &got {
+                    s.allocate(topo, j as u32, nodes, topo.span_class(nodes));
+                    check(&s);
+                }
+                got
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,25 @@
+//! What several integration test files share (a directory, so cargo does not build it as
+//! a test of its own). Each file uses a part of it.
+#![allow(dead_code)]
+
+use proptest::prelude::*;
+use toposched_core::registry::Options;
+use toposched_core::Job;
+
+/// A policy's options struct as the JSON object the registry takes.
+pub fn options_of<T: serde::Serialize>(t: T) -> Options {
+    serde_json::to_value(t).unwrap().as_object().unwrap().clone()
+}
+
+/// 1 to 39 jobs of 1 to `max_nodes` nodes (every one fits the fabric), submitted in
+/// [0, 50) s, limits 1 to 39 s, run times 0 to 49 s (some past their limit), rows in
+/// submit order.
+pub fn workload(max_nodes: u32) -> impl Strategy<Value = Vec<Job>> {
+    prop::collection::vec((0i64..50, 1u32..=max_nodes, 1i64..40, 0i64..50), 1..40).prop_map(|mut v| {
+        v.sort_by_key(|x| x.0);
+        v.into_iter()
+            .enumerate()
+            .map(|(i, (s, n, w, r))| Job { id: i as i64, submit_s: s, nodes: n, walltime_s: w, runtime_s: r })
+            .collect()
+    })
+}
