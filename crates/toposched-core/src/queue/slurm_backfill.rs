@@ -103,11 +103,7 @@ impl SlurmOptions {
                 return Err(format!("queue slurm: {k}={v} is out of range"));
             }
         }
-        for (k, v) in [("priority_weight_age", self.priority_weight_age), ("priority_weight_job_size", self.priority_weight_job_size)] {
-            if !(0..=u32::MAX as i64).contains(&v) {
-                return Err(format!("queue slurm: {k}={v} is out of range (0..={})", u32::MAX));
-            }
-        }
+        MultifactorParams::check_weights("slurm", "", self.priority_weight_age, self.priority_weight_job_size)?;
         self.multifactor().check("slurm", "")
     }
 

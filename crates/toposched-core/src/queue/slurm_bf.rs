@@ -159,11 +159,7 @@ impl SlurmBfOptions {
         if self.sched_tick_phase < 0 {
             return Err(format!("queue slurm-bf: sched_tick_phase={} is out of range", self.sched_tick_phase));
         }
-        for (k, v) in [("sched_priority_weight_age", self.sched_priority_weight_age), ("sched_priority_weight_job_size", self.sched_priority_weight_job_size)] {
-            if !(0..=u32::MAX as i64).contains(&v) {
-                return Err(format!("queue slurm-bf: {k}={v} is out of range (0..={})", u32::MAX));
-            }
-        }
+        MultifactorParams::check_weights("slurm-bf", "sched_", self.sched_priority_weight_age, self.sched_priority_weight_job_size)?;
         self.multifactor().check("slurm-bf", "sched_")
     }
 

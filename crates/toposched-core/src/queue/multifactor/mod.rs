@@ -64,6 +64,17 @@ pub struct MultifactorParams {
 impl MultifactorParams {
     /// Slurm's own bounds (read_config.c): periods and ages of at least one second here
     /// (Slurm reads them in minutes).
+    /// The weights as a policy's options hold them (any integer) before they become the
+    /// 32-bit `PriorityWeight*` of the params: in range or an error naming the option.
+    pub fn check_weights(policy: &str, prefix: &str, weight_age: i64, weight_job_size: i64) -> Result<(), String> {
+        for (k, v) in [("weight_age", weight_age), ("weight_job_size", weight_job_size)] {
+            if !(0..=u32::MAX as i64).contains(&v) {
+                return Err(format!("queue {policy}: {prefix}priority_{k}={v} is out of range (0..={})", u32::MAX));
+            }
+        }
+        Ok(())
+    }
+
     pub fn check(&self, policy: &str, prefix: &str) -> Result<(), String> {
         for (k, v) in [("max_age_s", self.max_age_s), ("calc_period_s", self.calc_period_s)] {
             if v < 1 || v > u32::MAX as i64 {
