@@ -122,7 +122,7 @@ impl Engine {
             start_seq: if opts.event_order == EventOrder::PerEvent { vec![0; jobs.len()] } else { Vec::new() },
             starts: 0,
             event_order: opts.event_order,
-            wakeups: BinaryHeap::new(),
+            wakeups: BTreeSet::new(),
             ended: 0,
             outcomes: vec![blank; jobs.len()],
             node_ranges: Vec::new(),
@@ -193,7 +193,7 @@ impl Engine {
             // A wake-up alone never keeps the run going: with nothing running and nothing
             // to submit, the queue is empty or a policy is stuck (reported below).
             let next_wakeup = if next_end.is_some() || next_submit.is_some() || !self.core.queue.is_empty() {
-                self.core.wakeups.peek().map(|r| r.0)
+                self.core.wakeups.first().copied()
             } else {
                 None
             };
@@ -250,8 +250,8 @@ impl Engine {
     }
 
     fn clear_wakeups(&mut self, t: i64) {
-        while self.core.wakeups.peek().is_some_and(|r| r.0 <= t) {
-            self.core.wakeups.pop();
+        while self.core.wakeups.first().is_some_and(|&w| w <= t) {
+            self.core.wakeups.pop_first();
         }
     }
 

@@ -229,7 +229,7 @@ impl Placer {
                 s
             });
             let reserved = [Reserved { nodes: &r.nodes, class: r.class }];
-            let guard = Guard { excluded: Some(both.as_ref().unwrap_or(&r.set)), reserved: &reserved };
+            let guard = Guard { excluded: Some(both.as_ref().unwrap_or(&r.set)), reserved: &reserved, ..Guard::NONE };
             self.alloc.select(&self.topo, &self.state, nodes, &guard)
         } else {
             let guard = Guard { excluded: filtered.as_ref(), ..Guard::NONE };
@@ -300,9 +300,11 @@ impl Placer {
             (shadow_s, fresh.select(topo, projection.state(), nodes, &Guard::NONE)?, extra)
         } else {
             let alloc = &mut self.alloc;
-            let (end, chosen) = projection.first_placement(|projected| {
-                if nodes <= projected.n_free() && alloc.feasible(topo, projected, nodes, &Guard::NONE) {
-                    alloc.select(topo, projected, nodes, &Guard::NONE)
+            // a planned future: a policy answers only what holds until then (Guard::projected)
+            let guard = Guard { projected: true, ..Guard::NONE };
+            let (end, chosen) = projection.first_placement(|_, projected| {
+                if nodes <= projected.n_free() && alloc.feasible(topo, projected, nodes, &guard) {
+                    alloc.select(topo, projected, nodes, &guard)
                 } else {
                     None
                 }

@@ -92,8 +92,8 @@ pub struct Core {
     pub(crate) start_seq: Vec<u64>,
     pub(crate) starts: u64,
     pub(crate) event_order: EventOrder,
-    /// Instants at which the queue policy asked for a pass (e.g. a reservation starts).
-    pub(crate) wakeups: BinaryHeap<Reverse<i64>>,
+    /// Instants at which a policy asked for a pass (e.g. a reservation starts), each once.
+    pub(crate) wakeups: BTreeSet<i64>,
     /// Jobs that have ended so far (lets policies notice early ends).
     pub(crate) ended: u64,
     pub(crate) outcomes: Vec<Outcome>,
@@ -219,7 +219,7 @@ impl Core {
     /// Ask for a scheduling pass at `t` (ignored if `t` is not in the future).
     pub(crate) fn wake_at(&mut self, t: i64) {
         if t > self.now {
-            self.wakeups.push(Reverse(t));
+            self.wakeups.insert(t);
         }
     }
 
@@ -369,12 +369,22 @@ impl PassCtx<'_> {
         if nodes > self.core.state.n_free() {
             return false;
         }
-        match self.alloc.select(self.topo, &self.core.state, nodes, guard) {
+        // the machine now, and the job's wait so far (what `adaptive` weighs)
+        let submit_s = self.jobs[job as usize].submit_s;
+        let guard = Guard { waited_s: self.core.now - submit_s, projected: false, ..*guard };
+        match self.alloc.select(self.topo, &self.core.state, nodes, &guard) {
             Some(chosen) if self.core.switches_allow(self.topo, job, &chosen) => {
                 self.core.start(self.topo, self.jobs, job, chosen);
                 true
             }
-            _ => false,
+            Some(_) => false,
+            None => {
+                // a policy waiting for a better placement: try again when its wait runs out
+                if let Some(patience_s) = self.alloc.patience_s().filter(|&p| guard.waited_s < p) {
+                    self.core.wake_at(submit_s.saturating_add(patience_s));
+                }
+                false
+            }
         }
     }
 }

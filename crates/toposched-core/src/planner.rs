@@ -71,11 +71,12 @@ impl<J, I: Iterator<Item = (i64, J)>, R: FnMut(&mut ClusterState, J)> Projection
     }
 
     /// EASY's reservation on node sets: advance end instant by end instant and return the
-    /// first instant at which `place` finds nodes on the projected state, with them.
-    pub fn first_placement(&mut self, mut place: impl FnMut(&ClusterState) -> Option<Vec<u32>>) -> Option<(i64, Vec<u32>)> {
+    /// first instant at which `place` (told the instant) finds nodes on the projected
+    /// state, with them.
+    pub fn first_placement(&mut self, mut place: impl FnMut(i64, &ClusterState) -> Option<Vec<u32>>) -> Option<(i64, Vec<u32>)> {
         while let Some(t) = self.next_end() {
             self.advance_to(t);
-            if let Some(nodes) = place(&self.state) {
+            if let Some(nodes) = place(t, &self.state) {
                 return Some((t, nodes));
             }
         }
@@ -263,7 +264,7 @@ mod tests {
         let release = |s: &mut ClusterState, j: u32| s.release(&topo, j, &[2 * j, 2 * j + 1], SpanClass::Leaf);
         let mut p = Projection::new(state, ends.into_iter(), release);
         let mut asked = Vec::new();
-        let found = p.first_placement(|s| {
+        let found = p.first_placement(|_, s| {
             asked.push(s.n_free());
             // the lowest 3 free nodes
             let free: Vec<u32> = (0..8).filter(|&n| s.is_free(n)).take(3).collect();

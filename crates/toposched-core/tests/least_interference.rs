@@ -101,7 +101,7 @@ proptest! {
         }
         let mut ex = NodeSet::new(topo.n_nodes());
         excluded.iter().for_each(|&x| ex.insert(x));
-        let guard = Guard { excluded: Some(&ex), reserved: &[] };
+        let guard = Guard { excluded: Some(&ex), ..Guard::NONE };
         let mut policy = LeastInterference::new(o.clone()).unwrap();
         let pick = policy.select(&topo, &state, size, &guard);
         let room = (0..topo.n_nodes() as u32).filter(|&x| state.is_free(x) && !ex.contains(x)).count() as u32;

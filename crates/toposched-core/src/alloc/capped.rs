@@ -199,7 +199,7 @@ mod tests {
         let mut ex = crate::state::NodeSet::new(18);
         ex.insert(5);
         ex.insert(8);
-        let g = Guard { excluded: Some(&ex), reserved: &reserved };
+        let g = Guard { excluded: Some(&ex), reserved: &reserved, ..Guard::NONE };
         let got = a.select(&t, &s, 4, &g).map(|mut v| {
             v.sort_unstable();
             v

@@ -215,7 +215,7 @@ mod tests {
         assert!(got.is_some());
         assert!(a.select(&t, &s, 12, &g).is_none());
         // T1 jobs ignore closed leaves (pod 0 excluded: only the closed leaves have room)
-        let g1 = Guard { excluded: Some(&ex), reserved: &reserved };
+        let g1 = Guard { excluded: Some(&ex), reserved: &reserved, ..Guard::NONE };
         assert!(a.select(&t, &s, 3, &g1).unwrap().iter().all(|&n| n >= 9));
         assert!(a.select(&t, &s, 4, &g1).is_none());
         // the same reservation on one leaf (T1) closes nothing

@@ -514,14 +514,14 @@ mod tests {
         let reserved = [Reserved { nodes: &[0, 2, 3, 5], class: SpanClass::Pod }];
         let mut ex = crate::state::NodeSet::new(18);
         [0, 2, 3, 5].iter().for_each(|&n| ex.insert(n));
-        let g = Guard { excluded: Some(&ex), reserved: &reserved };
+        let g = Guard { excluded: Some(&ex), reserved: &reserved, ..Guard::NONE };
         assert!(a.select(&t, &s, 4, &g).is_none());
         assert!(!a.feasible(&t, &s, 4, &g));
         // without the reservation, column 1 of leaves 0, 1 and leaf 2 hold it
         let g = Guard { excluded: Some(&ex), ..Guard::NONE };
         assert!(a.select(&t, &s, 4, &g).is_some());
         // a one-leaf job may still use node 1 or 4
-        let g = Guard { excluded: Some(&ex), reserved: &reserved };
+        let g = Guard { excluded: Some(&ex), reserved: &reserved, ..Guard::NONE };
         assert!(a.select(&t, &s, 2, &g).is_some());
     }
 }

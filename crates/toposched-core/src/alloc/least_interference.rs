@@ -254,7 +254,7 @@ impl LeastInterference {
             return out;
         }
         // fungible: reservations are counts, the guard's excluded nodes are all it forbids
-        let g = Guard { excluded: guard.excluded, reserved: &[] };
+        let g = Guard { reserved: &[], ..*guard };
         let push = |c: Option<Vec<u32>>, out: &mut Vec<Vec<u32>>| -> bool {
             if let Some(mut c) = c {
                 c.sort_unstable();
@@ -315,15 +315,46 @@ impl LeastInterference {
         out
     }
 
-    /// The key of a candidate (model in step with the state).
-    fn key(&mut self, topo: &Topology, cand: &[u32], index: usize) -> Key {
+    /// The key of a candidate (model in step with the state), and the worst slowdown it
+    /// adds ([`Model::score`]).
+    fn key(&mut self, topo: &Topology, cand: &[u32], index: usize) -> (Key, f64) {
         let leaves = count_changes(cand.iter().map(|&x| topo.leaf_of(x)));
         let pods = count_changes(cand.iter().map(|&x| topo.pod_of(x)));
-        let (score, shared) = match self.traffic_of(cand.len()) {
+        let (score, shared, worst) = match self.traffic_of(cand.len()) {
             Some(tr) if leaves > 1 => self.model.as_mut().expect("synced").score(cand, &tr, self.opts.assumed_phi),
-            _ => (0.0, 0),
+            _ => (0.0, 0, 0.0),
         };
-        ((score.max(0.0) * 1e6).round() as i64, shared, leaves, pods, index)
+        (((score.max(0.0) * 1e6).round() as i64, shared, leaves, pods, index), worst)
+    }
+
+    /// The candidates for a job of `nodes` nodes, best first by the documented key, each
+    /// with the worst slowdown the model predicts it adds: the largest of the job's own
+    /// dilation - 1 and the increase of any running job's dilation (0 for a candidate on
+    /// one leaf, which uses no link between switches). `adaptive` reads it.
+    pub fn ranked(&mut self, topo: &Topology, state: &ClusterState, nodes: u32, guard: &Guard) -> Vec<(Vec<u32>, f64)> {
+        let mut holdings = None;
+        let cands = self.candidates_with(topo, state, nodes, guard, &mut holdings);
+        self.rank(topo, state, cands, holdings)
+    }
+
+    /// `cands` in key order with their worst added slowdowns (`holdings`: the state's
+    /// running jobs if already read).
+    fn rank(&mut self, topo: &Topology, state: &ClusterState, mut cands: Vec<Vec<u32>>, holdings: Option<Vec<(u32, Vec<u32>)>>) -> Vec<(Vec<u32>, f64)> {
+        let Some(last) = cands.last() else { return Vec::new() };
+        if topo.leaf_of(last[0]) == topo.leaf_of(last[last.len() - 1]) {
+            // generation stops at the first one-leaf candidate: score 0, nothing shared,
+            // fewest leaves and pods, so no earlier candidate beats it
+            return vec![(cands.pop().expect("not empty"), 0.0)];
+        }
+        let holdings = holdings.unwrap_or_else(|| state.holdings());
+        self.sync(topo, &holdings);
+        let mut keyed: Vec<(Key, f64, Vec<u32>)> = Vec::with_capacity(cands.len());
+        for (i, c) in cands.into_iter().enumerate() {
+            let (k, worst) = self.key(topo, &c, i);
+            keyed.push((k, worst, c));
+        }
+        keyed.sort_by_key(|(k, _, _)| *k);
+        keyed.into_iter().map(|(_, worst, c)| (c, worst)).collect()
     }
 }
 
@@ -361,24 +392,28 @@ impl Model {
         comp.iter().filter(|&&s| s != skip).map(|&s| self.slot_nodes[s as usize] as f64 * (self.shared.get(s).dilation() - 1.0)).sum()
     }
 
-    /// (increase of the node-weighted slowdown, links shared) if the job ran on `nodes`;
-    /// the model is left as it was.
-    fn score(&mut self, nodes: &[u32], tr: &Traffic, phi: f64) -> (f64, u32) {
+    /// (increase of the node-weighted slowdown `sum nodes x (dilation - 1)`, links shared,
+    /// worst slowdown added: the largest of the job's own dilation - 1 and any running
+    /// job's increase of dilation) if the job ran on `nodes`; the model is left as it was.
+    fn score(&mut self, nodes: &[u32], tr: &Traffic, phi: f64) -> (f64, u32, f64) {
         let slot = self.insert(nodes, tr, phi);
         if slot == NONE {
-            return (0.0, 0);
+            return (0.0, 0, 0.0);
         }
         let shared = self.shared.get(slot).shared_now;
         let comp = self.shared.component(&[slot]);
-        let before = self.lost(&comp, slot);
+        // dilation of every job of the component before the job joins (its own: 1)
+        let before: Vec<f64> = comp.iter().map(|&s| if s == slot { 1.0 } else { self.shared.get(s).dilation() }).collect();
+        let lost_before = self.lost(&comp, slot);
         self.shared.solve(&comp);
-        let after = self.lost(&comp, NONE);
+        let lost = self.lost(&comp, NONE) - lost_before;
+        let worst = comp.iter().zip(&before).map(|(&s, b)| self.shared.get(s).dilation() - b).fold(0.0f64, f64::max);
         self.shared.remove(slot);
         let rest: Vec<u32> = comp.into_iter().filter(|&s| s != slot).collect();
         if !rest.is_empty() {
             self.shared.solve(&rest);
         }
-        (after - before, shared)
+        (lost, shared, worst)
     }
 }
 
@@ -396,27 +431,10 @@ impl Allocator for LeastInterference {
         // read once, and only when needed: most one-leaf jobs are placed without it
         let mut holdings = None;
         let cands = self.candidates_with(topo, state, nodes, guard, &mut holdings);
-        match cands.len() {
-            0 => return None,
-            1 => return cands.into_iter().next(),
-            _ => {}
+        if cands.len() <= 1 {
+            return cands.into_iter().next();
         }
-        let last = cands.last().expect("several");
-        if topo.leaf_of(last[0]) == topo.leaf_of(last[last.len() - 1]) {
-            // generation stops at the first one-leaf candidate: score 0, nothing shared,
-            // fewest leaves and pods, so no earlier candidate beats it
-            return cands.into_iter().last();
-        }
-        let holdings = holdings.unwrap_or_else(|| state.holdings());
-        self.sync(topo, &holdings);
-        let mut best: Option<(Key, usize)> = None;
-        for (i, c) in cands.iter().enumerate() {
-            let k = self.key(topo, c, i);
-            if best.map_or(true, |(b, _)| k < b) {
-                best = Some((k, i));
-            }
-        }
-        best.map(|(_, i)| cands[i].clone())
+        self.rank(topo, state, cands, holdings).into_iter().next().map(|(c, _)| c)
     }
     fn feasible(&mut self, topo: &Topology, state: &ClusterState, nodes: u32, guard: &Guard) -> bool {
         if guard.excluded.is_none() {

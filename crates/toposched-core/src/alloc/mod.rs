@@ -32,8 +32,9 @@ pub struct Reserved<'a> {
     pub class: SpanClass,
 }
 
-/// What the reservations held by the queue policy forbid a job that would still be
-/// running when they start.
+/// The circumstances of one placement question: what the reservations held by the queue
+/// policy forbid a job that would still be running when they start, how long the job has
+/// waited, and whether the state asked about is the machine now or a projection of it.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Guard<'a> {
     /// Nodes the job may not take.
@@ -42,10 +43,21 @@ pub struct Guard<'a> {
     /// every reservation overlapping the job's window). What they forbid beyond
     /// `excluded` is the allocation policy's business: fungible policies ignore them.
     pub reserved: &'a [Reserved<'a>],
+    /// Seconds the job has waited at the instant asked about (since its submission; 0
+    /// when unknown, e.g. a live placement). The engine sets it for every placement
+    /// (`PassCtx::try_start`) and every reservation it plans; only a policy that trades
+    /// waiting against placement quality (`adaptive`) reads it.
+    pub waited_s: i64,
+    /// True when the state is a projection of the future (a reservation being planned)
+    /// rather than the machine now. A policy whose answer depends on more than which
+    /// nodes are free and the guard (`adaptive`: the network model's prediction) must
+    /// then answer only what the guard keeps true until the reservation starts, so that
+    /// the job can be placed when it does.
+    pub projected: bool,
 }
 
 impl Guard<'_> {
-    pub const NONE: Guard<'static> = Guard { excluded: None, reserved: &[] };
+    pub const NONE: Guard<'static> = Guard { excluded: None, reserved: &[], waited_s: 0, projected: false };
 
     #[inline]
     pub fn excludes(&self, node: u32) -> bool {
@@ -91,6 +103,16 @@ pub trait Allocator: Send + Sync {
     /// tells it of every allocation and release and copies it with itself (projections).
     /// A wrapper around another allocator must forward this.
     fn tracker(&self, _topo: &Topology) -> Option<Box<dyn Tracker>> {
+        None
+    }
+
+    /// How long the policy may refuse a job free nodes it could use while it waits for a
+    /// better placement (`adaptive`: the bound on the wait for isolation, seconds since
+    /// submission), or None (the default: a refusal means the job cannot be placed).
+    /// When it refuses a job that has waited less, the engine runs a pass when the bound
+    /// runs out (so the job is placed then even if nothing else happens), and reservations
+    /// are planned for that instant too.
+    fn patience_s(&self) -> Option<i64> {
         None
     }
 

@@ -146,6 +146,8 @@ impl Conservative {
         let mut candidates: Vec<i64> = vec![now];
         candidates.extend(ctx.running().iter().map(|&(e, _)| e.max(now + 1)));
         candidates.extend(others.iter().map(|r| r.end.max(now)));
+        // a policy that declines free nodes until the job has waited long enough
+        candidates.extend(ctx.alloc.patience_s().map(|p| spec.submit_s.saturating_add(p).max(now)));
         candidates.retain(|&t| t <= limit);
         candidates.sort_unstable();
         candidates.dedup();
@@ -174,7 +176,8 @@ impl Conservative {
                     excluded.insert(n);
                 }
             }
-            let guard = Guard { excluded: Some(&excluded), reserved: &overlapping };
+            // at `now` the projection is the machine itself; later instants are planned
+            let guard = Guard { excluded: Some(&excluded), reserved: &overlapping, waited_s: t - spec.submit_s, projected: t > now };
             if alloc.feasible(topo, projected, spec.nodes, &guard) {
                 if let Some(nodes) = alloc.select(topo, projected, spec.nodes, &guard) {
                     return Some((t, nodes));
@@ -308,7 +311,7 @@ impl QueuePolicy for Conservative {
                 let mut outside = NodeSet::new(ctx.topo.n_nodes());
                 (0..ctx.topo.n_nodes() as u32).for_each(|n| outside.insert(n));
                 res.nodes.iter().for_each(|&n| outside.remove(n));
-                ctx.try_start(q, &Guard { excluded: Some(&outside), reserved: &[] })
+                ctx.try_start(q, &Guard { excluded: Some(&outside), ..Guard::NONE })
             } else {
                 ctx.try_start_on(q, &res.nodes)
             };

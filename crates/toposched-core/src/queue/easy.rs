@@ -109,17 +109,26 @@ impl Easy {
         }
         let now = ctx.now();
         let need = ctx.jobs[head as usize].nodes;
+        let submit_s = ctx.jobs[head as usize].submit_s;
         let topo = ctx.topo;
         let (core, alloc) = ctx.split();
         let ends = core.running().iter().map(|&(expected_end, job)| (expected_end.max(now), job));
         let release = |state: &mut ClusterState, job: u32| state.release(topo, job, core.nodes_of(job), core.class_of(job));
         let mut projection = Projection::new(core.state().clone(), ends, release);
-        let found = projection.first_placement(|state| {
-            if need <= state.n_free() && alloc.feasible(topo, state, need, &Guard::NONE) {
-                alloc.select(topo, state, need, &Guard::NONE)
+        let patience_s = alloc.patience_s();
+        let mut place = |t: i64, state: &ClusterState| {
+            let guard = Guard { waited_s: t - submit_s, projected: true, ..Guard::NONE };
+            if need <= state.n_free() && alloc.feasible(topo, state, need, &guard) {
+                alloc.select(topo, state, need, &guard)
             } else {
                 None
             }
+        };
+        let found = projection.first_placement(&mut place).or_else(|| {
+            // a policy that declines free nodes only until the head has waited long
+            // enough: every job released, the instant its wait runs out
+            let t = submit_s.saturating_add(patience_s?);
+            (t > now).then(|| place(t, projection.state()).map(|nodes| (t, nodes))).flatten()
         });
         let (end, mut nodes) = found?;
         nodes.sort_unstable();
@@ -204,7 +213,7 @@ impl Easy {
             Reservation::Nodes(r) => {
                 let overlaps = if self.opts.flux_window { end_s >= r.start_s } else { end_s > r.start_s };
                 let reserved = [Reserved { nodes: &r.list, class: r.class }];
-                let closes = Guard { excluded: None, reserved: &reserved };
+                let closes = Guard { reserved: &reserved, ..Guard::NONE };
                 let (guard, kind) = if overlaps {
                     (Guard { excluded: Some(&r.nodes), ..closes }, 0)
                 } else if self.opts.reserved_tiers_always {

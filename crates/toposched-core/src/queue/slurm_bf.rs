@@ -257,7 +257,8 @@ impl SlurmBf {
     fn will_run(&self, ctx: &mut PassCtx, job: u32, excluded: &NodeSet) -> Option<(i64, Vec<u32>)> {
         let now = ctx.now();
         let need = ctx.jobs[job as usize].nodes;
-        let guard = Guard { excluded: Some(excluded), ..Guard::NONE };
+        let submit_s = ctx.jobs[job as usize].submit_s;
+        let guard = Guard { excluded: Some(excluded), waited_s: now - submit_s, ..Guard::NONE };
         let topo = ctx.topo;
         let (core, alloc) = ctx.split();
         if let Some(nodes) = alloc.select(topo, &core.state, need, &guard) {
@@ -304,8 +305,9 @@ impl SlurmBf {
                     }
                 }
             }
+            let start = if last_end <= now { now + tick } else { last_end };
+            let guard = Guard { waited_s: start - submit_s, projected: true, ..guard };
             if let Some(nodes) = alloc.select(topo, &projected, need, &guard) {
-                let start = if last_end <= now { now + tick } else { last_end };
                 return Some((start, nodes));
             }
         }

@@ -850,9 +850,9 @@ mod tests {
             let reserved = [Reserved { nodes: &reserved_nodes, class: topo.span_class(&reserved_nodes) }];
             let guards = [
                 Guard::NONE,
-                Guard { excluded: Some(&ex), reserved: &reserved },
-                Guard { excluded: None, reserved: &reserved },
-                Guard { excluded: Some(&ex), reserved: &[] },
+                Guard { excluded: Some(&ex), reserved: &reserved, ..Guard::NONE },
+                Guard { reserved: &reserved, ..Guard::NONE },
+                Guard { excluded: Some(&ex), ..Guard::NONE },
             ];
             let mut states = vec![crate::alloc::new_state(&Isolated(a.clone()), &topo, &[])];
             let mut running: Vec<Vec<(u32, Vec<u32>)>> = vec![vec![]];
