@@ -302,7 +302,7 @@ impl Placer {
             let alloc = &mut self.alloc;
             // a planned future: a policy answers only what holds until then (Guard::projected)
             let guard = Guard { projected: true, ..Guard::NONE };
-            let (end, chosen) = projection.first_placement(|_, projected| {
+            let (end, chosen) = projection.first_placement(None, |_, projected| {
                 if nodes <= projected.n_free() && alloc.feasible(topo, projected, nodes, &guard) {
                     alloc.select(topo, projected, nodes, &guard)
                 } else {

@@ -70,17 +70,27 @@ impl<J, I: Iterator<Item = (i64, J)>, R: FnMut(&mut ClusterState, J)> Projection
         &self.state
     }
 
-    /// EASY's reservation on node sets: advance end instant by end instant and return the
-    /// first instant at which `place` (told the instant) finds nodes on the projected
-    /// state, with them.
-    pub fn first_placement(&mut self, mut place: impl FnMut(i64, &ClusterState) -> Option<Vec<u32>>) -> Option<(i64, Vec<u32>)> {
-        while let Some(t) = self.next_end() {
+    /// EASY's reservation on node sets: advance end instant by end instant (and to
+    /// `also_at` among them: an instant at which the answer may change though no job ends,
+    /// e.g. a wait running out) and return the first instant at which `place` (told the
+    /// instant) finds nodes on the projected state, with them.
+    pub fn first_placement(
+        &mut self,
+        mut also_at: Option<i64>,
+        mut place: impl FnMut(i64, &ClusterState) -> Option<Vec<u32>>,
+    ) -> Option<(i64, Vec<u32>)> {
+        loop {
+            let t = match (self.next_end(), also_at) {
+                (Some(end), Some(x)) if x <= end => also_at.take().expect("matched"),
+                (Some(end), _) => end,
+                (None, Some(_)) => also_at.take().expect("matched"),
+                (None, None) => return None,
+            };
             self.advance_to(t);
             if let Some(nodes) = place(t, &self.state) {
                 return Some((t, nodes));
             }
         }
-        None
     }
 }
 
@@ -264,7 +274,7 @@ mod tests {
         let release = |s: &mut ClusterState, j: u32| s.release(&topo, j, &[2 * j, 2 * j + 1], SpanClass::Leaf);
         let mut p = Projection::new(state, ends.into_iter(), release);
         let mut asked = Vec::new();
-        let found = p.first_placement(|_, s| {
+        let found = p.first_placement(None, |_, s| {
             asked.push(s.n_free());
             // the lowest 3 free nodes
             let free: Vec<u32> = (0..8).filter(|&n| s.is_free(n)).take(3).collect();

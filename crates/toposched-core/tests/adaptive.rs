@@ -75,7 +75,7 @@ fn sorted(v: Option<Vec<u32>>) -> Option<Vec<u32>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 800, ..ProptestConfig::default() })]
 
     #[test]
     fn shares_only_within_the_threshold_else_isolates_else_waits(

@@ -115,20 +115,16 @@ impl Easy {
         let ends = core.running().iter().map(|&(expected_end, job)| (expected_end.max(now), job));
         let release = |state: &mut ClusterState, job: u32| state.release(topo, job, core.nodes_of(job), core.class_of(job));
         let mut projection = Projection::new(core.state().clone(), ends, release);
-        let patience_s = alloc.patience_s();
-        let mut place = |t: i64, state: &ClusterState| {
+        // a policy that declines free nodes only until the head has waited long enough:
+        // the instant its wait runs out is planned for too
+        let wait_ends = alloc.patience_s().map(|p| submit_s.saturating_add(p)).filter(|&t| t > now);
+        let found = projection.first_placement(wait_ends, |t, state| {
             let guard = Guard { waited_s: t - submit_s, projected: true, ..Guard::NONE };
             if need <= state.n_free() && alloc.feasible(topo, state, need, &guard) {
                 alloc.select(topo, state, need, &guard)
             } else {
                 None
             }
-        };
-        let found = projection.first_placement(&mut place).or_else(|| {
-            // a policy that declines free nodes only until the head has waited long
-            // enough: every job released, the instant its wait runs out
-            let t = submit_s.saturating_add(patience_s?);
-            (t > now).then(|| place(t, projection.state()).map(|nodes| (t, nodes))).flatten()
         });
         let (end, mut nodes) = found?;
         nodes.sort_unstable();
