@@ -109,8 +109,11 @@ pub struct Adaptive {
 #[derive(Clone, Debug, Default)]
 struct RankedCache {
     stamp: u64,
-    entries: Vec<(Question, Vec<(Vec<u32>, f64)>)>,
+    entries: Vec<(Question, Ranked)>,
 }
+
+/// Candidates best first, each with the worst slowdown it adds.
+type Ranked = Vec<(Vec<u32>, f64)>;
 
 /// A placement question but for the state: size, excluded nodes, reservations.
 #[derive(Clone, Debug, PartialEq)]
