@@ -112,6 +112,17 @@ pub struct SlurmBfOptions {
     pub sched_priority_favor_small: bool,
     /// An instant (engine units) at which the decay thread recalculated priorities.
     pub sched_priority_calc_phase: i64,
+    /// `PriorityWeightFairshare`: Fair Tree's factor (the association tree: `sched_priority_fs_tree`).
+    pub sched_priority_weight_fairshare: i64,
+    /// `PriorityWeightQOS`: the job's QOS priority over the highest (`sched_priority_qos`).
+    pub sched_priority_weight_qos: i64,
+    /// QOS priorities, `QOS_ID:PRIORITY;...` (ids as the Workload numbers them; every QOS of the site).
+    pub sched_priority_qos: String,
+    /// `PriorityDecayHalfLife` (seconds; Slurm reads minutes; 0: no decay).
+    pub sched_priority_decay_half_life_s: i64,
+    /// The association tree under root: `ACCOUNT[:SHARES]`, `ACCOUNT/USER[:SHARES]`,
+    /// `root/USER[:SHARES]`, separated by `;` (jobs' own associations are added, shares 1).
+    pub sched_priority_fs_tree: String,
 }
 
 impl Default for SlurmBfOptions {
@@ -135,6 +146,11 @@ impl Default for SlurmBfOptions {
             sched_priority_calc_period_s: 300,
             sched_priority_favor_small: false,
             sched_priority_calc_phase: 0,
+            sched_priority_weight_fairshare: 0,
+            sched_priority_weight_qos: 0,
+            sched_priority_qos: String::new(),
+            sched_priority_decay_half_life_s: 7 * 86_400,
+            sched_priority_fs_tree: String::new(),
         }
     }
 }
@@ -159,7 +175,16 @@ impl SlurmBfOptions {
         if self.sched_tick_phase < 0 {
             return Err(format!("queue slurm-bf: sched_tick_phase={} is out of range", self.sched_tick_phase));
         }
-        MultifactorParams::check_weights("slurm-bf", "sched_", self.sched_priority_weight_age, self.sched_priority_weight_job_size)?;
+        MultifactorParams::check_weights(
+            "slurm-bf",
+            "sched_",
+            &[
+                ("weight_age", self.sched_priority_weight_age),
+                ("weight_job_size", self.sched_priority_weight_job_size),
+                ("weight_fairshare", self.sched_priority_weight_fairshare),
+                ("weight_qos", self.sched_priority_weight_qos),
+            ],
+        )?;
         self.multifactor().check("slurm-bf", "sched_")
     }
 
@@ -172,6 +197,11 @@ impl SlurmBfOptions {
             calc_period_s: self.sched_priority_calc_period_s,
             favor_small: self.sched_priority_favor_small,
             calc_phase: self.sched_priority_calc_phase,
+            weight_fairshare: self.sched_priority_weight_fairshare as u32,
+            weight_qos: self.sched_priority_weight_qos as u32,
+            qos_priority: self.sched_priority_qos.clone(),
+            decay_half_life_s: self.sched_priority_decay_half_life_s,
+            fs_tree: self.sched_priority_fs_tree.clone(),
             clock_offset: self.bf_clock_offset,
             ticks_per_s: self.sched_ticks_per_s,
         }
