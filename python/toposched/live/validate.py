@@ -189,8 +189,9 @@ def accounting_setup(stream: list[StreamJob], qos: dict[str, int]) -> list[list[
     shares 1, user root in each: a flat tree) and the QOS with their priorities."""
     cmds = []
     for name, prio in qos.items():
-        cmds.append(["sacctmgr", "-i", "modify", "qos", "where", "name=normal", "set", f"priority={prio}"] if name == "normal"
-                    else ["sacctmgr", "-i", "add", "qos", name, f"priority={prio}"])
+        if name != "normal":
+            cmds.append(["sacctmgr", "-i", "add", "qos", name])
+        cmds.append(["sacctmgr", "-i", "modify", "qos", "where", f"name={name}", "set", f"priority={prio}"])
     accounts = sorted({j.account for j in stream if j.account})
     if accounts:
         cmds.append(["sacctmgr", "-i", "add", "account", ",".join(accounts), "parent=root", "fairshare=1"])
