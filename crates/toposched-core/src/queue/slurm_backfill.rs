@@ -23,7 +23,10 @@
 //! *Priority*: `priority/basic` (submit order) unless a weight is set: then
 //! `priority/multifactor`'s age and job size factors (`priority_weight_age`,
 //! `priority_weight_job_size`, `priority_max_age_s`, `priority_calc_period_s`,
-//! `priority_favor_small`; defaults Slurm's: 0, 0, 7 days, 5 min, no), recalculated when
+//! `priority_favor_small`; defaults Slurm's: 0, 0, 7 days, 5 min, no), Fair Tree's
+//! fair-share (`priority_weight_fairshare`, `priority_decay_half_life_s` (7 days),
+//! `priority_fs_tree`: the job's account and user ids) and QOS (`priority_weight_qos`,
+//! `priority_qos`: the job's QOS id -> priority) factors, recalculated when
 //! Slurm's decay thread does (every `priority_calc_period_s` from `priority_calc_phase`,
 //! engine units; whole seconds of the controller's clock placed by `clock_offset`). The
 //! arithmetic and its source lines are in `multifactor/mod.rs`.

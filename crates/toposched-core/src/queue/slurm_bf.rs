@@ -7,8 +7,9 @@
 //!   `job_scheduler.c`: priority order, the first job that cannot start blocks its
 //!   partition; shared code, `slurm_backfill.rs`). Priority is `priority/basic`'s (submit
 //!   order, then job id, `sort_job_queue2`, the engine's queue order), or
-//!   `priority/multifactor`'s age and job size factors when a `sched_priority_weight_*` is
-//!   set (as `slurm`'s `priority_*` options; `multifactor/mod.rs`): both the main pass and
+//!   `priority/multifactor`'s age, job size, fair-share (Fair Tree) and QOS factors when a
+//!   `sched_priority_weight_*` is set (as `slurm`'s `priority_*` options;
+//!   `multifactor/mod.rs`, `multifactor/fair_tree.rs`): both the main pass and
 //!   the cycles walk the queue in that order, and a recalculation is more work for the agent.
 //! - **When a cycle runs** (`backfill_agent`): the agent sleeps `bf_interval` seconds after
 //!   a cycle ends, then runs one if anything changed since the last cycle (`_more_work`:
@@ -54,12 +55,13 @@
 //! `sched_ticks_per_s`, `sched_tick_phase`, `sched_last_pass`, and the
 //! priority options `sched_priority_weight_age`, `sched_priority_weight_job_size`,
 //! `sched_priority_max_age_s`, `sched_priority_calc_period_s`, `sched_priority_favor_small`,
-//! `sched_priority_calc_phase` (its seconds placed by `bf_clock_offset`). Times given in
+//! `sched_priority_calc_phase` (its seconds placed by `bf_clock_offset`),
+//! `sched_priority_weight_fairshare`, `sched_priority_weight_qos`, `sched_priority_qos`,
+//! `sched_priority_decay_half_life_s`, `sched_priority_fs_tree`. Times given in
 //! seconds are scaled by `sched_ticks_per_s`.
 //! *Not modelled*: partitions, QOS and association limits, `bf_min_age_reserve`,
 //! `bf_min_prio_reserve`, `bf_max_job_start`, per-user limits, time-min jobs, COMPLETING
-//! nodes (the engine frees a job's nodes together), multifactor's fair-share, QOS and
-//! partition factors.
+//! nodes (the engine frees a job's nodes together), multifactor's partition factor.
 //! *When to use*: to replay a Slurm configured with `SchedulerType=sched/backfill`.
 //! *Cost*: per cycle, for each tested job a few allocator calls per running job (the
 //! will-run projection) and O(plan records x nodes) for the plan.
