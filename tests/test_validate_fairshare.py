@@ -173,3 +173,38 @@ def test_fair_share_runs_replay_as_slurm_ran_them(tmp_path, run, decisions, max_
     slurm.priority = {k: v for k, v in slurm.priority.items() if k not in ("priority_weight_fairshare", "priority_weight_qos")}
     age_only = val.compare(Fabric.from_spec(regular_spec("lab", 8, 2, 2, node_prefix="n")), slurm, select=select, scheduler=scheduler).summary()
     assert age_only["start_diff_s"]["mean"] > 5 * s["start_diff_s"]["mean"], (age_only, s)
+
+
+def test_accounts_and_qos_leave_the_rest_of_the_stream_as_it_was():
+    """Accounts and QOS are drawn from a generator of their own: the recorded runs of a seed
+    without them keep their sizes, runs and arrivals."""
+    plain = val.random_stream(200, 32, 1, arrival_span_s=60.0, max_run_s=4)
+    with_assoc = stream(1)
+    assert [(j.name, j.at_s, j.nodes, j.run_s, j.limit_min) for j in plain] == [(j.name, j.at_s, j.nodes, j.run_s, j.limit_min) for j in with_assoc]
+    counts = {a: sum(j.account == a for j in with_assoc) for a in ("a0", "a1", "a2")}
+    assert counts["a0"] > counts["a1"] > counts["a2"] > 0  # weights 3, 2, 1
+    assert {j.qos for j in with_assoc} == {"normal", "hi", "lo"}
+
+
+def test_the_labs_accounts_and_the_replays_ids_agree():
+    jobs = stream(1)[:20]
+    qos = val.qos_priorities(QOS)
+    cmds = val.accounting_setup(jobs, qos)
+    assert ["sacctmgr", "-i", "add", "qos", "hi"] in cmds and ["sacctmgr", "-i", "modify", "qos", "where", "name=hi", "set", "priority=100"] in cmds
+    accounts = sorted({j.account for j in jobs})
+    assert ["sacctmgr", "-i", "add", "account", ",".join(accounts), "parent=root", "fairshare=1"] in cmds
+    cols, opts = val.association_options(jobs, qos)
+    assert [accounts[i] for i in cols["account_id"]] == [j.account for j in jobs]
+    assert [list(qos)[i] for i in cols["qos_id"]] == [j.qos for j in jobs]
+    assert opts == {"priority_qos": "0:0;1:100;2:10", "priority_fs_tree": "root/0;" + ";".join(f"{k}:1" for k in range(len(accounts)))}
+
+
+@pytest.mark.parametrize("bad", ["hi", "hi=x", "9x=3", "hi=4294967295"])
+def test_bad_qos_is_one_line_naming_the_flag(tmp_path, bad):
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "toposched.cli", "validate-slurm", "--random", "20", "--qos", bad, "--from-lab", str(tmp_path), "--out", str(tmp_path / "o")]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "--qos" in r.stderr and bad in r.stderr, r.stderr
