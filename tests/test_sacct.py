@@ -191,6 +191,12 @@ def test_xdmod_layout():
     assert hosts[-5:] == ["d13n03", "d13n05", "d13n07", "d13n08", "d13n16"]
     assert w.extra["state"] == ["TIMEOUT", "CANCELLED by 102216", "COMPLETED"]
     assert w.extra["logged_start_s"][0] == epoch("2015-06-28T02:55:50") - w.time_origin_epoch_s
+    # the id columns: the file's names numbered in order of first appearance (the fourth
+    # record, of unknown size, is skipped after the names were given out)
+    assert list(w["account_id"]) == [0, 1, 2] and w.names["account_id"][:3] == ["anon", "dspumpkins", "anonacct"]
+    assert list(w["user_id"]) == [0, 1, 2] and w.names["user_id"][:3] == ["unknown", "hanx", "anonuser"]
+    assert list(w["qos_id"]) == [0, 0, 0] and w.names["qos_id"] == ["qos"]
+    assert list(w["partition_id"]) == [0, 0, 0] and w.names["partition_id"] == ["general-compute"]
 
 
 def test_xdmod_job_arrays():

@@ -203,6 +203,9 @@ def test_small_file_values(tmp_path: Path) -> None:
     assert w.extra["user"].tolist() == [9, 7]
     assert w.extra["queue"].tolist() == [2, 2]
     assert w.extra["partition"].tolist() == [1, 1]
+    # the id columns: user 12, group 13 (the account), queue 15 (the QOS), partition 16
+    assert w["user_id"].tolist() == [9, 7] and w["account_id"].tolist() == [3, 3]
+    assert w["qos_id"].tolist() == [2, 2] and w["partition_id"].tolist() == [1, 1]
     assert w.repairs == {"submit_unsorted": 1}
 
 
@@ -514,3 +517,19 @@ def test_bad_options_fail_before_reading(tmp_path: Path, options: dict) -> None:
     with pytest.raises(ValueError) as ei:
         read_swf(tmp_path / "not-even-there.swf", **options)
     assert not isinstance(ei.value, TraceFormatError)  # (which is a ValueError too)
+
+
+def test_id_columns_reach_the_engine_and_bad_ids_are_unknown(tmp_path: Path) -> None:
+    # an id the engine cannot hold (beyond 32 bits, or below -1) is unknown (-1), counted
+    p = write(tmp_path, HEADER + rec(1, 0, group_id="4294967295") + "\n" + rec(2, 1, queue_number="-5") + "\n" + rec(3, 2, user_id="11") + "\n")
+    w = read_swf(p)
+    assert w["account_id"].tolist() == [-1, 3, 3] and w["qos_id"].tolist() == [2, -1, 2]
+    assert w.repairs["id_out_of_range"] == 2
+    # the engine refuses what a reader would never give, naming the row and the field
+    from toposched import _core
+    from toposched.topology import load_fabric
+
+    cols = [w[c] for c in ("job_id", "submit_s", "nodes", "walltime_s", "runtime_s")]
+    _core.Simulation(load_fabric("toy18").core, *cols, account_id=w["account_id"])
+    with pytest.raises(ValueError, match=r"job row 1 \(id 2\): field 'qos_id' out of range: 4294967295"):
+        _core.Simulation(load_fabric("toy18").core, *cols, qos_id=np.array([1, 2**32 - 1, 0], dtype=np.int64))

@@ -282,7 +282,7 @@ def test_from_lab_finds_a_multifactor_run_and_refuses_bad_settings(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     s = json.loads((tmp_path / "o" / "linear-builtin-multifactor" / "summary.json").read_text())
     assert s["jobs"] == 200 and "priority_weight_job_size=5000" in s["queue"]
-    for bad, word in (("PriorityWeightQOS=5", "PriorityWeightQOS"), ("PriorityMaxAge=2:30", "PriorityMaxAge"), ("PriorityWeightAge=x", "PriorityWeightAge")):
+    for bad, word in (("PriorityWeightTRES=CPU=5", "PriorityWeightTRES"), ("PriorityMaxAge=2:30", "PriorityMaxAge"), ("PriorityWeightAge=x", "PriorityWeightAge")):
         r = subprocess.run([*cmd, "--multifactor", bad, "--from-lab", str(tmp_path / "lab")], capture_output=True, text=True, timeout=300)
         assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
         assert "--multifactor" in r.stderr and word in r.stderr, r.stderr

@@ -88,6 +88,10 @@ class Simulation:
         switch_wait_s: npt.NDArray[np.int64] | None = None,
         queue_order: object | None = None,
         event_order: str = "per-instant",
+        user_id: npt.NDArray[np.int64] | None = None,
+        account_id: npt.NDArray[np.int64] | None = None,
+        qos_id: npt.NDArray[np.int64] | None = None,
+        partition_id: npt.NDArray[np.int64] | None = None,
     ) -> None: ...
     def step(self, max_instants: int | None = None) -> bool: ...
     @property

@@ -27,7 +27,7 @@ from .errors import InputError, SimulationError
 from .limits import SLURM_MAX_SWITCH_WAIT_S
 from .results import BSLD_TAU_S, SIZE_BINS, Outcome, SimResult, collect
 from .topology import Fabric
-from .workload.model import Workload
+from .workload.model import ID_COLUMNS, Workload
 
 #: Re-exported: RunConfig and policy_options live in toposched.config, SimResult and the
 #: outcome tables in toposched.results (one module per concept; no import cycle with
@@ -142,6 +142,8 @@ def _new_simulation(
         event_order=config.event_order,
         down=down_nodes,
         **_switch_columns(workload, config),
+        # who submitted it where (Workload's id columns): what priority/multifactor reads
+        **{c: cols[c] for c in ID_COLUMNS if c in cols},
     )
 
 

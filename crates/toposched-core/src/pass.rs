@@ -341,6 +341,10 @@ impl PassCtx<'_> {
     pub fn nodes_of(&self, job: u32) -> &[u32] {
         self.core.nodes_of(job)
     }
+    /// When a started job started.
+    pub fn start_of(&self, job: u32) -> i64 {
+        self.core.outcomes[job as usize].start_s
+    }
     /// Span class of a running job.
     pub fn class_of(&self, job: u32) -> SpanClass {
         self.core.class_of(job)

@@ -2,7 +2,12 @@
 //! we only check the promises the engine relies on.
 
 /// One job to replay. Times are whole seconds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+///
+/// `user`, `account`, `qos` and `partition` are small ids the readers give (the Workload's
+/// `user_id`, `account_id`, `qos_id`, `partition_id` columns; `None` where the log has
+/// none). The engine does not interpret them; priority models do (`queue::multifactor`:
+/// the QOS factor by `qos`, fair-share by the `(account, user)` association).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Job {
     /// Id in the log (reported back, never interpreted).
     pub id: i64,
@@ -14,6 +19,14 @@ pub struct Job {
     pub walltime_s: i64,
     /// Run time the log recorded; the engine clips it to `walltime_s` unless jobs may run on.
     pub runtime_s: i64,
+    /// The user (SWF field 12; sacct `User`, as an id).
+    pub user: Option<u32>,
+    /// The account (sacct `Account`; SWF: the group, field 13).
+    pub account: Option<u32>,
+    /// The QOS (sacct `QOS`; SWF: the queue, field 15).
+    pub qos: Option<u32>,
+    /// The partition (sacct `Partition`; SWF field 16).
+    pub partition: Option<u32>,
 }
 
 /// Largest time (seconds) any field may hold: 2^53 s, about 285 million years. Far
@@ -77,7 +90,7 @@ mod tests {
     use super::*;
 
     fn job(submit_s: i64, walltime_s: i64, runtime_s: i64) -> Job {
-        Job { id: 7, submit_s, nodes: 1, walltime_s, runtime_s }
+        Job { id: 7, submit_s, nodes: 1, walltime_s, runtime_s, ..Default::default() }
     }
 
     #[test]

@@ -111,7 +111,7 @@ fn larger_caps_let_spanning_jobs_share_and_caps_of_one_do_not() {
     // toy18, four T2 jobs of 5 nodes submitted together, long enough to overlap: with
     // k = 1 at most one per pod runs at a time; with k = 2 they share leaves.
     let topo = Topology::preset("toy18").unwrap();
-    let jobs: Vec<Job> = (0..4).map(|i| Job { id: i, submit_s: 0, nodes: 4, walltime_s: 100, runtime_s: 100 }).collect();
+    let jobs: Vec<Job> = (0..4).map(|i| Job { id: i, submit_s: 0, nodes: 4, walltime_s: 100, runtime_s: 100, ..Default::default() }).collect();
     let one = run(&topo, &jobs, "easy", EasyOptions::default(), "capped", options_of(CappedOptions { leaf_cap: 1, pod_cap: 1 }), true);
     let two = run(&topo, &jobs, "easy", EasyOptions::default(), "capped", options_of(CappedOptions { leaf_cap: 2, pod_cap: 1 }), true);
     assert_eq!(most_sharing(&topo, &one), (1, 0));

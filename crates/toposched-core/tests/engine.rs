@@ -11,7 +11,7 @@ use toposched_core::queue::{self, EasyOptions, QueuePolicy};
 use toposched_core::{Engine, EngineOptions, Job, JobStatus, Topology};
 
 fn job(id: i64, submit_s: i64, nodes: u32, walltime_s: i64, runtime_s: i64) -> Job {
-    Job { id, submit_s, nodes, walltime_s, runtime_s }
+    Job { id, submit_s, nodes, walltime_s, runtime_s, ..Default::default() }
 }
 
 /// A registered allocation policy with the options these tests vary.

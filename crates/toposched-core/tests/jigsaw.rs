@@ -107,7 +107,7 @@ fn jigsaw_runs_more_spanning_jobs_at_once_than_isolated_and_shares_no_link() {
     // puts two on columns 0-2 of leaves 0-1 and 2-3, and a third on column 3 of all five
     // leaves, beside them.
     let topo = Topology::fat_tree("t", 4, 5, 1, None, None).unwrap();
-    let jobs: Vec<Job> = (0..8).map(|i| Job { id: i, submit_s: 0, nodes: 5, walltime_s: 100, runtime_s: 100 }).collect();
+    let jobs: Vec<Job> = (0..8).map(|i| Job { id: i, submit_s: 0, nodes: 5, walltime_s: 100, runtime_s: 100, ..Default::default() }).collect();
     let j = run(&topo, &jobs, "easy", false, true);
     assert_eq!(first_shared_link(&topo, &j), None);
     let at_zero = |e: &Engine| e.outcomes().iter().filter(|o| o.start_s == 0).count();

@@ -77,7 +77,7 @@ fn jobs_strategy(max_nodes: u32) -> impl Strategy<Value = Vec<Job>> {
             .enumerate()
             .map(|(i, (gap, nodes, run, wall))| {
                 t += gap;
-                Job { id: i as i64, submit_s: t, nodes, walltime_s: wall, runtime_s: run }
+                Job { id: i as i64, submit_s: t, nodes, walltime_s: wall, runtime_s: run, ..Default::default() }
             })
             .collect()
     })
@@ -113,7 +113,7 @@ proptest! {
 fn placer_matches_on_toy18_with_jobs_too_large() {
     let topo = Topology::preset("toy18").unwrap();
     let jobs: Vec<Job> = (0..30)
-        .map(|i| Job { id: i, submit_s: i * 3, nodes: (i as u32 * 7) % 20 + 1, walltime_s: 30 + i % 7, runtime_s: 5 + (i * 11) % 40 })
+        .map(|i| Job { id: i, submit_s: i * 3, nodes: (i as u32 * 7) % 20 + 1, walltime_s: 30 + i % 7, runtime_s: 5 + (i * 11) % 40, ..Default::default() })
         .collect();
     for a in registry::alloc_names() {
         same_decisions(&topo, &jobs, a);

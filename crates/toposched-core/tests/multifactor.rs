@@ -8,7 +8,7 @@ use toposched_core::registry::Options;
 use toposched_core::{alloc, queue, Engine, EngineOptions, Job, JobStatus, Topology};
 
 fn job(id: i64, submit_s: i64, nodes: u32, walltime_s: i64, runtime_s: i64) -> Job {
-    Job { id, submit_s, nodes, walltime_s, runtime_s }
+    Job { id, submit_s, nodes, walltime_s, runtime_s, ..Default::default() }
 }
 
 fn schedule(topo: &Topology, jobs: &[Job], queue_spec: &str) -> Vec<(i64, Vec<u32>)> {
@@ -87,6 +87,62 @@ fn milliseconds_scale_the_periods() {
     assert_eq!(starts(&jobs, &format!("{base},priority_calc_period_s=200")), vec![0, 170_000, 120_000]);
 }
 
+/// A (account 0, 4 nodes) holds the machine over [0, 120); B (account 0) submitted at 1, C
+/// (account 1) at 2, both 4 nodes. Slurm's decay thread runs at 0, 50, 100.
+fn accounts_scene() -> Vec<Job> {
+    let mut jobs = scene();
+    jobs[2].submit_s = 2;
+    for (j, acct) in jobs.iter_mut().zip([0, 0, 1]) {
+        j.account = Some(acct);
+        j.user = Some(7);
+    }
+    jobs
+}
+
+#[test]
+fn fair_share_puts_the_account_that_ran_less_first() {
+    // Fair Tree (fair_tree.html): at the run at 50, account 0 has used 50 s x 4 CPUs (A),
+    // account 1 nothing: its Level FS is infinite, ranked first. Two user associations
+    // (0, 7) and (1, 7): C's gets 2/2, B's 1/2; with weight 1000, C 1000 > B 500: at 120
+    // C starts first, B after it (170). In submit order (no fair-share) B goes first.
+    let base = "slurm:priority_weight_fairshare=1000,priority_calc_period_s=50";
+    assert_eq!(starts(&accounts_scene(), base), vec![0, 170, 120]);
+    assert_eq!(starts(&accounts_scene(), "slurm:priority_weight_age=1,priority_calc_period_s=50"), vec![0, 120, 170]);
+    // before any run saw usage (calc period 200: runs at 0 and 200), both accounts are
+    // unused and tied at 1: submit order
+    assert_eq!(starts(&accounts_scene(), "slurm:priority_weight_fairshare=1000,priority_calc_period_s=200"), vec![0, 120, 170]);
+    // a tree with account 1 holding 0 shares: its Level FS is 0 whatever its usage, B first
+    assert_eq!(starts(&accounts_scene(), &format!("{base},priority_fs_tree=1:0")), vec![0, 120, 170]);
+    // the same in slurm-bf
+    assert_eq!(starts(&accounts_scene(), "slurm-bf:sched_priority_weight_fairshare=1000,sched_priority_calc_period_s=50"), vec![0, 170, 120]);
+}
+
+#[test]
+fn qos_priority_over_the_highest() {
+    // QOS 1 priority 10, QOS 2 priority 40 (the highest): B in QOS 1 gets 1000 * 10 / 40 =
+    // 250 at submission, C in QOS 2 gets 1000: C first.
+    let mut jobs = accounts_scene();
+    jobs[1].qos = Some(1);
+    jobs[2].qos = Some(2);
+    assert_eq!(starts(&jobs, "slurm:priority_weight_qos=1000,priority_qos=1:10;2:40"), vec![0, 170, 120]);
+    // B's QOS the higher one: B first; a QOS of priority 0 (or unlisted) counts 0
+    assert_eq!(starts(&jobs, "slurm:priority_weight_qos=1000,priority_qos=1:40;2:10"), vec![0, 120, 170]);
+    assert_eq!(starts(&jobs, "slurm:priority_weight_qos=1000,priority_qos=1:40;2:0"), vec![0, 120, 170]);
+    assert_eq!(starts(&jobs, "slurm:priority_weight_qos=1000,priority_qos=2:40"), vec![0, 170, 120]);
+}
+
+#[test]
+fn bad_fair_share_and_qos_options_are_refused_with_their_names() {
+    let err = queue::by_name("slurm:priority_qos=1-3", &Options::new()).err().unwrap();
+    assert!(err.contains("priority_qos") && err.contains("1-3"), "{err}");
+    let err = queue::by_name("slurm-bf:sched_priority_fs_tree=x:1", &Options::new()).err().unwrap();
+    assert!(err.contains("sched_priority_fs_tree") && err.contains("x:1"), "{err}");
+    let err = queue::by_name("slurm:priority_weight_fairshare=-2", &Options::new()).err().unwrap();
+    assert!(err.contains("priority_weight_fairshare=-2 is out of range"), "{err}");
+    let err = queue::by_name("slurm:priority_decay_half_life_s=-1", &Options::new()).err().unwrap();
+    assert!(err.contains("priority_decay_half_life_s=-1 is out of range"), "{err}");
+}
+
 #[test]
 fn bad_priority_options_are_refused_with_their_names() {
     let err = queue::by_name("slurm:priority_calc_period_s=0", &Options::new()).err().unwrap();
@@ -143,15 +199,20 @@ proptest::proptest! {
         raw in proptest::collection::vec((0i64..300, 1u32..12, 1i64..200, 0i64..200), 1..40),
         wa in 0u32..5000, ws in 0u32..5000, max_age in 1i64..400, period in 1i64..100, phase in 0i64..100,
         small in proptest::bool::ANY, bf in proptest::bool::ANY, ai in 0usize..16,
+        wf in 0u32..5000, wq in 0u32..5000, half_life in 0i64..300, assoc in proptest::collection::vec((0u32..3, 0u32..3, 0u32..3), 40),
     ) {
         let topo = Topology::fat_tree("t", 4, 2, 1, None, None).unwrap();
         let mut raw = raw;
         raw.sort_by_key(|x| x.0);
-        let jobs: Vec<Job> = raw.iter().enumerate().map(|(i, &(t, nodes, wl, r))| job(i as i64, t, nodes, wl, r)).collect();
+        let jobs: Vec<Job> = raw.iter().zip(&assoc).enumerate().map(|(i, (&(t, nodes, wl, r), &(a, u, q)))| {
+            Job { account: Some(a), user: Some(u), qos: Some(q), ..job(i as i64, t, nodes, wl, r) }
+        }).collect();
         let (policy, pre) = if bf { ("slurm-bf:bf_interval_s=5,bf_resolution_s=1,", "sched_") } else { ("slurm:", "") };
         let spec = format!(
             "{policy}{pre}priority_weight_age={wa},{pre}priority_weight_job_size={ws},{pre}priority_max_age_s={max_age},\
-             {pre}priority_calc_period_s={period},{pre}priority_calc_phase={phase},{pre}priority_favor_small={small}"
+             {pre}priority_calc_period_s={period},{pre}priority_calc_phase={phase},{pre}priority_favor_small={small},\
+             {pre}priority_weight_fairshare={wf},{pre}priority_weight_qos={wq},{pre}priority_decay_half_life_s={half_life},\
+             {pre}priority_qos=0:0;1:5;2:50,{pre}priority_fs_tree=root/0;2:3"
         );
         let allocs = toposched_core::registry::alloc_names();
         let alloc_name = allocs[ai % allocs.len()];

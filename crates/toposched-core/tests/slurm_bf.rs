@@ -9,7 +9,7 @@ use toposched_core::registry::Options;
 use toposched_core::{alloc, queue, Engine, EngineOptions, Job, Topology};
 
 fn job(id: i64, submit_s: i64, nodes: u32, walltime_s: i64, runtime_s: i64) -> Job {
-    Job { id, submit_s, nodes, walltime_s, runtime_s }
+    Job { id, submit_s, nodes, walltime_s, runtime_s, ..Default::default() }
 }
 
 fn starts(jobs: Vec<Job>, queue_spec: &str) -> Vec<i64> {

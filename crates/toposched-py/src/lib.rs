@@ -220,7 +220,8 @@ impl Simulation {
         topology, job_id, submit_s, nodes, walltime_s, runtime_s, *,
         queue="easy", alloc=None, options=None, kill_at_walltime=true, queue_depth=None,
         record_reservations=false, check_interference_free=false, down=None,
-        max_leaves=None, switch_wait_s=None, queue_order=None, event_order="per-instant"
+        max_leaves=None, switch_wait_s=None, queue_order=None, event_order="per-instant",
+        user_id=None, account_id=None, qos_id=None, partition_id=None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -242,6 +243,10 @@ impl Simulation {
         switch_wait_s: Option<PyReadonlyArray1<i64>>,
         queue_order: Option<&Bound<'_, PyAny>>,
         event_order: &str,
+        user_id: Option<PyReadonlyArray1<i64>>,
+        account_id: Option<PyReadonlyArray1<i64>>,
+        qos_id: Option<PyReadonlyArray1<i64>>,
+        partition_id: Option<PyReadonlyArray1<i64>>,
     ) -> PyResult<Simulation> {
         let (id, sub, n, wt, rt) = (
             slice(&job_id, "job_id")?,
@@ -258,7 +263,29 @@ impl Simulation {
         for i in 0..len {
             let nodes = u32::try_from(n[i])
                 .map_err(|_| PyValueError::new_err(format!("job row {i} (id {}): field 'nodes' out of range: {}", id[i], n[i])))?;
-            jobs.push(Job { id: id[i], submit_s: sub[i], nodes, walltime_s: wt[i], runtime_s: rt[i] });
+            jobs.push(Job { id: id[i], submit_s: sub[i], nodes, walltime_s: wt[i], runtime_s: rt[i], ..Default::default() });
+        }
+        // the per-job ids (-1: the log has none)
+        for (name, col) in [("user_id", &user_id), ("account_id", &account_id), ("qos_id", &qos_id), ("partition_id", &partition_id)] {
+            let Some(col) = col else { continue };
+            let v = slice(col, name)?;
+            if v.len() != len {
+                return Err(PyValueError::new_err("job columns differ in length"));
+            }
+            for (i, (job, &x)) in jobs.iter_mut().zip(v).enumerate() {
+                let id = match x {
+                    -1 => None,
+                    x => Some(u32::try_from(x).ok().filter(|&x| x < u32::MAX).ok_or_else(|| {
+                        PyValueError::new_err(format!("job row {i} (id {}): field '{name}' out of range: {x} (-1 for none, else 0..{})", job.id, u32::MAX - 1))
+                    })?),
+                };
+                match name {
+                    "user_id" => job.user = id,
+                    "account_id" => job.account = id,
+                    "qos_id" => job.qos = id,
+                    _ => job.partition = id,
+                }
+            }
         }
         let options = options.map(json::dict_to_options).transpose()?.unwrap_or_default();
         let alloc_name: Option<String> = match alloc {

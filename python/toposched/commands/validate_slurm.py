@@ -24,6 +24,7 @@ DESCRIPTION = (
 EPILOG = """examples:
   toposched validate-slurm --random 200 --seed 1 --out val/
   toposched validate-slurm --random 200 --scheduler backfill --multifactor PriorityWeightAge=5000,PriorityWeightJobSize=5000,PriorityMaxAge=2,PriorityCalcPeriod=1 --out val/
+  toposched validate-slurm --random 200 --accounts 4 --qos hi=100,lo=10 --multifactor PriorityWeightFairshare=5000,PriorityWeightQOS=2000,PriorityDecayHalfLife=2,PriorityCalcPeriod=1 --out val/
   toposched validate-slurm --trace log.swf --cores-per-node 8 --first-job 1000 --jobs 200 --select linear --out val/
 """
 
@@ -45,8 +46,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scheduler-parameters", default="", metavar="TEXT", help="slurm.conf SchedulerParameters (default: none, Slurm's defaults)")
     parser.add_argument("--multifactor", metavar="KEY=VALUE,...", default="",
                         help="run Slurm with PriorityType=priority/multifactor and these slurm.conf settings (PriorityWeightAge, PriorityWeightJobSize, "
-                             "PriorityMaxAge, PriorityCalcPeriod, PriorityFavorSmall; times in minutes), replayed with the same priority options "
+                             "PriorityMaxAge, PriorityCalcPeriod, PriorityFavorSmall, PriorityWeightFairshare, PriorityWeightQOS, PriorityDecayHalfLife; "
+                             "times in minutes), replayed with the same priority options "
                              "(default: priority/basic)")
+    parser.add_argument("--accounts", type=int, default=0, metavar="N",
+                        help="--random: each job charges one of N accounts a0..aN-1 (directly under root, user root in each; a0 the busiest), "
+                             "made in the lab with sacctmgr (default: 0, root's own account)")
+    parser.add_argument("--qos", default="", metavar="NAME=PRIORITY,...",
+                        help="QOS made in the lab with these priorities (normal=P sets Slurm's own); with --random each job asks for one of them")
     parser.add_argument("--timeout-s", type=float, default=1800, help="give up if Slurm has not run every job by then (default: 1800)")
     parser.add_argument("--from-lab", metavar="DIR", help="compare again a recorded run (the OUT/lab directory of an earlier validate-slurm with the same stream options) instead of starting Slurm")
     parser.add_argument("--out", required=True, help="directory for the report (one sub-directory per select plugin) and Slurm's scratch files")
@@ -70,7 +77,11 @@ def run(args: argparse.Namespace) -> int:
             arrival_span_s=args.arrival_span_s, run_compression=args.run_compression, max_run_s=args.max_run_s or 20,
         )
     else:
-        stream = val.random_stream(args.random or 200, n_nodes, args.seed, arrival_span_s=args.arrival_span_s, max_run_s=args.max_run_s or 4)
+        qos_names = tuple(val.qos_priorities(args.qos)) if args.qos else ()  # normal included
+        if args.accounts < 0:
+            raise InputError("--accounts", f"{args.accounts}: expected 0 or more")
+        stream = val.random_stream(args.random or 200, n_nodes, args.seed, arrival_span_s=args.arrival_span_s, max_run_s=args.max_run_s or 4,
+                                   accounts=args.accounts, qos=qos_names)
     if args.multifactor:
         val.multifactor_conf(args.multifactor)  # a bad setting is one line before anything starts
     if args.from_lab:
@@ -84,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     selects = ("linear", "cons_tres") if args.select == "both" else (args.select,)
     for select in selects:
         v = val.validate(out / "lab", fabric, stream, select=select, scheduler=args.scheduler, scheduler_parameters=args.scheduler_parameters,
-                         multifactor=args.multifactor, timeout_s=args.timeout_s)
+                         multifactor=args.multifactor, timeout_s=args.timeout_s, qos=val.qos_priorities(args.qos))
         name = val.run_name(select, args.scheduler, args.multifactor)
         s = val.write_report(v, out / name)
         print(val.summary_line(s))
@@ -109,7 +120,7 @@ def _from_lab(args: argparse.Namespace, fabric: "Fabric", stream: "list[StreamJo
         lab = Path(args.from_lab) / f"slurm-{name}"
         if not (lab / "log" / "ctld.log").exists():
             raise InputError("--from-lab", f"no recorded run in {lab} (log/ctld.log)", hint="--select, --scheduler, --multifactor as in the recorded run")
-        v = val.compare(fabric, val.slurm_from_lab(lab, stream), select=select, scheduler=args.scheduler)
+        v = val.compare(fabric, val.slurm_from_lab(lab, stream, val.qos_priorities(args.qos)), select=select, scheduler=args.scheduler)
         print(val.summary_line(val.write_report(v, out / name)))
     print(json.dumps({"report": str(out)}))
     return 0

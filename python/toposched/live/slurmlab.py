@@ -91,6 +91,8 @@ class SlurmLab:
     epilog: bool = False
     #: more slurm.conf lines (e.g. PriorityType=priority/multifactor and its weights)
     extra_conf: tuple[str, ...] = ()
+    #: sacctmgr commands (accounts, QOS) run once slurmdbd is up, before the controller starts
+    accounting_setup: tuple[tuple[str, ...], ...] = ()
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -260,6 +262,11 @@ class SlurmLab:
             self._wait("slurmdbd", lambda: self._port_open(self.dbd_port), 60)
             # register the cluster before the controller starts (22.05 would otherwise log and retry)
             self.run("sacctmgr", "-i", "add", "cluster", self.cluster, check=False)
+            for cmd in self.accounting_setup:
+                r = self.run(*cmd, check=False)
+                # a lab directory used before keeps its database: what it added is there
+                if r.returncode != 0 and not (cmd[2:3] == ("add",) and "Nothing new added" in r.stdout + r.stderr):
+                    raise RuntimeError(f"{' '.join(cmd)}: exit {r.returncode}: {(r.stdout + r.stderr).strip()[-500:]}")
         self._spawn("slurmctld", [_which("slurmctld-wlm"), "-D", "-i", "-f", str(self.conf)], argv0="slurmctld")
         self._wait("slurmctld", lambda: self._port_open(self.ctld_port), 60)
         for n in self.nodes:

@@ -85,6 +85,8 @@ def scheduler_options(text: str) -> tuple[dict[str, int | bool], list[str]]:
 _PRIORITY_KEYS = {
     "PriorityWeightAge": "priority_weight_age", "PriorityWeightJobSize": "priority_weight_job_size",
     "PriorityMaxAge": "priority_max_age_s", "PriorityCalcPeriod": "priority_calc_period_s", "PriorityFavorSmall": "priority_favor_small",
+    "PriorityWeightFairshare": "priority_weight_fairshare", "PriorityWeightQOS": "priority_weight_qos",
+    "PriorityDecayHalfLife": "priority_decay_half_life_s",
 }
 
 
@@ -105,7 +107,7 @@ def multifactor_conf(text: str) -> list[str]:
     for item in (x.strip() for x in text.split(",") if x.strip()):
         key, eq, value = item.partition("=")
         if not eq or key.strip().lower() not in {k.lower() for k in _PRIORITY_KEYS}:
-            raise InputError("--multifactor", f"{item!r}: expected KEY=VALUE with KEY one of PriorityWeightAge, PriorityWeightJobSize, PriorityMaxAge, PriorityCalcPeriod, PriorityFavorSmall")
+            raise InputError("--multifactor", f"{item!r}: expected KEY=VALUE with KEY one of {', '.join(_PRIORITY_KEYS)}")
         lines.append(f"{key.strip()}={value.strip()}")
     priority_options("\n".join(lines))  # refuse a bad value before Slurm starts
     return lines
@@ -142,12 +144,20 @@ class StreamJob:
     nodes: int
     run_s: int  # the job sleeps this long
     limit_min: int  # sbatch --time (Slurm keeps time limits in minutes)
+    account: str = ""  # sbatch --account ("": the user's default, root's account root)
+    qos: str = ""  # sbatch --qos ("": the association's default, normal)
 
 
-def random_stream(n_jobs: int, n_nodes: int, seed: int, arrival_span_s: float = 60.0, max_run_s: int = 8) -> list[StreamJob]:
+def random_stream(n_jobs: int, n_nodes: int, seed: int, arrival_span_s: float = 60.0, max_run_s: int = 8,
+                  accounts: int = 0, qos: tuple[str, ...] = ()) -> list[StreamJob]:
     """n_jobs jobs, sizes 1..n_nodes skewed small (as in real logs: half of them at most 4
-    nodes), run 1..max_run_s s, Poisson-like arrivals over arrival_span_s."""
+    nodes), run 1..max_run_s s, Poisson-like arrivals over arrival_span_s. With ``accounts``,
+    each job charges one of a0, a1, ... (a0 the busiest: account k drawn with weight
+    accounts - k, so that fair-share has usage to tell apart); with ``qos``, each job asks for
+    one of these QOS, uniformly. Both are drawn from a generator of their own, so the sizes,
+    runs and arrivals of a seed stay the same with or without them."""
     rng = random.Random(seed)
+    assoc_rng = random.Random(f"{seed}-accounts")
     jobs, t = [], 0.0
     for i in range(n_jobs):
         t += rng.expovariate(n_jobs / arrival_span_s)
@@ -156,8 +166,57 @@ def random_stream(n_jobs: int, n_nodes: int, seed: int, arrival_span_s: float = 
         else:
             nodes = rng.randint(1, n_nodes)
         run = rng.randint(1, max_run_s)
-        jobs.append(StreamJob(f"r{seed}-{i}", round(t, 3), nodes, run, 1 + run // 60 + rng.randint(0, 2)))
+        account = f"a{assoc_rng.choices(range(accounts), weights=range(accounts, 0, -1))[0]}" if accounts else ""
+        q = assoc_rng.choice(qos) if qos else ""
+        jobs.append(StreamJob(f"r{seed}-{i}", round(t, 3), nodes, run, 1 + run // 60 + rng.randint(0, 2), account, q))
     return jobs
+
+
+def qos_priorities(text: str) -> dict[str, int]:
+    """``--qos hi=100,lo=10`` -> {QOS name: priority}; ``normal`` (Slurm's own QOS, priority 0
+    unless given) always included. Names as sacctmgr takes them."""
+    out: dict[str, int] = {"normal": 0}
+    for item in (x.strip() for x in text.split(",") if x.strip()):
+        name, eq, value = item.partition("=")
+        if not eq or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]{0,30}", name.strip()) or not value.strip().isdigit() or int(value) > 2**32 - 2:
+            raise InputError("--qos", f"{item!r}: expected NAME=PRIORITY (a name of letters, digits and _, a whole number below 2^32 - 1)")
+        out[name.strip()] = int(value)
+    return out
+
+
+def accounting_setup(stream: list[StreamJob], qos: dict[str, int]) -> list[list[str]]:
+    """The sacctmgr commands that give the lab the stream's accounts (directly under root,
+    shares 1, user root in each: a flat tree) and the QOS with their priorities."""
+    cmds = []
+    for name, prio in qos.items():
+        if name != "normal":
+            cmds.append(["sacctmgr", "-i", "add", "qos", name])
+        cmds.append(["sacctmgr", "-i", "modify", "qos", "where", f"name={name}", "set", f"priority={prio}"])
+    accounts = sorted({j.account for j in stream if j.account})
+    if accounts:
+        cmds.append(["sacctmgr", "-i", "add", "account", ",".join(accounts), "parent=root", "fairshare=1"])
+        cmds.append(["sacctmgr", "-i", "add", "user", "root", f"account={','.join(accounts)}", "fairshare=1", f"qos={','.join(qos)}"])
+    if len(qos) > 1:
+        cmds.append(["sacctmgr", "-i", "modify", "user", "root", "set", f"qos={','.join(qos)}"])
+    return cmds
+
+
+def association_options(stream: list[StreamJob], qos: dict[str, int]) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """The replay's view of the lab's associations: (account_id, user_id, qos_id for the
+    stream's jobs in order, and the options ``priority_qos`` and ``priority_fs_tree``).
+    Accounts numbered in name order, QOS in ``qos``'s order (a job without one: normal);
+    every job is root's (user 0), and root's own association (user root directly under
+    root, account root: the warm-up job's) is in the tree as ``root/0``."""
+    accounts = {a: k for k, a in enumerate(sorted({j.account for j in stream if j.account}))}
+    qos_id = {q: k for k, q in enumerate(qos)}
+    cols = {
+        "account_id": np.array([accounts.get(j.account, -1) for j in stream], dtype=np.int64),
+        "user_id": np.zeros(len(stream), dtype=np.int64),
+        "qos_id": np.array([qos_id[j.qos or "normal"] for j in stream], dtype=np.int64),
+    }
+    opts = {"priority_qos": ";".join(f"{qos_id[q]}:{p}" for q, p in qos.items()),
+            "priority_fs_tree": ";".join(["root/0", *(f"{k}:1" for k in accounts.values())])}
+    return cols, opts
 
 
 def swf_stream(path: Path, *, cores_per_node: int, max_nodes: int, first_job: int = 0, n_jobs: int = 200,
@@ -228,6 +287,8 @@ class SlurmJob:
     #: order of events within one millisecond
     start_seq: int = 0
     freed_seq: dict[str, int] = field(default_factory=dict)
+    account: str = ""
+    qos: str = ""
 
 
 class CtldRecord(TypedDict, total=False):
@@ -321,14 +382,18 @@ def recorded_log(text: str) -> str:
 
 
 def run_on_slurm(workdir: Path, fabric: Fabric, stream: list[StreamJob], *, select: str, scheduler: str,
-                 scheduler_parameters: str = "", multifactor: str = "", timeout_s: float = 900) -> "SlurmJobs":
-    """Start a lab Slurm, submit the stream in real time, wait for every job, read back."""
+                 scheduler_parameters: str = "", multifactor: str = "", timeout_s: float = 900, qos: dict[str, int] | None = None) -> "SlurmJobs":
+    """Start a lab Slurm, submit the stream in real time, wait for every job, read back.
+    ``qos``: the QOS and their priorities (:func:`qos_priorities`), made with sacctmgr with
+    the stream's accounts before the controller starts."""
     from .slurmlab import SlurmLab
 
+    qos = qos or {"normal": 0}
     lab = SlurmLab(
         Path(workdir), fabric.spec, hold_with_lua=False, select_type=f"select/{select}", scheduler_type=f"sched/{scheduler}",
         scheduler_parameters=scheduler_parameters, ctld_debug="debug2", epilog=True,
         extra_conf=tuple(multifactor_conf(multifactor)) if multifactor else (),
+        accounting_setup=tuple(tuple(c) for c in accounting_setup(stream, qos)),
     )
     with lab:
         # one warm-up job: the controller schedules only once every slurmd has registered,
@@ -341,17 +406,19 @@ def run_on_slurm(workdir: Path, fabric: Fabric, stream: list[StreamJob], *, sele
             delay = t0 + j.at_s - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
-            ids[lab.sbatch(j.nodes, j.limit_min, j.run_s, j.name)] = j
+            extra = [*([f"--account={j.account}"] if j.account else []), *([f"--qos={j.qos}"] if j.qos else [])]
+            ids[lab.sbatch(j.nodes, j.limit_min, j.run_s, j.name, extra=extra)] = j
         _wait_gone(lab, list(ids), timeout_s)
         sacct = _read_sacct(lab, set(ids), 60)
         log = parse_ctld_log((lab.workdir / "log" / "ctld.log").read_text())
     jobs = _merge(ids, sacct, log, warmup_id=int(warm))
     jobs.scheduler_parameters = _conf_value(lab.conf.read_text(), "SchedulerParameters")
     jobs.priority = priority_options(lab.conf.read_text())
+    jobs.qos = dict(qos)
     return jobs
 
 
-def slurm_from_lab(lab_dir: Path, stream: list[StreamJob]) -> "SlurmJobs":
+def slurm_from_lab(lab_dir: Path, stream: list[StreamJob], qos: dict[str, int] | None = None) -> "SlurmJobs":
     """What Slurm did in a finished lab run, read back from its directory (controller log
     and slurm.conf) without the database: the warm-up job is the first one submitted, the
     stream's jobs follow in submission order. Lets a recorded run be compared again."""
@@ -364,6 +431,7 @@ def slurm_from_lab(lab_dir: Path, stream: list[StreamJob]) -> "SlurmJobs":
     jobs = _merge({str(i): sj for i, sj in zip(ids[1:], stream)}, None, log, warmup_id=ids[0])
     jobs.scheduler_parameters = _conf_value((lab_dir / "slurm.conf").read_text(), "SchedulerParameters")
     jobs.priority = priority_options((lab_dir / "slurm.conf").read_text())
+    jobs.qos = dict(qos or {"normal": 0})
     return jobs
 
 
@@ -419,6 +487,8 @@ class SlurmJobs(list[SlurmJob]):
     priority_recalcs_ms: tuple[int, ...] = ()
     #: when the decay thread started (ms; "Priority MULTIFACTOR plugin loaded"): its first run
     priority_init_ms: int | None = None
+    #: the lab's QOS and their priorities (normal: 0 unless set)
+    qos: dict[str, int] = {"normal": 0}  # noqa: RUF012 (replaced, never mutated)
 
 
 def _merge(ids: dict[str, StreamJob], sacct: dict[str, dict[str, str]] | None, log: dict[int, CtldRecord],
@@ -447,7 +517,7 @@ def _merge(ids: dict[str, StreamJob], sacct: dict[str, dict[str, str]] | None, l
         freed = {n: ms(rec.get("freed", {}).get(n, rec["end"])) for n in nodes}
         seqs = {n: rec.get("freed_seq", {}).get(n, 1 << 62) for n in nodes}
         jobs.append(SlurmJob(sj.name, int(jid), sj.nodes, ms(rec["submit"]), ms(rec["start"]), end, nodes, freed, acct["State"], sj.limit_min,
-                             rec["backfill"], rec.get("initial_priority"), rec["start_seq"], seqs))
+                             rec["backfill"], rec.get("initial_priority"), rec["start_seq"], seqs, sj.account, sj.qos))
     jobs.sort(key=lambda j: j.job_id)
     return jobs
 
@@ -518,7 +588,7 @@ def decisions(fabric: Fabric, slurm: list[SlurmJob], profile: str) -> dict[int, 
     return out
 
 
-def replay(fabric: Fabric, slurm: list[SlurmJob], queue: str, profile: str) -> SimResult:
+def replay(fabric: Fabric, slurm: list[SlurmJob], queue: str, profile: str, qos: dict[str, int] | None = None) -> SimResult:
     """toposched's engine on the stream as Slurm saw it (milliseconds as the time unit)."""
     from ..simulate import RunConfig, simulate
     from ..workload.model import Workload
@@ -534,6 +604,8 @@ def replay(fabric: Fabric, slurm: list[SlurmJob], queue: str, profile: str) -> S
         "procs": np.array([j.nodes_asked for j in order], dtype=np.int64),
         "line": np.arange(1, len(order) + 1, dtype=np.int64),
     }
+    ids, _ = association_options([StreamJob(j.name, 0, j.nodes_asked, 0, j.limit_min, j.account, j.qos) for j in order], qos or {"normal": 0})
+    cols.update(ids)
     w = Workload(columns=cols, source="slurm-lab stream", format="slurm-lab")
     return simulate(w, fabric, RunConfig(queue=queue, alloc="slurm-tree", slurm_profile=profile, kill_at_walltime=False, utilization_step_s=60_000))
 
@@ -589,6 +661,10 @@ def compare(fabric: Fabric, slurm: list[SlurmJob], *, select: str, scheduler: st
         first = recalcs[0] if recalcs else init
         if first is not None:
             priority["priority_calc_phase"] = first % period_ms
+        if priority.get("priority_weight_fairshare") or priority.get("priority_weight_qos"):
+            # the lab's associations and QOS, as the replay's ids number them
+            _, assoc = association_options([StreamJob(j.name, 0, j.nodes_asked, 0, j.limit_min, j.account, j.qos) for j in slurm], getattr(slurm, "qos", {"normal": 0}))
+            priority.update({k: v for k, v in assoc.items() if v})
         params.update(priority)
         params["clock_offset"] = getattr(slurm, "clock_offset_ms", 0)
     if queue == "slurm-bf":
@@ -607,7 +683,7 @@ def compare(fabric: Fabric, slurm: list[SlurmJob], *, select: str, scheduler: st
     if queue in ("slurm", "slurm-bf"):
         queue += ":" + ",".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in params.items())
     dec = decisions(fabric, slurm, profile)
-    r = replay(fabric, slurm, queue, profile)
+    r = replay(fabric, slurm, queue, profile, getattr(slurm, "qos", None))
     names = list(fabric.spec.node_names)
     rows = r.jobs.select(["job_id", "start_s"]).to_pylist()
     for row, ids in zip(rows, node_lists(r.jobs)):
@@ -655,9 +731,9 @@ def run_name(select: str, scheduler: str, multifactor: str | bool = "") -> str:
 
 
 def validate(workdir: Path, fabric: Fabric, stream: list[StreamJob], *, select: str, scheduler: str = "builtin",
-             scheduler_parameters: str = "", multifactor: str = "", timeout_s: float = 900) -> Validation:
+             scheduler_parameters: str = "", multifactor: str = "", timeout_s: float = 900, qos: dict[str, int] | None = None) -> Validation:
     slurm = run_on_slurm(Path(workdir) / f"slurm-{run_name(select, scheduler, multifactor)}", fabric, stream, select=select, scheduler=scheduler,
-                         scheduler_parameters=scheduler_parameters, multifactor=multifactor, timeout_s=timeout_s)
+                         scheduler_parameters=scheduler_parameters, multifactor=multifactor, timeout_s=timeout_s, qos=qos)
     return compare(fabric, slurm, select=select, scheduler=scheduler)
 
 

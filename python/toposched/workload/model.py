@@ -17,7 +17,18 @@ Columns (all ``int64``):
                    the engine clips it (kill at the limit) unless told to let jobs run on
 ``procs``          processors (cores) the job used or asked for, as the log gives them
 ``line``           1-based line in the source file where the job's record starts
+``user_id``        the user, a small id (SWF field 12; sacct ``User``), -1 when unknown
+``account_id``     the account (sacct ``Account``; SWF has none: its group, field 13,
+                   stands for it), -1 when unknown
+``qos_id``         the QOS (sacct ``QOS``; SWF: the queue, field 15), -1 when unknown
+``partition_id``   the partition (sacct ``Partition``; SWF field 16), -1 when unknown
 =================  =========================================================================
+
+The last four are ids, never quantities: SWF's numbers as the log gives them; where the
+log has names (sacct), ids 0, 1, ... in order of first appearance, and ``names[column]``
+lists the names (``names["account_id"][k]`` is account ``k``'s name). A reader that does
+not know them, or a Workload built without them, has -1 throughout. They reach the
+engine's ``Job`` (priority/multifactor's QOS and fair-share factors read them).
 
 ``repairs`` counts every change made to the data, keyed by rule name (see
 ``docs/workloads.md``); ``skipped`` counts the jobs left out, keyed by reason. Together
@@ -39,7 +50,14 @@ COLUMNS: tuple[str, ...] = (
     "runtime_s",
     "procs",
     "line",
+    "user_id",
+    "account_id",
+    "qos_id",
+    "partition_id",
 )
+
+#: The id columns of :data:`COLUMNS`: optional when a Workload is built (-1 throughout).
+ID_COLUMNS: tuple[str, ...] = ("user_id", "account_id", "qos_id", "partition_id")
 
 
 @dataclass
@@ -59,6 +77,7 @@ class Workload:
             that a run's summary says how the table was made.
         extra: optional per-job columns a format can provide (e.g. ``logged_start_s``,
             ``logged_nodes``), same length as the columns.
+        names: for an id column whose log has names (sacct), the name of each id.
     """
 
     columns: dict[str, np.ndarray]
@@ -71,8 +90,15 @@ class Workload:
     records: int = 0
     settings: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
+    names: dict[str, list[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if any(c not in self.columns for c in ID_COLUMNS) and "job_id" in self.columns:
+            self.columns = dict(self.columns)
+            n = len(self.columns["job_id"])
+            for c in ID_COLUMNS:
+                if c not in self.columns:
+                    self.columns[c] = np.full(n, -1, dtype=np.int64)
         missing = [c for c in COLUMNS if c not in self.columns]
         if missing:
             raise ValueError(f"workload is missing columns {missing}")
@@ -137,6 +163,7 @@ class Workload:
             records=self.records,
             settings=dict(self.settings),
             extra=extra,
+            names={k: list(v) for k, v in self.names.items()},
         )
 
     def describe(self) -> dict[str, Any]:

@@ -41,7 +41,7 @@ import numpy as np
 
 from ..errors import TraceFormatError
 from ..limits import EPOCH_MAX_S, EPOCH_MIN_S, MAX_COUNT, MAX_SPAN_LONG_S, MAX_SPAN_S, MAX_TIME_S, years
-from .model import Workload
+from .model import ID_COLUMNS, Workload
 
 RAW_COLUMNS = (
     "job_id",
@@ -78,6 +78,9 @@ class NormalizeSettings:
                 )
 
 
+#: The largest id of a user, account, QOS or partition (the engine's ids are 32-bit).
+MAX_ID = 2**32 - 2
+
 #: Out-of-range records quoted in the settings with lenient (the rest are counted).
 _MAX_EXAMPLES = 5
 
@@ -103,13 +106,16 @@ def normalize(
     lenient: bool = False,
     allow_long_span: bool = False,
     field_names: dict[str, str] | None = None,
+    names: dict[str, list[str]] | None = None,
 ) -> Workload:
     """Apply the rules of this module to ``raw`` (arrays named in :data:`RAW_COLUMNS`).
 
     ``repairs`` and ``skipped`` may already hold counts from the reader (e.g. malformed
     lines skipped with ``lenient``); this adds to them. ``field_names`` maps raw columns
     to the format's own field names, for error messages. ``extra`` holds optional per-job
-    arrays (same length as ``raw``) that follow the rows through filtering and sorting.
+    arrays (same length as ``raw``) that follow the rows through filtering and sorting;
+    those named in :data:`~toposched.workload.model.ID_COLUMNS` become the Workload's id
+    columns, whose names (if any) are ``names``.
     """
     repairs = dict(repairs or {})
     skipped = dict(skipped or {})
@@ -210,7 +216,15 @@ def normalize(
     }
     extra_out: dict[str, Any] = {}  # Workload.extra: per-job columns (arrays or lists) or values
     for k, v in (extra or {}).items():
-        if isinstance(v, np.ndarray) and len(v) == n:
+        if k in ID_COLUMNS:  # a column of the Workload, carried through like the others
+            ids = np.asarray(v, dtype=np.int64)[order]
+            # an id the engine cannot hold (a u32 below 2^32 - 1) is unknown, like SWF's -1
+            bad = (ids < -1) | (ids > MAX_ID)
+            if bad.any():
+                _count(repairs, "id_out_of_range", int(bad.sum()))
+                ids = np.where(bad, -1, ids)
+            out[k] = ids
+        elif isinstance(v, np.ndarray) and len(v) == n:
             extra_out[k] = v[order]
         elif isinstance(v, list) and len(v) == n:
             extra_out[k] = [v[i] for i in order]
@@ -232,6 +246,7 @@ def normalize(
         records=int(records),
         settings=used,
         extra=extra_out,
+        names=dict(names or {}),
     )
 
 

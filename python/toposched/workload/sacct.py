@@ -200,7 +200,7 @@ def _time(text: str, field: str) -> int | None:
 _READ_COLUMNS = frozenset(
     c.lower()
     for c in ("JobIDRaw", "JobID", "Submit", "Start", "End", "ElapsedRaw", "Elapsed", "Timelimit", "TimelimitRaw",
-              "NNodes", "AllocCPUS", "NCPUS", "ReqCPUS", "NodeList", "State", "Partition", "User")
+              "NNodes", "AllocCPUS", "NCPUS", "ReqCPUS", "NodeList", "State", "Partition", "User", "Account", "QOS")
 )  # fmt: skip
 
 #: Columns a log must have (any one of the alternatives), in the order they are checked.
@@ -235,6 +235,8 @@ class Columns:
     state: int | None
     partition: int | None
     user: int | None
+    account: int | None
+    qos: int | None
 
     @classmethod
     def of(cls, path: str, layout: Layout) -> Columns:
@@ -277,6 +279,8 @@ class Columns:
             state=layout.col("State"),
             partition=layout.col("Partition"),
             user=layout.col("User"),
+            account=layout.col("Account"),
+            qos=layout.col("QOS"),
         )
 
     def used(self) -> list[int]:
@@ -318,6 +322,8 @@ class _Jobs:
         self.states: list[str] = []
         self.partitions: list[str] = []
         self.users: list[str] = []
+        self.accounts: list[str] = []
+        self.qoses: list[str] = []
         self.switches: list[tuple[int, int]] = []
         self._seen: set[tuple[Any, ...]] = set()
 
@@ -335,10 +341,13 @@ class _Jobs:
         self.states.append(vals[cols.state].strip() if cols.state is not None else "")
         self.partitions.append(vals[cols.partition].strip() if cols.partition is not None else "")
         self.users.append(vals[cols.user].strip() if cols.user is not None else "")
+        self.accounts.append(vals[cols.account].strip() if cols.account is not None else "")
+        self.qoses.append(vals[cols.qos].strip() if cols.qos is not None else "")
         return True
 
-    def columns(self) -> tuple[int | None, dict[str, np.ndarray], dict[str, Any]]:
-        """(time origin, raw columns for :func:`normalize`, extra columns)."""
+    def columns(self) -> tuple[int | None, dict[str, np.ndarray], dict[str, Any], dict[str, list[str]]]:
+        """(time origin, raw columns for :func:`normalize`, extra columns, the names of the
+        id columns)."""
         jobs = self.jobs
         submit_ep = [j.submit for j in jobs]
         origin = min(submit_ep) if submit_ep else None
@@ -372,7 +381,18 @@ class _Jobs:
             "max_leaves": col([n for n, _ in self.switches]),
             "switch_wait_s": col([w for _, w in self.switches]),
         }
-        return origin, raw, extra
+        names: dict[str, list[str]] = {}
+        for name, texts in (("user_id", self.users), ("account_id", self.accounts), ("qos_id", self.qoses), ("partition_id", self.partitions)):
+            ids, names[name] = _ids_of(texts)
+            extra[name] = ids
+        return origin, raw, extra, names
+
+
+def _ids_of(texts: list[str]) -> tuple[np.ndarray, list[str]]:
+    """Names -> (ids 0, 1, ... in order of first appearance, -1 for "", the names by id)."""
+    index: dict[str, int] = {"": -1}
+    ids = np.fromiter((index.setdefault(t, len(index) - 1) for t in texts), dtype=np.int64, count=len(texts))
+    return ids, [t for t in index if t]
 
 
 # --------------------------------------------------------------------------- reader
@@ -414,7 +434,10 @@ def read_sacct(
     Extra per-job columns: ``logged_start_s`` (int64 array, ``Start`` relative to the
     origin, -1 if the job never started), ``logged_nodelist`` (NodeList as printed, ""
     if none), ``logged_hosts`` (NodeList expanded to host names), ``state``,
-    ``partition`` and ``user`` (as printed, "" when the column is absent).
+    ``partition`` and ``user`` (as printed, "" when the column is absent). Id columns:
+    ``user_id``, ``account_id``, ``qos_id``, ``partition_id`` from ``User``, ``Account``,
+    ``QOS``, ``Partition`` (ids in order of first appearance, their names in
+    ``Workload.names``; -1 when the column is absent or empty).
 
     Args:
         path: the log (``.gz`` is decompressed).
@@ -479,7 +502,7 @@ def read_sacct(
             raise tally.no_valid_records()
         raise TraceFormatError(src, f"no job records found: all {records} records are job steps (a JobID with '.')")
 
-    origin, raw, extra = jobs.columns()
+    origin, raw, extra, names = jobs.columns()
     note: dict[str, Any] = {"layout": layout.kind}
     if lenient:
         note["lenient_examples"] = tally.examples
@@ -493,6 +516,7 @@ def read_sacct(
         header={},
         time_origin_epoch_s=origin,
         extra=extra,
+        names=names,
         settings_note=note,
         lenient=lenient,
         allow_long_span=allow_long_span,

@@ -66,12 +66,12 @@ FIELD_NAMES: tuple[str, ...] = (
 N_FIELDS = len(FIELD_NAMES)
 
 # 0-based indices of the fields we keep, all of which must hold integers. The others
-# (6 average CPU time, 7 used memory, 10 requested memory, 13, 14, 17, 18) are only
+# (6 average CPU time, 7 used memory, 10 requested memory, 14, 17, 18) are only
 # checked to be numbers; 6, 7 and 10 are often decimal.
-_USED = (0, 1, 2, 3, 4, 7, 8, 10, 11, 14, 15)
+_USED = (0, 1, 2, 3, 4, 7, 8, 10, 11, 12, 14, 15)
 _USED_SET = frozenset(_USED)
 # Position of each kept field in the per-record rows we collect.
-_JOB, _SUBMIT, _WAIT, _RUN, _PALLOC, _PREQ, _REQTIME, _STATUS, _USER, _QUEUE, _PART = range(len(_USED))
+_JOB, _SUBMIT, _WAIT, _RUN, _PALLOC, _PREQ, _REQTIME, _STATUS, _USER, _GROUP, _QUEUE, _PART = range(len(_USED))
 
 _CHUNK_BYTES = 1 << 20  # fast-path chunk size; ~1 MiB keeps temporaries in cache
 
@@ -463,6 +463,8 @@ def read_swf(
     Returns:
         The normalized :class:`Workload`. Extra per-job columns: ``logged_start_s``
         (submit + wait, -1 when unknown), ``status``, ``partition``, ``queue``, ``user``.
+        Id columns: ``user_id`` (field 12), ``account_id`` (the group, field 13),
+        ``qos_id`` (the queue, field 15), ``partition_id`` (field 16).
 
     Raises:
         TraceFormatError: the file is missing, not gzip-decodable, has no job records,
@@ -574,6 +576,11 @@ def read_swf(
         "partition": np.ascontiguousarray(table[:, _PART]),
         "queue": np.ascontiguousarray(table[:, _QUEUE]),
         "user": np.ascontiguousarray(table[:, _USER]),
+        # the Workload's id columns (SWF has no account or QOS: its group and queue stand for them)
+        "user_id": table[:, _USER],
+        "account_id": table[:, _GROUP],
+        "qos_id": table[:, _QUEUE],
+        "partition_id": table[:, _PART],
     }
     skipped = dict(col.tally.skipped)  # {"malformed_line": n}, or empty
     return normalize(

@@ -227,7 +227,7 @@ mod replay {
     }
 
     fn job(id: i64, submit: i64, nodes: u32, runtime: i64, walltime: i64) -> Job {
-        Job { id, submit_s: submit, nodes, walltime_s: walltime, runtime_s: runtime }
+        Job { id, submit_s: submit, nodes, walltime_s: walltime, runtime_s: runtime, ..Default::default() }
     }
 
     fn run(topo: &Topology, jobs: Vec<Job>, lists: Vec<Vec<u32>>, phis: &[f64], pattern: Pattern, kill: bool) -> Engine {
@@ -436,7 +436,7 @@ mod reference {
 
     fn one_job(nodes: u32, alloc: &str, reference: Reference, pattern: Pattern) -> (i64, f64) {
         let t = Topology::preset("cab").unwrap();
-        let jobs = vec![Job { id: 1, submit_s: 0, nodes, walltime_s: 100_000, runtime_s: 1000 }];
+        let jobs = vec![Job { id: 1, submit_s: 0, nodes, walltime_s: 100_000, runtime_s: 1000, ..Default::default() }];
         let traffic = vec![JobTraffic { pattern: 0, bytes: 1.0, ranks_per_node: 1, seed: 3, phi: 0.5, service_level: 0 }];
         let net = NetReplay::new(&t, NetConfig::default(), reference, vec![pattern], traffic).unwrap();
         let mut o = crate::registry::Options::new();

@@ -23,7 +23,10 @@
 //! *Priority*: `priority/basic` (submit order) unless a weight is set: then
 //! `priority/multifactor`'s age and job size factors (`priority_weight_age`,
 //! `priority_weight_job_size`, `priority_max_age_s`, `priority_calc_period_s`,
-//! `priority_favor_small`; defaults Slurm's: 0, 0, 7 days, 5 min, no), recalculated when
+//! `priority_favor_small`; defaults Slurm's: 0, 0, 7 days, 5 min, no), Fair Tree's
+//! fair-share (`priority_weight_fairshare`, `priority_decay_half_life_s` (7 days),
+//! `priority_fs_tree`: the job's account and user ids) and QOS (`priority_weight_qos`,
+//! `priority_qos`: the job's QOS id -> priority) factors, recalculated when
 //! Slurm's decay thread does (every `priority_calc_period_s` from `priority_calc_phase`,
 //! engine units; whole seconds of the controller's clock placed by `clock_offset`). The
 //! arithmetic and its source lines are in `multifactor/mod.rs`.
@@ -62,6 +65,17 @@ pub struct SlurmOptions {
     pub priority_favor_small: bool,
     /// An instant (engine units) at which the decay thread recalculated priorities.
     pub priority_calc_phase: i64,
+    /// `PriorityWeightFairshare`: Fair Tree's factor (the association tree: `priority_fs_tree`).
+    pub priority_weight_fairshare: i64,
+    /// `PriorityWeightQOS`: the job's QOS priority over the highest (`priority_qos`).
+    pub priority_weight_qos: i64,
+    /// QOS priorities, `QOS_ID:PRIORITY;...` (ids as the Workload numbers them; every QOS of the site).
+    pub priority_qos: String,
+    /// `PriorityDecayHalfLife` (seconds; Slurm reads minutes; 0: no decay).
+    pub priority_decay_half_life_s: i64,
+    /// The association tree under root: `ACCOUNT[:SHARES]`, `ACCOUNT/USER[:SHARES]`,
+    /// `root/USER[:SHARES]`, separated by `;` (jobs' own associations are added, shares 1).
+    pub priority_fs_tree: String,
     /// The controller's clock at time 0 (engine units): where its whole seconds begin.
     pub clock_offset: i64,
 }
@@ -79,6 +93,11 @@ impl Default for SlurmOptions {
             priority_calc_period_s: 300,
             priority_favor_small: false,
             priority_calc_phase: 0,
+            priority_weight_fairshare: 0,
+            priority_weight_qos: 0,
+            priority_qos: String::new(),
+            priority_decay_half_life_s: 7 * 86_400,
+            priority_fs_tree: String::new(),
             clock_offset: 0,
         }
     }
@@ -103,7 +122,16 @@ impl SlurmOptions {
                 return Err(format!("queue slurm: {k}={v} is out of range"));
             }
         }
-        MultifactorParams::check_weights("slurm", "", self.priority_weight_age, self.priority_weight_job_size)?;
+        MultifactorParams::check_weights(
+            "slurm",
+            "",
+            &[
+                ("weight_age", self.priority_weight_age),
+                ("weight_job_size", self.priority_weight_job_size),
+                ("weight_fairshare", self.priority_weight_fairshare),
+                ("weight_qos", self.priority_weight_qos),
+            ],
+        )?;
         self.multifactor().check("slurm", "")
     }
 
@@ -116,6 +144,11 @@ impl SlurmOptions {
             calc_period_s: self.priority_calc_period_s,
             favor_small: self.priority_favor_small,
             calc_phase: self.priority_calc_phase,
+            weight_fairshare: self.priority_weight_fairshare as u32,
+            weight_qos: self.priority_weight_qos as u32,
+            qos_priority: self.priority_qos.clone(),
+            decay_half_life_s: self.priority_decay_half_life_s,
+            fs_tree: self.priority_fs_tree.clone(),
             clock_offset: self.clock_offset,
             ticks_per_s: self.ticks_per_s,
         }

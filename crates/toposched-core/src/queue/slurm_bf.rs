@@ -7,8 +7,9 @@
 //!   `job_scheduler.c`: priority order, the first job that cannot start blocks its
 //!   partition; shared code, `slurm_backfill.rs`). Priority is `priority/basic`'s (submit
 //!   order, then job id, `sort_job_queue2`, the engine's queue order), or
-//!   `priority/multifactor`'s age and job size factors when a `sched_priority_weight_*` is
-//!   set (as `slurm`'s `priority_*` options; `multifactor/mod.rs`): both the main pass and
+//!   `priority/multifactor`'s age, job size, fair-share (Fair Tree) and QOS factors when a
+//!   `sched_priority_weight_*` is set (as `slurm`'s `priority_*` options;
+//!   `multifactor/mod.rs`, `multifactor/fair_tree.rs`): both the main pass and
 //!   the cycles walk the queue in that order, and a recalculation is more work for the agent.
 //! - **When a cycle runs** (`backfill_agent`): the agent sleeps `bf_interval` seconds after
 //!   a cycle ends, then runs one if anything changed since the last cycle (`_more_work`:
@@ -54,12 +55,13 @@
 //! `sched_ticks_per_s`, `sched_tick_phase`, `sched_last_pass`, and the
 //! priority options `sched_priority_weight_age`, `sched_priority_weight_job_size`,
 //! `sched_priority_max_age_s`, `sched_priority_calc_period_s`, `sched_priority_favor_small`,
-//! `sched_priority_calc_phase` (its seconds placed by `bf_clock_offset`). Times given in
+//! `sched_priority_calc_phase` (its seconds placed by `bf_clock_offset`),
+//! `sched_priority_weight_fairshare`, `sched_priority_weight_qos`, `sched_priority_qos`,
+//! `sched_priority_decay_half_life_s`, `sched_priority_fs_tree`. Times given in
 //! seconds are scaled by `sched_ticks_per_s`.
 //! *Not modelled*: partitions, QOS and association limits, `bf_min_age_reserve`,
 //! `bf_min_prio_reserve`, `bf_max_job_start`, per-user limits, time-min jobs, COMPLETING
-//! nodes (the engine frees a job's nodes together), multifactor's fair-share, QOS and
-//! partition factors.
+//! nodes (the engine frees a job's nodes together), multifactor's partition factor.
 //! *When to use*: to replay a Slurm configured with `SchedulerType=sched/backfill`.
 //! *Cost*: per cycle, for each tested job a few allocator calls per running job (the
 //! will-run projection) and O(plan records x nodes) for the plan.
@@ -112,6 +114,17 @@ pub struct SlurmBfOptions {
     pub sched_priority_favor_small: bool,
     /// An instant (engine units) at which the decay thread recalculated priorities.
     pub sched_priority_calc_phase: i64,
+    /// `PriorityWeightFairshare`: Fair Tree's factor (the association tree: `sched_priority_fs_tree`).
+    pub sched_priority_weight_fairshare: i64,
+    /// `PriorityWeightQOS`: the job's QOS priority over the highest (`sched_priority_qos`).
+    pub sched_priority_weight_qos: i64,
+    /// QOS priorities, `QOS_ID:PRIORITY;...` (ids as the Workload numbers them; every QOS of the site).
+    pub sched_priority_qos: String,
+    /// `PriorityDecayHalfLife` (seconds; Slurm reads minutes; 0: no decay).
+    pub sched_priority_decay_half_life_s: i64,
+    /// The association tree under root: `ACCOUNT[:SHARES]`, `ACCOUNT/USER[:SHARES]`,
+    /// `root/USER[:SHARES]`, separated by `;` (jobs' own associations are added, shares 1).
+    pub sched_priority_fs_tree: String,
 }
 
 impl Default for SlurmBfOptions {
@@ -135,6 +148,11 @@ impl Default for SlurmBfOptions {
             sched_priority_calc_period_s: 300,
             sched_priority_favor_small: false,
             sched_priority_calc_phase: 0,
+            sched_priority_weight_fairshare: 0,
+            sched_priority_weight_qos: 0,
+            sched_priority_qos: String::new(),
+            sched_priority_decay_half_life_s: 7 * 86_400,
+            sched_priority_fs_tree: String::new(),
         }
     }
 }
@@ -159,7 +177,16 @@ impl SlurmBfOptions {
         if self.sched_tick_phase < 0 {
             return Err(format!("queue slurm-bf: sched_tick_phase={} is out of range", self.sched_tick_phase));
         }
-        MultifactorParams::check_weights("slurm-bf", "sched_", self.sched_priority_weight_age, self.sched_priority_weight_job_size)?;
+        MultifactorParams::check_weights(
+            "slurm-bf",
+            "sched_",
+            &[
+                ("weight_age", self.sched_priority_weight_age),
+                ("weight_job_size", self.sched_priority_weight_job_size),
+                ("weight_fairshare", self.sched_priority_weight_fairshare),
+                ("weight_qos", self.sched_priority_weight_qos),
+            ],
+        )?;
         self.multifactor().check("slurm-bf", "sched_")
     }
 
@@ -172,6 +199,11 @@ impl SlurmBfOptions {
             calc_period_s: self.sched_priority_calc_period_s,
             favor_small: self.sched_priority_favor_small,
             calc_phase: self.sched_priority_calc_phase,
+            weight_fairshare: self.sched_priority_weight_fairshare as u32,
+            weight_qos: self.sched_priority_weight_qos as u32,
+            qos_priority: self.sched_priority_qos.clone(),
+            decay_half_life_s: self.sched_priority_decay_half_life_s,
+            fs_tree: self.sched_priority_fs_tree.clone(),
             clock_offset: self.bf_clock_offset,
             ticks_per_s: self.sched_ticks_per_s,
         }

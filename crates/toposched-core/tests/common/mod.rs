@@ -19,7 +19,7 @@ pub fn workload(max_nodes: u32) -> impl Strategy<Value = Vec<Job>> {
         v.sort_by_key(|x| x.0);
         v.into_iter()
             .enumerate()
-            .map(|(i, (s, n, w, r))| Job { id: i as i64, submit_s: s, nodes: n, walltime_s: w, runtime_s: r })
+            .map(|(i, (s, n, w, r))| Job { id: i as i64, submit_s: s, nodes: n, walltime_s: w, runtime_s: r, ..Default::default() })
             .collect()
     })
 }

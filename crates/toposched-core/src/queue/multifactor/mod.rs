@@ -3,10 +3,19 @@
 //!
 //! Followed from SchedMD/slurm tag `slurm-22-05-8-1`:
 //! - **The sum** (`_get_priority_internal`, priority_multifactor.c l. 519-600): every factor
-//!   in [0, 1] times its weight (`uint32`), summed as a `double`, at least 1 (0 means held),
-//!   then truncated to an integer (`(uint64_t) priority`). Here the factors are age and job
-//!   size; the others (fair-share, partition, QOS, association, TRES, site, nice) are 0 as
-//!   in a site with their weights at 0 and no `nice`.
+//!   in [0, 1] times its weight (`uint32`), summed as a `double` in the order age,
+//!   association, fair-share, job size, partition, QOS, at least 1 (0 means held), then
+//!   truncated to an integer (`(uint64_t) priority`). Here the factors are age, fair-share,
+//!   job size and QOS; the others (partition, association, TRES, site, nice) are 0 as in a
+//!   site with their weights at 0 and no `nice`.
+//! - **QOS** (`set_priority_factors`, l. 2173-2178, and `_set_qos_norm_priority`,
+//!   src/common/assoc_mgr.c): the priority of the job's QOS over the highest priority of any
+//!   QOS (`g_qos_max_priority`); 0 when the job's QOS has priority 0 (or the job none). The
+//!   QOS priorities are option `priority_qos` (`ID:PRIORITY;...`, ids as the Workload
+//!   numbers them, every QOS of the site listed, as the maximum is over all of them).
+//! - **Fair-share** (`_get_fairshare_priority`, l. 421-470): under Fair Tree, the
+//!   `fs_factor` of the job's association (account, user) as the decay thread last ranked
+//!   it (`fair_tree.rs`, which also keeps the decayed usage).
 //! - **Age** (`set_priority_factors`, l. 2068-2083): `diff = start_time - accrue_time` in
 //!   whole seconds (`time_t`), `diff / PriorityMaxAge`, 1 from `PriorityMaxAge` on; 0 while
 //!   the job has no `accrue_time`. Without `AccountingStorageEnforce=limits`,
@@ -26,7 +35,8 @@
 //!   job (`decay_apply_weighted_factors`, l. 2020-2048) at its start and then every
 //!   `PriorityCalcPeriod` (`abs.tv_sec += calc_period`), with `start_time = time(NULL)` at
 //!   each wake-up. Between two recalculations priorities do not change. Fair Tree (22.05's
-//!   default) recalculates on the first wake-up too.
+//!   default) recalculates on the first wake-up too. Each run first decays the usage and
+//!   adds the running jobs' (`fair_tree_decay`), ranks the associations, then recalculates.
 //! - **Order** (`sort_job_queue2`, job_scheduler.c l. 2043-2202): higher priority first,
 //!   ties by increasing job id; here by row (the replay's rows are in submit order, which is
 //!   job id order for jobs of one controller). Every pass of the main scheduler and every
@@ -38,7 +48,10 @@
 //! priority it logged in six recorded runs but one job's in two of them is this formula's,
 //! and the replays start jobs within tens to hundreds of milliseconds of Slurm.
 
+pub mod fair_tree;
+
 use crate::pass::PassCtx;
+use fair_tree::{AssocKey, FairTree, UNKNOWN};
 
 /// priority/multifactor's settings, in engine units where they are times.
 #[derive(Clone, Debug, PartialEq)]
@@ -59,6 +72,31 @@ pub struct MultifactorParams {
     pub clock_offset: i64,
     /// Engine time units per second.
     pub ticks_per_s: i64,
+    /// `PriorityWeightFairshare`.
+    pub weight_fairshare: u32,
+    /// `PriorityWeightQOS`.
+    pub weight_qos: u32,
+    /// QOS id -> its priority (`sacctmgr ... qos priority=`), as option `priority_qos` writes it.
+    pub qos_priority: String,
+    /// `PriorityDecayHalfLife` (seconds; 0: no decay).
+    pub decay_half_life_s: i64,
+    /// The association tree (option `priority_fs_tree`, [`fair_tree::parse_tree`]).
+    pub fs_tree: String,
+}
+
+/// `ID:PRIORITY;...` -> (id, priority) pairs.
+pub fn parse_qos(text: &str) -> Result<Vec<(u32, u32)>, String> {
+    text.split(';')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|item| {
+            let (id, prio) = item.split_once(':').ok_or_else(|| format!("priority_qos: {item:?}: expected QOS_ID:PRIORITY"))?;
+            match (id.trim().parse::<u32>(), prio.trim().parse::<u32>()) {
+                (Ok(i), Ok(p)) if i < UNKNOWN => Ok((i, p)),
+                _ => Err(format!("priority_qos: {item:?}: expected QOS_ID:PRIORITY, whole numbers (ids 0..{})", UNKNOWN - 1)),
+            }
+        })
+        .collect()
 }
 
 impl MultifactorParams {
@@ -66,8 +104,8 @@ impl MultifactorParams {
     /// (Slurm reads them in minutes).
     /// The weights as a policy's options hold them (any integer) before they become the
     /// 32-bit `PriorityWeight*` of the params: in range or an error naming the option.
-    pub fn check_weights(policy: &str, prefix: &str, weight_age: i64, weight_job_size: i64) -> Result<(), String> {
-        for (k, v) in [("weight_age", weight_age), ("weight_job_size", weight_job_size)] {
+    pub fn check_weights(policy: &str, prefix: &str, weights: &[(&str, i64)]) -> Result<(), String> {
+        for &(k, v) in weights {
             if !(0..=u32::MAX as i64).contains(&v) {
                 return Err(format!("queue {policy}: {prefix}priority_{k}={v} is out of range (0..={})", u32::MAX));
             }
@@ -81,13 +119,27 @@ impl MultifactorParams {
                 return Err(format!("queue {policy}: {prefix}priority_{k}={v} is out of range (1..={})", u32::MAX));
             }
         }
+        if !(0..=u32::MAX as i64).contains(&self.decay_half_life_s) {
+            return Err(format!("queue {policy}: {prefix}priority_decay_half_life_s={} is out of range (0..={})", self.decay_half_life_s, u32::MAX));
+        }
+        parse_qos(&self.qos_priority).map_err(|e| format!("queue {policy}: {prefix}{e}"))?;
+        fair_tree::parse_tree(&self.fs_tree).map_err(|e| format!("queue {policy}: {prefix}{e}"))?;
         Ok(())
     }
 
     /// Whether priorities differ at all: with every weight 0 each job has priority 1 and the
     /// order is job id order, `priority/basic`'s.
     pub fn enabled(&self) -> bool {
-        self.weight_age > 0 || self.weight_job_size > 0
+        self.weight_age > 0 || self.weight_job_size > 0 || self.weight_fairshare > 0 || self.weight_qos > 0
+    }
+
+    /// `decay_factor` of the decay thread: `1 - 0.693 / PriorityDecayHalfLife`, 1 without one.
+    pub fn decay_factor(&self) -> f64 {
+        if self.decay_half_life_s > 0 {
+            1.0 - (0.693 / self.decay_half_life_s as f64)
+        } else {
+            1.0
+        }
     }
 }
 
@@ -118,11 +170,29 @@ pub fn age_factor(diff_s: u32, max_age_s: u32) -> f64 {
 
 /// `_get_priority_internal`'s sum of weighted factors, at least 1, truncated.
 pub fn priority(age: f64, weight_age: u32, job_size: f64, weight_job_size: u32) -> u32 {
-    let mut p = age * weight_age as f64 + job_size * weight_job_size as f64;
+    priority_of(&[(age, weight_age), (job_size, weight_job_size)])
+}
+
+/// The same for any factors, `(factor, weight)` in Slurm's order of the sum (age,
+/// association, fair-share, job size, partition, QOS).
+pub fn priority_of(terms: &[(f64, u32)]) -> u32 {
+    let mut p = 0.0;
+    for &(f, w) in terms {
+        p += f * w as f64;
+    }
     if p < 1.0 {
         p = 1.0;
     }
     (p as u64).min(u32::MAX as u64) as u32
+}
+
+/// The QOS factor of a QOS of priority `prio` when the highest is `max`.
+pub fn qos_factor(prio: u32, max: u32) -> f64 {
+    if prio == 0 || max == 0 {
+        0.0
+    } else {
+        prio as f64 / max as f64
+    }
 }
 
 /// The queue order of a Slurm controller under priority/multifactor.
@@ -137,11 +207,75 @@ pub struct Multifactor {
     last_recalc: Option<i64>,
     /// The next run the engine was asked to wake up for.
     wake: Option<i64>,
+    /// QOS id -> priority, and the highest.
+    qos: std::collections::HashMap<u32, u32>,
+    qos_max: u32,
+    /// The association tree, built at the first pass (it needs every job's association).
+    tree: Option<FairTree>,
+    /// Row -> its user association in the tree.
+    assoc: Vec<usize>,
+    /// The controller's second of the decay thread's last run (`g_last_ran`).
+    last_ran_s: Option<i64>,
+}
+
+/// A job's association key: its account and user, [`UNKNOWN`] where the log has none.
+fn assoc_key(job: &crate::workload::Job) -> AssocKey {
+    (job.account.unwrap_or(UNKNOWN), job.user.unwrap_or(UNKNOWN))
 }
 
 impl Multifactor {
     pub fn new(p: MultifactorParams) -> Multifactor {
-        Multifactor { p, prio: Vec::new(), accrued_at: Vec::new(), last_recalc: None, wake: None }
+        let qos: std::collections::HashMap<u32, u32> = parse_qos(&p.qos_priority).unwrap_or_default().into_iter().collect();
+        let qos_max = qos.values().copied().max().unwrap_or(0);
+        Multifactor {
+            p,
+            prio: Vec::new(),
+            accrued_at: Vec::new(),
+            last_recalc: None,
+            wake: None,
+            qos,
+            qos_max,
+            tree: None,
+            assoc: Vec::new(),
+            last_ran_s: None,
+        }
+    }
+
+    /// The fair-share tree (after the first pass; None when the fair-share weight is 0).
+    pub fn tree(&self) -> Option<&FairTree> {
+        self.tree.as_ref()
+    }
+
+    /// One run of the decay thread at `run` (`_decay_thread` then `fair_tree_decay`): decay
+    /// by the whole seconds since the last run, add every running job's usage since then
+    /// (or its start), rank the associations.
+    fn decay_run(&mut self, ctx: &PassCtx, run: i64) {
+        let Some(tree) = self.tree.as_mut() else { return };
+        let now_s = (run + self.p.clock_offset).div_euclid(self.p.ticks_per_s);
+        let df = self.p.decay_factor();
+        if let Some(last) = self.last_ran_s {
+            let delta = now_s - last;
+            if delta > 0 {
+                let real = df.powf(delta as f64).max(f64::MIN_POSITIVE);
+                if real != 1.0 {
+                    tree.decay(real);
+                }
+            }
+        }
+        for &(_, row) in ctx.running() {
+            let start = ctx.start_of(row);
+            if start > run {
+                continue;
+            }
+            let start_s = (start + self.p.clock_offset).div_euclid(self.p.ticks_per_s);
+            let from = self.last_ran_s.map_or(start_s, |l| l.max(start_s));
+            let delta = (now_s - from).max(0) as f64;
+            let run_decay = delta * df.powf(delta);
+            // billable TRES = the job's CPUs: one per node here
+            tree.add_usage(self.assoc[row as usize], run_decay * ctx.jobs[row as usize].nodes as f64);
+        }
+        tree.rank();
+        self.last_ran_s = Some(now_s);
     }
 
     pub fn enabled(&self) -> bool {
@@ -164,7 +298,15 @@ impl Multifactor {
             _ => 0.0,
         };
         let js = if self.p.weight_job_size > 0 { job_size_factor(spec.nodes, ctx.topo.n_nodes() as u32, self.p.favor_small) } else { 0.0 };
-        priority(age, self.p.weight_age, js, self.p.weight_job_size)
+        let fs = match &self.tree {
+            Some(tree) if self.p.weight_fairshare > 0 => tree.fs_factor(self.assoc[row as usize]),
+            _ => 0.0,
+        };
+        let qos = match spec.qos {
+            Some(q) if self.p.weight_qos > 0 => qos_factor(self.qos.get(&q).copied().unwrap_or(0), self.qos_max),
+            _ => 0.0,
+        };
+        priority_of(&[(age, self.p.weight_age), (fs, self.p.weight_fairshare), (js, self.p.weight_job_size), (qos, self.p.weight_qos)])
     }
 
     /// Call at the start of every engine pass, before anything is scheduled: gives new jobs
@@ -180,19 +322,29 @@ impl Multifactor {
             self.prio.resize(n, 0);
             self.accrued_at.resize(n, None);
         }
-        let queue: Vec<u32> = ctx.queue().to_vec();
-        let mut changed = false;
-        for &row in &queue {
-            if self.prio[row as usize] == 0 {
-                self.prio[row as usize] = self.compute(ctx, row, None);
-                changed = true;
-            }
+        if self.tree.is_none() && self.p.weight_fairshare > 0 {
+            let entries = fair_tree::parse_tree(&self.p.fs_tree).unwrap_or_default();
+            let tree = FairTree::new(&entries, ctx.jobs.iter().map(assoc_key));
+            self.assoc = ctx.jobs.iter().map(|j| tree.user(assoc_key(j)).expect("every job's association is in the tree")).collect();
+            self.tree = Some(tree);
         }
         let now = ctx.now();
         let period = self.p.calc_period_s * self.p.ticks_per_s;
         let run = self.p.calc_phase + (now - self.p.calc_phase).div_euclid(period) * period;
+        let queue: Vec<u32> = ctx.queue().to_vec();
+        let mut changed = false;
         let mut recalculated = false;
         if self.last_recalc.map_or(true, |last| run > last) {
+            // every run since the last one applied (the engine wakes for each while jobs run
+            // or wait, so normally one): usage and ranks move at each
+            if self.tree.is_some() {
+                let first = self.last_recalc.map_or(run, |last| last + period);
+                let mut r = first;
+                while r <= run {
+                    self.decay_run(ctx, r);
+                    r += period;
+                }
+            }
             self.last_recalc = Some(run);
             for &row in &queue {
                 if ctx.jobs[row as usize].submit_s <= run {
@@ -201,11 +353,19 @@ impl Multifactor {
                 }
             }
         }
+        for &row in &queue {
+            if self.prio[row as usize] == 0 {
+                self.prio[row as usize] = self.compute(ctx, row, None);
+                changed = true;
+            }
+        }
         if changed || recalculated {
             let prio = &self.prio;
             ctx.queue_mut().sort_by_key(|&row| (std::cmp::Reverse(prio[row as usize]), row));
         }
-        if !ctx.queue().is_empty() && self.wake != Some(run + period) {
+        // usage accrues at every run while jobs run: wake for those too under fair-share
+        let busy = !ctx.queue().is_empty() || (self.tree.is_some() && !ctx.running().is_empty());
+        if busy && self.wake != Some(run + period) {
             self.wake = Some(run + period);
             ctx.wake_at(run + period);
         }
