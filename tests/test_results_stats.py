@@ -36,7 +36,7 @@ def test_median_of_floats_is_numpys(values: list[float]) -> None:
 
 
 def test_median_of_long_runs_of_one_value() -> None:
-    """The case the sort is for (most waits 0), odd and even lengths."""
+    """The case the two-position partition is for (most waits 0), odd and even lengths."""
     rng = np.random.default_rng(7)
     for n in (200_001, 200_000):
         x = np.where(rng.random(n) < 0.7, 0, rng.integers(0, 10**6, n)).astype(np.int64)
