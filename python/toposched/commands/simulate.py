@@ -103,12 +103,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..startup import BackgroundImports
 
-    # PyArrow is needed only once the log is read: imported meanwhile on a second thread
+    # PyArrow (and NumPy, which it imports) are needed only once the log is read:
+    # imported meanwhile on a second thread
     imports = BackgroundImports()
     from ..config import RunConfig
-    from ..topology import load_fabric
-    from ..workload import read_trace
-
     from ..progress import setup_logging
 
     setup_logging(quiet=args.quiet, verbose=args.verbose)
@@ -131,9 +129,20 @@ def run(args: argparse.Namespace) -> int:
     }
     if args.cores_per_node is not None:
         options["cores_per_node"] = args.cores_per_node
-    # the fabric first: a bad --system is reported before a long log is read
-    fabric = load_fabric(args.system, lenient=args.lenient)
-    workload = read_trace(args.trace, format=args.format, **options)
+    from ..workload._io import discard_prefetched, prefetch
+
+    # the log's bytes while NumPy is being imported (no NumPy needed; their errors are
+    # raised where the reader asks for them: after the fabric's)
+    prefetch(args.trace)
+    try:
+        from ..topology import load_fabric
+        from ..workload import read_trace
+
+        # the fabric first: a bad --system is reported before a long log is read
+        fabric = load_fabric(args.system, lenient=args.lenient)
+        workload = read_trace(args.trace, format=args.format, **options)
+    finally:
+        discard_prefetched(args.trace)
     t_read = time.perf_counter() - t0
     imports.wait()
     from ..simulate import simulate
