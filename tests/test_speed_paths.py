@@ -134,7 +134,7 @@ def test_prefetched_bytes_are_what_read_bytes_reads(tmp_path: Path) -> None:
     import gzip
 
     from toposched.errors import TraceFormatError
-    from toposched.workload import _io
+    from toposched import readahead as _io
 
     log = tmp_path / "a.swf.gz"
     log.write_bytes(gzip.compress(SWF.read_bytes()))

@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     }
     if args.cores_per_node is not None:
         options["cores_per_node"] = args.cores_per_node
-    from ..workload._io import discard_prefetched, prefetch
+    from ..readahead import discard_prefetched, prefetch
 
     # the log's bytes while NumPy is being imported (no NumPy needed; their errors are
     # raised where the reader asks for them: after the fabric's)
