@@ -158,3 +158,13 @@ def test_prefetched_bytes_are_what_read_bytes_reads(tmp_path: Path) -> None:
     _io.prefetch(log)
     _io.discard_prefetched(log)
     assert not _io._PREFETCHED
+
+
+def test_simulate_leaves_no_import_thread_and_the_switch_interval_as_it_was(tmp_path: Path) -> None:
+    import threading
+
+    before = sys.getswitchinterval()
+    assert main(["simulate", "--trace", str(SWF), "--system", "nosuch", "--out", str(tmp_path / "a"), "--quiet"]) == 2
+    assert main(["simulate", "--trace", str(SWF), "--system", "cab", "--out", str(tmp_path / "b"), "--quiet"]) == 0
+    assert sys.getswitchinterval() == before
+    assert not [t for t in threading.enumerate() if t.name.startswith("toposched-")]

@@ -45,6 +45,10 @@ class _NoPandas:
         return None
 
 
+#: The interpreter's switch interval while :class:`BackgroundImports` runs.
+SWITCH_INTERVAL_S = 0.0002
+
+
 class BackgroundImports:
     """PyArrow (and Parquet) imported on a second thread while the main thread reads the
     log, then :func:`keep_pandas_unloaded`.
@@ -62,6 +66,11 @@ class BackgroundImports:
     def __init__(self) -> None:
         import threading
 
+        # Hand the interpreter lock over sooner while the two threads share it: a thread
+        # that comes back from work without the lock (zlib hands back every output block)
+        # waits up to the switch interval (5 ms) for an importing thread to let go.
+        self._interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(self._interval, SWITCH_INTERVAL_S))
         # not a daemon: an early error exit waits for the import instead of tearing the
         # interpreter down under it
         self._thread = threading.Thread(target=self._work, name="toposched-imports")
@@ -79,8 +88,13 @@ class BackgroundImports:
     def wait(self) -> None:
         """Join the thread, then keep pandas unloaded (on the main thread, no other
         thread importing: :func:`keep_pandas_unloaded` edits ``sys.meta_path``)."""
-        self._thread.join()
+        self.close()
         keep_pandas_unloaded()
+
+    def close(self) -> None:
+        """Join the thread and restore the switch interval (again: a no-op)."""
+        self._thread.join()
+        sys.setswitchinterval(self._interval)
 
 
 def column_numpy(column: "pa.ChunkedArray | pa.Array") -> "np.ndarray":

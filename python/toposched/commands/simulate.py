@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..registry import alloc_names, core_policies, policies
+from ..startup import BackgroundImports
 from ._args import add_run_options, output_dir, run_options
 from ._args import positive_int as _positive_int
 from .. import _core
@@ -101,11 +102,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..startup import BackgroundImports
-
     # PyArrow (and NumPy, which it imports) are needed only once the log is read:
     # imported meanwhile on a second thread
     imports = BackgroundImports()
+    try:
+        return _run(args, imports)
+    finally:
+        imports.close()  # also when an error ends the command early
+
+
+def _run(args: argparse.Namespace, imports: BackgroundImports) -> int:
     from ..config import RunConfig
     from ..progress import setup_logging
 
