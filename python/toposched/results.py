@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 
 from . import __version__
 from .config import RunConfig
-from .files import RESULT_FILES, foreign_entries, replace_dir
+from .files import RESULT_FILES, file_mode, foreign_entries, replace_dir
 from .files import write_atomic as _atomic
 from .nodelists import NODE_RANGES, ranges_array, span_counts, table_ranges
 from .startup import column_numpy
@@ -155,6 +155,8 @@ class SimResult:
         run_id = self.run_id()
         self.summary["run_id"] = run_id
         meta = {RUN_ID_KEY: run_id.encode()}
+
+        file_mode()  # the umask read once, here: its fallback (no /proc) is not thread-safe
 
         def write_files(d: Path) -> None:
             # jobs.parquet on a second thread, beside the other files: Arrow encodes and
