@@ -106,3 +106,85 @@ def test_quiet_simulate_leaves_pandas_unimported_and_to_pandas_still_works(tmp_p
         "print(type(df).__name__, len(df) > 0)"
     )
     assert out.split() == ["False", "DataFrame", "True"]
+
+
+def test_a_quiet_simulate_reads_no_entry_points_and_its_help_still_lists_python_policies(monkeypatch, capsys, tmp_path: Path) -> None:
+    """The core's policies are looked up without importlib.metadata; --alloc's help, made
+    when shown, still lists the policies packages register."""
+    out = _fresh(
+        "import sys\nfrom toposched.cli import main\n"
+        f"assert main(['simulate', '--trace', {str(SWF)!r}, '--system', 'cab', '--out', {str(tmp_path / 'o')!r}, '--quiet']) == 0\n"
+        "print('importlib.metadata' in sys.modules)"
+    )
+    assert out.split() == ["False"]
+    from toposched import registry
+
+    monkeypatch.setattr(registry, "_entry_point_policies", lambda: (("ep-lowest", "test_registry:Lowest"),))
+    try:
+        with pytest.raises(SystemExit):
+            main(["simulate", "--help"])
+        assert "ep-lowest:" in " ".join(capsys.readouterr().out.split())
+    finally:
+        registry.unregister("ep-lowest")
+
+
+def test_prefetched_bytes_are_what_read_bytes_reads(tmp_path: Path) -> None:
+    """prefetch(): the same bytes, or the same error at read time; a file changed in
+    between is read again; a pipe is not prefetched."""
+    import gzip
+
+    from toposched.errors import TraceFormatError
+    from toposched import readahead as _io
+
+    log = tmp_path / "a.swf.gz"
+    log.write_bytes(gzip.compress(SWF.read_bytes()))
+    _io.prefetch(log)
+    assert _io.read_bytes(log) == SWF.read_bytes()
+    assert str(log) not in _io._PREFETCHED
+    _io.prefetch(log)
+    log.write_bytes(gzip.compress(b"1 2 3\n"))  # another size: read again
+    assert _io.read_bytes(log) == b"1 2 3\n"
+    cut = tmp_path / "cut.swf.gz"
+    cut.write_bytes(gzip.compress(SWF.read_bytes())[:-40])
+    with pytest.raises(TraceFormatError) as direct:
+        _io.read_bytes(cut)
+    _io.prefetch(cut)
+    with pytest.raises(TraceFormatError) as prefetched:
+        _io.read_bytes(cut)
+    assert str(prefetched.value) == str(direct.value)
+    _io.prefetch(tmp_path / "missing.swf")  # read_bytes says "no such file" itself
+    _io.prefetch(tmp_path)  # not a regular file
+    assert not _io._PREFETCHED
+    _io.prefetch(log)
+    _io.discard_prefetched(log)
+    assert not _io._PREFETCHED
+
+
+def test_simulate_leaves_no_import_thread_and_the_switch_interval_as_it_was(tmp_path: Path) -> None:
+    import threading
+
+    before = sys.getswitchinterval()
+    assert main(["simulate", "--trace", str(SWF), "--system", "nosuch", "--out", str(tmp_path / "a"), "--quiet"]) == 2
+    assert main(["simulate", "--trace", str(SWF), "--system", "cab", "--out", str(tmp_path / "b"), "--quiet"]) == 0
+    assert sys.getswitchinterval() == before
+    assert not [t for t in threading.enumerate() if t.name.startswith("toposched-")]
+
+
+def test_an_error_writing_jobs_parquet_on_its_thread_is_the_commands_error(tmp_path: Path, monkeypatch, capsys) -> None:
+    """jobs.parquet is written on a second thread: its failure still ends the command with
+    its message, and leaves neither the result directory nor a staging directory."""
+    import toposched.results as results
+
+    real = results.pq.write_table
+
+    def failing(table, where, **kw):
+        if "row_group_size" in kw and kw.get("row_group_size") == results.JOBS_ROW_GROUP:
+            raise OSError(28, "No space left on device")
+        return real(table, where, **kw)
+
+    monkeypatch.setattr(results.pq, "write_table", failing)
+    out = tmp_path / "o"
+    code = main(["simulate", "--trace", str(SWF), "--system", "cab", "--out", str(out), "--quiet"])
+    assert code == 1
+    assert "No space left on device" in capsys.readouterr().err
+    assert not out.exists() and [p.name for p in tmp_path.iterdir()] == []

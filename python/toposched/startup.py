@@ -45,6 +45,58 @@ class _NoPandas:
         return None
 
 
+#: The interpreter's switch interval while :class:`BackgroundImports` runs.
+SWITCH_INTERVAL_S = 0.0002
+
+
+class BackgroundImports:
+    """PyArrow (and Parquet) imported on a second thread while the main thread reads the
+    log, then :func:`keep_pandas_unloaded`.
+
+    Importing PyArrow holds the interpreter lock for about 0.1 s; the reading it overlaps
+    spends most of its time without it (decompressing, the native parser, the replay), so
+    on two cores the two take the time of the longer. Nothing is imported that would not
+    be anyway, in the same state: an import that fails here is simply imported again by
+    the main thread, which then gets the error itself. :meth:`wait` before the first use.
+    """
+
+    #: numpy.ma: what the first ``pa.array`` imports (15 ms)
+    MODULES = ("pyarrow", "pyarrow.parquet", "numpy.ma")
+
+    def __init__(self) -> None:
+        import threading
+
+        # Hand the interpreter lock over sooner while the two threads share it: a thread
+        # that comes back from work without the lock (zlib hands back every output block)
+        # waits up to the switch interval (5 ms) for an importing thread to let go.
+        self._interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(self._interval, SWITCH_INTERVAL_S))
+        # not a daemon: an early error exit waits for the import instead of tearing the
+        # interpreter down under it
+        self._thread = threading.Thread(target=self._work, name="toposched-imports")
+        self._thread.start()
+
+    def _work(self) -> None:
+        import importlib
+
+        for name in self.MODULES:
+            try:
+                importlib.import_module(name)
+            except BaseException:  # noqa: BLE001 - the main thread imports it again and reports
+                return
+
+    def wait(self) -> None:
+        """Join the thread, then keep pandas unloaded (on the main thread, no other
+        thread importing: :func:`keep_pandas_unloaded` edits ``sys.meta_path``)."""
+        self.close()
+        keep_pandas_unloaded()
+
+    def close(self) -> None:
+        """Join the thread and restore the switch interval (again: a no-op)."""
+        self._thread.join()
+        sys.setswitchinterval(self._interval)
+
+
 def column_numpy(column: "pa.ChunkedArray | pa.Array") -> "np.ndarray":
     """A numeric Arrow column without nulls as a NumPy array, read from its buffers
     (``to_numpy`` would import pandas: see above). Other columns go to ``to_numpy``."""

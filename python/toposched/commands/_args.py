@@ -132,9 +132,9 @@ def add_policy_options(parser: argparse.ArgumentParser) -> None:
     """One flag per option of every registered policy (``leaf_order`` -> ``--leaf-order``),
     generated from the core's registry: a new policy's options appear here without an edit.
     ``seed`` is the run's ``--seed`` (it also draws the v1/v2 scenarios), defined above."""
-    from ..registry import policies
+    from ..registry import core_policies
 
-    for p in policies():
+    for p in core_policies():  # a policy written in Python has no options
         opts = [o for o in p.options if o.name not in _RUN_LEVEL_OPTIONS]
         if not opts:
             continue
@@ -179,8 +179,8 @@ def run_options(
     from dataclasses import fields
 
     from ..errors import InputError
+    from ..config import RunConfig
     from ..registry import options
-    from ..simulate import RunConfig
 
     out = profile_settings(args.profile)
     for dest, name in _RUN_FIELDS.items():

@@ -8,7 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..registry import alloc_names, policies
+from ..registry import alloc_names, core_policies, policies
+from ..startup import BackgroundImports
 from ._args import add_run_options, output_dir, run_options
 from ._args import positive_int as _positive_int
 from .. import _core
@@ -32,14 +33,37 @@ See docs/semantics.md for the exact scheduling rules and docs/workloads.md for h
 """
 
 
-#: The registered allocation policies (the core's registry) and as-logged (docs/as-logged.md).
-BUILTIN_ALLOCS = (*alloc_names(), "as-logged")
-
-
 def _alloc_name(text: str) -> str:
-    if text in BUILTIN_ALLOCS or ":" in text:
+    """A registered allocation policy, as-logged (docs/as-logged.md) or module:Class. The
+    core's names are checked first: the Python policies packages register (entry points)
+    are looked up only for another name."""
+    if ":" in text or text == "as-logged" or any(p.name == text and p.kind == "alloc" for p in core_policies()):
         return text
-    raise argparse.ArgumentTypeError(f"expected one of {', '.join(BUILTIN_ALLOCS)} or module:Class, got {text!r}")
+    names = (*alloc_names(), "as-logged")
+    if text in names:
+        return text
+    raise argparse.ArgumentTypeError(f"expected one of {', '.join(names)} or module:Class, got {text!r}")
+
+
+def _alloc_help() -> str:
+    return "allocation policy (default: linear): " + "; ".join(f"{p.name}: {p.summary}" for p in policies() if p.kind == "alloc") + "; as-logged: start times and nodes from the log (docs/as-logged.md); or module:Class for a policy written in Python (docs/python-policies.md)"
+
+
+class _AllocAction(argparse.Action):
+    """``--alloc``: stores its value; its help, which lists every registered allocation
+    policy (the Python ones included), is made when the help is shown, not at every
+    parse (see registry.core_policies)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+
+    @property  # type: ignore[override]  # argparse reads Action.help only to format the help
+    def help(self) -> str:
+        return _alloc_help()
+
+    @help.setter
+    def help(self, value: str | None) -> None:
+        pass  # made by _alloc_help
 
 
 def _walltime_default(text: str) -> str | int:
@@ -62,7 +86,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     g = parser.add_argument_group("policies")
     g.add_argument("--queue", default="easy", choices=_core.QUEUES, help="queue policy (default: easy)")
-    g.add_argument("--alloc", default="linear", type=_alloc_name, metavar="POLICY", help="allocation policy (default: linear): " + "; ".join(f"{p.name}: {p.summary}" for p in policies() if p.kind == "alloc") + "; as-logged: start times and nodes from the log (docs/as-logged.md); or module:Class for a policy written in Python (docs/python-policies.md)")
+    g.add_argument("--alloc", default="linear", type=_alloc_name, metavar="POLICY", action=_AllocAction)
     add_run_options(parser)
     g = parser.add_argument_group("reading the log (see docs/workloads.md)")
     g.add_argument("--cores-per-node", type=_positive_int, help="processors per node to turn processor counts into nodes (default: from the SWF header MaxProcs/MaxNodes, else 1)")
@@ -78,13 +102,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..startup import keep_pandas_unloaded
+    # PyArrow (and NumPy, which it imports) are needed only once the log is read:
+    # imported meanwhile on a second thread
+    imports = BackgroundImports()
+    try:
+        return _run(args, imports)
+    finally:
+        imports.close()  # also when an error ends the command early
 
-    keep_pandas_unloaded()
-    from ..simulate import RunConfig, simulate
-    from ..topology import load_fabric
-    from ..workload import read_trace
 
+def _run(args: argparse.Namespace, imports: BackgroundImports) -> int:
+    from ..config import RunConfig
     from ..progress import setup_logging
 
     setup_logging(quiet=args.quiet, verbose=args.verbose)
@@ -107,10 +135,24 @@ def run(args: argparse.Namespace) -> int:
     }
     if args.cores_per_node is not None:
         options["cores_per_node"] = args.cores_per_node
-    # the fabric first: a bad --system is reported before a long log is read
-    fabric = load_fabric(args.system, lenient=args.lenient)
-    workload = read_trace(args.trace, format=args.format, **options)
+    from ..readahead import discard_prefetched, prefetch
+
+    # the log's bytes while NumPy is being imported (no NumPy needed; their errors are
+    # raised where the reader asks for them: after the fabric's)
+    prefetch(args.trace)
+    try:
+        from ..topology import load_fabric
+        from ..workload import read_trace
+
+        # the fabric first: a bad --system is reported before a long log is read
+        fabric = load_fabric(args.system, lenient=args.lenient)
+        workload = read_trace(args.trace, format=args.format, **options)
+    finally:
+        discard_prefetched(args.trace)
     t_read = time.perf_counter() - t0
+    imports.wait()
+    from ..simulate import simulate
+
     if args.transform:
         from ..transforms import apply_transforms
 

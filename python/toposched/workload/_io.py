@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import gzip
 import io
-import zlib
 from pathlib import Path
 from typing import IO
 
 from ..errors import TraceFormatError
+from ..readahead import read_bytes
+
+__all__ = ["open_text", "read_bytes"]
 
 
 def open_text(path: str | Path) -> IO[str]:
@@ -26,22 +28,3 @@ def open_text(path: str | Path) -> IO[str]:
     if magic == b"\x1f\x8b":
         return io.TextIOWrapper(gzip.open(p, "rb"), encoding="utf-8", errors="replace", newline=None)
     return open(p, encoding="utf-8", errors="replace", newline=None)
-
-
-def read_bytes(path: str | Path) -> bytes:
-    """The whole file, decompressed if it is gzip."""
-    p = Path(path)
-    if not p.exists():
-        raise TraceFormatError(str(p), "no such file")
-    if p.is_dir():
-        raise TraceFormatError(str(p), "is a directory, not a log file")
-    try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise TraceFormatError(str(p), f"cannot read: {exc.strerror or exc}") from None
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise TraceFormatError(str(p), f"corrupt gzip data: {exc}") from None
-    return data
