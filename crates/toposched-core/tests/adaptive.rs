@@ -159,7 +159,7 @@ fn waits_for_isolation_then_gives_up_at_the_bound() {
     // its wait bound runs out first (then it starts at 1 + the bound, the engine waking
     // up for it though nothing else happens then). A lenient threshold starts it at once.
     let topo = Topology::fat_tree("t", 4, 4, 1, Some(1), None).unwrap();
-    let job = |id: i64, submit_s: i64, nodes: u32| toposched_core::Job { id, submit_s, nodes, walltime_s: 1000, runtime_s: 1000 };
+    let job = |id: i64, submit_s: i64, nodes: u32| toposched_core::Job { id, submit_s, nodes, walltime_s: 1000, runtime_s: 1000, ..Default::default() };
     let jobs = vec![job(0, 0, 4), job(1, 0, 6), job(2, 1, 6)];
     for (threshold, wait_s, start) in [(0.0, 50, 51), (0.0, 5000, 1000), (1e9, 50, 1), (0.0, 0, 1)] {
         let a = alloc::by_name("adaptive", &options_of(AdaptiveOptions { slowdown_threshold: threshold, isolation_wait_s: wait_s })).unwrap();
