@@ -44,12 +44,12 @@
 //! *Reference*: this project (issue 18): scoring placements by predicted contention, as
 //! the contention-aware allocation the issue cites does, with the replay's own model.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use super::slurm_tree::{SlurmProfile, SlurmTree};
 use super::tiers::{LeafOrder, SpanCounts, TieBreak, Tiered};
 use super::{fits_in_machine, free_unguarded, AllocEntry, Allocator, Guard, Tracker};
-use crate::network::{DemandBuilder, NetConfig, Network, Pattern, Shared, Traffic};
+use crate::network::{Active, DemandBuilder, NetConfig, Network, Pattern, Shared, Traffic};
 use crate::options::{parse_options, schema_of};
 use crate::state::ClusterState;
 use crate::topology::Topology;
@@ -156,7 +156,21 @@ struct Model {
     placed: BTreeMap<u32, (Vec<u32>, u32)>,
     /// Node count of the job in each slot.
     slot_nodes: Vec<u32>,
+    /// A job's links and demands as fresh from its node list (the traffic and duty cycle
+    /// are functions of the node count, fixed per policy): the same candidate sets come
+    /// back pass after pass, and building flows and routes is most of a score's cost.
+    actives: ActiveCache,
 }
+
+/// Fresh `Active`s by node list, the oldest forgotten first beyond [`ACTIVE_CACHE_ENTRIES`].
+#[derive(Clone, Debug, Default)]
+struct ActiveCache {
+    by_nodes: HashMap<Vec<u32>, Active>,
+    order: VecDeque<Vec<u32>>,
+}
+
+/// Node lists whose links are kept (a few MB on Cab-sized fabrics).
+const ACTIVE_CACHE_ENTRIES: usize = 2048;
 
 /// A scored candidate: (score in micro node-units, links shared, leaves, pods, index).
 type Key = (i64, u32, u32, u32, usize);
@@ -196,7 +210,7 @@ impl LeastInterference {
         let stale = self.model.as_ref().is_some_and(|m| m.net.topology().n_nodes() != topo.n_nodes() || m.net.topology().name() != topo.name());
         if self.model.is_none() || stale {
             let net = Network::new(topo, NetConfig::default()).expect("the default network settings are valid");
-            self.model = Some(Model { builder: net.builder(), shared: net.shared(), net, placed: BTreeMap::new(), slot_nodes: Vec::new() });
+            self.model = Some(Model { builder: net.builder(), shared: net.shared(), net, placed: BTreeMap::new(), slot_nodes: Vec::new(), actives: ActiveCache::default() });
         }
         let phi = self.opts.assumed_phi;
         let traffic: Vec<Option<Traffic>> = holdings.iter().map(|(_, n)| self.traffic_of(n.len())).collect();
@@ -374,8 +388,20 @@ fn count_changes(it: impl Iterator<Item = u32>) -> u32 {
 impl Model {
     /// Put a job on the network; its slot, or NONE if it uses no link between switches.
     fn insert(&mut self, nodes: &[u32], tr: &Traffic, phi: f64) -> u32 {
-        let dem = self.net.demand(&mut self.builder, nodes, tr).expect("nodes are on the fabric");
-        let act = self.net.active(&dem, 0, phi).expect("level 0 exists");
+        let act = match self.actives.by_nodes.get(nodes) {
+            Some(act) => act.clone(),
+            None => {
+                let dem = self.net.demand(&mut self.builder, nodes, tr).expect("nodes are on the fabric");
+                let act = self.net.active(&dem, 0, phi).expect("level 0 exists");
+                if self.actives.order.len() >= ACTIVE_CACHE_ENTRIES {
+                    let oldest = self.actives.order.pop_front().expect("full");
+                    self.actives.by_nodes.remove(&oldest);
+                }
+                self.actives.order.push_back(nodes.to_vec());
+                self.actives.by_nodes.insert(nodes.to_vec(), act.clone());
+                act
+            }
+        };
         if act.links.is_empty() {
             return NONE;
         }
