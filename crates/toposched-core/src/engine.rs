@@ -133,6 +133,7 @@ impl Engine {
             reservations: Vec::new(),
             switches: Vec::new(),
             first_tried: Vec::new(),
+            first_declined: if alloc.patience_s().is_some() { vec![-1; jobs.len()] } else { Vec::new() },
             net: None,
         };
         Ok(Engine {

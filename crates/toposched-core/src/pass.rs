@@ -7,7 +7,7 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
 
-use crate::alloc::{Allocator, Guard};
+use crate::alloc::{free_unguarded, Allocator, Guard};
 use crate::network::replay::NetReplay;
 use crate::state::ClusterState;
 use crate::topology::{SpanClass, Topology};
@@ -115,11 +115,35 @@ pub struct Core {
     pub(crate) switches: Vec<(u32, i64)>,
     /// When each job was first tried (for the switch wait), -1 before.
     pub(crate) first_tried: Vec<i64>,
+    /// When the allocation policy first declined each job free nodes it could have had, -1
+    /// before; empty unless the policy has a patience (`Allocator::patience_s`).
+    pub(crate) first_declined: Vec<i64>,
     /// The network model's closed loop (`--network`), if on: it owns the end times.
     pub(crate) net: Option<Box<NetReplay>>,
 }
 
 impl Core {
+    /// Seconds the allocation policy has held `job` back at instant `t`: since it first
+    /// declined the job free nodes it could have had (0 before, and for policies without
+    /// a patience). What [`Guard::held_back_s`] carries.
+    pub fn held_back_s(&self, job: u32, t: i64) -> i64 {
+        match self.first_declined.get(job as usize) {
+            Some(&first) if first >= 0 => t - first,
+            _ => 0,
+        }
+    }
+    /// The instant a policy's patience of `patience_s` with `job` runs out, if it has
+    /// declined the job.
+    pub fn patience_ends(&self, job: u32, patience_s: Option<i64>) -> Option<i64> {
+        let first = *self.first_declined.get(job as usize)?;
+        (first >= 0).then_some(first.saturating_add(patience_s?))
+    }
+    /// Note that the allocation policy declined `job` free nodes it could have had now.
+    pub(crate) fn note_declined(&mut self, job: u32) {
+        if let Some(first) = self.first_declined.get_mut(job as usize).filter(|f| **f < 0) {
+            *first = self.now;
+        }
+    }
     /// Who holds which node now.
     pub fn state(&self) -> &ClusterState {
         &self.state
@@ -373,9 +397,8 @@ impl PassCtx<'_> {
         if nodes > self.core.state.n_free() {
             return false;
         }
-        // the machine now, and the job's wait so far (what `adaptive` weighs)
-        let submit_s = self.jobs[job as usize].submit_s;
-        let guard = Guard { waited_s: self.core.now - submit_s, projected: false, ..*guard };
+        // the machine now, and how long the policy has held the job back (`adaptive`)
+        let guard = Guard { held_back_s: self.core.held_back_s(job, self.core.now), projected: false, ..*guard };
         match self.alloc.select(self.topo, &self.core.state, nodes, &guard) {
             Some(chosen) if self.core.switches_allow(self.topo, job, &chosen) => {
                 self.core.start(self.topo, self.jobs, job, chosen);
@@ -383,12 +406,32 @@ impl PassCtx<'_> {
             }
             Some(_) => false,
             None => {
-                // a policy waiting for a better placement: try again when its wait runs out
-                if let Some(patience_s) = self.alloc.patience_s().filter(|&p| guard.waited_s < p) {
-                    self.core.wake_at(submit_s.saturating_add(patience_s));
-                }
+                self.note_if_declined(job, &guard);
                 false
             }
+        }
+    }
+
+    /// After the allocation policy refused `job` under `guard`: if it has a patience and
+    /// enough free nodes were outside the guard's excluded ones, it declined nodes the job
+    /// could have had: note when it first did, and ask for a pass when its patience ends.
+    pub fn note_if_declined(&mut self, job: u32, guard: &Guard) {
+        if self.alloc.patience_s().is_none() {
+            return;
+        }
+        let nodes = self.jobs[job as usize].nodes as usize;
+        if free_unguarded(&self.core.state, self.topo, guard).take(nodes).count() == nodes {
+            self.note_declined(job);
+        }
+    }
+
+    /// Note that the allocation policy declined `job` free nodes it could have had now
+    /// (if it has a patience), and ask for a pass when its patience with the job ends.
+    pub fn note_declined(&mut self, job: u32) {
+        let Some(patience_s) = self.alloc.patience_s() else { return };
+        self.core.note_declined(job);
+        if let Some(t) = self.core.patience_ends(job, Some(patience_s)) {
+            self.core.wake_at(t);
         }
     }
 }

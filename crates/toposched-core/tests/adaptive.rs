@@ -109,7 +109,7 @@ proptest! {
             }
         }
         // after the wait, least-interference's pick whatever it costs
-        let late = sorted(policy.select(&topo, &state, size, &Guard { waited_s: 100, ..Guard::NONE }));
+        let late = sorted(policy.select(&topo, &state, size, &Guard { held_back_s: 100, ..Guard::NONE }));
         let li = sorted(LeastInterference::new(LeastInterferenceOptions::default()).unwrap().select(&topo, &state, size, &Guard::NONE));
         prop_assert_eq!(late, li);
     }
@@ -170,4 +170,16 @@ fn waits_for_isolation_then_gives_up_at_the_bound() {
         assert_eq!((o[0].start_s, o[1].start_s), (0, 0));
         assert_eq!(o[2].start_s, start, "threshold {threshold}, wait {wait_s}: J's nodes {:?}", e.nodes_of(2));
     }
+    // The bound counts from the first time the policy declined J nodes it could have had,
+    // not from J's submission: with X (1 node, 0-10 s) also running, only 5 nodes are free
+    // for J until 10, so its 50 s start then and it starts at 60 (from submission: 51).
+    let mut jobs = jobs;
+    jobs.insert(2, toposched_core::Job { id: 3, submit_s: 0, nodes: 1, walltime_s: 10, runtime_s: 10, ..Default::default() });
+    let a = alloc::by_name("adaptive", &options_of(AdaptiveOptions { slowdown_threshold: 0.0, isolation_wait_s: 50 })).unwrap();
+    let q = queue::by_name("fcfs", &Default::default()).unwrap();
+    let mut e = Engine::new(topo.clone(), jobs, a, q, EngineOptions::default(), &[]).unwrap();
+    assert!(e.step(u64::MAX).unwrap());
+    let o = e.outcomes();
+    assert_eq!((o[2].start_s, o[2].end_s), (0, 10), "X");
+    assert_eq!(o[3].start_s, 60, "J: X held one of the 6 free nodes until 10 ({:?})", e.nodes_of(2));
 }

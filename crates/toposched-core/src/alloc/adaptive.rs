@@ -1,7 +1,10 @@
 //! `adaptive`: isolate a job only when the network model predicts that sharing would hurt,
 //! and only for a bounded wait.
 //!
-//! *What it does*, for a job of N nodes that has waited w seconds since submission:
+//! *What it does*, for a job of N nodes the policy has held back for w seconds (since it
+//! first declined the job free nodes it could have had: enough free nodes that no
+//! reservation excluded; `Guard::held_back_s`, counted as Slurm counts a `--switches` wait
+//! from its first attempt):
 //! 1. **Share when harmless.** `least-interference`'s candidates (same generation, same
 //!    model, same order: smallest predicted increase of interference node-seconds first)
 //!    are scored with the *worst slowdown* each adds: the largest of the job's own
@@ -39,8 +42,8 @@
 //! best placement would share an oversubscribed link) and `isolation_wait_s`.
 //! *Cost*: `least-interference`'s per placement (the model's sync and up to 8 candidates
 //! scored), plus `isolated`'s when the threshold refuses; reservations cost `isolated`'s.
-//! *Live placement* (`toposched serve`): a job's wait is not known there (0), so the wait
-//! bound does not apply.
+//! *Live placement* (`toposched serve`): how long a job has been held back is not known
+//! there (0), so the wait bound does not apply.
 //! *Reference*: this project (issue 18); the idea of isolating only contention-prone jobs
 //! is the contention-aware allocation the issue cites (2012); the bounded wait is Slurm's
 //! `--switches=N@wait`.
@@ -59,7 +62,7 @@ pub struct AdaptiveOptions {
     /// Largest slowdown (a fraction of run time: 0.05 is 5 %) the network model may predict a shared placement adds to the job or to any running job; above it the job waits for an isolated placement.
     #[schemars(range(min = 0.0))]
     pub slowdown_threshold: f64,
-    /// Longest wait for an isolated placement, in seconds since submission; after it the job takes the least-interfering placement (0: never wait).
+    /// Longest wait for an isolated placement, in seconds since the policy first declined the job free nodes it could have had; after it the job takes the least-interfering placement (0: never wait).
     #[schemars(range(min = 0))]
     pub isolation_wait_s: i64,
 }
@@ -168,7 +171,7 @@ impl Adaptive {
     /// isolated placement could hold it on the idle machine (its tier fits the largest
     /// healthy leaf, pod or machine).
     fn waits_for_isolation(&self, topo: &Topology, state: &ClusterState, nodes: u32, guard: &Guard) -> bool {
-        if guard.waited_s >= self.opts.isolation_wait_s {
+        if guard.held_back_s >= self.opts.isolation_wait_s {
             return false;
         }
         let leaf = |l: u32| state.leaf_healthy(topo, l);
@@ -303,13 +306,13 @@ mod tests {
         assert!(!ranked.is_empty());
         let best_worst = ranked.iter().map(|(_, w)| *w).fold(f64::INFINITY, f64::min);
         assert!(best_worst > 0.05, "every 6-node placement here slows someone by over 5 %: {ranked:?}");
-        assert_eq!(a.select(&t, &s, 6, &Guard { waited_s: 99, ..Guard::NONE }), None);
+        assert_eq!(a.select(&t, &s, 6, &Guard { held_back_s: 99, ..Guard::NONE }), None);
         assert!(!a.feasible(&t, &s, 6, &Guard::NONE));
         // after the wait: least-interference's choice, exactly
         let mut li = LeastInterference::new(LeastInterferenceOptions::default()).unwrap();
         let want = sorted(li.select(&t, &s, 6, &Guard::NONE));
         assert!(want.is_some());
-        assert_eq!(sorted(a.select(&t, &s, 6, &Guard { waited_s: 100, ..Guard::NONE })), want);
+        assert_eq!(sorted(a.select(&t, &s, 6, &Guard { held_back_s: 100, ..Guard::NONE })), want);
         // with no wait at all, the same at once
         assert_eq!(sorted(adaptive(0.05, 0).select(&t, &s, 6, &Guard::NONE)), want);
         // a threshold at the smallest worst slowdown shares at once: the best-ranked
@@ -344,11 +347,11 @@ mod tests {
         // now, a lenient threshold shares at once
         assert!(lenient.select(&t, &s, 6, &Guard::NONE).is_some());
         // planned for the future, the model is not asked: no isolated placement, so none
-        let planned = Guard { projected: true, waited_s: 50, ..Guard::NONE };
+        let planned = Guard { projected: true, held_back_s: 50, ..Guard::NONE };
         assert_eq!(lenient.select(&t, &s, 6, &planned), None);
         assert!(!lenient.feasible(&t, &s, 6, &planned));
         // from the instant the wait runs out, any placement
-        let late = Guard { projected: true, waited_s: 100, ..Guard::NONE };
+        let late = Guard { projected: true, held_back_s: 100, ..Guard::NONE };
         assert!(lenient.feasible(&t, &s, 6, &late) && lenient.select(&t, &s, 6, &late).is_some());
         // a job that fits on a leaf is isolated there in the plan too
         assert_eq!(sorted(lenient.select(&t, &s, 4, &planned)), Some(vec![8, 9, 10, 11]));

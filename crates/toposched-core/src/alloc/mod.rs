@@ -43,11 +43,12 @@ pub struct Guard<'a> {
     /// every reservation overlapping the job's window). What they forbid beyond
     /// `excluded` is the allocation policy's business: fungible policies ignore them.
     pub reserved: &'a [Reserved<'a>],
-    /// Seconds the job has waited at the instant asked about (since its submission; 0
-    /// when unknown, e.g. a live placement). The engine sets it for every placement
-    /// (`PassCtx::try_start`) and every reservation it plans; only a policy that trades
-    /// waiting against placement quality (`adaptive`) reads it.
-    pub waited_s: i64,
+    /// Seconds the allocation policy has held the job back at the instant asked about:
+    /// since it first declined the job free nodes it could have had (enough free nodes
+    /// that no reservation excluded), as Slurm counts a `--switches` wait from the first
+    /// attempt; 0 before, for policies without [`Allocator::patience_s`], and in live
+    /// placement. Only a policy that trades waiting against placement (`adaptive`) reads it.
+    pub held_back_s: i64,
     /// True when the state is a projection of the future (a reservation being planned)
     /// rather than the machine now. A policy whose answer depends on more than which
     /// nodes are free and the guard (`adaptive`: the network model's prediction) must
@@ -57,7 +58,7 @@ pub struct Guard<'a> {
 }
 
 impl Guard<'_> {
-    pub const NONE: Guard<'static> = Guard { excluded: None, reserved: &[], waited_s: 0, projected: false };
+    pub const NONE: Guard<'static> = Guard { excluded: None, reserved: &[], held_back_s: 0, projected: false };
 
     #[inline]
     pub fn excludes(&self, node: u32) -> bool {
@@ -107,11 +108,11 @@ pub trait Allocator: Send + Sync {
     }
 
     /// How long the policy may refuse a job free nodes it could use while it waits for a
-    /// better placement (`adaptive`: the bound on the wait for isolation, seconds since
-    /// submission), or None (the default: a refusal means the job cannot be placed).
-    /// When it refuses a job that has waited less, the engine runs a pass when the bound
-    /// runs out (so the job is placed then even if nothing else happens), and reservations
-    /// are planned for that instant too.
+    /// better placement (`adaptive`: the bound on the wait for isolation, seconds since it
+    /// first declined the job: `Guard::held_back_s`), or None (the default: a refusal
+    /// means the job cannot be placed). The engine then notes when the policy first
+    /// declines each job, runs a pass when the bound runs out (so the job is placed then
+    /// even if nothing else happens), and plans reservations for that instant too.
     fn patience_s(&self) -> Option<i64> {
         None
     }

@@ -45,7 +45,7 @@
 //! per candidate.
 
 use super::{PassCtx, QueueEntry, QueuePolicy};
-use crate::alloc::{Guard, Reserved};
+use crate::alloc::{free_unguarded, Guard, Reserved};
 use crate::planner::{Planner, Projection};
 use crate::options::{parse_options, schema_of, NoOptions};
 use crate::state::{ClusterState, NodeSet};
@@ -146,8 +146,9 @@ impl Conservative {
         let mut candidates: Vec<i64> = vec![now];
         candidates.extend(ctx.running().iter().map(|&(e, _)| e.max(now + 1)));
         candidates.extend(others.iter().map(|r| r.end.max(now)));
-        // a policy that declines free nodes until the job has waited long enough
-        candidates.extend(ctx.alloc.patience_s().map(|p| spec.submit_s.saturating_add(p).max(now)));
+        // a policy that declines free nodes until it has held the job back long enough
+        let patience_s = ctx.alloc.patience_s();
+        candidates.extend(ctx.split().0.patience_ends(job, patience_s).map(|t| t.max(now)));
         candidates.retain(|&t| t <= limit);
         candidates.sort_unstable();
         candidates.dedup();
@@ -158,6 +159,7 @@ impl Conservative {
         let release = |state: &mut ClusterState, r: u32| state.release(topo, r, core.nodes_of(r), core.class_of(r));
         let mut projection = Projection::new(core.state().clone(), ends, release);
         let mut excluded = NodeSet::new(topo.n_nodes());
+        let (mut found, mut declined_now) = (None, false);
         for t in candidates {
             projection.advance_to(t);
             let projected = projection.state();
@@ -177,14 +179,20 @@ impl Conservative {
                 }
             }
             // at `now` the projection is the machine itself; later instants are planned
-            let guard = Guard { excluded: Some(&excluded), reserved: &overlapping, waited_s: t - spec.submit_s, projected: t > now };
+            let guard = Guard { excluded: Some(&excluded), reserved: &overlapping, held_back_s: core.held_back_s(job, t), projected: t > now };
             if alloc.feasible(topo, projected, spec.nodes, &guard) {
                 if let Some(nodes) = alloc.select(topo, projected, spec.nodes, &guard) {
-                    return Some((t, nodes));
+                    found = Some((t, nodes));
+                    break;
                 }
             }
+            // declined now though enough nodes outside the reservations were free
+            declined_now |= t == now && patience_s.is_some() && free_unguarded(projected, topo, &guard).take(spec.nodes as usize).count() == spec.nodes as usize;
         }
-        None
+        if declined_now {
+            ctx.note_declined(job);
+        }
+        found
     }
 
     /// Make (or re-make, no later than `limit`) the reservation of `job`: on counts in

@@ -109,17 +109,16 @@ impl Easy {
         }
         let now = ctx.now();
         let need = ctx.jobs[head as usize].nodes;
-        let submit_s = ctx.jobs[head as usize].submit_s;
         let topo = ctx.topo;
         let (core, alloc) = ctx.split();
         let ends = core.running().iter().map(|&(expected_end, job)| (expected_end.max(now), job));
         let release = |state: &mut ClusterState, job: u32| state.release(topo, job, core.nodes_of(job), core.class_of(job));
         let mut projection = Projection::new(core.state().clone(), ends, release);
-        // a policy that declines free nodes only until the head has waited long enough:
-        // the instant its wait runs out is planned for too
-        let wait_ends = alloc.patience_s().map(|p| submit_s.saturating_add(p)).filter(|&t| t > now);
+        // a policy that declines free nodes only until it has held the head back long
+        // enough: the instant its patience runs out is planned for too
+        let wait_ends = core.patience_ends(head, alloc.patience_s()).filter(|&t| t > now);
         let found = projection.first_placement(wait_ends, |t, state| {
-            let guard = Guard { waited_s: t - submit_s, projected: true, ..Guard::NONE };
+            let guard = Guard { held_back_s: core.held_back_s(head, t), projected: true, ..Guard::NONE };
             if need <= state.n_free() && alloc.feasible(topo, state, need, &guard) {
                 alloc.select(topo, state, need, &guard)
             } else {

@@ -289,8 +289,7 @@ impl SlurmBf {
     fn will_run(&self, ctx: &mut PassCtx, job: u32, excluded: &NodeSet) -> Option<(i64, Vec<u32>)> {
         let now = ctx.now();
         let need = ctx.jobs[job as usize].nodes;
-        let submit_s = ctx.jobs[job as usize].submit_s;
-        let guard = Guard { excluded: Some(excluded), waited_s: now - submit_s, ..Guard::NONE };
+        let guard = Guard { excluded: Some(excluded), held_back_s: ctx.split().0.held_back_s(job, now), ..Guard::NONE };
         let topo = ctx.topo;
         let (core, alloc) = ctx.split();
         if let Some(nodes) = alloc.select(topo, &core.state, need, &guard) {
@@ -338,7 +337,7 @@ impl SlurmBf {
                 }
             }
             let start = if last_end <= now { now + tick } else { last_end };
-            let guard = Guard { waited_s: start - submit_s, projected: true, ..guard };
+            let guard = Guard { held_back_s: core.held_back_s(job, start), projected: true, ..guard };
             if let Some(nodes) = alloc.select(topo, &projected, need, &guard) {
                 return Some((start, nodes));
             }
