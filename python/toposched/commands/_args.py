@@ -110,7 +110,8 @@ def _policy_help(o: PolicyOption) -> str:
     text = o.description.rstrip(".")
     if text[:2].istitle():  # "With a ..." -> "with a ..." after the policy's name
         text = text[0].lower() + text[1:]
-    return f"{o.policy}: {text} (default: {default})"
+    # argparse formats help with %: a policy's own "5 %" must stay literal
+    return f"{o.policy}: {text} (default: {default})".replace("%", "%%")
 
 
 def _at_least(minimum: int | None) -> Any:
