@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
 if TYPE_CHECKING:
+    import numpy as np
     import pyarrow as pa
 
 
@@ -47,6 +48,23 @@ def read_parquet(path: str | Path, columns: Sequence[str] | None = None) -> "pa.
 
     with pq.ParquetFile(path) as f:
         return f.read(columns=list(columns) if columns is not None else None)
+
+
+def column_numpy(table: "pa.Table", name: str) -> "np.ndarray":
+    """Column ``name`` of ``table`` as a new NumPy array. Through DLPack for number
+    columns without nulls: pyarrow's ``to_numpy`` (and ``np.asarray`` on an Arrow array)
+    imports pandas, a third of a second in every report process. Anything DLPack cannot
+    carry (nulls, strings, booleans) goes through ``to_numpy``, with the same result."""
+    import numpy as np
+
+    col = table.column(name)
+    try:
+        parts = [np.from_dlpack(chunk) for chunk in col.chunks]
+    except (BufferError, TypeError, ValueError):
+        return np.asarray(col.to_numpy(zero_copy_only=False))
+    if not parts:
+        return np.asarray(col.to_numpy(zero_copy_only=False))
+    return np.concatenate(parts)
 
 
 def write_atomic(path: str | Path, write: Callable[[str], object]) -> Path:

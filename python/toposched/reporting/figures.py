@@ -28,7 +28,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..files import read_parquet
+from ..files import column_numpy, read_parquet
 from ..simulate import SIZE_BINS
 
 #: The paper's names for the allocation policies (TO topology-oblivious, TA topology-aware).
@@ -94,13 +94,12 @@ class RunData:
     def jobs(self) -> dict[str, np.ndarray]:
         """``nodes`` and ``aph`` (NaN for one-node jobs) of the finished jobs."""
         t = read_parquet(self.dir / "jobs.parquet", columns=["nodes", "aph", "wait_s"])
-        aph = np.asarray(t.column("aph").to_numpy(zero_copy_only=False), dtype=float)
-        return {"nodes": t.column("nodes").to_numpy(), "aph": aph, "wait_s": t.column("wait_s").to_numpy()}
+        aph = np.asarray(column_numpy(t, "aph"), dtype=float)
+        return {"nodes": column_numpy(t, "nodes"), "aph": aph, "wait_s": column_numpy(t, "wait_s")}
 
     @cached_property
     def utilization(self) -> np.ndarray:
-        util: np.ndarray = read_parquet(self.dir / "utilization.parquet", columns=["utilization"]).column("utilization").to_numpy()
-        return util
+        return column_numpy(read_parquet(self.dir / "utilization.parquet", columns=["utilization"]), "utilization")
 
 
 @dataclass
