@@ -328,13 +328,29 @@ def fmt_hours(h: float | None) -> str:
 
 
 def save_figure(fig: Any, out_path: Path, formats: Sequence[str] = ("png", "svg")) -> list[Path]:
-    """Save ``fig`` as ``out_path`` with each suffix; byte-stable for the same figure."""
+    """Save ``fig`` as ``out_path`` with each suffix; byte-stable for the same figure.
+
+    A figure with a layout engine (constrained layout) has it solved once, then removed:
+    ``savefig`` would otherwise run a whole extra draw (without output) before each
+    format, and solve the layout again inside the real draw. Solved at the PNG's dpi with
+    the PNG's renderer when PNG comes first, as ``savefig`` itself does it, and after the
+    first format otherwise: the files are the same bytes as with the engine left on."""
     import matplotlib
+    from matplotlib.layout_engine import PlaceHolderLayoutEngine
 
     base = out_path.with_suffix("") if out_path.suffix in (".png", ".svg", ".pdf") else out_path
     base.parent.mkdir(parents=True, exist_ok=True)
     written = []
     with matplotlib.rc_context({"svg.hashsalt": "toposched", "svg.fonttype": "path", "path.simplify": True}):
+        engine = fig.get_layout_engine()
+        if engine is not None and isinstance(engine, PlaceHolderLayoutEngine):
+            fig.set_layout_engine(None)  # a placeholder lays nothing out but costs the extra draw
+        elif engine is not None and formats and formats[0] == "png":
+            dpi = fig.dpi
+            fig.dpi = PNG_DPI
+            engine.execute(fig)
+            fig.dpi = dpi
+            fig.set_layout_engine(None)
         for fmt in formats:
             p = base.with_name(base.name + "." + fmt)
             meta: dict[str, Any]
@@ -346,10 +362,9 @@ def save_figure(fig: Any, out_path: Path, formats: Sequence[str] = ("png", "svg"
                 meta = {"Software": "toposched"}
             fig.savefig(p, format=fmt, dpi=PNG_DPI, metadata=meta)
             written.append(p)
-            # The layout (constrained: a solver run at every draw) is the same for every
-            # format: keep the one the first save computed instead of solving it again.
+            # the layout is the same for every format: keep the one this save solved
             if fig.get_layout_engine() is not None:
-                fig.set_layout_engine("none")
+                fig.set_layout_engine(None)
     return written
 
 
