@@ -152,6 +152,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"report build, fresh process, best of {args.repeat}: {best:.2f} s wall, {min(cpus):.2f} s CPU (target {TARGET_S:.0f} s: {'PASS' if best < TARGET_S else 'MISS'})")
     if tmp is not None:
         tmp.cleanup()
+    if doc["baseline_same_bytes"] is False:
+        print("error: the report's files differ from the baseline's", file=sys.stderr)
+        return 1
     return 0
 
 
