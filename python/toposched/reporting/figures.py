@@ -332,11 +332,12 @@ def save_figure(fig: Any, out_path: Path, formats: Sequence[str] = ("png", "svg"
 
     A figure with a layout engine (constrained layout) has it solved once, then removed:
     ``savefig`` would otherwise run a whole extra draw (without output) before each
-    format, and solve the layout again inside the real draw. Solved at the PNG's dpi with
-    the PNG's renderer when PNG comes first, as ``savefig`` itself does it, and after the
-    first format otherwise: the files are the same bytes as with the engine left on."""
+    format, and solve the layout again inside the real draw. A constrained layout is
+    solved at the PNG's dpi with the PNG's renderer when PNG comes first, as ``savefig``
+    itself does it; any other layout by the first ``savefig``: the files are the same
+    bytes as with the engine left on (checked on every figure of the reports)."""
     import matplotlib
-    from matplotlib.layout_engine import PlaceHolderLayoutEngine
+    from matplotlib.layout_engine import ConstrainedLayoutEngine, PlaceHolderLayoutEngine
 
     base = out_path.with_suffix("") if out_path.suffix in (".png", ".svg", ".pdf") else out_path
     base.parent.mkdir(parents=True, exist_ok=True)
@@ -345,7 +346,7 @@ def save_figure(fig: Any, out_path: Path, formats: Sequence[str] = ("png", "svg"
         engine = fig.get_layout_engine()
         if engine is not None and isinstance(engine, PlaceHolderLayoutEngine):
             fig.set_layout_engine(None)  # a placeholder lays nothing out but costs the extra draw
-        elif engine is not None and formats and formats[0] == "png":
+        elif isinstance(engine, ConstrainedLayoutEngine) and formats and formats[0] == "png":
             dpi = fig.dpi
             fig.dpi = PNG_DPI
             engine.execute(fig)
