@@ -16,6 +16,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import EXAMPLE_TRACE
 from toposched.reporting import build_compare_report, build_page, image_html, plotly_div, shared_links, table_html
@@ -78,6 +80,109 @@ def test_figures_and_report_are_byte_identical_for_the_same_inputs(report, tmp_p
     for name in first:
         assert (report.parent / "figures" / name).read_bytes() == (again / "figures" / name).read_bytes(), name
     assert report.read_bytes() == (again / "report.html").read_bytes()
+
+
+def test_report_drawn_by_one_process_is_the_same_bytes_as_by_two(report, tmp_path, monkeypatch):
+    """The figures are shared between this process and a forked helper; drawn all here
+    (TOPOSCHED_REPORT_PROCESSES=1, the path with no fork) they are the same files."""
+    alone = tmp_path / "alone"
+    shutil.copytree(report.parent / "runs", alone / "runs")
+    shutil.copy(report.parent / "compare.json", alone / "compare.json")
+    monkeypatch.setenv("TOPOSCHED_REPORT_PROCESSES", "1")
+    build_compare_report(alone)
+    names = sorted(p.name for p in (report.parent / "figures").iterdir())
+    assert names == sorted(p.name for p in (alone / "figures").iterdir())
+    for name in names:
+        assert (report.parent / "figures" / name).read_bytes() == (alone / "figures" / name).read_bytes(), name
+    assert report.read_bytes() == (alone / "report.html").read_bytes()
+
+
+def test_shared_tasks_run_in_two_processes_and_come_back_in_order():
+    import os
+    import time
+
+    from toposched.reporting.html import _fork_ok, _run_shared
+
+    if not _fork_ok():
+        pytest.skip("no fork or a single CPU here: everything runs in this process")
+
+    def task(i: int):
+        def run():
+            time.sleep(0.05)  # long enough for the helper to take some
+            return (i, os.getpid())
+
+        return run
+
+    out = _run_shared([task(i) for i in range(8)])
+    assert [i for i, _ in out] == list(range(8))
+    assert os.getpid() in {pid for _, pid in out}
+    assert len({pid for _, pid in out}) == 2
+
+
+def test_a_task_the_helper_fails_is_run_again_here_and_a_real_error_is_raised_here():
+    import os
+
+    from toposched.reporting.html import _run_shared
+
+    me = os.getpid()
+
+    def fails_in_helper(i: int):
+        def run():
+            if os.getpid() != me:
+                raise RuntimeError("helper only")
+            return i
+
+        return run
+
+    assert _run_shared([fails_in_helper(i) for i in range(6)]) == list(range(6))
+
+    def broken():
+        raise ValueError("bad figure")
+
+    with pytest.raises(ValueError, match="bad figure"):
+        _run_shared([broken, broken, broken])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.sampled_from([pa.int8(), pa.int32(), pa.int64(), pa.uint16(), pa.float32(), pa.float64(), pa.bool_(), pa.string()]),
+    st.lists(st.lists(st.one_of(st.none(), st.integers(-100, 100)), max_size=6), min_size=1, max_size=4),
+    st.integers(0, 6),
+    st.integers(0, 30),
+)
+def test_column_numpy_equals_pyarrows_to_numpy(tmp_path_factory, typ, chunks, offset, length):
+    """Columns read from Parquet (several row groups: several chunks), sliced: the same
+    values and dtype as pyarrow's own conversion, with or without nulls."""
+    from toposched.files import column_numpy, read_parquet
+
+    def cast(v):
+        if v is None:
+            return None
+        if pa.types.is_boolean(typ):
+            return v > 0
+        if pa.types.is_string(typ):
+            return str(v)
+        if pa.types.is_unsigned_integer(typ):
+            return abs(v)
+        return v
+
+    values = [[cast(v) for v in c] for c in chunks]
+    path = tmp_path_factory.mktemp("col") / "t.parquet"
+    with pq.ParquetWriter(path, pa.schema([("x", typ)])) as w:
+        for c in values:
+            w.write_table(pa.table({"x": pa.array(c, type=typ)}))
+    table = read_parquet(path).slice(offset, length)
+    got = column_numpy(table, "x")
+    want = np.asarray(table.column("x").to_numpy(zero_copy_only=False))
+    assert got.dtype == want.dtype
+    assert got.shape == want.shape
+    if got.dtype.kind == "f":
+        np.testing.assert_array_equal(got, want)  # NaN equal to NaN
+    else:
+        assert got.tolist() == want.tolist()
+    before = table.column("x").to_pylist()
+    got[:] = got[::-1].copy()  # a new array: writing to it is allowed and leaves the table alone
+    assert table.column("x").to_pylist() == before
 
 
 def test_summary_table_comes_before_every_figure(report):

@@ -28,7 +28,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..files import read_parquet
+from ..files import column_numpy, read_parquet
 from ..simulate import SIZE_BINS
 
 #: The paper's names for the allocation policies (TO topology-oblivious, TA topology-aware).
@@ -94,13 +94,12 @@ class RunData:
     def jobs(self) -> dict[str, np.ndarray]:
         """``nodes`` and ``aph`` (NaN for one-node jobs) of the finished jobs."""
         t = read_parquet(self.dir / "jobs.parquet", columns=["nodes", "aph", "wait_s"])
-        aph = np.asarray(t.column("aph").to_numpy(zero_copy_only=False), dtype=float)
-        return {"nodes": t.column("nodes").to_numpy(), "aph": aph, "wait_s": t.column("wait_s").to_numpy()}
+        aph = np.asarray(column_numpy(t, "aph"), dtype=float)
+        return {"nodes": column_numpy(t, "nodes"), "aph": aph, "wait_s": column_numpy(t, "wait_s")}
 
     @cached_property
     def utilization(self) -> np.ndarray:
-        util: np.ndarray = read_parquet(self.dir / "utilization.parquet", columns=["utilization"]).column("utilization").to_numpy()
-        return util
+        return column_numpy(read_parquet(self.dir / "utilization.parquet", columns=["utilization"]), "utilization")
 
 
 @dataclass
@@ -329,13 +328,30 @@ def fmt_hours(h: float | None) -> str:
 
 
 def save_figure(fig: Any, out_path: Path, formats: Sequence[str] = ("png", "svg")) -> list[Path]:
-    """Save ``fig`` as ``out_path`` with each suffix; byte-stable for the same figure."""
+    """Save ``fig`` as ``out_path`` with each suffix; byte-stable for the same figure.
+
+    A figure with a layout engine (constrained layout) has it solved once, then removed:
+    ``savefig`` would otherwise run a whole extra draw (without output) before each
+    format, and solve the layout again inside the real draw. A constrained layout is
+    solved at the PNG's dpi with the PNG's renderer when PNG comes first, as ``savefig``
+    itself does it; any other layout by the first ``savefig``: the files are the same
+    bytes as with the engine left on (checked on every figure of the reports)."""
     import matplotlib
+    from matplotlib.layout_engine import ConstrainedLayoutEngine, PlaceHolderLayoutEngine
 
     base = out_path.with_suffix("") if out_path.suffix in (".png", ".svg", ".pdf") else out_path
     base.parent.mkdir(parents=True, exist_ok=True)
     written = []
     with matplotlib.rc_context({"svg.hashsalt": "toposched", "svg.fonttype": "path", "path.simplify": True}):
+        engine = fig.get_layout_engine()
+        if engine is not None and isinstance(engine, PlaceHolderLayoutEngine):
+            fig.set_layout_engine(None)  # a placeholder lays nothing out but costs the extra draw
+        elif isinstance(engine, ConstrainedLayoutEngine) and formats and formats[0] == "png":
+            dpi = fig.dpi
+            fig.dpi = PNG_DPI
+            engine.execute(fig)
+            fig.dpi = dpi
+            fig.set_layout_engine(None)
         for fmt in formats:
             p = base.with_name(base.name + "." + fmt)
             meta: dict[str, Any]
@@ -347,10 +363,9 @@ def save_figure(fig: Any, out_path: Path, formats: Sequence[str] = ("png", "svg"
                 meta = {"Software": "toposched"}
             fig.savefig(p, format=fmt, dpi=PNG_DPI, metadata=meta)
             written.append(p)
-            # The layout (constrained: a solver run at every draw) is the same for every
-            # format: keep the one the first save computed instead of solving it again.
+            # the layout is the same for every format: keep the one this save solved
             if fig.get_layout_engine() is not None:
-                fig.set_layout_engine("none")
+                fig.set_layout_engine(None)
     return written
 
 

@@ -35,7 +35,7 @@ import hashlib
 import html
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 import numpy as np
 from ..files import read_parquet
@@ -527,27 +527,137 @@ def snapshot_runs(data: CompareData) -> list[RunData]:
     return data.baselines
 
 
+def _snapshot_moments(run_dir: Path) -> list[tuple[str, int, str]]:
+    """(key, time, what) of the instants a run's snapshots show: the first of peak busy
+    nodes, and the first with the most multi-leaf jobs running (when any job spans leaves)."""
+    from .snapshot import busiest_spanning_time, peak_time
+
+    moments = [("peak", peak_time(run_dir), "at peak busy nodes")]
+    spanning = busiest_spanning_time(run_dir)
+    if spanning is not None:
+        moments.append(("spanning", spanning, "when the most multi-leaf jobs run"))
+    return moments
+
+
+def _fork_ok() -> bool:
+    """Whether :func:`_run_shared` may fork a helper: fork exists, two CPUs are ours, no
+    other Python thread runs (a forked child could inherit a lock one of them holds), and
+    TOPOSCHED_REPORT_PROCESSES is not 1."""
+    import os
+    import threading
+
+    if os.environ.get("TOPOSCHED_REPORT_PROCESSES", "") == "1" or not hasattr(os, "fork") or threading.active_count() > 1:
+        return False
+    try:
+        return len(os.sched_getaffinity(0)) >= 2
+    except (AttributeError, OSError):
+        return (os.cpu_count() or 1) >= 2
+
+
+def _run_shared(tasks: Sequence[Callable[[], Any]]) -> list[Any]:
+    """Every task's result, in order, the tasks shared with one forked helper process.
+
+    matplotlib holds the GIL while it draws (threads do not overlap: measured), so the
+    second CPU is used by a child forked from this process, which starts with everything
+    imported and every input read. Both processes take the next task from a shared
+    counter until none is left (the figures differ in cost, so a fixed split leaves one
+    waiting); the child then sends its results back pickled. A task's result does not
+    depend on the process that ran it: the files are the same bytes either way. Any task
+    the child did not deliver (it failed or died) is run here, so its error, if any, is
+    raised here with its own traceback. Without a fork (:func:`_fork_ok`), all run here."""
+    import os
+    import pickle
+
+    if len(tasks) < 2 or not _fork_ok():
+        return [t() for t in tasks]
+    import multiprocessing
+
+    counter = multiprocessing.get_context("fork").Value("i", 0)
+
+    def claim() -> int:
+        with counter.get_lock():
+            k = int(counter.value)
+            counter.value = k + 1
+        return k
+
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the helper: run tasks until none is left, send the results, exit
+        code = 0
+        try:
+            os.close(read_fd)
+            done: dict[int, Any] = {}
+            try:
+                while (k := claim()) < len(tasks):
+                    done[k] = tasks[k]()
+            except BaseException:  # noqa: BLE001 - the parent runs the task again and raises
+                code = 1
+            with os.fdopen(write_fd, "wb") as out:
+                pickle.dump(done, out, protocol=pickle.HIGHEST_PROTOCOL)
+        except BaseException:  # noqa: BLE001 - never return into the parent's code
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    results: dict[int, Any] = {}
+    try:
+        while (k := claim()) < len(tasks):
+            results[k] = tasks[k]()
+        with os.fdopen(read_fd, "rb") as back:
+            read_fd = -1
+            data = back.read()
+        if data:
+            results.update(pickle.loads(data))
+    except BaseException:
+        import signal
+
+        os.kill(pid, signal.SIGTERM)  # our own helper; nothing of its work is kept
+        raise
+    finally:
+        if read_fd >= 0:
+            os.close(read_fd)
+        os.waitpid(pid, 0)
+    return [results[k] if k in results else tasks[k]() for k in range(len(tasks))]
+
+
 def build_compare_report(out_dir: str | Path) -> Path:
-    """Write ``out_dir/report.html`` and ``out_dir/figures/*`` for a compare folder."""
-    from .figures import CompareData, fmt_hours, mean_wait_rows, write_figures
-    from .snapshot import busiest_spanning_time, draw_snapshot, peak_time
+    """Write ``out_dir/report.html`` and ``out_dir/figures/*`` for a compare folder.
+
+    The figures (each written as PNG and SVG) and the interactive plots are made by two
+    processes at once (:func:`_run_shared`)."""
+    from .figures import FIGURES, CompareData, fmt_hours, mean_wait_rows, save_figure
+    from .snapshot import draw_snapshot
 
     root = Path(out_dir)
     data = CompareData.load(root)
     fig_dir = root / "figures"
     fig_dir.mkdir(parents=True, exist_ok=True)
-    static = write_figures(data, fig_dir)
+    # imported before any fork, so that a helper process does not import them again
+    import matplotlib.backends.backend_agg  # noqa: F401
+    import matplotlib.backends.backend_svg  # noqa: F401
+    import matplotlib.figure  # noqa: F401
 
-    snaps = []
-    for r in snapshot_runs(data):
-        moments = [("peak", peak_time(r.dir), "at peak busy nodes")]
-        spanning = busiest_spanning_time(r.dir)
-        if spanning is not None:
-            moments.append(("spanning", spanning, "when the most multi-leaf jobs run"))
-        for key, t, what in moments:
-            stem = f"snapshot_{r.alloc}__{r.scenario}__{key}"
-            info = draw_snapshot(r.dir, t, fig_dir / stem, title=f"{r.label} ({r.paper_label}) on {data.fabric.get('name', '')} {what}")
-            snaps.append((r, stem, what, info))
+    fabric_name = data.fabric.get("name", "")
+    snap_plan = [(r, stem, t, what) for r in snapshot_runs(data) for key, t, what in _snapshot_moments(r.dir) for stem in [f"snapshot_{r.alloc}__{r.scenario}__{key}"]]
+
+    def snapshot_task(r: RunData, stem: str, t: int, what: str) -> Callable[[], Any]:
+        return lambda: draw_snapshot(r.dir, t, fig_dir / stem, title=f"{r.label} ({r.paper_label}) on {fabric_name} {what}")
+
+    def figure_task(stem: str, build: Callable[[Any], Any]) -> Callable[[], Any]:
+        return lambda: save_figure(build(data), fig_dir / stem)
+
+    def plotly_task() -> list[tuple[str, str]]:
+        return [(heading, plotly_div(fig, div_id="plot-" + "".join(c for c in heading.lower() if c.isalnum()))) for heading, fig in _plotly_figures(data)]
+
+    # The costliest first (snapshots 0.2-0.5 s of CPU each, the interactive plots 0.3 s,
+    # then the figures in file order, the table last, 0.1 s), so that neither process is
+    # left alone with a long task at the end.
+    tasks = [snapshot_task(*p) for p in snap_plan] + [plotly_task] + [figure_task(stem, build) for stem, build, _ in FIGURES]
+    results = _run_shared(tasks)
+    infos = results[: len(snap_plan)]
+    plotly_sections: list[tuple[str, str]] = results[len(snap_plan)]
+    static = [(stem, caption) for stem, _, caption in FIGURES]
+    snaps = [(r, stem, what, info) for (r, stem, _, what), info in zip(snap_plan, infos)]
 
     sections: list[tuple[str, str]] = []
     sections.append(("What this report says", _story_section(data)))
@@ -574,8 +684,7 @@ def build_compare_report(out_dir: str | Path) -> Path:
             table_html(theads, [[row[0]] + [Html(fmt_hours(v)) for v in row[1:]] for row in trows], caption="Mean wait in hours, as the SC18 paper's Table I (TO: topology-oblivious, TA: topology-aware)", numeric=[False] + [True] * (len(tcols) - 1)),
         )
     )
-    for heading, fig in _plotly_figures(data):
-        sections.append((heading, plotly_div(fig, div_id="plot-" + "".join(c for c in heading.lower() if c.isalnum()))))
+    sections += plotly_sections
 
     static_html = "".join(image_html(f"figures/{stem}.png", caption, svg=f"figures/{stem}.svg") for stem, caption in static)
     sections.append(("Static figures (PNG and SVG)", Html(static_html)))
