@@ -95,6 +95,7 @@ DEFAULT_GRID: tuple[str, ...] = (
     "capped:leaf_cap=2+4,pod_cap=1+2",
     "jigsaw",
     "least-interference",
+    "adaptive:slowdown_threshold=0+0.05,isolation_wait_s=3600+86400",
 )
 
 

@@ -69,7 +69,7 @@ pub struct AdaptiveOptions {
 
 impl Default for AdaptiveOptions {
     fn default() -> AdaptiveOptions {
-        AdaptiveOptions { slowdown_threshold: 0.05, isolation_wait_s: 3600 }
+        AdaptiveOptions { slowdown_threshold: 0.05, isolation_wait_s: 86_400 }
     }
 }
 
