@@ -33,6 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchinfo import commit
+
 HERE = Path(__file__).resolve().parent
 TARGET_S = 2.0
 
@@ -46,15 +48,6 @@ build_report(sys.argv[1])
 t2 = time.perf_counter()
 print(f"{t1 - t0:.4f} {t2 - t1:.4f}")
 """
-
-
-def _commit() -> str:
-    try:
-        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=HERE, capture_output=True, text=True).stdout.strip()
-        return rev + ("+dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def _hashes(out: Path) -> dict[str, str]:
@@ -125,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     best = min(walls)
     doc = {
         "bench": "report_build",
-        "commit": _commit(),
+        "commit": commit(),
         "machine": f"{platform.node()} {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
         "load_avg_1m_before_after": [round(load_before[0], 2), round(load_after[0], 2)],
         "repeat": args.repeat,

@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchinfo import commit
+
 HERE = Path(__file__).resolve().parent
 TRACE = "HPC2N-2002-2.2-cln.swf.gz"
 SYSTEM = "fattree:K=16,S=15,P=1"
@@ -35,15 +37,6 @@ def _timed(cmd: list[str]) -> float:
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - t0
-
-
-def _commit() -> str:
-    try:
-        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=HERE, capture_output=True, text=True).stdout.strip()
-        return rev + ("+dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         differ = sum(1 for job, start in expected if got.get(job) != start)
     row = {
         "case": "hpc2n easy+linear, whole command",
-        "commit": _commit(),
+        "commit": commit(),
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
         "loadavg_1min_before": round(load_before[0], 2),
         "loadavg_1min_after": round(os.getloadavg()[0], 2),

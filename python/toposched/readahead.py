@@ -67,13 +67,19 @@ def read_bytes(path: str | Path) -> bytes:
     return _read_bytes(path)
 
 
-def _read_bytes(path: str | Path) -> bytes:
-    """The whole file, decompressed if it is gzip."""
+def log_file(path: str | Path) -> Path:
+    """``path`` as a Path, or the one-line error for a log that is missing or a directory."""
     p = Path(path)
     if not p.exists():
         raise TraceFormatError(str(p), "no such file")
     if p.is_dir():
         raise TraceFormatError(str(p), "is a directory, not a log file")
+    return p
+
+
+def _read_bytes(path: str | Path) -> bytes:
+    """The whole file, decompressed if it is gzip."""
+    p = log_file(path)
     try:
         data = p.read_bytes()
     except OSError as exc:

@@ -8,18 +8,14 @@ from pathlib import Path
 from typing import IO
 
 from ..errors import TraceFormatError
-from ..readahead import read_bytes
+from ..readahead import log_file, read_bytes
 
 __all__ = ["open_text", "read_bytes"]
 
 
 def open_text(path: str | Path) -> IO[str]:
     """Open ``path`` for reading text, decompressing ``.gz`` files (detected by magic bytes)."""
-    p = Path(path)
-    if not p.exists():
-        raise TraceFormatError(str(p), "no such file")
-    if p.is_dir():
-        raise TraceFormatError(str(p), "is a directory, not a log file")
+    p = log_file(path)
     try:
         with open(p, "rb") as fh:
             magic = fh.read(2)
