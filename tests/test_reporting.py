@@ -97,25 +97,39 @@ def test_report_drawn_by_one_process_is_the_same_bytes_as_by_two(report, tmp_pat
     assert report.read_bytes() == (alone / "report.html").read_bytes()
 
 
-def test_shared_tasks_run_in_two_processes_and_come_back_in_order():
-    import os
-    import time
-
-    from toposched.reporting.html import _fork_ok, _run_shared
-
-    if not _fork_ok():
-        pytest.skip("no fork or a single CPU here: everything runs in this process")
-
-    def task(i: int):
+# Run in a fresh interpreter: within the suite another test may have left a thread running,
+# and then _run_shared rightly refuses to fork.
+SHARED_TASKS = """
+import json, os, time
+from toposched.reporting.html import _fork_ok, _run_shared
+if not _fork_ok():
+    print(json.dumps("no fork"))
+else:
+    def task(i):
         def run():
             time.sleep(0.05)  # long enough for the helper to take some
             return (i, os.getpid())
-
         return run
+    print(json.dumps({"me": os.getpid(), "out": _run_shared([task(i) for i in range(8)])}))
+"""
 
-    out = _run_shared([task(i) for i in range(8)])
+
+def test_shared_tasks_run_in_two_processes_and_come_back_in_order():
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "TOPOSCHED_REPORT_PROCESSES"}
+    r = subprocess.run([sys.executable, "-c", SHARED_TASKS], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    if got == "no fork":
+        assert not hasattr(os, "fork") or len(os.sched_getaffinity(0)) < 2, "a fresh interpreter on two CPUs must fork"
+        pytest.skip("no fork or a single CPU here: everything runs in one process")
+    out = got["out"]
     assert [i for i, _ in out] == list(range(8))
-    assert os.getpid() in {pid for _, pid in out}
+    assert got["me"] in {pid for _, pid in out}
     assert len({pid for _, pid in out}) == 2
 
 
