@@ -59,7 +59,11 @@
 //! `sched_priority_weight_fairshare`, `sched_priority_weight_qos`, `sched_priority_qos`,
 //! `sched_priority_decay_half_life_s`, `sched_priority_fs_tree`. Times given in
 //! seconds are scaled by `sched_ticks_per_s`.
-//! *Not modelled*: partitions, QOS and association limits, `bf_min_age_reserve`,
+//! - **Partitions** (`sched_partitions`, `queue/partitions/mod.rs`): the main pass blocks
+//!   a failed job's partition only; a cycle tests each job on its partition's nodes only
+//!   (one plan for all partitions, as 22.05's); a job beyond a partition limit is held.
+//!
+//! *Not modelled*: QOS and association limits, `bf_min_age_reserve`,
 //! `bf_min_prio_reserve`, `bf_max_job_start`, per-user limits, time-min jobs, COMPLETING
 //! nodes (the engine frees a job's nodes together), multifactor's partition factor.
 //! *When to use*: to replay a Slurm configured with `SchedulerType=sched/backfill`.
@@ -67,6 +71,7 @@
 //! will-run projection) and O(plan records x nodes) for the plan.
 
 use super::multifactor::{Multifactor, MultifactorParams};
+use super::partitions::{self, Partitions};
 use super::slurm_backfill::MainPassClock;
 use super::{PassCtx, QueueEntry, QueuePolicy};
 use crate::alloc::Guard;
@@ -125,6 +130,9 @@ pub struct SlurmBfOptions {
     /// The association tree under root: `ACCOUNT[:SHARES]`, `ACCOUNT/USER[:SHARES]`,
     /// `root/USER[:SHARES]`, separated by `;` (jobs' own associations are added, shares 1).
     pub sched_priority_fs_tree: String,
+    /// Partitions with limits, as `slurm`'s `partitions` (`ID=NODES[:max_time_s=S]
+    /// [:max_nodes=N][:min_nodes=N];...`; `queue/partitions/mod.rs`).
+    pub sched_partitions: String,
 }
 
 impl Default for SlurmBfOptions {
@@ -153,6 +161,7 @@ impl Default for SlurmBfOptions {
             sched_priority_qos: String::new(),
             sched_priority_decay_half_life_s: 7 * 86_400,
             sched_priority_fs_tree: String::new(),
+            sched_partitions: String::new(),
         }
     }
 }
@@ -187,6 +196,7 @@ impl SlurmBfOptions {
                 ("weight_qos", self.sched_priority_weight_qos),
             ],
         )?;
+        partitions::parse(&self.sched_partitions, self.sched_ticks_per_s, "queue slurm-bf: sched_partitions")?;
         self.multifactor().check("slurm-bf", "sched_")
     }
 
@@ -242,6 +252,7 @@ pub struct SlurmBf {
     /// Some reserved node was free (NODE_STATE_PLANNED) after the last cycle.
     planned: bool,
     priority: Multifactor,
+    partitions: Partitions,
 }
 
 impl SlurmBf {
@@ -250,7 +261,8 @@ impl SlurmBf {
         let clock = MainPassClock::new(opts.sched_batch_delay_s, tick, opts.sched_tick_phase, opts.sched_last_pass);
         let next_wake = opts.bf_last_cycle.map_or(0, |t| t + opts.bf_interval_s * tick);
         let priority = Multifactor::new(opts.multifactor());
-        SlurmBf { opts, clock, next_wake, dirty: false, seen: (u64::MAX, usize::MAX), planned: false, priority }
+        let parts = partitions::parse(&opts.sched_partitions, tick, "queue slurm-bf: sched_partitions").expect("options checked when built");
+        SlurmBf { opts, clock, next_wake, dirty: false, seen: (u64::MAX, usize::MAX), planned: false, priority, partitions: Partitions::new(parts) }
     }
 
     /// `backfill_agent`: whether a cycle runs now; asks for the next wake-up otherwise.
@@ -371,7 +383,13 @@ impl SlurmBf {
             // grid, so each retry moves start_res forward and the loop ends.
             for _ in 0..4 * plan.len() + 8 {
                 let end_time = start_res + spec.walltime_s;
-                let (excluded, later_start) = usable_nodes(&plan, start_res, end_time, n);
+                let (mut excluded, later_start) = usable_nodes(&plan, start_res, end_time, n);
+                // bit_and(avail_bitmap, part_ptr->node_bitmap): only the job's partition
+                if let Some(outside) = self.partitions.excluded_for(job) {
+                    for x in outside.iter_range(0..n as u32) {
+                        excluded.insert(x);
+                    }
+                }
                 let usable = (0..n as u32).filter(|&x| !excluded.contains(x) && ctx.state().owner(x) != crate::state::DOWN).count() as u32;
                 if usable < spec.nodes {
                     match later_start {
@@ -511,9 +529,14 @@ impl QueuePolicy for SlurmBf {
             self.dirty = true;
         }
         // the main scheduler first: an event's pass runs at once, a cycle waits for the agent
-        if self.clock.due(ctx) {
+        let due = self.clock.due(ctx);
+        self.partitions.hold_over_limits(ctx, "slurm-bf");
+        if self.partitions.take_error_peek().is_some() {
+            return;
+        }
+        if due {
             self.priority.queue_built(ctx);
-            super::fcfs::fifo(ctx);
+            self.partitions.fifo(ctx);
         }
         if self.cycle_due(ctx) {
             self.priority.queue_built(ctx);
@@ -525,6 +548,10 @@ impl QueuePolicy for SlurmBf {
             }
         }
         self.clock.after(ctx);
+    }
+
+    fn take_error(&mut self) -> Option<String> {
+        self.partitions.take_error()
     }
 }
 
