@@ -1,0 +1,157 @@
+"""Partitions with limits against a recorded run of the real Slurm 22.05 (docs/validation.md,
+"Partitions with limits").
+
+The runs: `toposched validate-slurm --random 200 --seed 1 --partitions
+'a=n[00-15]:MaxTime=2:MaxNodes=12,b=n[08-31]' --select linear --scheduler builtin` (and
+`--scheduler backfill`, Slurm's default SchedulerParameters), 32 nodes
+n00-n31 in 4 leaves of 8 and 2 pods; partitions a (n00-n15, MaxTime 2 min, MaxNodes 12,
+the default) and b (n08-n31) share leaf n08-n15; each job asks for one of them; Slurm's
+default EnforcePartLimits=NO. The controllers' logs (filtered by `validate.recorded_log`) are
+tests/data/slurm-lab/random200-seed1-linear-{builtin,backfill}-partitions.ctld.log.gz.
+
+What Slurm did is first checked from the log and the stream alone (the documented rules:
+which jobs a limit holds and with which reason; a pending job holds back later jobs of its
+own partition only), then the replay by the engine (`slurm` with `partitions`) against it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from toposched.errors import InputError
+from toposched.live import validate as val
+from toposched.topology import Fabric, regular_spec
+
+RECORDED = Path(__file__).parent / "data" / "slurm-lab"
+RUN = "random200-seed1-linear-builtin-partitions"
+BF_RUN = "random200-seed1-linear-backfill-partitions"
+PARTITIONS = "a=n[00-15]:MaxTime=2:MaxNodes=12,b=n[08-31]"
+
+
+def lab_fabric() -> Fabric:
+    return Fabric.from_spec(regular_spec("lab", 8, 2, 2, node_prefix="n"))
+
+
+def partitions() -> list[val.PartitionSpec]:
+    return val.parse_partitions(PARTITIONS, list(lab_fabric().spec.node_names))
+
+
+def stream() -> list[val.StreamJob]:
+    return val.random_stream(200, 32, 1, arrival_span_s=60.0, max_run_s=4, partitions=tuple(partitions()))
+
+
+def recorded_lab(tmp_path: Path, run: str = RUN) -> Path:
+    """A recorded run as the lab directory validate-slurm left: its log and slurm.conf's partitions."""
+    scheduler = run.split("-")[3]
+    lab = tmp_path / f"slurm-linear-{scheduler}-partitions"
+    (lab / "log").mkdir(parents=True)
+    (lab / "log" / "ctld.log").write_bytes(gzip.decompress((RECORDED / f"{run}.ctld.log.gz").read_bytes()))
+    (lab / "slurm.conf").write_text(f"SchedulerType=sched/{scheduler}\n" + "".join(p.conf_line(k == 0) + "\n" for k, p in enumerate(partitions())))
+    return lab
+
+
+@pytest.mark.parametrize("run", [RUN, BF_RUN])
+def test_slurm_held_exactly_the_jobs_beyond_a_limit_with_the_documented_reason(tmp_path, run):
+    """From the stream and the log only: a job of a beyond MaxNodes 12 is pending with
+    PartitionNodeLimit (checked before the time limit), one beyond MaxTime 2 min with
+    PartitionTimeLimit; every other job started (slurm.conf(5), EnforcePartLimits=NO)."""
+    slurm = val.slurm_from_lab(recorded_lab(tmp_path, run), stream())
+    want = {}
+    for j in stream():
+        if j.partition == "a" and j.nodes > 12:
+            want[j.name] = "PartitionNodeLimit"
+        elif j.partition == "a" and j.limit_min > 2:
+            want[j.name] = "PartitionTimeLimit"
+    assert {j.name: j.held_reason for j in slurm.held} == want
+    assert len(want) == 40 and set(want.values()) == {"PartitionNodeLimit", "PartitionTimeLimit"}
+    assert len(slurm) == 160 and not {j.name for j in slurm} & set(want)
+
+
+def test_slurm_blocks_only_the_partition_of_a_pending_job(tmp_path):
+    """From the log only: the main scheduler (FIFO, submit order) started jobs of one
+    partition while an earlier job of the other was pending, many times; and never a job
+    while an earlier job of its own partition was pending (held jobs are not in the queue)."""
+    slurm = val.slurm_from_lab(recorded_lab(tmp_path), stream())
+    other, own = 0, 0
+    for j in slurm:
+        ahead = [k for k in slurm if k.job_id < j.job_id and k.submit_ms <= j.start_ms < k.start_ms]
+        other += any(k.partition != j.partition for k in ahead)
+        own += any(k.partition == j.partition for k in ahead)
+    assert own == 0
+    assert other >= 20, other
+
+
+@pytest.mark.parametrize(("run", "decisions", "max_mean_s", "max_p95_s", "same_nodes"), [(RUN, 160, 0.1, 0.15, 130), (BF_RUN, 158, 0.03, 0.05, 135)])
+def test_the_replay_holds_and_starts_the_jobs_as_slurm_did(tmp_path, run, decisions, max_mean_s, max_p95_s, same_nodes):
+    """Measured (docs/validation.md). FIFO: 160 / 160 identical decisions (the allocator on
+    the job's partition minus the partitions failed earlier in the pass), the 40 held jobs
+    held by the replay with Slurm's reason, |start diff| mean 0.069 s, p95 0.118 s, 137 of
+    160 identical node sets in the full replay. Backfill (`slurm-bf`): 158 / 160 (the two
+    others are backfilled jobs Slurm kept off nodes it planned for others, which the
+    decision replay does not know; the full replay puts both on Slurm's nodes), 40 held,
+    0.019 s / 0.040 s, 142 of 160."""
+    scheduler = run.split("-")[3]
+    slurm = val.slurm_from_lab(recorded_lab(tmp_path, run), stream())
+    assert [p.name for p in slurm.partitions] == ["a", "b"]
+    v = val.compare(lab_fabric(), slurm, select="linear", scheduler=scheduler)
+    s = v.summary()
+    assert "partitions=0=0-15:max_time_s=120:max_nodes=12;1=8-31" in s["queue"]
+    assert s["jobs"] == 160 and s["identical_decisions"] == decisions
+    assert all(d["job"]["by_backfill"] for d in v.decision_differences)
+    assert s["held_by_partition_limits"] == {"slurm": 40, "replay_held_same_reason": 40}
+    assert s["start_diff_s"]["mean"] < max_mean_s and s["start_diff_s"]["p95"] < max_p95_s, s
+    assert s["identical_replay_node_sets"] >= same_nodes, s
+    # the node sets Slurm chose lie in each job's partition, and so do the replay's
+    nodes_of = {p.name: set(p.nodes) for p in partitions()}
+    part_of = {j.name: j.partition for j in slurm}
+    for c in v.jobs:
+        for text in (c.slurm_nodes, c.replay_nodes):
+            assert set(val.hostlist.expand_hostlist(text)) <= nodes_of[part_of[c.name]], (c.name, text)
+
+
+def test_without_the_failed_partitions_rule_the_decisions_differ(tmp_path):
+    """_schedule takes a failed partition's nodes out of the pass: without that (the
+    allocator on the job's whole partition), 6 decisions differ, each a job that Slurm kept
+    off the nodes it shares with a partition whose first job was still pending."""
+    slurm = val.slurm_from_lab(recorded_lab(tmp_path), stream())
+    dec = val.decisions(lab_fabric(), slurm, "select-linear", slurm.partitions, submit_order=False)
+    differ = [j.name for j in slurm if dec[j.job_id][0] != j.nodes]
+    assert differ == ["r1-22", "r1-23", "r1-36", "r1-39", "r1-62", "r1-63"]
+
+
+def test_the_replay_without_partitions_is_far_off(tmp_path):
+    """The same run replayed as one partition of every node: the 40 held jobs run, and jobs
+    go where their partition does not reach."""
+    slurm = val.slurm_from_lab(recorded_lab(tmp_path), stream())
+    slurm.partitions = ()
+    s = val.compare(lab_fabric(), slurm, select="linear", scheduler="builtin").summary()
+    assert s["held_by_partition_limits"]["replay_held_same_reason"] == 0
+    assert s["identical_decisions"] < 140 and s["start_diff_s"]["mean"] > 1, s
+
+
+def test_partitions_are_read_written_and_refused_in_one_line():
+    names = list(lab_fabric().spec.node_names)
+    parts = val.parse_partitions("a=n[00-03,08]:MaxTime=1-0:MinNodes=2,b=n[16-31]", names)
+    assert parts[0].nodes == ("n00", "n01", "n02", "n03", "n08") and parts[0].max_time_min == 1440 and parts[0].min_nodes == 2
+    conf = "\n".join(p.conf_line(k == 0) for k, p in enumerate(parts))
+    assert "PartitionName=a Nodes=n[00-03,08] Default=YES MaxTime=1440" in conf
+    assert val.partitions_from_conf(conf) == parts
+    assert val.partition_option(parts, names) == "0=0-3+8:max_time_s=86400:min_nodes=2;1=16-31"
+    for bad, what in [("a=n[00-40]", "not a list of the fabric's nodes"), ("a", "expected NAME=NODES"), ("a=n00:MaxTime=x", "MaxTime"),
+                      ("a=n00:Foo=1", "is not MaxTime="), ("a=n00,a=n01", "given twice")]:
+        with pytest.raises(InputError, match=what):
+            val.parse_partitions(bad, names)
+
+
+def test_validate_slurm_partitions_with_a_trace_is_one_line(tmp_path):
+    trace = tmp_path / "t.swf"
+    trace.write_text("1 0 0 10 8 -1 -1 8 100 -1 1 1 1 -1 1 -1 -1 -1\n")
+    r = subprocess.run([sys.executable, "-m", "toposched.cli", "validate-slurm", "--trace", str(trace), "--partitions", "a=n[00-15]",
+                        "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "--partitions" in r.stderr
