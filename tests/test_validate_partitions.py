@@ -149,6 +149,10 @@ def test_partitions_are_read_written_and_refused_in_one_line():
     assert "PartitionName=a Nodes=n[00-03,08] Default=YES MaxTime=1440" in conf
     assert val.partitions_from_conf(conf) == parts
     assert val.partition_option(parts, names) == "0=0-3+8:max_time_s=86400:min_nodes=2;1=16-31"
+    tiers = val.parse_partitions("a=n[00-15],b=n[08-31]:PriorityTier=2", names)
+    assert [p.priority_tier for p in tiers] == [1, 2]  # Slurm's default tier is 1
+    assert val.partitions_from_conf("\n".join(p.conf_line(k == 0) for k, p in enumerate(tiers))) == tiers
+    assert val.partition_option(tiers, names) == "0=0-15:priority_tier=1;1=8-31:priority_tier=2"
     for bad, what in [("a=n[00-40]", "not a list of the fabric's nodes"), ("a", "expected NAME=NODES"), ("a=n00:MaxTime=x", "MaxTime"),
                       ("a=n00:Foo=1", "is not MaxTime="), ("a=n00,a=n01", "given twice")]:
         with pytest.raises(InputError, match=what):

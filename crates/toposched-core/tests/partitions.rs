@@ -141,6 +141,22 @@ fn backfill_tests_each_job_on_its_partition_only() {
     assert!(r.starts[1] < 100);
 }
 
+#[test]
+fn a_higher_priority_tier_goes_first_and_submit_order_is_kept_within_a_tier() {
+    // sort_job_queue2: partition PriorityTier first (higher first), then priority
+    // (priority/basic: submit order). Partitions 0 and 1 share nodes 0-3; 1 has tier 5.
+    // A holds 0-3 over [0, 100); B (partition 0) is submitted at 1, C and D (partition 1)
+    // at 2 and 3, all 4 nodes for 10 s: at 100 C goes first, then D (110), then B (120).
+    let jobs = [job(1, 0, 4, 100, 100, Some(0)), job(2, 1, 4, 10, 10, Some(0)), job(3, 2, 4, 10, 10, Some(1)), job(4, 3, 4, 10, 10, Some(1))];
+    let r = run(&jobs, &format!("{SLURM},partitions=0=0-3;1=0-3:priority_tier=5")).unwrap();
+    assert_eq!(r.starts, vec![0, 120, 100, 110]);
+    let r = run(&jobs, "slurm-bf:sched_batch_delay_s=0,bf_interval_s=1,sched_partitions=0=0-3;1=0-3:priority_tier=5").unwrap();
+    assert_eq!(r.starts, vec![0, 120, 100, 110]);
+    // equal tiers: submit order
+    let r = run(&jobs, &format!("{SLURM},partitions=0=0-3:priority_tier=5;1=0-3:priority_tier=5")).unwrap();
+    assert_eq!(r.starts, vec![0, 100, 110, 120]);
+}
+
 fn arb_jobs() -> impl Strategy<Value = Vec<Job>> {
     prop::collection::vec((0i64..40, 1u32..=8, 1i64..60, 1i64..60, 0u32..3), 1..30).prop_map(|v| {
         let mut jobs: Vec<Job> = v

@@ -158,11 +158,13 @@ class PartitionSpec:
     max_time_min: int | None = None  # MaxTime (None: INFINITE)
     max_nodes: int | None = None  # MaxNodes (None: UNLIMITED)
     min_nodes: int = 0  # MinNodes
+    priority_tier: int = 1  # PriorityTier (Slurm's default 1)
 
     def conf_line(self, default: bool) -> str:
         return (f"PartitionName={self.name} Nodes={hostlist.collect_hostlist(list(self.nodes))} Default={'YES' if default else 'NO'} "
                 f"MaxTime={self.max_time_min if self.max_time_min is not None else 'INFINITE'} "
-                f"MaxNodes={self.max_nodes if self.max_nodes is not None else 'UNLIMITED'} MinNodes={self.min_nodes} State=UP")
+                f"MaxNodes={self.max_nodes if self.max_nodes is not None else 'UNLIMITED'} MinNodes={self.min_nodes} "
+                f"PriorityTier={self.priority_tier} State=UP")
 
 
 def _split_top(text: str) -> list[str]:
@@ -181,7 +183,7 @@ def _split_top(text: str) -> list[str]:
 
 def parse_partitions(text: str, node_names: list[str]) -> list[PartitionSpec]:
     """``--partitions 'a=n[00-15]:MaxTime=2:MaxNodes=12,b=n[08-31]'`` -> partitions (the first
-    is the default). MaxTime in minutes (or days-hours[:minutes]), MaxNodes, MinNodes."""
+    is the default). MaxTime in minutes (or days-hours[:minutes]), MaxNodes, MinNodes, PriorityTier."""
     parts: list[PartitionSpec] = []
     known = set(node_names)
     for item in _split_top(text):
@@ -189,7 +191,7 @@ def parse_partitions(text: str, node_names: list[str]) -> list[PartitionSpec]:
         name, eq, nodes_text = head.partition("=")
         name = name.strip()
         if not eq or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]{0,30}", name):
-            raise InputError("--partitions", f"{item!r}: expected NAME=NODES[:MaxTime=MIN][:MaxNodes=N][:MinNodes=N]")
+            raise InputError("--partitions", f"{item!r}: expected NAME=NODES[:MaxTime=MIN][:MaxNodes=N][:MinNodes=N][:PriorityTier=N]")
         try:
             nodes = hostlist.expand_hostlist(nodes_text.strip())
         except hostlist.BadHostlist:
@@ -200,17 +202,19 @@ def parse_partitions(text: str, node_names: list[str]) -> list[PartitionSpec]:
         for f in fields:
             key, eq, value = f.partition("=")
             key = key.strip().lower()
-            if not eq or key not in ("maxtime", "maxnodes", "minnodes"):
-                raise InputError("--partitions", f"{item!r}: {f!r} is not MaxTime=, MaxNodes= or MinNodes=")
+            if not eq or key not in ("maxtime", "maxnodes", "minnodes", "prioritytier"):
+                raise InputError("--partitions", f"{item!r}: {f!r} is not MaxTime=, MaxNodes=, MinNodes= or PriorityTier=")
             if key == "maxtime":
                 limits[key] = _slurm_minutes("MaxTime", value)
-            elif value.strip().isdigit():
+            elif value.strip().isdigit() and (key != "prioritytier" or int(value) <= 65533):
                 limits[key] = int(value)
             else:
                 raise InputError("--partitions", f"{item!r}: {key}={value!r} is not a whole number")
         if name in {p.name for p in parts}:
             raise InputError("--partitions", f"partition {name} is given twice")
-        parts.append(PartitionSpec(name, tuple(sorted(set(nodes), key=node_names.index)), limits.get("maxtime"), limits.get("maxnodes"), limits.get("minnodes") or 0))
+        tier = limits.get("prioritytier")
+        parts.append(PartitionSpec(name, tuple(sorted(set(nodes), key=node_names.index)), limits.get("maxtime"), limits.get("maxnodes"), limits.get("minnodes") or 0,
+                                   1 if tier is None else tier))
     return parts
 
 
@@ -226,7 +230,7 @@ def partitions_from_conf(conf: str) -> list[PartitionSpec]:
         parts.append(PartitionSpec(
             kv["partitionname"], tuple(hostlist.expand_hostlist(kv["nodes"])),
             None if mt.upper() in ("INFINITE", "UNLIMITED") else _slurm_minutes("MaxTime", mt),
-            None if mx.upper() in ("INFINITE", "UNLIMITED") else int(mx), int(kv.get("minnodes", "0")),
+            None if mx.upper() in ("INFINITE", "UNLIMITED") else int(mx), int(kv.get("minnodes", "0")), int(kv.get("prioritytier", "1")),
         ))
     return parts
 
@@ -251,6 +255,8 @@ def partition_option(parts: list[PartitionSpec], node_names: list[str]) -> str:
             text += f":max_nodes={p.max_nodes}"
         if p.min_nodes:
             text += f":min_nodes={p.min_nodes}"
+        if any(q.priority_tier != parts[0].priority_tier for q in parts):
+            text += f":priority_tier={p.priority_tier}"
         out.append(text)
     return ";".join(out)
 
@@ -716,14 +722,21 @@ def decisions(fabric: Fabric, slurm: list[SlurmJob], profile: str, partitions: t
     are held by a stand-in job while it chooses. And, for a start by the main scheduler in
     submit order (``submit_order``: priority/basic), the nodes of every partition that failed
     earlier in the same pass are out too (``_schedule`` takes them out of the pass's
-    available nodes): a partition failed when a job of it ahead in the queue (a lower job
-    id, submitted by then) was still pending after the pass."""
+    available nodes): a partition failed when a job of it ahead in the queue (a higher
+    PriorityTier, or the same and a lower job id; submitted by then) was still pending after
+    the pass."""
     from .._core import Placer
 
     names = list(fabric.spec.node_names)
     index = {n: i for i, n in enumerate(names)}
     members = {p.name: {index[n] for n in p.nodes} for p in partitions}
     default = partitions[0].name if partitions else ""
+    tier = {p.name: p.priority_tier for p in partitions}
+
+    def ahead(k: SlurmJob, j: SlurmJob) -> bool:
+        """k before j in the queue (sort_job_queue2: PriorityTier, then submit order)."""
+        tk, tj = tier.get(k.partition or default, 0), tier.get(j.partition or default, 0)
+        return tk > tj or (tk == tj and k.job_id < j.job_id)
     placer = Placer(fabric.core, "slurm-tree", options={"slurm_profile": profile})
     out = {}
     held: dict[str, set[str]] = {}
@@ -739,11 +752,10 @@ def decisions(fabric: Fabric, slurm: list[SlurmJob], profile: str, partitions: t
         outside = []
         if partitions:
             inside = set(members[j.partition or default])
-            if submit_order and not j.by_backfill:
-                for k in slurm:
-                    if k.job_id < j.job_id and k.submit_ms <= t < k.start_ms:
-                        inside -= members[k.partition or default]
-                state["failed_partitions"] = sorted({k.partition or default for k in slurm if k.job_id < j.job_id and k.submit_ms <= t < k.start_ms}) if submit_order and not j.by_backfill else []
+            failed = sorted({k.partition or default for k in slurm if ahead(k, j) and k.submit_ms <= t < k.start_ms}) if submit_order and not j.by_backfill else []
+            for name in failed:
+                inside -= members[name]
+            state["failed_partitions"] = failed
             outside = [n for n in range(len(names)) if n not in inside and placer.holder(n) is None]
             if outside:
                 placer.assign("(outside the partition)", outside, t // 1000, 3600)

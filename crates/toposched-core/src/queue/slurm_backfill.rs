@@ -83,7 +83,7 @@ pub struct SlurmOptions {
     pub priority_fs_tree: String,
     /// The controller's clock at time 0 (engine units): where its whole seconds begin.
     pub clock_offset: i64,
-    /// Partitions with limits, `ID=NODES[:max_time_s=S][:max_nodes=N][:min_nodes=N];...`
+    /// Partitions with limits, `ID=NODES[:max_time_s=S][:max_nodes=N][:min_nodes=N][:priority_tier=N];...`
     /// (NODES: `0-15`, `0-7+16-23`; ID: the job's partition id; empty: one partition of
     /// every node; `queue/partitions/mod.rs`).
     pub partitions: String,
@@ -255,6 +255,7 @@ impl QueuePolicy for SlurmSched {
         // clock sees it before it leaves the queue
         let due = self.clock.due(ctx);
         self.partitions.hold_over_limits(ctx, "slurm");
+        self.partitions.order_by_tier(ctx);
         if self.partitions.take_error_peek().is_some() {
             return;
         }

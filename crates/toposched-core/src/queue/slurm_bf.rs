@@ -131,7 +131,7 @@ pub struct SlurmBfOptions {
     /// `root/USER[:SHARES]`, separated by `;` (jobs' own associations are added, shares 1).
     pub sched_priority_fs_tree: String,
     /// Partitions with limits, as `slurm`'s `partitions` (`ID=NODES[:max_time_s=S]
-    /// [:max_nodes=N][:min_nodes=N];...`; `queue/partitions/mod.rs`).
+    /// [:max_nodes=N][:min_nodes=N][:priority_tier=N];...`; `queue/partitions/mod.rs`).
     pub sched_partitions: String,
 }
 
@@ -531,6 +531,7 @@ impl QueuePolicy for SlurmBf {
         // the main scheduler first: an event's pass runs at once, a cycle waits for the agent
         let due = self.clock.due(ctx);
         self.partitions.hold_over_limits(ctx, "slurm-bf");
+        self.partitions.order_by_tier(ctx);
         if self.partitions.take_error_peek().is_some() {
             return;
         }

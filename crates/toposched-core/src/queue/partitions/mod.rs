@@ -25,14 +25,18 @@
 //! - **Backfill** (`_attempt_backfill`): each job's usable nodes are its partition's
 //!   (`bit_and(avail_bitmap, part_ptr->node_bitmap)`); the plan is shared by all partitions.
 //! - A job without a partition runs in the first one listed (Slurm's `Default=YES`).
+//! - **`PriorityTier`**: the job queue of both the main scheduler and backfill is sorted by
+//!   the partition's tier first (higher first), then by priority (`sort_job_queue2` in
+//!   `job_scheduler.c`): here a stable sort of the queue by tier at every pass, over the
+//!   priority order the policy keeps.
 //!
-//! Written in options as `ID=NODES[:max_time_s=S][:max_nodes=N][:min_nodes=N]`, partitions
+//! Written in options as `ID=NODES[:max_time_s=S][:max_nodes=N][:min_nodes=N][:priority_tier=N]`, partitions
 //! separated by `;`, NODES node id ranges joined by `+` (`0-15`, `0-7+16-23`, `4`), ID the
 //! job's `partition` id (the Workload's `partition_id`). Empty: one partition of every node
 //! without limits (the FIFO pass is then exactly `fcfs`'s).
 //! *Not modelled*: `DefaultTime` (the job table always has a time limit: a log or stream
 //! without one should be given the partition's `DefaultTime`, else its `MaxTime`, when it
-//! is read), `PriorityJobFactor` / `PriorityTier`, jobs asking for several partitions,
+//! is read), `PriorityJobFactor` (multifactor's partition factor), jobs asking for several partitions,
 //! `PartitionName=... State=DOWN`, `AllowAccounts`/`AllowQos`, `OverSubscribe`.
 
 use crate::alloc::Guard;
@@ -48,6 +52,8 @@ pub struct Partition {
     pub max_time: Option<i64>,
     pub max_nodes: Option<u32>,
     pub min_nodes: u32,
+    /// `PriorityTier`: jobs of a higher tier come first in the queue.
+    pub priority_tier: u32,
 }
 
 impl Partition {
@@ -78,7 +84,7 @@ impl Partition {
 pub fn parse(text: &str, ticks_per_s: i64, what: &str) -> Result<Vec<Partition>, String> {
     let mut out: Vec<Partition> = Vec::new();
     for item in text.split(';').map(str::trim).filter(|s| !s.is_empty()) {
-        let bad = |why: String| format!("{what}: partition {item:?}: {why} (expected ID=NODES[:max_time_s=S][:max_nodes=N][:min_nodes=N], NODES like 0-15 or 0-7+16-23)");
+        let bad = |why: String| format!("{what}: partition {item:?}: {why} (expected ID=NODES[:max_time_s=S][:max_nodes=N][:min_nodes=N][:priority_tier=N], NODES like 0-15 or 0-7+16-23)");
         let mut fields = item.split(':');
         let head = fields.next().unwrap_or("");
         let (id, nodes) = head.split_once('=').ok_or_else(|| bad("no '='".into()))?;
@@ -96,7 +102,7 @@ pub fn parse(text: &str, ticks_per_s: i64, what: &str) -> Result<Vec<Partition>,
             }
             ranges.push((a, b));
         }
-        let mut p = Partition { id, ranges, max_time: None, max_nodes: None, min_nodes: 0 };
+        let mut p = Partition { id, ranges, max_time: None, max_nodes: None, min_nodes: 0, priority_tier: 0 };
         for f in fields {
             let (k, v) = f.split_once('=').ok_or_else(|| bad(format!("field {f:?} is not KEY=VALUE")))?;
             let v: i64 = v.trim().parse().map_err(|_| bad(format!("{k}={v:?} is not a whole number")))?;
@@ -107,6 +113,7 @@ pub fn parse(text: &str, ticks_per_s: i64, what: &str) -> Result<Vec<Partition>,
                 "max_time_s" => p.max_time = Some(v.saturating_mul(ticks_per_s)),
                 "max_nodes" => p.max_nodes = Some(v as u32),
                 "min_nodes" => p.min_nodes = v as u32,
+                "priority_tier" => p.priority_tier = v as u32,
                 k => return Err(bad(format!("unknown field {k:?}"))),
             }
         }
@@ -199,6 +206,21 @@ impl Partitions {
         }
     }
 
+    /// `sort_job_queue2`: jobs of a higher `PriorityTier` first, the policy's order kept
+    /// within a tier. Call after [`hold_over_limits`](Self::hold_over_limits).
+    pub fn order_by_tier(&self, ctx: &mut PassCtx) {
+        if !self.parts.iter().any(|p| p.priority_tier != self.parts[0].priority_tier) {
+            return;
+        }
+        let tier: Vec<u32> = ctx.queue().iter().map(|&row| self.parts[self.outside_of(row).0].priority_tier).collect();
+        if tier.windows(2).all(|w| w[0] >= w[1]) {
+            return;
+        }
+        let mut keyed: Vec<(u32, u32)> = tier.into_iter().zip(ctx.queue().iter().copied()).collect();
+        keyed.sort_by_key(|&(t, _)| std::cmp::Reverse(t)); // stable
+        *ctx.queue_mut() = keyed.into_iter().map(|(_, row)| row).collect();
+    }
+
     /// The nodes a queued job may not take (outside its partition). Call after
     /// [`hold_over_limits`](Self::hold_over_limits) has seen the job.
     fn outside_of(&self, row: u32) -> (usize, &NodeSet) {
@@ -259,7 +281,8 @@ mod tests {
 
     #[test]
     fn parses_the_documented_form_and_refuses_clearly() {
-        let p = parse("0=0-15:max_time_s=300:max_nodes=8; 1=16-31+4:min_nodes=2", 1000, "queue slurm").unwrap();
+        let p = parse("0=0-15:max_time_s=300:max_nodes=8; 1=16-31+4:min_nodes=2:priority_tier=3", 1000, "queue slurm").unwrap();
+        assert_eq!((p[0].priority_tier, p[1].priority_tier), (0, 3));
         assert_eq!(p.len(), 2);
         assert_eq!((p[0].max_time, p[0].max_nodes, p[0].min_nodes), (Some(300_000), Some(8), 0));
         assert_eq!(p[1].nodes().len(), 17);
