@@ -157,6 +157,24 @@ fn a_higher_priority_tier_goes_first_and_submit_order_is_kept_within_a_tier() {
     assert_eq!(r.starts, vec![0, 100, 110, 120]);
 }
 
+#[test]
+fn priority_job_factor_is_multifactors_partition_factor() {
+    // _get_priority_internal: W_partition * PriorityJobFactor / (the highest, at least 1),
+    // read_config.c's norm_priority. Factors 1 and 4, weight 1000: B (partition 0) 1000 *
+    // 1/4 = 250, C (partition 1) 1000 * 4/4 = 1000: C goes first at 100 though submitted
+    // after B. Equal factors: equal priorities, submit order.
+    let jobs = [job(1, 0, 4, 100, 100, Some(0)), job(2, 1, 4, 10, 10, Some(0)), job(3, 2, 4, 10, 10, Some(1))];
+    let r = run(&jobs, &format!("{SLURM},priority_weight_partition=1000,partitions=0=0-3;1=0-3:priority_job_factor=4")).unwrap();
+    assert_eq!(r.starts, vec![0, 110, 100]);
+    let r = run(&jobs, "slurm-bf:sched_batch_delay_s=0,bf_interval_s=1,sched_priority_weight_partition=1000,sched_partitions=0=0-3;1=0-3:priority_job_factor=4").unwrap();
+    assert_eq!(r.starts, vec![0, 110, 100]);
+    let r = run(&jobs, &format!("{SLURM},priority_weight_partition=1000,partitions=0=0-3:priority_job_factor=4;1=0-3:priority_job_factor=4")).unwrap();
+    assert_eq!(r.starts, vec![0, 100, 110]);
+    // without the weight the factor does nothing
+    let r = run(&jobs, &format!("{SLURM},partitions=0=0-3;1=0-3:priority_job_factor=4")).unwrap();
+    assert_eq!(r.starts, vec![0, 100, 110]);
+}
+
 fn arb_jobs() -> impl Strategy<Value = Vec<Job>> {
     prop::collection::vec((0i64..40, 1u32..=8, 1i64..60, 1i64..60, 0u32..3), 1..30).prop_map(|v| {
         let mut jobs: Vec<Job> = v

@@ -47,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scheduler-parameters", default="", metavar="TEXT", help="slurm.conf SchedulerParameters (default: none, Slurm's defaults)")
     parser.add_argument("--multifactor", metavar="KEY=VALUE,...", default="",
                         help="run Slurm with PriorityType=priority/multifactor and these slurm.conf settings (PriorityWeightAge, PriorityWeightJobSize, "
-                             "PriorityMaxAge, PriorityCalcPeriod, PriorityFavorSmall, PriorityWeightFairshare, PriorityWeightQOS, PriorityDecayHalfLife; "
+                             "PriorityMaxAge, PriorityCalcPeriod, PriorityFavorSmall, PriorityWeightFairshare, PriorityWeightQOS, PriorityDecayHalfLife, PriorityWeightPartition; "
                              "times in minutes), replayed with the same priority options "
                              "(default: priority/basic)")
     parser.add_argument("--accounts", type=int, default=0, metavar="N",
@@ -55,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "made in the lab with sacctmgr (default: 0, root's own account)")
     parser.add_argument("--qos", default="", metavar="NAME=PRIORITY,...",
                         help="QOS made in the lab with these priorities (normal=P sets Slurm's own); with --random each job asks for one of them")
-    parser.add_argument("--partitions", default="", metavar="NAME=NODES[:MaxTime=MIN][:MaxNodes=N][:MinNodes=N][:PriorityTier=N],...",
+    parser.add_argument("--partitions", default="", metavar="NAME=NODES[:MaxTime=MIN][:MaxNodes=N][:MinNodes=N][:PriorityTier=N][:PriorityJobFactor=N],...",
                         help="the lab's partitions instead of one of every node (the first is the default; EnforcePartLimits=NO, so a job "
                              "beyond a limit stays pending); with --random each job asks for one of them; replayed with the same partitions")
     parser.add_argument("--timeout-s", type=float, default=1800, help="give up if Slurm has not run every job by then (default: 1800)")

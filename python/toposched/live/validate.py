@@ -86,7 +86,7 @@ _PRIORITY_KEYS = {
     "PriorityWeightAge": "priority_weight_age", "PriorityWeightJobSize": "priority_weight_job_size",
     "PriorityMaxAge": "priority_max_age_s", "PriorityCalcPeriod": "priority_calc_period_s", "PriorityFavorSmall": "priority_favor_small",
     "PriorityWeightFairshare": "priority_weight_fairshare", "PriorityWeightQOS": "priority_weight_qos",
-    "PriorityDecayHalfLife": "priority_decay_half_life_s",
+    "PriorityDecayHalfLife": "priority_decay_half_life_s", "PriorityWeightPartition": "priority_weight_partition",
 }
 
 
@@ -159,12 +159,13 @@ class PartitionSpec:
     max_nodes: int | None = None  # MaxNodes (None: UNLIMITED)
     min_nodes: int = 0  # MinNodes
     priority_tier: int = 1  # PriorityTier (Slurm's default 1)
+    priority_job_factor: int = 1  # PriorityJobFactor (multifactor's partition factor; default 1)
 
     def conf_line(self, default: bool) -> str:
         return (f"PartitionName={self.name} Nodes={hostlist.collect_hostlist(list(self.nodes))} Default={'YES' if default else 'NO'} "
                 f"MaxTime={self.max_time_min if self.max_time_min is not None else 'INFINITE'} "
                 f"MaxNodes={self.max_nodes if self.max_nodes is not None else 'UNLIMITED'} MinNodes={self.min_nodes} "
-                f"PriorityTier={self.priority_tier} State=UP")
+                f"PriorityTier={self.priority_tier} PriorityJobFactor={self.priority_job_factor} State=UP")
 
 
 def _split_top(text: str) -> list[str]:
@@ -183,7 +184,8 @@ def _split_top(text: str) -> list[str]:
 
 def parse_partitions(text: str, node_names: list[str]) -> list[PartitionSpec]:
     """``--partitions 'a=n[00-15]:MaxTime=2:MaxNodes=12,b=n[08-31]'`` -> partitions (the first
-    is the default). MaxTime in minutes (or days-hours[:minutes]), MaxNodes, MinNodes, PriorityTier."""
+    is the default). MaxTime in minutes (or days-hours[:minutes]), MaxNodes, MinNodes, PriorityTier,
+    PriorityJobFactor."""
     parts: list[PartitionSpec] = []
     known = set(node_names)
     for item in _split_top(text):
@@ -191,7 +193,7 @@ def parse_partitions(text: str, node_names: list[str]) -> list[PartitionSpec]:
         name, eq, nodes_text = head.partition("=")
         name = name.strip()
         if not eq or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]{0,30}", name):
-            raise InputError("--partitions", f"{item!r}: expected NAME=NODES[:MaxTime=MIN][:MaxNodes=N][:MinNodes=N][:PriorityTier=N]")
+            raise InputError("--partitions", f"{item!r}: expected NAME=NODES[:MaxTime=MIN][:MaxNodes=N][:MinNodes=N][:PriorityTier=N][:PriorityJobFactor=N]")
         try:
             nodes = hostlist.expand_hostlist(nodes_text.strip())
         except hostlist.BadHostlist:
@@ -202,19 +204,19 @@ def parse_partitions(text: str, node_names: list[str]) -> list[PartitionSpec]:
         for f in fields:
             key, eq, value = f.partition("=")
             key = key.strip().lower()
-            if not eq or key not in ("maxtime", "maxnodes", "minnodes", "prioritytier"):
-                raise InputError("--partitions", f"{item!r}: {f!r} is not MaxTime=, MaxNodes=, MinNodes= or PriorityTier=")
+            if not eq or key not in ("maxtime", "maxnodes", "minnodes", "prioritytier", "priorityjobfactor"):
+                raise InputError("--partitions", f"{item!r}: {f!r} is not MaxTime=, MaxNodes=, MinNodes=, PriorityTier= or PriorityJobFactor=")
             if key == "maxtime":
                 limits[key] = _slurm_minutes("MaxTime", value)
-            elif value.strip().isdigit() and (key != "prioritytier" or int(value) <= 65533):
+            elif value.strip().isdigit() and (key not in ("prioritytier", "priorityjobfactor") or int(value) <= 65533):
                 limits[key] = int(value)
             else:
                 raise InputError("--partitions", f"{item!r}: {key}={value!r} is not a whole number")
         if name in {p.name for p in parts}:
             raise InputError("--partitions", f"partition {name} is given twice")
-        tier = limits.get("prioritytier")
+        tier, factor = limits.get("prioritytier"), limits.get("priorityjobfactor")
         parts.append(PartitionSpec(name, tuple(sorted(set(nodes), key=node_names.index)), limits.get("maxtime"), limits.get("maxnodes"), limits.get("minnodes") or 0,
-                                   1 if tier is None else tier))
+                                   1 if tier is None else tier, 1 if factor is None else factor))
     return parts
 
 
@@ -231,6 +233,7 @@ def partitions_from_conf(conf: str) -> list[PartitionSpec]:
             kv["partitionname"], tuple(hostlist.expand_hostlist(kv["nodes"])),
             None if mt.upper() in ("INFINITE", "UNLIMITED") else _slurm_minutes("MaxTime", mt),
             None if mx.upper() in ("INFINITE", "UNLIMITED") else int(mx), int(kv.get("minnodes", "0")), int(kv.get("prioritytier", "1")),
+            int(kv.get("priorityjobfactor", "1")),
         ))
     return parts
 
@@ -257,6 +260,8 @@ def partition_option(parts: list[PartitionSpec], node_names: list[str]) -> str:
             text += f":min_nodes={p.min_nodes}"
         if any(q.priority_tier != parts[0].priority_tier for q in parts):
             text += f":priority_tier={p.priority_tier}"
+        if p.priority_job_factor != 1:
+            text += f":priority_job_factor={p.priority_job_factor}"
         out.append(text)
     return ";".join(out)
 

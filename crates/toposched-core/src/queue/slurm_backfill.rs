@@ -74,6 +74,8 @@ pub struct SlurmOptions {
     pub priority_weight_fairshare: i64,
     /// `PriorityWeightQOS`: the job's QOS priority over the highest (`priority_qos`).
     pub priority_weight_qos: i64,
+    /// `PriorityWeightPartition`: the job's partition's `priority_job_factor` over the highest (`partitions`).
+    pub priority_weight_partition: i64,
     /// QOS priorities, `QOS_ID:PRIORITY;...` (ids as the Workload numbers them; every QOS of the site).
     pub priority_qos: String,
     /// `PriorityDecayHalfLife` (seconds; Slurm reads minutes; 0: no decay).
@@ -104,6 +106,7 @@ impl Default for SlurmOptions {
             priority_calc_phase: 0,
             priority_weight_fairshare: 0,
             priority_weight_qos: 0,
+            priority_weight_partition: 0,
             priority_qos: String::new(),
             priority_decay_half_life_s: 7 * 86_400,
             priority_fs_tree: String::new(),
@@ -140,6 +143,7 @@ impl SlurmOptions {
                 ("weight_job_size", self.priority_weight_job_size),
                 ("weight_fairshare", self.priority_weight_fairshare),
                 ("weight_qos", self.priority_weight_qos),
+                ("weight_partition", self.priority_weight_partition),
             ],
         )?;
         partitions::parse(&self.partitions, self.ticks_per_s, "queue slurm: partitions")?;
@@ -160,6 +164,8 @@ impl SlurmOptions {
             qos_priority: self.priority_qos.clone(),
             decay_half_life_s: self.priority_decay_half_life_s,
             fs_tree: self.priority_fs_tree.clone(),
+            weight_partition: self.priority_weight_partition as u32,
+            partition_job_factors: partitions::parse(&self.partitions, self.ticks_per_s, "").map(|ps| ps.iter().map(|p| (p.id, p.priority_job_factor)).collect()).unwrap_or_default(),
             clock_offset: self.clock_offset,
             ticks_per_s: self.ticks_per_s,
         }

@@ -123,6 +123,8 @@ pub struct SlurmBfOptions {
     pub sched_priority_weight_fairshare: i64,
     /// `PriorityWeightQOS`: the job's QOS priority over the highest (`sched_priority_qos`).
     pub sched_priority_weight_qos: i64,
+    /// `PriorityWeightPartition`: the job's partition's `priority_job_factor` over the highest (`sched_partitions`).
+    pub sched_priority_weight_partition: i64,
     /// QOS priorities, `QOS_ID:PRIORITY;...` (ids as the Workload numbers them; every QOS of the site).
     pub sched_priority_qos: String,
     /// `PriorityDecayHalfLife` (seconds; Slurm reads minutes; 0: no decay).
@@ -158,6 +160,7 @@ impl Default for SlurmBfOptions {
             sched_priority_calc_phase: 0,
             sched_priority_weight_fairshare: 0,
             sched_priority_weight_qos: 0,
+            sched_priority_weight_partition: 0,
             sched_priority_qos: String::new(),
             sched_priority_decay_half_life_s: 7 * 86_400,
             sched_priority_fs_tree: String::new(),
@@ -194,6 +197,7 @@ impl SlurmBfOptions {
                 ("weight_job_size", self.sched_priority_weight_job_size),
                 ("weight_fairshare", self.sched_priority_weight_fairshare),
                 ("weight_qos", self.sched_priority_weight_qos),
+                ("weight_partition", self.sched_priority_weight_partition),
             ],
         )?;
         partitions::parse(&self.sched_partitions, self.sched_ticks_per_s, "queue slurm-bf: sched_partitions")?;
@@ -214,6 +218,8 @@ impl SlurmBfOptions {
             qos_priority: self.sched_priority_qos.clone(),
             decay_half_life_s: self.sched_priority_decay_half_life_s,
             fs_tree: self.sched_priority_fs_tree.clone(),
+            weight_partition: self.sched_priority_weight_partition as u32,
+            partition_job_factors: partitions::parse(&self.sched_partitions, self.sched_ticks_per_s, "").map(|ps| ps.iter().map(|p| (p.id, p.priority_job_factor)).collect()).unwrap_or_default(),
             clock_offset: self.bf_clock_offset,
             ticks_per_s: self.sched_ticks_per_s,
         }

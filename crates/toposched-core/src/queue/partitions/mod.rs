@@ -30,13 +30,17 @@
 //!   `job_scheduler.c`): here a stable sort of the queue by tier at every pass, over the
 //!   priority order the policy keeps.
 //!
-//! Written in options as `ID=NODES[:max_time_s=S][:max_nodes=N][:min_nodes=N][:priority_tier=N]`, partitions
+//! - **`PriorityJobFactor`** (`priority_job_factor`, default 1): multifactor's partition
+//!   factor, the job's partition's factor over the highest (`norm_priority`), weighted by
+//!   `PriorityWeightPartition` (the policy's `priority_weight_partition`).
+//!
+//! Written in options as `ID=NODES[:max_time_s=S][:max_nodes=N][:min_nodes=N][:priority_tier=N][:priority_job_factor=N]`, partitions
 //! separated by `;`, NODES node id ranges joined by `+` (`0-15`, `0-7+16-23`, `4`), ID the
 //! job's `partition` id (the Workload's `partition_id`). Empty: one partition of every node
 //! without limits (the FIFO pass is then exactly `fcfs`'s).
 //! *Not modelled*: `DefaultTime` (the job table always has a time limit: a log or stream
 //! without one should be given the partition's `DefaultTime`, else its `MaxTime`, when it
-//! is read), `PriorityJobFactor` (multifactor's partition factor), jobs asking for several partitions,
+//! is read), jobs asking for several partitions,
 //! `PartitionName=... State=DOWN`, `AllowAccounts`/`AllowQos`, `OverSubscribe`.
 
 use crate::alloc::Guard;
@@ -54,6 +58,8 @@ pub struct Partition {
     pub min_nodes: u32,
     /// `PriorityTier`: jobs of a higher tier come first in the queue.
     pub priority_tier: u32,
+    /// `PriorityJobFactor` (default 1): multifactor's partition factor.
+    pub priority_job_factor: u32,
 }
 
 impl Partition {
@@ -84,7 +90,7 @@ impl Partition {
 pub fn parse(text: &str, ticks_per_s: i64, what: &str) -> Result<Vec<Partition>, String> {
     let mut out: Vec<Partition> = Vec::new();
     for item in text.split(';').map(str::trim).filter(|s| !s.is_empty()) {
-        let bad = |why: String| format!("{what}: partition {item:?}: {why} (expected ID=NODES[:max_time_s=S][:max_nodes=N][:min_nodes=N][:priority_tier=N], NODES like 0-15 or 0-7+16-23)");
+        let bad = |why: String| format!("{what}: partition {item:?}: {why} (expected ID=NODES[:max_time_s=S][:max_nodes=N][:min_nodes=N][:priority_tier=N][:priority_job_factor=N], NODES like 0-15 or 0-7+16-23)");
         let mut fields = item.split(':');
         let head = fields.next().unwrap_or("");
         let (id, nodes) = head.split_once('=').ok_or_else(|| bad("no '='".into()))?;
@@ -102,7 +108,7 @@ pub fn parse(text: &str, ticks_per_s: i64, what: &str) -> Result<Vec<Partition>,
             }
             ranges.push((a, b));
         }
-        let mut p = Partition { id, ranges, max_time: None, max_nodes: None, min_nodes: 0, priority_tier: 0 };
+        let mut p = Partition { id, ranges, max_time: None, max_nodes: None, min_nodes: 0, priority_tier: 0, priority_job_factor: 1 };
         for f in fields {
             let (k, v) = f.split_once('=').ok_or_else(|| bad(format!("field {f:?} is not KEY=VALUE")))?;
             let v: i64 = v.trim().parse().map_err(|_| bad(format!("{k}={v:?} is not a whole number")))?;
@@ -114,6 +120,7 @@ pub fn parse(text: &str, ticks_per_s: i64, what: &str) -> Result<Vec<Partition>,
                 "max_nodes" => p.max_nodes = Some(v as u32),
                 "min_nodes" => p.min_nodes = v as u32,
                 "priority_tier" => p.priority_tier = v as u32,
+                "priority_job_factor" => p.priority_job_factor = v as u32,
                 k => return Err(bad(format!("unknown field {k:?}"))),
             }
         }
