@@ -65,7 +65,7 @@
 //!
 //! *Not modelled*: QOS and association limits, `bf_min_age_reserve`,
 //! `bf_min_prio_reserve`, `bf_max_job_start`, per-user limits, time-min jobs, COMPLETING
-//! nodes (the engine frees a job's nodes together), multifactor's partition factor.
+//! nodes (the engine frees a job's nodes together).
 //! *When to use*: to replay a Slurm configured with `SchedulerType=sched/backfill`.
 //! *Cost*: per cycle, for each tested job a few allocator calls per running job (the
 //! will-run projection) and O(plan records x nodes) for the plan.

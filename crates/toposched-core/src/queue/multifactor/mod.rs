@@ -6,8 +6,11 @@
 //!   in [0, 1] times its weight (`uint32`), summed as a `double` in the order age,
 //!   association, fair-share, job size, partition, QOS, at least 1 (0 means held), then
 //!   truncated to an integer (`(uint64_t) priority`). Here the factors are age, fair-share,
-//!   job size and QOS; the others (partition, association, TRES, site, nice) are 0 as in a
+//!   job size, partition and QOS; the others (association, TRES, site, nice) are 0 as in a
 //!   site with their weights at 0 and no `nice`.
+//! - **Partition** (`set_priority_factors`, l. 2157-2161; `norm_priority` in read_config.c):
+//!   the job's partition's `PriorityJobFactor` over the highest of any partition (at least
+//!   1), from the policy's partitions option (`queue/partitions/mod.rs`).
 //! - **QOS** (`set_priority_factors`, l. 2173-2178, and `_set_qos_norm_priority`,
 //!   src/common/assoc_mgr.c): the priority of the job's QOS over the highest priority of any
 //!   QOS (`g_qos_max_priority`); 0 when the job's QOS has priority 0 (or the job none). The
