@@ -95,6 +95,8 @@ fn jobs_beyond_a_limit_are_held_with_slurms_reason_and_block_nothing() {
     let r = run(&jobs, &format!("{SLURM},{parts}")).unwrap();
     let held: Vec<(u32, &str)> = r.skipped.iter().map(|(row, why)| (*row, if why.contains("PartitionTimeLimit") { "time" } else if why.contains("PartitionNodeLimit") { "nodes" } else { "?" })).collect();
     assert_eq!(held, vec![(0, "time"), (1, "nodes"), (2, "nodes"), (3, "nodes"), (4, "nodes")]);
+    let words: Vec<&str> = r.skipped.iter().map(|(_, why)| why.split(": ").last().unwrap()).collect();
+    assert_eq!(words, vec!["time limit 200 s, MaxTime 100 s", "3 nodes, MaxNodes 2", "3 nodes, MaxNodes 2", "5 nodes, the partition has 4", "1 nodes, MinNodes 2"]);
     for row in 0..5 {
         assert_eq!(r.status[row], JobStatus::Skipped);
     }

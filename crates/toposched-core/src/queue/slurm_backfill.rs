@@ -246,7 +246,7 @@ impl SlurmSched {
     pub fn new(opts: SlurmOptions) -> SlurmSched {
         let priority = Multifactor::new(opts.multifactor());
         let parts = partitions::parse(&opts.partitions, opts.ticks_per_s, "queue slurm: partitions").expect("options checked when built");
-        SlurmSched { clock: MainPassClock::new(opts.batch_sched_delay_s, opts.ticks_per_s, opts.tick_phase, opts.last_pass), priority, partitions: Partitions::new(parts) }
+        SlurmSched { clock: MainPassClock::new(opts.batch_sched_delay_s, opts.ticks_per_s, opts.tick_phase, opts.last_pass), priority, partitions: Partitions::new(parts, opts.ticks_per_s) }
     }
 }
 

@@ -268,7 +268,7 @@ impl SlurmBf {
         let next_wake = opts.bf_last_cycle.map_or(0, |t| t + opts.bf_interval_s * tick);
         let priority = Multifactor::new(opts.multifactor());
         let parts = partitions::parse(&opts.sched_partitions, tick, "queue slurm-bf: sched_partitions").expect("options checked when built");
-        SlurmBf { opts, clock, next_wake, dirty: false, seen: (u64::MAX, usize::MAX), planned: false, priority, partitions: Partitions::new(parts) }
+        SlurmBf { opts, clock, next_wake, dirty: false, seen: (u64::MAX, usize::MAX), planned: false, priority, partitions: Partitions::new(parts, tick) }
     }
 
     /// `backfill_agent`: whether a cycle runs now; asks for the next wake-up otherwise.

@@ -74,12 +74,26 @@ impl Partition {
     /// `_part_access_check`'s verdict for a job of `nodes` nodes and time limit `walltime`
     /// (ticks): the pending reason Slurm gives it, or None when it may run here.
     pub fn limit_reason(&self, nodes: u32, walltime: i64) -> Option<&'static str> {
+        self.limit_broken(nodes, walltime, 1).map(|(reason, _)| reason)
+    }
+
+    /// As [`limit_reason`](Self::limit_reason), with the limit broken in words (times in
+    /// seconds of `ticks_per_s` ticks).
+    pub fn limit_broken(&self, nodes: u32, walltime: i64, ticks_per_s: i64) -> Option<(&'static str, String)> {
         let total = self.nodes().len() as u32;
-        if nodes > total || nodes < self.min_nodes || self.max_nodes.is_some_and(|m| nodes > m) {
-            return Some("PartitionNodeLimit");
+        let node_limit = |what: String| Some(("PartitionNodeLimit", format!("{nodes} nodes, {what}")));
+        if nodes > total {
+            return node_limit(format!("the partition has {total}"));
         }
-        if self.max_time.is_some_and(|t| walltime > t) {
-            return Some("PartitionTimeLimit");
+        if nodes < self.min_nodes {
+            return node_limit(format!("MinNodes {}", self.min_nodes));
+        }
+        if let Some(m) = self.max_nodes.filter(|&m| nodes > m) {
+            return node_limit(format!("MaxNodes {m}"));
+        }
+        if let Some(t) = self.max_time.filter(|&t| walltime > t) {
+            let s = |x: i64| x as f64 / ticks_per_s as f64;
+            return Some(("PartitionTimeLimit", format!("time limit {} s, MaxTime {} s", s(walltime), s(t))));
         }
         None
     }
@@ -137,12 +151,14 @@ pub struct Partitions {
     outside: Vec<NodeSet>,
     /// Per job row: its partition's index in `parts`, once looked at.
     index_of: Vec<Option<u32>>,
+    /// Engine time units per second (for the reasons' words).
+    ticks_per_s: i64,
     error: Option<String>,
 }
 
 impl Partitions {
-    pub fn new(parts: Vec<Partition>) -> Partitions {
-        Partitions { parts, ..Partitions::default() }
+    pub fn new(parts: Vec<Partition>, ticks_per_s: i64) -> Partitions {
+        Partitions { parts, ticks_per_s: ticks_per_s.max(1), ..Partitions::default() }
     }
 
     /// True when partitions were given (otherwise every rule here is a no-op).
@@ -204,8 +220,8 @@ impl Partitions {
             };
             self.index_of[row as usize] = Some(k as u32);
             let p = &self.parts[k];
-            if let Some(reason) = p.limit_reason(job.nodes, job.walltime_s) {
-                held.push((row, format!("held pending by partition {}'s limits (Slurm reason {reason}): {} nodes, time limit {}", p.id, job.nodes, job.walltime_s)));
+            if let Some((reason, what)) = p.limit_broken(job.nodes, job.walltime_s, self.ticks_per_s) {
+                held.push((row, format!("held pending by partition {}'s limits (Slurm reason {reason}): {what}", p.id)));
             }
         }
         for (row, why) in held {
