@@ -39,6 +39,7 @@ TIER_RUN = "random200-seed1-linear-builtin-partitions-tier"
 TIERS = "a=n[00-15]:MaxTime=2:MaxNodes=12,b=n[08-31]:PriorityTier=2"
 JF_RUN = "random200-seed1-linear-builtin-multifactor-partitions-jobfactor"
 JOB_FACTORS = "a=n[00-15]:MaxTime=2:MaxNodes=12,b=n[08-31]:PriorityJobFactor=4"
+TIER_BF_RUN = "random200-seed2-linear-backfill-partitions-tier"
 DISJOINT_RUN = "random200-seed3-cons_tres-backfill-partitions-disjoint"
 DISJOINT = "a=n[00-15]:MaxTime=2:MaxNodes=12,b=n[16-31]"
 JF_MULTIFACTOR = "PriorityWeightPartition=5000,PriorityWeightAge=1000,PriorityMaxAge=2,PriorityCalcPeriod=1"
@@ -70,7 +71,7 @@ def recorded_lab(tmp_path: Path, run: str = RUN) -> Path:
     return lab
 
 
-@pytest.mark.parametrize(("run", "n_held"), [(RUN, 40), (BF_RUN, 40), (CT_RUN, 36), (TIER_RUN, 40), (JF_RUN, 40), (DISJOINT_RUN, 42)])
+@pytest.mark.parametrize(("run", "n_held"), [(RUN, 40), (BF_RUN, 40), (CT_RUN, 36), (TIER_RUN, 40), (JF_RUN, 40), (DISJOINT_RUN, 42), (TIER_BF_RUN, 36)])
 def test_slurm_held_exactly_the_jobs_beyond_a_limit_with_the_documented_reason(tmp_path, run, n_held):
     """From the stream and the log only: a job of a beyond MaxNodes 12 is pending with
     PartitionNodeLimit (checked before the time limit), one beyond MaxTime 2 min with
@@ -103,7 +104,8 @@ def test_slurm_blocks_only_the_partition_of_a_pending_job(tmp_path):
 
 @pytest.mark.parametrize(("run", "n_held", "decisions", "max_mean_s", "max_p95_s", "same_nodes"),
                          [(RUN, 40, 160, 0.1, 0.15, 130), (BF_RUN, 40, 158, 0.03, 0.05, 135), (CT_RUN, 36, 164, 0.95, 1.0, 140),
-                          (TIER_RUN, 40, 160, 0.06, 0.1, 140), (JF_RUN, 40, 160, 0.04, 0.07, 115), (DISJOINT_RUN, 42, 158, 0.08, 0.13, 110)])
+                          (TIER_RUN, 40, 160, 0.06, 0.1, 140), (JF_RUN, 40, 160, 0.04, 0.07, 115), (DISJOINT_RUN, 42, 158, 0.08, 0.13, 110),
+                          (TIER_BF_RUN, 36, 160, 0.75, 1.1, 110)])
 def test_the_replay_holds_and_starts_the_jobs_as_slurm_did(tmp_path, run, n_held, decisions, max_mean_s, max_p95_s, same_nodes):
     """Measured (docs/validation.md). FIFO: 160 / 160 identical decisions (the allocator on
     the job's partition minus the partitions failed earlier in the pass), the 40 held jobs
@@ -117,13 +119,15 @@ def test_the_replay_holds_and_starts_the_jobs_as_slurm_did(tmp_path, run, n_held
     b at PriorityTier 2: 160 / 160, 40 held, 0.044 s / 0.091 s, 145 of 160. b at
     PriorityJobFactor 4 (multifactor): 160 / 160, 40 held, 0.025 s / 0.058 s, 123 of 160.
     Disjoint partitions, cons_tres + backfill, seed 3: 158 / 158, 42 held, 0.066 s / 0.122 s,
-    117 of 158."""
+    117 of 158. b at PriorityTier 2 under backfill, seed 2: 160 / 164 (the four others
+    backfilled jobs), 36 held, 0.709 s / 1.061 s (a divergence at 52-55 s not traced yet,
+    docs/validation.md), 117 of 164."""
     select, scheduler = run.split("-")[2:4]
     slurm = val.slurm_from_lab(recorded_lab(tmp_path, run), stream(run))
     assert [p.name for p in slurm.partitions] == ["a", "b"]
     v = val.compare(lab_fabric(), slurm, select=select, scheduler=scheduler)
     s = v.summary()
-    tiers = {TIER_RUN: ":priority_tier=1;1=8-31:priority_tier=2", JF_RUN: ";1=8-31:priority_job_factor=4", DISJOINT_RUN: ";1=16-31"}.get(run, ";1=8-31")
+    tiers = {TIER_RUN: ":priority_tier=1;1=8-31:priority_tier=2", TIER_BF_RUN: ":priority_tier=1;1=8-31:priority_tier=2", JF_RUN: ";1=8-31:priority_job_factor=4", DISJOINT_RUN: ";1=16-31"}.get(run, ";1=8-31")
     assert f"partitions=0=0-15:max_time_s=120:max_nodes=12{tiers}" in s["queue"]
     assert s["jobs"] == 200 - n_held and s["identical_decisions"] == decisions
     assert all(d["job"]["by_backfill"] for d in v.decision_differences)
