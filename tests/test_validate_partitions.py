@@ -120,7 +120,7 @@ def test_the_replay_holds_and_starts_the_jobs_as_slurm_did(tmp_path, run, n_held
     PriorityJobFactor 4 (multifactor): 160 / 160, 40 held, 0.025 s / 0.058 s, 123 of 160.
     Disjoint partitions, cons_tres + backfill, seed 3: 158 / 158, 42 held, 0.066 s / 0.122 s,
     117 of 158. b at PriorityTier 2 under backfill, seed 2: 160 / 164 (the four others
-    backfilled jobs), 36 held, 0.709 s / 1.061 s (a divergence at 52-55 s not traced yet,
+    backfilled jobs), 36 held, 0.709 s / 1.061 s (a divergence at 55 s not traced yet,
     docs/validation.md), 117 of 164."""
     select, scheduler = run.split("-")[2:4]
     slurm = val.slurm_from_lab(recorded_lab(tmp_path, run), stream(run))
