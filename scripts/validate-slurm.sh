@@ -3,7 +3,7 @@
 # random 200-job streams (seeds 1-3) and the LLNL Atlas window in tests/data (its jobs of at most 32 nodes),
 # FIFO, select/linear and select/cons_tres, on 32 nodes in 4 leaves of 8 in 2 pods; then random seed 1
 # under sched/backfill (default SchedulerParameters, and bf_interval=1); then seeds 1-2 under
-# priority/multifactor (age and job size), with both schedulers.
+# priority/multifactor (age and job size), with both schedulers; then seed 1 with two partitions.
 # Root only (it starts slurmd); ~5 min per stream and plugin. Usage: scripts/validate-slurm.sh [OUT]
 set -euo pipefail
 out=${1:-validate-slurm-results}
@@ -24,5 +24,11 @@ for seed in 1 2; do
         toposched validate-slurm --random 200 --seed "$seed" --scheduler "$sched" --multifactor "$mf" \
             --out "$out/multifactor-$sched-$seed" | tee "$out/multifactor-$sched-$seed.txt"
     done
+done
+# partitions with limits (docs/validation.md, "Partitions with limits"): two partitions sharing a leaf
+parts='a=n[00-15]:MaxTime=2:MaxNodes=12,b=n[08-31]'
+for sched in builtin backfill; do
+    toposched validate-slurm --random 200 --seed 1 --scheduler "$sched" --partitions "$parts" \
+        --out "$out/partitions-$sched-1" | tee "$out/partitions-$sched-1.txt"
 done
 grep -h '^select/' "$out"/*.txt

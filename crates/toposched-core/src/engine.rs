@@ -126,7 +126,7 @@ impl Engine {
             ended: 0,
             outcomes: vec![blank; jobs.len()],
             node_ranges: Vec::new(),
-            held: Vec::new(),
+            held_jobs: Vec::new(),
             free_slots: Vec::new(),
             kill_at_walltime: opts.kill_at_walltime,
             record_reservations: opts.record_reservations,
@@ -135,6 +135,7 @@ impl Engine {
             first_tried: Vec::new(),
             first_declined: if alloc.patience_s().is_some() { vec![-1; jobs.len()] } else { Vec::new() },
             net: None,
+            held: Vec::new(),
         };
         Ok(Engine {
             topo,
@@ -312,6 +313,7 @@ impl Engine {
         let mut ctx = PassCtx::new(&self.topo, &self.jobs, self.alloc.as_mut(), &mut self.core, self.opts.queue_depth);
         self.queue_policy.pass(&mut ctx);
         self.passes += 1;
+        self.skipped.append(&mut self.core.held_jobs);
         if let Some(e) = self.alloc.take_error().or_else(|| self.queue_policy.take_error()) {
             return Err(SimError(e));
         }
@@ -368,7 +370,8 @@ impl Engine {
     pub fn node_ranges_of(&self, job: u32) -> &[(u32, u32)] {
         self.core.node_ranges_of(job)
     }
-    /// Jobs that could never run, with the reason, in submit order.
+    /// Jobs that could never run, with the reason: those that could never fit, in submit
+    /// order, and those a queue policy held (`PassCtx::hold`), as it held them.
     pub fn skipped(&self) -> &[(u32, String)] {
         &self.skipped
     }

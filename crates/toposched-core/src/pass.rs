@@ -20,7 +20,9 @@ pub enum JobStatus {
     Pending,
     Running,
     Done,
-    /// Could never be placed on this fabric with this policy; see [`Engine::skipped`].
+    /// Could never be placed on this fabric with this policy, or held pending forever by
+    /// the queue policy ([`PassCtx::hold`], e.g. a Slurm partition limit); see
+    /// [`Engine::skipped`] for the reason.
     Skipped,
 }
 
@@ -120,6 +122,9 @@ pub struct Core {
     pub(crate) first_declined: Vec<i64>,
     /// The network model's closed loop (`--network`), if on: it owns the end times.
     pub(crate) net: Option<Box<NetReplay>>,
+    /// Jobs a queue policy held this pass (row, reason); the engine moves them to its
+    /// skipped list after the pass.
+    pub(crate) held_jobs: Vec<(u32, String)>,
 }
 
 impl Core {
@@ -380,6 +385,17 @@ impl PassCtx<'_> {
     /// Ask for a scheduling pass at `t` (ignored if `t` is not in the future).
     pub fn wake_at(&mut self, t: i64) {
         self.core.wake_at(t)
+    }
+    /// Hold a queued job pending forever (a rule that will not change during the run keeps
+    /// it from ever starting, e.g. Slurm's `PartitionTimeLimit`): it leaves the queue, and
+    /// the run reports it `Skipped` with `reason`, not as a stuck queue.
+    pub fn hold(&mut self, job: u32, reason: String) {
+        let Some(i) = self.core.queue.iter().position(|&j| j == job) else {
+            panic!("hold: job row {job} is not queued");
+        };
+        self.core.queue.remove(i);
+        self.core.outcomes[job as usize].status = JobStatus::Skipped;
+        self.core.held_jobs.push((job, reason));
     }
     /// Record a reservation (kept only with `record_reservations`).
     pub fn log_reservation(&mut self, pass_s: i64, job: u32, start_s: i64) {

@@ -25,6 +25,7 @@ EPILOG = """examples:
   toposched validate-slurm --random 200 --seed 1 --out val/
   toposched validate-slurm --random 200 --scheduler backfill --multifactor PriorityWeightAge=5000,PriorityWeightJobSize=5000,PriorityMaxAge=2,PriorityCalcPeriod=1 --out val/
   toposched validate-slurm --random 200 --accounts 4 --qos hi=100,lo=10 --multifactor PriorityWeightFairshare=5000,PriorityWeightQOS=2000,PriorityDecayHalfLife=2,PriorityCalcPeriod=1 --out val/
+  toposched validate-slurm --random 200 --partitions 'a=n[00-15]:MaxTime=2:MaxNodes=12,b=n[08-31]' --select linear --out val/
   toposched validate-slurm --trace log.swf --cores-per-node 8 --first-job 1000 --jobs 200 --select linear --out val/
 """
 
@@ -46,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scheduler-parameters", default="", metavar="TEXT", help="slurm.conf SchedulerParameters (default: none, Slurm's defaults)")
     parser.add_argument("--multifactor", metavar="KEY=VALUE,...", default="",
                         help="run Slurm with PriorityType=priority/multifactor and these slurm.conf settings (PriorityWeightAge, PriorityWeightJobSize, "
-                             "PriorityMaxAge, PriorityCalcPeriod, PriorityFavorSmall, PriorityWeightFairshare, PriorityWeightQOS, PriorityDecayHalfLife; "
+                             "PriorityMaxAge, PriorityCalcPeriod, PriorityFavorSmall, PriorityWeightFairshare, PriorityWeightQOS, PriorityDecayHalfLife, PriorityWeightPartition; "
                              "times in minutes), replayed with the same priority options "
                              "(default: priority/basic)")
     parser.add_argument("--accounts", type=int, default=0, metavar="N",
@@ -54,6 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "made in the lab with sacctmgr (default: 0, root's own account)")
     parser.add_argument("--qos", default="", metavar="NAME=PRIORITY,...",
                         help="QOS made in the lab with these priorities (normal=P sets Slurm's own); with --random each job asks for one of them")
+    parser.add_argument("--partitions", default="", metavar="NAME=NODES[:MaxTime=MIN][:MaxNodes=N][:MinNodes=N][:PriorityTier=N][:PriorityJobFactor=N],...",
+                        help="the lab's partitions instead of one of every node (the first is the default; EnforcePartLimits=NO, so a job "
+                             "beyond a limit stays pending); with --random each job asks for one of them; replayed with the same partitions")
     parser.add_argument("--timeout-s", type=float, default=1800, help="give up if Slurm has not run every job by then (default: 1800)")
     parser.add_argument("--from-lab", metavar="DIR", help="compare again a recorded run (the OUT/lab directory of an earlier validate-slurm with the same stream options) instead of starting Slurm")
     parser.add_argument("--out", required=True, help="directory for the report (one sub-directory per select plugin) and Slurm's scratch files")
@@ -71,6 +75,9 @@ def run(args: argparse.Namespace) -> int:
 
     fabric = load_fabric(args.system) if args.system else Fabric.from_spec(regular_spec("lab", 8, 2, 2, node_prefix="n"))
     n_nodes = len(fabric.spec.node_names)
+    partitions = tuple(val.parse_partitions(args.partitions, list(fabric.spec.node_names))) if args.partitions else ()
+    if args.trace and partitions:
+        raise InputError("--partitions", "goes with --random (an SWF window does not say which partition of the lab a job asks for)")
     if args.trace:
         stream = val.swf_stream(
             Path(args.trace), cores_per_node=args.cores_per_node, max_nodes=n_nodes, first_job=args.first_job, n_jobs=args.jobs,
@@ -81,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         if args.accounts < 0:
             raise InputError("--accounts", f"{args.accounts}: expected 0 or more")
         stream = val.random_stream(args.random or 200, n_nodes, args.seed, arrival_span_s=args.arrival_span_s, max_run_s=args.max_run_s or 4,
-                                   accounts=args.accounts, qos=qos_names)
+                                   accounts=args.accounts, qos=qos_names, partitions=partitions)
     if args.multifactor:
         val.multifactor_conf(args.multifactor)  # a bad setting is one line before anything starts
     if args.from_lab:
@@ -95,8 +102,8 @@ def run(args: argparse.Namespace) -> int:
     selects = ("linear", "cons_tres") if args.select == "both" else (args.select,)
     for select in selects:
         v = val.validate(out / "lab", fabric, stream, select=select, scheduler=args.scheduler, scheduler_parameters=args.scheduler_parameters,
-                         multifactor=args.multifactor, timeout_s=args.timeout_s, qos=val.qos_priorities(args.qos))
-        name = val.run_name(select, args.scheduler, args.multifactor)
+                         multifactor=args.multifactor, timeout_s=args.timeout_s, qos=val.qos_priorities(args.qos), partitions=partitions)
+        name = val.run_name(select, args.scheduler, args.multifactor, bool(partitions))
         s = val.write_report(v, out / name)
         print(val.summary_line(s))
         if s["first_divergence"]:
@@ -116,7 +123,7 @@ def _from_lab(args: argparse.Namespace, fabric: "Fabric", stream: "list[StreamJo
     out = Path(args.out)
     selects = ("linear", "cons_tres") if args.select == "both" else (args.select,)
     for select in selects:
-        name = val.run_name(select, args.scheduler, args.multifactor)
+        name = val.run_name(select, args.scheduler, args.multifactor, bool(args.partitions))
         lab = Path(args.from_lab) / f"slurm-{name}"
         if not (lab / "log" / "ctld.log").exists():
             raise InputError("--from-lab", f"no recorded run in {lab} (log/ctld.log)", hint="--select, --scheduler, --multifactor as in the recorded run")

@@ -79,6 +79,9 @@ class SlurmLab:
     topology_plugin: str = "topology/tree"
     #: more partitions over the same nodes, not held (e.g. to run a stream under Slurm's own placement)
     extra_partitions: tuple[str, ...] = ()
+    #: whole PartitionName= lines instead of the default partition (the first one Default=YES;
+    #: ``partition`` must name it)
+    partition_lines: tuple[str, ...] = ()
     #: slurm.conf SelectType (select/linear or select/cons_tres)
     select_type: str = "select/linear"
     #: slurm.conf SchedulerType and SchedulerParameters
@@ -167,7 +170,7 @@ class SlurmLab:
             *(["JobSubmitPlugins=lua"] if self.hold_with_lua else []),
             *acct,
             *node_lines,
-            f"PartitionName={self.partition} Nodes={hostlist.collect_hostlist(self.nodes)} Default=YES MaxTime=INFINITE State=UP",
+            *(self.partition_lines or (f"PartitionName={self.partition} Nodes={hostlist.collect_hostlist(self.nodes)} Default=YES MaxTime=INFINITE State=UP",)),
             *(f"PartitionName={p} Nodes={hostlist.collect_hostlist(self.nodes)} Default=NO MaxTime=INFINITE State=UP" for p in self.extra_partitions),
         ]
         self.conf.write_text("\n".join(conf) + "\n")

@@ -86,7 +86,7 @@ _PRIORITY_KEYS = {
     "PriorityWeightAge": "priority_weight_age", "PriorityWeightJobSize": "priority_weight_job_size",
     "PriorityMaxAge": "priority_max_age_s", "PriorityCalcPeriod": "priority_calc_period_s", "PriorityFavorSmall": "priority_favor_small",
     "PriorityWeightFairshare": "priority_weight_fairshare", "PriorityWeightQOS": "priority_weight_qos",
-    "PriorityDecayHalfLife": "priority_decay_half_life_s",
+    "PriorityDecayHalfLife": "priority_decay_half_life_s", "PriorityWeightPartition": "priority_weight_partition",
 }
 
 
@@ -146,29 +146,153 @@ class StreamJob:
     limit_min: int  # sbatch --time (Slurm keeps time limits in minutes)
     account: str = ""  # sbatch --account ("": the user's default, root's account root)
     qos: str = ""  # sbatch --qos ("": the association's default, normal)
+    partition: str = ""  # sbatch -p ("": the lab's default partition)
+
+
+@dataclass(frozen=True)
+class PartitionSpec:
+    """One partition of the lab (``--partitions``): its nodes and limits as slurm.conf has them."""
+
+    name: str
+    nodes: tuple[str, ...]
+    max_time_min: int | None = None  # MaxTime (None: INFINITE)
+    max_nodes: int | None = None  # MaxNodes (None: UNLIMITED)
+    min_nodes: int = 0  # MinNodes
+    priority_tier: int = 1  # PriorityTier (Slurm's default 1)
+    priority_job_factor: int = 1  # PriorityJobFactor (multifactor's partition factor; default 1)
+
+    def conf_line(self, default: bool) -> str:
+        return (f"PartitionName={self.name} Nodes={hostlist.collect_hostlist(list(self.nodes))} Default={'YES' if default else 'NO'} "
+                f"MaxTime={self.max_time_min if self.max_time_min is not None else 'INFINITE'} "
+                f"MaxNodes={self.max_nodes if self.max_nodes is not None else 'UNLIMITED'} MinNodes={self.min_nodes} "
+                f"PriorityTier={self.priority_tier} PriorityJobFactor={self.priority_job_factor} State=UP")
+
+
+def _split_top(text: str) -> list[str]:
+    """Split at commas outside brackets (hostlists such as n[00-03,08] keep theirs)."""
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        depth += (ch == "[") - (ch == "]")
+        if ch == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    out.append(cur)
+    return [x.strip() for x in out if x.strip()]
+
+
+def parse_partitions(text: str, node_names: list[str]) -> list[PartitionSpec]:
+    """``--partitions 'a=n[00-15]:MaxTime=2:MaxNodes=12,b=n[08-31]'`` -> partitions (the first
+    is the default). MaxTime in minutes (or days-hours[:minutes]), MaxNodes, MinNodes, PriorityTier,
+    PriorityJobFactor."""
+    parts: list[PartitionSpec] = []
+    known = set(node_names)
+    for item in _split_top(text):
+        head, *fields = item.split(":")
+        name, eq, nodes_text = head.partition("=")
+        name = name.strip()
+        if not eq or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]{0,30}", name):
+            raise InputError("--partitions", f"{item!r}: expected NAME=NODES[:MaxTime=MIN][:MaxNodes=N][:MinNodes=N][:PriorityTier=N][:PriorityJobFactor=N]")
+        try:
+            nodes = hostlist.expand_hostlist(nodes_text.strip())
+        except hostlist.BadHostlist:
+            nodes = []
+        if not nodes or any(n not in known for n in nodes):
+            raise InputError("--partitions", f"{item!r}: {nodes_text!r} is not a list of the fabric's nodes ({hostlist.collect_hostlist(node_names)})")
+        limits: dict[str, int | None] = {}
+        for f in fields:
+            key, eq, value = f.partition("=")
+            key = key.strip().lower()
+            if not eq or key not in ("maxtime", "maxnodes", "minnodes", "prioritytier", "priorityjobfactor"):
+                raise InputError("--partitions", f"{item!r}: {f!r} is not MaxTime=, MaxNodes=, MinNodes=, PriorityTier= or PriorityJobFactor=")
+            if key == "maxtime":
+                limits[key] = _slurm_minutes("MaxTime", value)
+            elif value.strip().isdigit() and (key not in ("prioritytier", "priorityjobfactor") or int(value) <= 65533):
+                limits[key] = int(value)
+            else:
+                raise InputError("--partitions", f"{item!r}: {key}={value!r} is not a whole number")
+        if name in {p.name for p in parts}:
+            raise InputError("--partitions", f"partition {name} is given twice")
+        tier, factor = limits.get("prioritytier"), limits.get("priorityjobfactor")
+        parts.append(PartitionSpec(name, tuple(sorted(set(nodes), key=node_names.index)), limits.get("maxtime"), limits.get("maxnodes"), limits.get("minnodes") or 0,
+                                   1 if tier is None else tier, 1 if factor is None else factor))
+    return parts
+
+
+def partitions_from_conf(conf: str) -> list[PartitionSpec]:
+    """slurm.conf text -> its partitions in order (the lab writes the default first)."""
+    parts = []
+    for line in conf.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line.lower().startswith("partitionname="):
+            continue
+        kv = {k.lower(): v for k, _, v in (w.partition("=") for w in line.split())}
+        mt, mx = kv.get("maxtime", "INFINITE"), kv.get("maxnodes", "UNLIMITED")
+        parts.append(PartitionSpec(
+            kv["partitionname"], tuple(hostlist.expand_hostlist(kv["nodes"])),
+            None if mt.upper() in ("INFINITE", "UNLIMITED") else _slurm_minutes("MaxTime", mt),
+            None if mx.upper() in ("INFINITE", "UNLIMITED") else int(mx), int(kv.get("minnodes", "0")), int(kv.get("prioritytier", "1")),
+            int(kv.get("priorityjobfactor", "1")),
+        ))
+    return parts
+
+
+def partition_option(parts: list[PartitionSpec], node_names: list[str]) -> str:
+    """The ``slurm`` / ``slurm-bf`` option for the replay: ``ID=NODES[:max_time_s=..]...;...``,
+    ID the partition's index (the Workload's partition_id), NODES the fabric's node ids."""
+    index = {n: i for i, n in enumerate(node_names)}
+    out = []
+    for k, p in enumerate(parts):
+        ids = sorted(index[n] for n in p.nodes)
+        runs: list[list[int]] = []
+        for i in ids:
+            if runs and i == runs[-1][1] + 1:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i])
+        text = f"{k}=" + "+".join(f"{a}-{b}" if a != b else f"{a}" for a, b in runs)
+        if p.max_time_min is not None:
+            text += f":max_time_s={p.max_time_min * 60}"
+        if p.max_nodes is not None:
+            text += f":max_nodes={p.max_nodes}"
+        if p.min_nodes:
+            text += f":min_nodes={p.min_nodes}"
+        if any(q.priority_tier != parts[0].priority_tier for q in parts):
+            text += f":priority_tier={p.priority_tier}"
+        if p.priority_job_factor != 1:
+            text += f":priority_job_factor={p.priority_job_factor}"
+        out.append(text)
+    return ";".join(out)
 
 
 def random_stream(n_jobs: int, n_nodes: int, seed: int, arrival_span_s: float = 60.0, max_run_s: int = 8,
-                  accounts: int = 0, qos: tuple[str, ...] = ()) -> list[StreamJob]:
+                  accounts: int = 0, qos: tuple[str, ...] = (), partitions: tuple[PartitionSpec, ...] = ()) -> list[StreamJob]:
     """n_jobs jobs, sizes 1..n_nodes skewed small (as in real logs: half of them at most 4
     nodes), run 1..max_run_s s, Poisson-like arrivals over arrival_span_s. With ``accounts``,
     each job charges one of a0, a1, ... (a0 the busiest: account k drawn with weight
     accounts - k, so that fair-share has usage to tell apart); with ``qos``, each job asks for
     one of these QOS, uniformly. Both are drawn from a generator of their own, so the sizes,
-    runs and arrivals of a seed stay the same with or without them."""
+    runs and arrivals of a seed stay the same with or without them. With ``partitions``,
+    each job asks for one of them, uniformly (a generator of its own), and its size is drawn
+    as above within that partition's node count (a job larger than its partition is refused
+    at submission, not held; MaxNodes and MaxTime are not considered, so some jobs exceed them)."""
     rng = random.Random(seed)
     assoc_rng = random.Random(f"{seed}-accounts")
+    part_rng = random.Random(f"{seed}-partitions")
     jobs, t = [], 0.0
     for i in range(n_jobs):
         t += rng.expovariate(n_jobs / arrival_span_s)
+        part = part_rng.choice(partitions) if partitions else None
+        size = len(part.nodes) if part else n_nodes
         if rng.random() < 0.5:
-            nodes = rng.randint(1, min(4, n_nodes))
+            nodes = rng.randint(1, min(4, size))
         else:
-            nodes = rng.randint(1, n_nodes)
+            nodes = rng.randint(1, size)
         run = rng.randint(1, max_run_s)
         account = f"a{assoc_rng.choices(range(accounts), weights=range(accounts, 0, -1))[0]}" if accounts else ""
         q = assoc_rng.choice(qos) if qos else ""
-        jobs.append(StreamJob(f"r{seed}-{i}", round(t, 3), nodes, run, 1 + run // 60 + rng.randint(0, 2), account, q))
+        jobs.append(StreamJob(f"r{seed}-{i}", round(t, 3), nodes, run, 1 + run // 60 + rng.randint(0, 2), account, q, part.name if part else ""))
     return jobs
 
 
@@ -257,6 +381,13 @@ _START = re.compile(r"(?:sched: Allocate|Started) JobId=(\d+) (?:NodeList=|in \S
 _DONE = re.compile(r"_job_complete: JobId=(\d+) done")
 _EPILOG = re.compile(r"_slurm_rpc_epilog_complete: JobId=(\d+) Node=(\S+)")
 _SUBMIT = re.compile(r"_slurm_rpc_submit_batch_job: JobId=(\d+) ")
+# job_limits_check (job_mgr.c, debug2), at every pass for a job beyond its partition's limits
+_HELD = re.compile(r"JobId=(\d+) can't run in partition \S+: (.*)$")
+#: _part_access_check's error (slurm_strerror) -> the pending reason job_limits_check gives
+_HELD_REASONS = {"Requested time limit is invalid (missing or exceeds some limit)": "PartitionTimeLimit",
+                 "Node count specification invalid": "PartitionNodeLimit"}
+#: the pending reasons of a job a partition limit holds (squeue %r)
+PARTITION_REASONS = ("PartitionTimeLimit", "PartitionNodeLimit")
 # backfill.c _attempt_backfill: debug("beginning") at the start of every cycle
 _BF_CYCLE = re.compile(r"backfill\S*: beginning")
 # priority/multifactor (priority_multifactor.c, debug2): at submission (priority_p_set) and at
@@ -289,6 +420,9 @@ class SlurmJob:
     freed_seq: dict[str, int] = field(default_factory=dict)
     account: str = ""
     qos: str = ""
+    partition: str = ""
+    #: the pending reason of a job a partition limit held (it never started; start_ms -1)
+    held_reason: str = ""
 
 
 class CtldRecord(TypedDict, total=False):
@@ -303,6 +437,8 @@ class CtldRecord(TypedDict, total=False):
     end: datetime
     freed: dict[str, datetime]  # node -> its epilog completed
     freed_seq: dict[str, int]
+    #: the reason a partition limit keeps it pending (job_limits_check), first seen
+    held_reason: str
     #: priority/multifactor: the priority given at submission, and each recalculated one
     initial_priority: int
     priorities: list[tuple[datetime, int]]
@@ -349,6 +485,9 @@ def parse_ctld_log(text: str) -> dict[int, CtldRecord]:
             if not recalcs or (t - recalcs[-1]).total_seconds() > 1:
                 recalcs.append(t)
             continue
+        if h := _HELD.search(msg):
+            out.setdefault(int(h.group(1)), {}).setdefault("held_reason", _HELD_REASONS.get(h.group(2).strip(), h.group(2).strip()))
+            continue
         if s := _SUBMIT.search(msg):
             out.setdefault(int(s.group(1)), {})["submit"] = t
         elif s := _START.search(msg):
@@ -376,13 +515,22 @@ def parse_ctld_log(text: str) -> dict[int, CtldRecord]:
 def recorded_log(text: str) -> str:
     """The lines of a controller log that ``parse_ctld_log`` reads, in order: a run small
     enough to keep as test data (tests/data/slurm-lab) and compare again with --from-lab."""
-    wanted = (_BF_CYCLE, _PRIO_INIT, _PRIO_INITIAL, _PRIO_RECALC, _SUBMIT, _START, _DONE, _EPILOG)
-    keep = [ln for ln in text.splitlines() if (m := _LOG_TIME.match(ln)) and any(r.search(m.group(2)) for r in wanted)]
+    wanted = (_BF_CYCLE, _PRIO_INIT, _PRIO_INITIAL, _PRIO_RECALC, _SUBMIT, _START, _DONE, _EPILOG, _HELD)
+    keep, held = [], set()
+    for ln in text.splitlines():
+        if (m := _LOG_TIME.match(ln)) and any(r.search(m.group(2)) for r in wanted):
+            if h := _HELD.search(m.group(2)):
+                # logged at every pass: the first line of each job says it all
+                if h.group(1) in held:
+                    continue
+                held.add(h.group(1))
+            keep.append(ln)
     return "\n".join(keep) + "\n"
 
 
 def run_on_slurm(workdir: Path, fabric: Fabric, stream: list[StreamJob], *, select: str, scheduler: str,
-                 scheduler_parameters: str = "", multifactor: str = "", timeout_s: float = 900, qos: dict[str, int] | None = None) -> "SlurmJobs":
+                 scheduler_parameters: str = "", multifactor: str = "", timeout_s: float = 900, qos: dict[str, int] | None = None,
+                 partitions: tuple[PartitionSpec, ...] = ()) -> "SlurmJobs":
     """Start a lab Slurm, submit the stream in real time, wait for every job, read back.
     ``qos``: the QOS and their priorities (:func:`qos_priorities`), made with sacctmgr with
     the stream's accounts before the controller starts."""
@@ -394,6 +542,8 @@ def run_on_slurm(workdir: Path, fabric: Fabric, stream: list[StreamJob], *, sele
         scheduler_parameters=scheduler_parameters, ctld_debug="debug2", epilog=True,
         extra_conf=tuple(multifactor_conf(multifactor)) if multifactor else (),
         accounting_setup=tuple(tuple(c) for c in accounting_setup(stream, qos)),
+        partition=partitions[0].name if partitions else "topo",
+        partition_lines=tuple(p.conf_line(k == 0) for k, p in enumerate(partitions)),
     )
     with lab:
         # one warm-up job: the controller schedules only once every slurmd has registered,
@@ -407,13 +557,17 @@ def run_on_slurm(workdir: Path, fabric: Fabric, stream: list[StreamJob], *, sele
             if delay > 0:
                 time.sleep(delay)
             extra = [*([f"--account={j.account}"] if j.account else []), *([f"--qos={j.qos}"] if j.qos else [])]
-            ids[lab.sbatch(j.nodes, j.limit_min, j.run_s, j.name, extra=extra)] = j
-        _wait_gone(lab, list(ids), timeout_s)
+            ids[lab.sbatch(j.nodes, j.limit_min, j.run_s, j.name, extra=extra, partition=j.partition or None)] = j
+        held = _wait_gone(lab, list(ids), timeout_s)
+        if held:
+            # pending for good (EnforcePartLimits=NO): cancelled once every other job is done
+            lab.run("scancel", *held)
         sacct = _read_sacct(lab, set(ids), 60)
         log = parse_ctld_log((lab.workdir / "log" / "ctld.log").read_text())
     jobs = _merge(ids, sacct, log, warmup_id=int(warm))
     jobs.scheduler_parameters = _conf_value(lab.conf.read_text(), "SchedulerParameters")
     jobs.priority = priority_options(lab.conf.read_text())
+    jobs.partitions = tuple(partitions) if partitions else ()
     jobs.qos = dict(qos)
     return jobs
 
@@ -431,6 +585,8 @@ def slurm_from_lab(lab_dir: Path, stream: list[StreamJob], qos: dict[str, int] |
     jobs = _merge({str(i): sj for i, sj in zip(ids[1:], stream)}, None, log, warmup_id=ids[0])
     jobs.scheduler_parameters = _conf_value((lab_dir / "slurm.conf").read_text(), "SchedulerParameters")
     jobs.priority = priority_options((lab_dir / "slurm.conf").read_text())
+    parts = partitions_from_conf((lab_dir / "slurm.conf").read_text())
+    jobs.partitions = tuple(parts) if len(parts) > 1 or any(p.max_time_min or p.max_nodes or p.min_nodes for p in parts) else ()
     jobs.qos = dict(qos or {"normal": 0})
     return jobs
 
@@ -444,12 +600,15 @@ def _conf_value(conf: str, key: str) -> str:
     return ""
 
 
-def _wait_gone(lab: SlurmLab, ids: list[str], timeout_s: float) -> None:
+def _wait_gone(lab: SlurmLab, ids: list[str], timeout_s: float) -> list[str]:
+    """Wait until every job is gone or pending for a partition limit (which never lifts);
+    returns the latter."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        out = lab.run("squeue", "-h", "-o", "%i", check=False).stdout.split()
-        if not set(out) & set(ids):
-            return
+        rows = [ln.split() for ln in lab.run("squeue", "-h", "-o", "%i %t %r", check=False).stdout.splitlines() if ln.strip()]
+        left = {r[0]: r for r in rows if r[0] in set(ids)}
+        if all(len(r) >= 3 and r[1] == "PD" and r[2] in PARTITION_REASONS for r in left.values()):
+            return sorted(left)
         time.sleep(0.5)
     raise RuntimeError(f"Slurm jobs not done after {timeout_s:.0f} s (logs in {lab.workdir / 'log'})")
 
@@ -487,6 +646,10 @@ class SlurmJobs(list[SlurmJob]):
     priority_recalcs_ms: tuple[int, ...] = ()
     #: when the decay thread started (ms; "Priority MULTIFACTOR plugin loaded"): its first run
     priority_init_ms: int | None = None
+    #: the lab's partitions (slurm.conf), () for one partition of every node
+    partitions: tuple[PartitionSpec, ...] = ()
+    #: jobs a partition limit kept pending (never started), in submission order
+    held: tuple[SlurmJob, ...] = ()
     #: the lab's QOS and their priorities (normal: 0 unless set)
     qos: dict[str, int] = {"normal": 0}  # noqa: RUF012 (replaced, never mutated)
 
@@ -506,8 +669,13 @@ def _merge(ids: dict[str, StreamJob], sacct: dict[str, dict[str, str]] | None, l
     if "priority_init" in log.get(-1, {}):
         jobs.priority_init_ms = ms(log[-1]["priority_init"])
     jobs.clock_offset_ms = round((first - first.replace(hour=0, minute=0, second=0, microsecond=0)).total_seconds() * 1000)
+    held = []
     for jid, sj in ids.items():
         rec, acct = log.get(int(jid), {}), (sacct.get(jid) if sacct is not None else {"State": "?", "NodeList": ",".join(log.get(int(jid), {}).get("nodes", []))})
+        if "held_reason" in rec and "start" not in rec and "submit" in rec:
+            held.append(SlurmJob(sj.name, int(jid), sj.nodes, ms(rec["submit"]), -1, -1, [], {}, acct["State"] if acct else "?", sj.limit_min,
+                                 account=sj.account, qos=sj.qos, partition=sj.partition, held_reason=rec["held_reason"]))
+            continue
         if acct is None or not {"submit", "start", "end", "nodes"} <= set(rec):
             raise RuntimeError(f"Slurm job {jid} ({sj.name}): missing from sacct or the controller's log")
         nodes = sorted(rec["nodes"])
@@ -517,8 +685,9 @@ def _merge(ids: dict[str, StreamJob], sacct: dict[str, dict[str, str]] | None, l
         freed = {n: ms(rec.get("freed", {}).get(n, rec["end"])) for n in nodes}
         seqs = {n: rec.get("freed_seq", {}).get(n, 1 << 62) for n in nodes}
         jobs.append(SlurmJob(sj.name, int(jid), sj.nodes, ms(rec["submit"]), ms(rec["start"]), end, nodes, freed, acct["State"], sj.limit_min,
-                             rec["backfill"], rec.get("initial_priority"), rec["start_seq"], seqs, sj.account, sj.qos))
+                             rec["backfill"], rec.get("initial_priority"), rec["start_seq"], seqs, sj.account, sj.qos, sj.partition))
     jobs.sort(key=lambda j: j.job_id)
+    jobs.held = tuple(sorted(held, key=lambda j: j.job_id))
     return jobs
 
 
@@ -551,12 +720,28 @@ def _events(slurm: list[SlurmJob]) -> list[tuple[int, int, SlurmJob, str]]:
     return [(t, kind, j, n) for t, _, kind, j, n in sorted(ev, key=lambda e: (e[0], e[1], e[2], e[3].job_id, e[4]))]
 
 
-def decisions(fabric: Fabric, slurm: list[SlurmJob], profile: str) -> dict[int, tuple[list[str], dict[str, Any]]]:
-    """For every Slurm start, toposched's choice in Slurm's state then, and that state."""
+def decisions(fabric: Fabric, slurm: list[SlurmJob], profile: str, partitions: tuple[PartitionSpec, ...] = (),
+              submit_order: bool = True) -> dict[int, tuple[list[str], dict[str, Any]]]:
+    """For every Slurm start, toposched's choice in Slurm's state then, and that state.
+    With partitions, the allocator sees only the job's partition: the free nodes outside it
+    are held by a stand-in job while it chooses. And, for a start by the main scheduler in
+    submit order (``submit_order``: priority/basic), the nodes of every partition that failed
+    earlier in the same pass are out too (``_schedule`` takes them out of the pass's
+    available nodes): a partition failed when a job of it ahead in the queue (a higher
+    PriorityTier, or the same and a lower job id; submitted by then) was still pending after
+    the pass."""
     from .._core import Placer
 
     names = list(fabric.spec.node_names)
     index = {n: i for i, n in enumerate(names)}
+    members = {p.name: {index[n] for n in p.nodes} for p in partitions}
+    default = partitions[0].name if partitions else ""
+    tier = {p.name: p.priority_tier for p in partitions}
+
+    def ahead(k: SlurmJob, j: SlurmJob) -> bool:
+        """k before j in the queue (sort_job_queue2: PriorityTier, then submit order)."""
+        tk, tj = tier.get(k.partition or default, 0), tier.get(j.partition or default, 0)
+        return tk > tj or (tk == tj and k.job_id < j.job_id)
     placer = Placer(fabric.core, "slurm-tree", options={"slurm_profile": profile})
     out = {}
     held: dict[str, set[str]] = {}
@@ -569,7 +754,19 @@ def decisions(fabric: Fabric, slurm: list[SlurmJob], profile: str) -> dict[int, 
                 placer.assign(key, [index[n] for n in sorted(held[key])], t // 1000, 3600)
             continue
         state: dict[str, Any] = {"time_ms": t, "leaf_free": placer.leaf_free(), "running": sorted((k, hostlist.collect_hostlist([names[n] for n in v])) for k, v, *_ in placer.jobs())}
+        outside = []
+        if partitions:
+            inside = set(members[j.partition or default])
+            failed = sorted({k.partition or default for k in slurm if ahead(k, j) and k.submit_ms <= t < k.start_ms}) if submit_order and not j.by_backfill else []
+            for name in failed:
+                inside -= members[name]
+            state["failed_partitions"] = failed
+            outside = [n for n in range(len(names)) if n not in inside and placer.holder(n) is None]
+            if outside:
+                placer.assign("(outside the partition)", outside, t // 1000, 3600)
         verdict, got, _, why = placer.allocate(key, j.nodes_asked, 3600, t // 1000)
+        if outside:
+            placer.release("(outside the partition)")
         mine = sorted(names[n] for n in got) if verdict == "placed" and got else [f"({verdict}: {why})"]
         if verdict == "placed":
             placer.release(key)
@@ -588,24 +785,29 @@ def decisions(fabric: Fabric, slurm: list[SlurmJob], profile: str) -> dict[int, 
     return out
 
 
-def replay(fabric: Fabric, slurm: list[SlurmJob], queue: str, profile: str, qos: dict[str, int] | None = None) -> SimResult:
-    """toposched's engine on the stream as Slurm saw it (milliseconds as the time unit)."""
+def replay(fabric: Fabric, slurm: list[SlurmJob], queue: str, profile: str, qos: dict[str, int] | None = None,
+           held: tuple[SlurmJob, ...] = (), partitions: tuple[PartitionSpec, ...] = ()) -> SimResult:
+    """toposched's engine on the stream as Slurm saw it (milliseconds as the time unit);
+    ``held``: the jobs Slurm kept pending for a partition limit (run time unknown: 1 ms)."""
     from ..simulate import RunConfig, simulate
     from ..workload.model import Workload
 
-    order = sorted(slurm, key=lambda j: (j.submit_ms, j.job_id))
+    order = sorted([*slurm, *held], key=lambda j: (j.submit_ms, j.job_id))
     cols = {
         "job_id": np.array([j.job_id for j in order], dtype=np.int64),
         "submit_s": np.array([j.submit_ms for j in order], dtype=np.int64),
         "nodes": np.array([j.nodes_asked for j in order], dtype=np.int64),
         "walltime_s": np.array([j.limit_min * 60_000 for j in order], dtype=np.int64),
         # the nodes stay Slurm's until their epilog completes, so that is when the job "ends" here
-        "runtime_s": np.array([max(1, max(j.freed_ms.values()) - j.start_ms) for j in order], dtype=np.int64),
+        "runtime_s": np.array([max(1, max(j.freed_ms.values()) - j.start_ms) if j.freed_ms else 1 for j in order], dtype=np.int64),
         "procs": np.array([j.nodes_asked for j in order], dtype=np.int64),
         "line": np.arange(1, len(order) + 1, dtype=np.int64),
     }
     ids, _ = association_options([StreamJob(j.name, 0, j.nodes_asked, 0, j.limit_min, j.account, j.qos) for j in order], qos or {"normal": 0})
     cols.update(ids)
+    if partitions:
+        part_id = {p.name: k for k, p in enumerate(partitions)}
+        cols["partition_id"] = np.array([part_id[j.partition] if j.partition else 0 for j in order], dtype=np.int64)
     w = Workload(columns=cols, source="slurm-lab stream", format="slurm-lab")
     return simulate(w, fabric, RunConfig(queue=queue, alloc="slurm-tree", slurm_profile=profile, kill_at_walltime=False, utilization_step_s=60_000))
 
@@ -619,6 +821,8 @@ class Validation:
     jobs: list[JobComparison] = field(default_factory=list)
     first_divergence: dict[str, Any] | None = None
     decision_differences: list[dict[str, Any]] = field(default_factory=list)
+    #: jobs Slurm held for a partition limit: name, Slurm's reason, what the replay did
+    held: list[dict[str, Any]] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         n = len(self.jobs)
@@ -636,6 +840,7 @@ class Validation:
                              "max": round(float(diffs.max()), 3) if n else None},
             "start_diff_over_wait": {"mean": round(float(rel.mean()), 4) if n else None, "p95": round(float(np.percentile(rel, 95)), 4) if n else None},
             "mean_slurm_wait_s": round(float(waits.mean()), 3) if n else None,
+            **({"held_by_partition_limits": {"slurm": len(self.held), "replay_held_same_reason": sum(h["same"] for h in self.held)}} if self.held else {}),
             "first_divergence": self.first_divergence,
         }
 
@@ -680,10 +885,14 @@ def compare(fabric: Fabric, slurm: list[SlurmJob], *, select: str, scheduler: st
         before = [c for c in cycles if c <= 0]
         if before or cycles:
             params["bf_last_cycle"] = max(before) if before else cycles[0] - 1000 * int(params.get("bf_interval_s", 30))
+    partitions = tuple(getattr(slurm, "partitions", ()))
+    if partitions and queue in ("slurm", "slurm-bf"):
+        params["sched_partitions" if queue == "slurm-bf" else "partitions"] = partition_option(list(partitions), list(fabric.spec.node_names))
     if queue in ("slurm", "slurm-bf"):
         queue += ":" + ",".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in params.items())
-    dec = decisions(fabric, slurm, profile)
-    r = replay(fabric, slurm, queue, profile, getattr(slurm, "qos", None))
+    dec = decisions(fabric, slurm, profile, partitions, submit_order=not priority)
+    held = tuple(getattr(slurm, "held", ()))
+    r = replay(fabric, slurm, queue, profile, getattr(slurm, "qos", None), held, partitions)
     names = list(fabric.spec.node_names)
     rows = r.jobs.select(["job_id", "start_s"]).to_pylist()
     for row, ids in zip(rows, node_lists(r.jobs)):
@@ -709,6 +918,12 @@ def compare(fabric: Fabric, slurm: list[SlurmJob], *, select: str, scheduler: st
                 "slurm": {"start_ms": j.start_ms, "nodes": c.slurm_nodes, "state": state},
                 "toposched": {"start_ms": rstart, "nodes": c.replay_nodes, "state": _replay_state(r, names, rstart, fabric)},
             }
+    reasons = dict(zip(r.skipped.column("job_id").to_pylist(), r.skipped.column("reason").to_pylist()))
+    for j in held:
+        why = reasons.get(j.job_id, "")
+        v.held.append({"job": j.name, "job_id": j.job_id, "nodes_asked": j.nodes_asked, "limit_min": j.limit_min, "partition": j.partition,
+                       "slurm_reason": j.held_reason, "replay": why or f"started at {rep.get(j.job_id, {}).get('start_s')} ms",
+                       "same": bool(why) and f"Slurm reason {j.held_reason})" in why})
     return v
 
 
@@ -725,15 +940,18 @@ def _replay_state(r: SimResult, names: list[str], t_ms: int, fabric: Fabric) -> 
     return {"time_ms": t_ms, "leaf_free": free, "running": sorted((k, hostlist.collect_hostlist([names[n] for n in ns])) for k, ns in running)}
 
 
-def run_name(select: str, scheduler: str, multifactor: str | bool = "") -> str:
-    """A run's directory name: SELECT-SCHEDULER, with -multifactor under priority/multifactor."""
-    return f"{select}-{scheduler}" + ("-multifactor" if multifactor else "")
+def run_name(select: str, scheduler: str, multifactor: str | bool = "", partitions: bool = False) -> str:
+    """A run's directory name: SELECT-SCHEDULER, with -multifactor under priority/multifactor
+    and -partitions with ``--partitions``."""
+    return f"{select}-{scheduler}" + ("-multifactor" if multifactor else "") + ("-partitions" if partitions else "")
 
 
 def validate(workdir: Path, fabric: Fabric, stream: list[StreamJob], *, select: str, scheduler: str = "builtin",
-             scheduler_parameters: str = "", multifactor: str = "", timeout_s: float = 900, qos: dict[str, int] | None = None) -> Validation:
-    slurm = run_on_slurm(Path(workdir) / f"slurm-{run_name(select, scheduler, multifactor)}", fabric, stream, select=select, scheduler=scheduler,
-                         scheduler_parameters=scheduler_parameters, multifactor=multifactor, timeout_s=timeout_s, qos=qos)
+             scheduler_parameters: str = "", multifactor: str = "", timeout_s: float = 900, qos: dict[str, int] | None = None,
+             partitions: tuple[PartitionSpec, ...] = ()) -> Validation:
+    slurm = run_on_slurm(Path(workdir) / f"slurm-{run_name(select, scheduler, multifactor, bool(partitions))}", fabric, stream, select=select,
+                         scheduler=scheduler, scheduler_parameters=scheduler_parameters, multifactor=multifactor, timeout_s=timeout_s, qos=qos,
+                         partitions=partitions)
     return compare(fabric, slurm, select=select, scheduler=scheduler)
 
 
@@ -750,6 +968,8 @@ def write_report(v: Validation, out: Path) -> dict[str, Any]:
         for j in v.jobs:
             w.writerow(asdict(j))
     (out / "differences.json").write_text(json.dumps(v.decision_differences, indent=2) + "\n")
+    if v.held:
+        (out / "held.json").write_text(json.dumps(v.held, indent=2) + "\n")
     return s
 
 
@@ -760,4 +980,6 @@ def summary_line(s: dict[str, Any]) -> str:
         f"{s['identical_decisions']}/{s['jobs']} ({s['identical_decisions_pct']}%); replay: identical node sets {s['identical_replay_node_sets_pct']}%, "
         f"|start diff| mean {s['start_diff_s']['mean']} s, p95 {s['start_diff_s']['p95']} s (|diff|/wait mean {s['start_diff_over_wait']['mean']}, "
         f"p95 {s['start_diff_over_wait']['p95']})"
+        + (f"; held by partition limits: Slurm {s['held_by_partition_limits']['slurm']}, the replay the same with the same reason "
+           f"{s['held_by_partition_limits']['replay_held_same_reason']}" if "held_by_partition_limits" in s else "")
     )

@@ -8,6 +8,8 @@
 include!(concat!(env!("OUT_DIR"), "/queue_registry.rs"));
 /// Slurm's priority/multifactor: the queue order of `slurm` and `slurm-bf` (not a policy).
 pub mod multifactor;
+/// Slurm's partitions with limits: what `slurm` and `slurm-bf` share (not a policy).
+pub mod partitions;
 
 pub use conservative::Conservative;
 pub use easy::{Easy, EasyOptions};

@@ -30,6 +30,10 @@
 //! Slurm's decay thread does (every `priority_calc_period_s` from `priority_calc_phase`,
 //! engine units; whole seconds of the controller's clock placed by `clock_offset`). The
 //! arithmetic and its source lines are in `multifactor/mod.rs`.
+//! *Partitions* (`partitions`): each job runs on its partition's nodes only, a job beyond
+//! a partition limit is held pending (reported skipped with Slurm's reason), and a job that
+//! cannot start blocks only its own partition (and that partition's nodes) for the rest of
+//! the pass (`queue/partitions/mod.rs`).
 //! *When to use*: to replay a FIFO Slurm's start times, not only its order.
 //! *Cost*: as `fcfs`, plus one wake-up per pending second.
 //! *Reference*: SchedMD/slurm tag `slurm-22-05-8-1`: `src/slurmctld/controller.c`
@@ -38,6 +42,7 @@
 //! `sched/backfill`'s cycles (`bf_interval`, `bf_window`, ...) are the `slurm-bf` policy (`slurm_bf.rs`).
 
 use super::multifactor::{Multifactor, MultifactorParams};
+use super::partitions::{self, Partitions};
 use super::{PassCtx, QueueEntry, QueuePolicy};
 use crate::options::{parse_options, schema_of};
 
@@ -69,6 +74,8 @@ pub struct SlurmOptions {
     pub priority_weight_fairshare: i64,
     /// `PriorityWeightQOS`: the job's QOS priority over the highest (`priority_qos`).
     pub priority_weight_qos: i64,
+    /// `PriorityWeightPartition`: the job's partition's `priority_job_factor` over the highest (`partitions`).
+    pub priority_weight_partition: i64,
     /// QOS priorities, `QOS_ID:PRIORITY;...` (ids as the Workload numbers them; every QOS of the site).
     pub priority_qos: String,
     /// `PriorityDecayHalfLife` (seconds; Slurm reads minutes; 0: no decay).
@@ -78,6 +85,10 @@ pub struct SlurmOptions {
     pub priority_fs_tree: String,
     /// The controller's clock at time 0 (engine units): where its whole seconds begin.
     pub clock_offset: i64,
+    /// Partitions with limits, `ID=NODES[:max_time_s=S][:max_nodes=N][:min_nodes=N][:priority_tier=N];...`
+    /// (NODES: `0-15`, `0-7+16-23`; ID: the job's partition id; empty: one partition of
+    /// every node; `queue/partitions/mod.rs`).
+    pub partitions: String,
 }
 
 impl Default for SlurmOptions {
@@ -95,10 +106,12 @@ impl Default for SlurmOptions {
             priority_calc_phase: 0,
             priority_weight_fairshare: 0,
             priority_weight_qos: 0,
+            priority_weight_partition: 0,
             priority_qos: String::new(),
             priority_decay_half_life_s: 7 * 86_400,
             priority_fs_tree: String::new(),
             clock_offset: 0,
+            partitions: String::new(),
         }
     }
 }
@@ -130,8 +143,10 @@ impl SlurmOptions {
                 ("weight_job_size", self.priority_weight_job_size),
                 ("weight_fairshare", self.priority_weight_fairshare),
                 ("weight_qos", self.priority_weight_qos),
+                ("weight_partition", self.priority_weight_partition),
             ],
         )?;
+        partitions::parse(&self.partitions, self.ticks_per_s, "queue slurm: partitions")?;
         self.multifactor().check("slurm", "")
     }
 
@@ -149,6 +164,8 @@ impl SlurmOptions {
             qos_priority: self.priority_qos.clone(),
             decay_half_life_s: self.priority_decay_half_life_s,
             fs_tree: self.priority_fs_tree.clone(),
+            weight_partition: self.priority_weight_partition as u32,
+            partition_job_factors: partitions::parse(&self.partitions, self.ticks_per_s, "").map(|ps| ps.iter().map(|p| (p.id, p.priority_job_factor)).collect()).unwrap_or_default(),
             clock_offset: self.clock_offset,
             ticks_per_s: self.ticks_per_s,
         }
@@ -222,12 +239,14 @@ impl MainPassClock {
 pub struct SlurmSched {
     clock: MainPassClock,
     priority: Multifactor,
+    partitions: Partitions,
 }
 
 impl SlurmSched {
     pub fn new(opts: SlurmOptions) -> SlurmSched {
         let priority = Multifactor::new(opts.multifactor());
-        SlurmSched { clock: MainPassClock::new(opts.batch_sched_delay_s, opts.ticks_per_s, opts.tick_phase, opts.last_pass), priority }
+        let parts = partitions::parse(&opts.partitions, opts.ticks_per_s, "queue slurm: partitions").expect("options checked when built");
+        SlurmSched { clock: MainPassClock::new(opts.batch_sched_delay_s, opts.ticks_per_s, opts.tick_phase, opts.last_pass), priority, partitions: Partitions::new(parts, opts.ticks_per_s) }
     }
 }
 
@@ -238,11 +257,23 @@ impl QueuePolicy for SlurmSched {
 
     fn pass(&mut self, ctx: &mut PassCtx) {
         self.priority.before_pass(ctx);
-        if self.clock.due(ctx) {
+        // a held job's submission still asks for a pass (queue_job_scheduler), so the
+        // clock sees it before it leaves the queue
+        let due = self.clock.due(ctx);
+        self.partitions.hold_over_limits(ctx, "slurm");
+        self.partitions.order_by_tier(ctx);
+        if self.partitions.take_error_peek().is_some() {
+            return;
+        }
+        if due {
             self.priority.queue_built(ctx);
-            super::fcfs::fifo(ctx);
+            self.partitions.fifo(ctx);
         }
         self.clock.after(ctx);
+    }
+
+    fn take_error(&mut self) -> Option<String> {
+        self.partitions.take_error()
     }
 }
 

@@ -59,14 +59,19 @@
 //! `sched_priority_weight_fairshare`, `sched_priority_weight_qos`, `sched_priority_qos`,
 //! `sched_priority_decay_half_life_s`, `sched_priority_fs_tree`. Times given in
 //! seconds are scaled by `sched_ticks_per_s`.
-//! *Not modelled*: partitions, QOS and association limits, `bf_min_age_reserve`,
+//! - **Partitions** (`sched_partitions`, `queue/partitions/mod.rs`): the main pass blocks
+//!   a failed job's partition only; a cycle tests each job on its partition's nodes only
+//!   (one plan for all partitions, as 22.05's); a job beyond a partition limit is held.
+//!
+//! *Not modelled*: QOS and association limits, `bf_min_age_reserve`,
 //! `bf_min_prio_reserve`, `bf_max_job_start`, per-user limits, time-min jobs, COMPLETING
-//! nodes (the engine frees a job's nodes together), multifactor's partition factor.
+//! nodes (the engine frees a job's nodes together).
 //! *When to use*: to replay a Slurm configured with `SchedulerType=sched/backfill`.
 //! *Cost*: per cycle, for each tested job a few allocator calls per running job (the
 //! will-run projection) and O(plan records x nodes) for the plan.
 
 use super::multifactor::{Multifactor, MultifactorParams};
+use super::partitions::{self, Partitions};
 use super::slurm_backfill::MainPassClock;
 use super::{PassCtx, QueueEntry, QueuePolicy};
 use crate::alloc::Guard;
@@ -118,6 +123,8 @@ pub struct SlurmBfOptions {
     pub sched_priority_weight_fairshare: i64,
     /// `PriorityWeightQOS`: the job's QOS priority over the highest (`sched_priority_qos`).
     pub sched_priority_weight_qos: i64,
+    /// `PriorityWeightPartition`: the job's partition's `priority_job_factor` over the highest (`sched_partitions`).
+    pub sched_priority_weight_partition: i64,
     /// QOS priorities, `QOS_ID:PRIORITY;...` (ids as the Workload numbers them; every QOS of the site).
     pub sched_priority_qos: String,
     /// `PriorityDecayHalfLife` (seconds; Slurm reads minutes; 0: no decay).
@@ -125,6 +132,9 @@ pub struct SlurmBfOptions {
     /// The association tree under root: `ACCOUNT[:SHARES]`, `ACCOUNT/USER[:SHARES]`,
     /// `root/USER[:SHARES]`, separated by `;` (jobs' own associations are added, shares 1).
     pub sched_priority_fs_tree: String,
+    /// Partitions with limits, as `slurm`'s `partitions` (`ID=NODES[:max_time_s=S]
+    /// [:max_nodes=N][:min_nodes=N][:priority_tier=N];...`; `queue/partitions/mod.rs`).
+    pub sched_partitions: String,
 }
 
 impl Default for SlurmBfOptions {
@@ -150,9 +160,11 @@ impl Default for SlurmBfOptions {
             sched_priority_calc_phase: 0,
             sched_priority_weight_fairshare: 0,
             sched_priority_weight_qos: 0,
+            sched_priority_weight_partition: 0,
             sched_priority_qos: String::new(),
             sched_priority_decay_half_life_s: 7 * 86_400,
             sched_priority_fs_tree: String::new(),
+            sched_partitions: String::new(),
         }
     }
 }
@@ -185,8 +197,10 @@ impl SlurmBfOptions {
                 ("weight_job_size", self.sched_priority_weight_job_size),
                 ("weight_fairshare", self.sched_priority_weight_fairshare),
                 ("weight_qos", self.sched_priority_weight_qos),
+                ("weight_partition", self.sched_priority_weight_partition),
             ],
         )?;
+        partitions::parse(&self.sched_partitions, self.sched_ticks_per_s, "queue slurm-bf: sched_partitions")?;
         self.multifactor().check("slurm-bf", "sched_")
     }
 
@@ -204,6 +218,8 @@ impl SlurmBfOptions {
             qos_priority: self.sched_priority_qos.clone(),
             decay_half_life_s: self.sched_priority_decay_half_life_s,
             fs_tree: self.sched_priority_fs_tree.clone(),
+            weight_partition: self.sched_priority_weight_partition as u32,
+            partition_job_factors: partitions::parse(&self.sched_partitions, self.sched_ticks_per_s, "").map(|ps| ps.iter().map(|p| (p.id, p.priority_job_factor)).collect()).unwrap_or_default(),
             clock_offset: self.bf_clock_offset,
             ticks_per_s: self.sched_ticks_per_s,
         }
@@ -242,6 +258,7 @@ pub struct SlurmBf {
     /// Some reserved node was free (NODE_STATE_PLANNED) after the last cycle.
     planned: bool,
     priority: Multifactor,
+    partitions: Partitions,
 }
 
 impl SlurmBf {
@@ -250,7 +267,8 @@ impl SlurmBf {
         let clock = MainPassClock::new(opts.sched_batch_delay_s, tick, opts.sched_tick_phase, opts.sched_last_pass);
         let next_wake = opts.bf_last_cycle.map_or(0, |t| t + opts.bf_interval_s * tick);
         let priority = Multifactor::new(opts.multifactor());
-        SlurmBf { opts, clock, next_wake, dirty: false, seen: (u64::MAX, usize::MAX), planned: false, priority }
+        let parts = partitions::parse(&opts.sched_partitions, tick, "queue slurm-bf: sched_partitions").expect("options checked when built");
+        SlurmBf { opts, clock, next_wake, dirty: false, seen: (u64::MAX, usize::MAX), planned: false, priority, partitions: Partitions::new(parts, tick) }
     }
 
     /// `backfill_agent`: whether a cycle runs now; asks for the next wake-up otherwise.
@@ -370,7 +388,13 @@ impl SlurmBf {
             // grid, so each retry moves start_res forward and the loop ends.
             for _ in 0..4 * plan.len() + 8 {
                 let end_time = start_res + spec.walltime_s;
-                let (excluded, later_start) = usable_nodes(&plan, start_res, end_time, n);
+                let (mut excluded, later_start) = usable_nodes(&plan, start_res, end_time, n);
+                // bit_and(avail_bitmap, part_ptr->node_bitmap): only the job's partition
+                if let Some(outside) = self.partitions.excluded_for(job) {
+                    for x in outside.iter_range(0..n as u32) {
+                        excluded.insert(x);
+                    }
+                }
                 let usable = (0..n as u32).filter(|&x| !excluded.contains(x) && ctx.state().owner(x) != crate::state::DOWN).count() as u32;
                 if usable < spec.nodes {
                     match later_start {
@@ -510,9 +534,15 @@ impl QueuePolicy for SlurmBf {
             self.dirty = true;
         }
         // the main scheduler first: an event's pass runs at once, a cycle waits for the agent
-        if self.clock.due(ctx) {
+        let due = self.clock.due(ctx);
+        self.partitions.hold_over_limits(ctx, "slurm-bf");
+        self.partitions.order_by_tier(ctx);
+        if self.partitions.take_error_peek().is_some() {
+            return;
+        }
+        if due {
             self.priority.queue_built(ctx);
-            super::fcfs::fifo(ctx);
+            self.partitions.fifo(ctx);
         }
         if self.cycle_due(ctx) {
             self.priority.queue_built(ctx);
@@ -524,6 +554,10 @@ impl QueuePolicy for SlurmBf {
             }
         }
         self.clock.after(ctx);
+    }
+
+    fn take_error(&mut self) -> Option<String> {
+        self.partitions.take_error()
     }
 }
 

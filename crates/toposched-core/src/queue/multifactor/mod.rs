@@ -6,8 +6,11 @@
 //!   in [0, 1] times its weight (`uint32`), summed as a `double` in the order age,
 //!   association, fair-share, job size, partition, QOS, at least 1 (0 means held), then
 //!   truncated to an integer (`(uint64_t) priority`). Here the factors are age, fair-share,
-//!   job size and QOS; the others (partition, association, TRES, site, nice) are 0 as in a
+//!   job size, partition and QOS; the others (association, TRES, site, nice) are 0 as in a
 //!   site with their weights at 0 and no `nice`.
+//! - **Partition** (`set_priority_factors`, l. 2157-2161; `norm_priority` in read_config.c):
+//!   the job's partition's `PriorityJobFactor` over the highest of any partition (at least
+//!   1), from the policy's partitions option (`queue/partitions/mod.rs`).
 //! - **QOS** (`set_priority_factors`, l. 2173-2178, and `_set_qos_norm_priority`,
 //!   src/common/assoc_mgr.c): the priority of the job's QOS over the highest priority of any
 //!   QOS (`g_qos_max_priority`); 0 when the job's QOS has priority 0 (or the job none). The
@@ -82,6 +85,11 @@ pub struct MultifactorParams {
     pub decay_half_life_s: i64,
     /// The association tree (option `priority_fs_tree`, [`fair_tree::parse_tree`]).
     pub fs_tree: String,
+    /// `PriorityWeightPartition`.
+    pub weight_partition: u32,
+    /// Each partition's (id, `PriorityJobFactor`), the default partition first (jobs without
+    /// one); from the policy's partitions option.
+    pub partition_job_factors: Vec<(u32, u32)>,
 }
 
 /// `ID:PRIORITY;...` -> (id, priority) pairs.
@@ -130,7 +138,19 @@ impl MultifactorParams {
     /// Whether priorities differ at all: with every weight 0 each job has priority 1 and the
     /// order is job id order, `priority/basic`'s.
     pub fn enabled(&self) -> bool {
-        self.weight_age > 0 || self.weight_job_size > 0 || self.weight_fairshare > 0 || self.weight_qos > 0
+        self.weight_age > 0 || self.weight_job_size > 0 || self.weight_fairshare > 0 || self.weight_qos > 0 || self.weight_partition > 0
+    }
+
+    /// The partition factor of a job in partition `id` (`norm_priority`, read_config.c:
+    /// its `PriorityJobFactor` over the highest of any partition, at least 1); 0 without
+    /// partitions.
+    pub fn partition_factor(&self, id: Option<u32>) -> f64 {
+        let max = self.partition_job_factors.iter().map(|&(_, f)| f).max().unwrap_or(0).max(1);
+        let f = match id {
+            None => self.partition_job_factors.first().map(|&(_, f)| f),
+            Some(id) => self.partition_job_factors.iter().find(|&&(p, _)| p == id).map(|&(_, f)| f),
+        };
+        f.map_or(0.0, |f| f as f64 / max as f64)
     }
 
     /// `decay_factor` of the decay thread: `1 - 0.693 / PriorityDecayHalfLife`, 1 without one.
@@ -306,7 +326,9 @@ impl Multifactor {
             Some(q) if self.p.weight_qos > 0 => qos_factor(self.qos.get(&q).copied().unwrap_or(0), self.qos_max),
             _ => 0.0,
         };
-        priority_of(&[(age, self.p.weight_age), (fs, self.p.weight_fairshare), (js, self.p.weight_job_size), (qos, self.p.weight_qos)])
+        let part = if self.p.weight_partition > 0 { self.p.partition_factor(spec.partition) } else { 0.0 };
+        // _get_priority_internal's order of the sum: age, (assoc), fs, js, part, qos
+        priority_of(&[(age, self.p.weight_age), (fs, self.p.weight_fairshare), (js, self.p.weight_job_size), (part, self.p.weight_partition), (qos, self.p.weight_qos)])
     }
 
     /// Call at the start of every engine pass, before anything is scheduled: gives new jobs
@@ -393,6 +415,17 @@ impl Multifactor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn partition_factor_is_the_job_factor_over_the_highest_at_least_one() {
+        let mut p = MultifactorParams { weight_partition: 1, partition_job_factors: vec![(3, 2), (5, 8)], ..crate::queue::SlurmOptions::default().multifactor() };
+        assert_eq!((p.partition_factor(Some(3)), p.partition_factor(Some(5)), p.partition_factor(None)), (0.25, 1.0, 0.25));
+        // part_max_priority starts at DEF_PART_MAX_PRIORITY (1): factors of 0 give 0, not NaN
+        p.partition_job_factors = vec![(0, 0), (1, 0)];
+        assert_eq!(p.partition_factor(Some(1)), 0.0);
+        p.partition_job_factors = vec![];
+        assert_eq!(p.partition_factor(None), 0.0);
+    }
 
     #[test]
     fn factors_and_sum_as_slurm_computes_them() {
