@@ -79,6 +79,13 @@ def test_bad_trace_stops_with_file_line_and_field(tmp_path, capsys, body, expect
     assert not (tmp_path / "o" / "jobs.parquet").exists()
 
 
+def test_a_policy_option_the_policy_refuses_names_its_flag(tmp_path, capsys):
+    code, _, err = run(["simulate", "--trace", str(EXAMPLE_TRACE), "--system", "cab", "--alloc", "adaptive", "--slowdown-threshold", "-1", "--out", str(tmp_path / "o"), "--quiet"], capsys)
+    assert code == 2
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("error: settings: adaptive: slowdown_threshold must be") and line.endswith("(set with --slowdown-threshold)"), err
+
+
 @pytest.mark.parametrize(
     "flags,flag",
     [

@@ -106,7 +106,8 @@ def _construction_error(workload: Workload, message: str) -> InputError:
         return _input_error(workload, message)
     from .registry import option
 
-    flags = [opt.flag for name in re.findall(r"\b([a-z][a-z0-9_]*)=", message) if (opt := option(name)) is not None]
+    # every option the message names ("leaf_cap must be ...", "priority_weight_age=5 is ...")
+    flags = [opt.flag for name in re.findall(r"\b([a-z][a-z0-9_]*)\b", message) if "_" in name and (opt := option(name)) is not None]
     hint = f" (set with {', '.join(dict.fromkeys(flags))})" if flags else ""
     return InputError("settings", message + hint)
 
