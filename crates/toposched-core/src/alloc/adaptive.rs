@@ -167,7 +167,7 @@ impl Adaptive {
         &cache.entries[at].1
     }
 
-    /// The job still waits for isolation: it has waited less than the bound, and some
+    /// The job still waits for isolation: it has been held back less than the bound, and some
     /// isolated placement could hold it on the idle machine (its tier fits the largest
     /// healthy leaf, pod or machine).
     fn waits_for_isolation(&self, topo: &Topology, state: &ClusterState, nodes: u32, guard: &Guard) -> bool {

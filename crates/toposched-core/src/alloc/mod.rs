@@ -33,8 +33,8 @@ pub struct Reserved<'a> {
 }
 
 /// The circumstances of one placement question: what the reservations held by the queue
-/// policy forbid a job that would still be running when they start, how long the job has
-/// waited, and whether the state asked about is the machine now or a projection of it.
+/// policy forbid a job that would still be running when they start, how long the policy
+/// has held the job back, and whether the state asked about is the machine now or a projection of it.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Guard<'a> {
     /// Nodes the job may not take.
