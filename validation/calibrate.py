@@ -234,6 +234,15 @@ def rows_003(fairness: str | None) -> list[Row]:
 # ----------------------------------------------------------------------------- seed 004
 
 APP_LEAVES_004 = [5, 6, 7, 8, 9, 10, 11, 12]
+#: The poster's "Control": the application "runs on 8 leaf switches and 28 nodes per leaf
+#: switch" (8 x 28 = the 224 nodes it names); leaves 5-12 span two of the preset's pods, so
+#: the application has traffic through the second and third levels as well.
+APP_PER_LEAF_004 = 28
+#: Quartz leaves hold 32 nodes: 31 user nodes and one system node (poster).
+USER_NODES_PER_LEAF_004 = 31
+QUARTZ_LEAVES = 84
+#: Random interleaved layouts averaged (the poster gives none; one layout alone varies from 0 to -10 %).
+REPS_INTERLEAVED_004 = 8
 APPS_004 = {"AMG": ("unstructured", "amg"), "UMT": ("stencil3d", "umt"), "pF3D": ("sub-a2a:36", "pf3d")}
 # the poster's table, rows = traffic, columns in the order AMG, UMT, pF3D (see read_004)
 TABLE_004 = {
@@ -247,69 +256,88 @@ READ_004 = (
     "poster table, OCR: rows 'Light Bully -0.70% -0.68% 0.00%', 'Adjacent Leaf Bully -1.74% -0.52% -0.02%', "
     "'Bisection Bully -6.47% -1.94% 0.00%', 'Incast Bully -0.74% 0.01% _0.14%' (the '_' read as '-'), "
     "'Interleaved -3.17% -0.47% -0.66%'; the column headers are lost (icons); columns read as AMG, UMT, pF3D "
-    "because the conclusions say AMG was the most sensitive and bullies had 'negligible effect on pF3D'"
+    "because the conclusions say AMG was the most sensitive and bullies had 'negligible effect on pF3D'. "
+    "Layouts from the poster's 'Experiments' panel: the application on 8 leaves x 28 nodes ('Application runs "
+    "on 8 leaf switches and 28 nodes per leaf switch'; 'run on the Quartz system with 224 nodes'); the adjacent-leaf "
+    "bully on 17 nodes per leaf (light: 10), the bisection bully on 17 per leaf, neither on the application's leaves "
+    "(only 3 of their 31 user nodes are free), here on every other leaf of the machine; the incast bully on 3 nodes "
+    "per leaf, i.e. the application's leaves' 3 free user nodes (28 + 3 = 31), rooted on the first"
 )
 
 
-def seed004(fairness: str | None = None, reps: int = 4) -> dict[str, tuple[float, float, float]]:
-    """004 on Quartz (2:1 taper at the leaves): each application on 8 leaves x 15 nodes
-    (the poster: 8 leaves; 15 per leaf assumed so that a 17-node bully fits beside it on a
-    32-node leaf), 36 ranks per node, alone and with each bully on the same leaves:
-    adjacent-leaf (17 per leaf; light: 10 per leaf), bisection (17 per leaf, pairs across
-    the machine's middle), incast (3 per leaf into one node of the first leaf), and
-    interleaved (the three applications dealt over the 8 leaves x 32 nodes in random runs).
+def _interleaved_groups_004(rep: int) -> list[list[int]]:
+    """The three applications dealt over the application's 8 leaves x 28 nodes in random
+    runs per leaf (the poster: 'variable number of nodes per leaf switch run each
+    application'; the runs themselves are not given)."""
+    rng = np.random.default_rng(100 + rep)
+    per = APP_PER_LEAF_004
+    groups: list[list[int]] = [[], [], []]
+    for leaf in APP_LEAVES_004:
+        nodes = list(range(leaf * 32, leaf * 32 + per))
+        cuts = np.sort(rng.integers(4, per - 3, size=2))
+        bounds = [0, int(cuts[0]), int(cuts[1]), per]
+        order = rng.permutation(3)
+        for k in range(3):
+            groups[int(order[k])].extend(nodes[bounds[k] : bounds[k + 1]])
+    return groups
+
+
+def seed004(fairness: str | None = None, reps: int = 4, reps_interleaved: int = REPS_INTERLEAVED_004) -> dict[str, tuple[float, float, float]]:
+    """004 on Quartz (2:1 taper at the leaves), on the poster's layouts (READ_004): each
+    application alone on 8 leaves x 28 nodes with 36 ranks per node, then with each bully:
+    adjacent-leaf (17 nodes per leaf; light: 10) and bisection (17 per leaf, pairs across
+    the machine's middle) on every other leaf, incast on the 3 free user nodes of each of
+    the application's leaves into one node of the first; and interleaved (the three
+    applications dealt over the same 8 x 28 nodes, ``reps_interleaved`` random layouts).
     Returns the degradation in percent (negative = slower, as the poster prints it)."""
+    other_leaves = [leaf for leaf in range(QUARTZ_LEAVES) if leaf not in APP_LEAVES_004]
+    free = USER_NODES_PER_LEAF_004 - APP_PER_LEAF_004
+    bullies = {
+        "light": ("adjacent-leaf", {"leaves": other_leaves, "per_leaf": 10}),
+        "adjacent-leaf": ("adjacent-leaf", {"leaves": other_leaves, "per_leaf": 17}),
+        "bisection": ("bisection", {"leaves": other_leaves, "per_leaf": 17}),
+        "incast": ("incast", {"leaves": APP_LEAVES_004, "per_leaf": free, "offset": APP_PER_LEAF_004}),
+    }
     out = {}
-    for bully, per in (("light", 10), ("adjacent-leaf", 17), ("bisection", 17), ("incast", 3)):
+    for bully, (kind, place) in bullies.items():
         cells = []
         for pattern, app in APPS_004.values():
             vals = []
             for rep in range(reps if bully == "bisection" else 1):
-                kind = "adjacent-leaf" if bully == "light" else bully
                 jobs = [
-                    {"name": "app", "place": {"leaves": APP_LEAVES_004, "per_leaf": 15}, "pattern": pattern, "app": app, "ranks_per_node": 36},
-                    {"name": "bully", "bully": kind, "place": {"leaves": APP_LEAVES_004, "per_leaf": per, "offset": 32 - per}, "seed": rep},
+                    {"name": "app", "place": {"leaves": APP_LEAVES_004, "per_leaf": APP_PER_LEAF_004}, "pattern": pattern, "app": app, "ranks_per_node": 36},
+                    {"name": "bully", "bully": kind, "place": place, "seed": rep},
                 ]
                 r = evaluate_scenario({"fabric": "quartz", "model": _model(fairness), "jobs": jobs})
                 vals.append(-100 * (r["jobs"][0]["slowdown"] - 1))
             cells.append(float(np.mean(vals)))
         out[bully] = tuple(cells)
-    # interleaved: the three applications share the 8 leaves in random runs per leaf
     sums = np.zeros(3)
-    reps_i = 4
-    for rep in range(reps_i):
-        rng = np.random.default_rng(100 + rep)
-        groups: list[list[int]] = [[], [], []]
-        for leaf in APP_LEAVES_004:
-            nodes = list(range(leaf * 32, leaf * 32 + 32))
-            cuts = np.sort(rng.integers(4, 29, size=2))
-            bounds = [0, int(cuts[0]), int(cuts[1]), 32]
-            order = rng.permutation(3)
-            for k in range(3):
-                groups[int(order[k])].extend(nodes[bounds[k] : bounds[k + 1]])
+    for rep in range(reps_interleaved):
         jobs = [{"name": n, "nodes": sorted(g), "pattern": p, "app": a, "ranks_per_node": 36, "seed": rep}
-                for (n, (p, a)), g in zip(APPS_004.items(), groups)]
+                for (n, (p, a)), g in zip(APPS_004.items(), _interleaved_groups_004(rep))]
         together = evaluate_scenario({"fabric": "quartz", "model": _model(fairness), "jobs": jobs})["jobs"]
         sums += [-100 * (j["slowdown"] - 1) for j in together]
-    out["interleaved"] = tuple(float(v) for v in sums / reps_i)
+    out["interleaved"] = tuple(float(v) for v in sums / reps_interleaved)
     return out
 
 
 def rows_004(fairness: str | None) -> list[Row]:
     r = seed004(fairness)
     rows = []
-    amg_why = (
-        "on the assumed layout (AMG on ports 0-14 of leaves 5-12, the bully on ports 15-31 of "
-        "the same leaves) D-mod-k sends the adjacent-leaf bully's flows over the same leaf "
-        "uplinks as AMG's traffic between the leaves of a pod, and the model charges AMG its "
-        "fair half there for all of its bandwidth time (9-10 %); the poster does not say "
-        "where each job's nodes were, and its AMG column (bisection 3.7x worse than "
-        "adjacent-leaf) suggests layouts that kept AMG's in-pod traffic off the bully's links"
-    )
     misses = {
-        ("light", "AMG"): amg_why,
-        ("adjacent-leaf", "AMG"): amg_why,
-        ("interleaved", "UMT"): "random interleaving layout assumed (the poster gives none); UMT's stencil meets AMG's traffic on shared leaf uplinks: about 4.4 % against 0.47 %",
+        ("bisection", "AMG"): (
+            f"on the poster's layout the bisection bully shares links with AMG (its pairs cross the second and third "
+            f"levels AMG's traffic between its two pods uses) but none that is oversubscribed, so a fluid model of "
+            f"link sharing predicts {r['bisection'][0]:.2f} %; the poster explains the effect by the bully's messages "
+            f"traversing more hops and by AMG's small messages being latency-bound: queueing delay in loaded "
+            f"switches, which the model does not represent (its latency part is not stretched by load)"
+        ),
+        ("interleaved", "UMT"): (
+            f"the poster gives no interleaving; on random runs per leaf UMT's stencil meets AMG's traffic on leaf "
+            f"uplinks the 2:1 taper oversubscribes ({r['interleaved'][1]:.2f} % on average over {REPS_INTERLEAVED_004} random "
+            f"layouts, against -0.47 %)"
+        ),
     }
     for bully, pub in TABLE_004.items():
         for k, app in enumerate(APPS_004):
@@ -317,8 +345,7 @@ def rows_004(fairness: str | None) -> list[Row]:
             rows.append(Row("004", f"Quartz, {bully} {'bully' if bully != 'interleaved' else 'workload'}: {app} change (%)", pub[k], r[bully][k], "abs", 3.0,
                             READ_004 if not rows else "see the first 004 row", held=not why, why=why))
     worst = min(v for cells in r.values() for v in cells)
-    rows.append(Row("004", "every degradation at most 7 % (most negative cell, %)", -7.0, worst, ">=", 0.0, "poster abstract: 'all the performance degradation being 7% or less'",
-                    held=False, why="the AMG cells above (light and adjacent-leaf bullies, about 9-10 %)"))
+    rows.append(Row("004", "every degradation at most 7 % (most negative cell, %)", -7.0, worst, ">=", 0.0, "poster abstract: 'all the performance degradation being 7% or less'"))
     return rows
 
 
@@ -338,7 +365,8 @@ def findings(fairness: str | None = None) -> dict[str, bool]:
     return {
         "000: isolation helps Stencil and Unstr-mesh more than Pairs": min(m["stencil4d"], m["unstructured"]) > m["pairs"],
         "003: coarse service levels reorder jobs but do not raise throughput": s3["best_4sl"] >= 0.98 and s3["worst_job"] > 1.0,
-        "004: the bisection bully is the worst bully": all(min(s4["bisection"]) <= min(s4[b]) for b in ("light", "adjacent-leaf", "incast")),
+        # strictly worse, by a visible margin: a tie at 0 (no bully slows anything) is not the finding
+        "004: the bisection bully is the worst bully": all(min(s4["bisection"]) < min(s4[b]) - 0.1 for b in ("light", "adjacent-leaf", "incast")),
         "004: every degradation <= 7 %": min(v for c in s4.values() for v in c) >= -7.0,
     }
 
