@@ -124,7 +124,9 @@ def rows_000(fairness: str | None) -> list[Row]:
         "by D-mod-k, so the model sees little to gain from isolation (1.2x); the measured "
         "1.55-1.74x must come from effects the fluid model lacks (congestion spreading, "
         "head-of-line blocking, collective synchronisation); 000's own packet-level simulation "
-        "predicted 1.14x"
+        "predicted 1.14x (for a2a along two dimensions; the experiments ran it along all three). "
+        "Chatterbug's subcom3d-a2a takes the grid (nx, ny, nz) and a message size per dimension "
+        "on its command line, which 000 does not give: the balanced grid with x fastest is an assumption"
     )
     for max_nodes, pub, overall in ((512, {"stencil4d": 1.26, "unstructured": 1.14, "pairs": 1.10, "subcom-a2a": 1.55}, 1.30),
                                     (128, {"stencil4d": 1.32, "unstructured": 1.29, "pairs": 1.08, "subcom-a2a": 1.74}, 1.35)):
