@@ -164,3 +164,24 @@ def test_progress_lines_give_percentage_rate_and_eta():
     assert lines[0] == "replaying: started (200 jobs)"
     assert lines[1].startswith("replaying: 25% (50 of 200 jobs), ") and "ETA " in lines[1]
     assert lines[-1].startswith("replaying: done in ")
+
+
+def test_the_verdict_says_how_much_of_isolations_cost_faster_jobs_pay_back():
+    from toposched.reporting.story import compare_story
+
+    def summary(busy: float, useful: float) -> dict:
+        return {"wait_s": {"mean": 86400.0}, "utilization": {"mean": busy}, "makespan_s": 10**7, "aph": {"mean": 1.0},
+                "jobs": {"in_workload": 10, "skipped_never_fit": 0, "replayed": 10}, "input": {},
+                "network": {"slowdown": {"mean": 1.0}, "busy_utilization": busy, "useful_utilization": useful}}
+
+    runs = [("linear", "none", summary(0.815, 0.776)), ("isolated", "none", summary(0.756, 0.756)), ("capped", "none", summary(0.794, 0.787))]
+    lines = [v for v in compare_story({"trace": "x.swf", "queue": "easy"}, runs, {}).verdict if v.startswith("Payback")]
+    # isolated gives up 81.5 - 75.6 = 5.9 points busy; its useful utilization is 2.0 below
+    # linear's, so faster jobs recovered 5.9 - 2.0 = 3.9 points (66 %)
+    assert lines[0] == ("Payback, isolated: 5.9 points of busy utilization given up against linear; its faster jobs pay back "
+                        "3.9 of them (66%); useful utilization -2.0 points against linear's.")
+    # capped gives up 2.1 points and ends 1.1 points of useful utilization above linear
+    assert lines[1] == "Payback, capped: 2.1 points of busy utilization given up against linear; its faster jobs pay it all back (useful utilization +1.1 points against linear's)."
+    # without the model there is nothing to say
+    plain = [(a, s, {k: v for k, v in d.items() if k != "network"}) for a, s, d in runs]
+    assert not [v for v in compare_story({"trace": "x.swf", "queue": "easy"}, plain, {}).verdict if v.startswith("Payback")]

@@ -98,6 +98,40 @@ def _transforms_text(transforms: list[Any]) -> str:
     return "; ".join(out)
 
 
+def _payback_sentences(base_key: tuple[str, str] | None, by: dict[tuple[str, str], dict[str, Any]]) -> list[str]:
+    """With the network model on: how much of each policy's busy-utilization cost against
+    the oblivious baseline its faster jobs pay back (both measures from the runs' network
+    blocks, so they count the same node-seconds)."""
+    if base_key is None or not isinstance(by[base_key].get("network"), dict):
+        return []
+    bn = by[base_key]["network"]
+    b_busy, b_useful = bn.get("busy_utilization"), bn.get("useful_utilization")
+    if b_busy is None or b_useful is None:
+        return []
+    out = []
+    for (a, s), summ in by.items():
+        n = summ.get("network")
+        if (a, s) == base_key or a in OBLIVIOUS or a == "as-logged" or not isinstance(n, dict):
+            continue
+        busy, useful = n.get("busy_utilization"), n.get("useful_utilization")
+        if busy is None or useful is None:
+            continue
+        cost = 100 * (b_busy - busy)  # points of busy utilization the policy gives up
+        net = 100 * (useful - b_useful)  # points of useful utilization it ends up with, against the baseline
+        name = a if s == "none" else f"{a} {s}"
+        if cost <= 0.05:
+            out.append(f"Payback, {name}: no busy utilization given up against {base_key[0]}; useful utilization {net:+.1f} points.")
+            continue
+        paid = cost + net  # the part of the cost that faster jobs recover
+        if net >= 0:
+            tail = f"its faster jobs pay it all back (useful utilization {net:+.1f} points against {base_key[0]}'s)"
+        else:
+            tail = (f"its faster jobs pay back {max(paid, 0.0):.1f} of them ({max(paid, 0.0) / cost:.0%}); "
+                    f"useful utilization {net:+.1f} points against {base_key[0]}'s")
+        out.append(f"Payback, {name}: {cost:.1f} points of busy utilization given up against {base_key[0]}; {tail}.")
+    return out
+
+
 def compare_story(meta: dict[str, Any], runs: list[tuple[str, str, dict[str, Any]]], fabric: dict[str, Any]) -> Story:
     """The story of one comparison. ``runs``: (alloc, scenario, summary) in plan order."""
     st = Story()
@@ -175,6 +209,7 @@ def compare_story(meta: dict[str, Any], runs: list[tuple[str, str, dict[str, Any
                     f"Network model, {a}{'' if s == 'none' else ' ' + s}: predicted mean slowdown {sd['mean']:.3f}; "
                     f"useful utilization {fmt_percent(n['useful_utilization'])} of {fmt_percent(n.get('busy_utilization'))} busy."
                 )
+        st.verdict.extend(_payback_sentences(base_key, by))
         if bu is not None and bw is not None and (bu < LIGHT_UTILIZATION or bw < LIGHT_WAIT_S):
             st.caveats.append(
                 f"The baseline is lightly loaded ({fmt_percent(bu)} busy, mean wait {fmt_duration(bw)}): placement barely changes "
