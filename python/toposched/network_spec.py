@@ -10,6 +10,7 @@ The model's settings (fairness, bandwidth, service levels) are read by
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import re
@@ -180,6 +181,8 @@ class NetworkSpec:
     text: str = ""
     #: The file the rules came from (errors in matching them name it); "" for the default table.
     bins_source: str = ""
+    #: SHA-256 of the spec file (or of the bins=PATH.csv table); "" for a spec on the command line.
+    file_sha256: str = ""
 
     def describe(self) -> dict[str, Any]:
         d: dict[str, Any] = {"spec": self.text, "mapping": self.mapping, "reference": self.reference, "overrun": self.overrun, "ranks_per_node": self.ranks_per_node, "seed": self.seed}
@@ -195,6 +198,8 @@ class NetworkSpec:
             d["column"] = self.column
         if self.sl_column:
             d["sl_column"] = self.sl_column
+        if self.file_sha256:
+            d["file_sha256"] = self.file_sha256
         d.update(self.settings.describe())
         return d
 
@@ -223,7 +228,9 @@ def parse_network_spec(text: str) -> NetworkSpec:
     CSV table of rules (by the file's extension; docs/network.md)."""
     src = "--network"
     p = Path(text)
-    if p.suffix.lower() in (".json", ".toml", ".csv") or p.is_file():
+    # a file: one that exists, or a name with a spec file's extension (to say it is
+    # missing) unless it reads as KEY=VALUE items (bins=site.csv,seed=2)
+    if p.is_file() or (p.suffix.lower() in (".json", ".toml", ".csv") and "=" not in text and "," not in text):
         try:
             return _spec_from_file(p, text)
         except InputError as exc:
@@ -281,10 +288,11 @@ def parse_network_spec(text: str) -> NetworkSpec:
     out.text = text
     if "bins" in items:
         try:
-            rules, lines = _rules_from_csv(_read_text(bins_file, "bins table"), str(bins_file))
+            table, out.file_sha256 = _read_text(bins_file, "bins table")
+            out.bins, out.bin_lines = _rules_from_csv(table, str(bins_file))
         except InputError as exc:
             raise _flagged(exc) from None
-        out.bins, out.bin_lines, out.bins_source = rules, lines, str(bins_file)
+        out.bins_source = str(bins_file)
     return out
 
 
@@ -295,9 +303,12 @@ def _flagged(exc: InputError) -> InputError:
     return InputError(exc.path, exc.message, line=exc.line, field=exc.field, hint=FLAG_HINT)
 
 
-def _read_text(path: Path, what: str) -> str:
+def _read_text(path: Path, what: str) -> tuple[str, str]:
+    """The file's text and the SHA-256 of its bytes (the summary records it: a run's id
+    then changes with the file's contents, not only its name)."""
     try:
-        return path.read_text(encoding="utf-8")
+        data = path.read_bytes()
+        return data.decode("utf-8"), hashlib.sha256(data).hexdigest()
     except FileNotFoundError:
         raise InputError(str(path), f"{what} file not found") from None
     except UnicodeDecodeError as exc:
@@ -309,8 +320,13 @@ def _read_text(path: Path, what: str) -> str:
 def _spec_from_file(path: Path, src: str) -> NetworkSpec:
     """A spec file, read by its extension: ``.csv`` a table of rules (every other setting
     at its default), ``.toml`` or anything else JSON."""
-    text = _read_text(path, "network spec")
-    suffix = path.suffix.lower()
+    text, sha256 = _read_text(path, "network spec")
+    spec = _spec_from_text(text, path.suffix.lower(), src)
+    spec.file_sha256 = sha256
+    return spec
+
+
+def _spec_from_text(text: str, suffix: str, src: str) -> NetworkSpec:
     if suffix == ".csv":
         spec = NetworkSpec(text=src)
         spec.bins, spec.bin_lines = _rules_from_csv(text, src)

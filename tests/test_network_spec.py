@@ -1,0 +1,304 @@
+"""A site's own application mix for the replay's network model (docs/network.md, "A site's
+own mix"): `--network` as a JSON, TOML or CSV table of rules on job features; its parsing,
+its errors (one line each, naming file, line, field and flag), which rule takes each job
+against a hand reading of the log, per-rule counts, and determinism."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import DATA, REPO, SLURM, THUNDER
+from toposched.cli import main
+from toposched.network_spec import UNBOUNDED, Rule, match_rules, parse_network_spec
+from toposched.workload import read_trace
+
+WINDOW = DATA / "atlas-window-120.swf"  # 120 jobs of Atlas: partition 1, users, app numbers
+
+# One table, three spellings. Rule order matters: partition 2 before the size bins, the
+# application before the short-job rule.
+RULES = [
+    {"max_nodes": 1, "pattern": "none", "comm_fraction": 0.0},
+    {"partition": 2, "pattern": "pairs", "comm_fraction": 0.1},
+    {"app": 6, "min_nodes": 8, "pattern": "subcom-a2a", "phi": 0.4},
+    {"max_walltime_s": 3600, "pattern": "stencil3d", "comm_fraction": 0.1},
+    {"max_nodes": 16, "pattern": "stencil3d", "comm_fraction": 0.3},
+    {"pattern": "stencil4d", "comm_fraction": 0.3},
+]
+CSV = """\
+# Thunder's mix (a comment line)
+max_nodes,min_nodes,partition,app,max_walltime_s,pattern,comm_fraction,phi
+1,,,,,none,0,
+
+,,2,,,pairs,0.1,
+,8,,6,,subcom-a2a,,0.4
+,,,,3600,stencil3d,0.1,
+16,,,,,stencil3d,0.3,
+,,,,,stencil4d,0.3,
+"""
+TOML = """\
+seed = 0  # the defaults, as the CSV form has them
+
+[[bins]]
+max_nodes = 1
+pattern = "none"
+comm_fraction = 0
+
+[[bins]]
+partition = 2
+pattern = "pairs"
+comm_fraction = 0.1
+
+[[bins]]
+app = 6
+min_nodes = 8
+pattern = "subcom-a2a"
+phi = 0.4
+
+[[bins]]
+max_walltime_s = 3600
+pattern = "stencil3d"
+comm_fraction = 0.1
+
+[[bins]]
+max_nodes = 16
+pattern = "stencil3d"
+comm_fraction = 0.3
+
+[[bins]]
+pattern = "stencil4d"
+comm_fraction = 0.3
+"""
+
+
+def _spellings(tmp_path: Path) -> dict[str, Path]:
+    files = {"csv": tmp_path / "mix.csv", "toml": tmp_path / "mix.toml", "json": tmp_path / "mix.json"}
+    files["csv"].write_text(CSV)
+    files["toml"].write_text(TOML)
+    files["json"].write_text(json.dumps({"bins": RULES}))
+    return files
+
+
+# ----------------------------------------------------------------------------- parsing
+
+
+def test_the_three_spellings_give_one_table(tmp_path):
+    files = _spellings(tmp_path)
+    specs = {k: parse_network_spec(str(p)) for k, p in files.items()}
+    want = (
+        Rule(1, "none", 0.0, None),
+        Rule(UNBOUNDED, "pairs", 0.1, None, where=(("partition", "2"),)),
+        Rule(UNBOUNDED, "subcom-a2a", None, 0.4, min_nodes=8, where=(("app", "6"),)),
+        Rule(UNBOUNDED, "stencil3d", 0.1, None, max_walltime_s=3600),
+        Rule(16, "stencil3d", 0.3, None),
+        Rule(UNBOUNDED, "stencil4d", 0.3, None),
+    )
+    for kind, spec in specs.items():
+        assert spec.mapping == "bins" and spec.bins == want, kind
+    # each rule's line in its file, for errors (the blank CSV line is skipped, counted)
+    assert specs["csv"].bin_lines == (3, 5, 6, 7, 8, 9)
+    assert specs["toml"].bin_lines == (3, 8, 13, 19, 24, 29)
+    assert specs["json"].bin_lines == (None,) * 6
+    assert specs["csv"].file_sha256 == hashlib.sha256(CSV.encode()).hexdigest()
+    # the CSV table beside other settings on the command line
+    s = parse_network_spec(f"bins={files['csv']},reference=alone,seed=3")
+    assert (s.bins, s.reference, s.seed, s.bins_source) == (want, "alone", 3, str(files["csv"]))
+
+
+def test_the_shipped_examples_are_one_table():
+    csv_spec = parse_network_spec(str(REPO / "examples" / "site-mix.csv"))
+    toml_spec = parse_network_spec(str(REPO / "examples" / "site-mix.toml"))
+    assert csv_spec.bins == toml_spec.bins and len(csv_spec.bins) == 7
+    assert (toml_spec.seed, toml_spec.reference, toml_spec.settings) == (csv_spec.seed, csv_spec.reference, csv_spec.settings)
+
+
+# ----------------------------------------------------------------------------- errors
+
+# (file name, contents, what the one line must hold: "file:line", field)
+BAD = [
+    ("a.csv", "max_nodes,pattern,colour\n1,none,red\n", ("a.csv:1", "field 'colour'", "unknown column")),
+    ("b.csv", "max_nodes,pattern,comm_fraction\n1,none,0\n16,warp,0.3\n", ("b.csv:3", "field 'pattern'", "unknown pattern 'warp'")),
+    ("c.csv", "max_nodes,pattern,comm_fraction\n1,none,1.5\n", ("c.csv:2", "field 'comm_fraction'", "[0, 1]")),
+    ("d.csv", "max_nodes,pattern,comm_fraction\nten,none,0\n", ("d.csv:2", "field 'max_nodes'", "whole number")),
+    ("e.csv", "max_nodes,pattern,comm_fraction\n1,none\n", ("e.csv:2", "expected 3 cells")),
+    ("f.csv", "max_nodes,pattern,comm_fraction\n128,stencil4d,0.3\n16,stencil3d,0.3\n", ("f.csv:3", "can never take a job", "line 2")),
+    ("g.csv", "min_nodes,max_nodes,pattern\n9,8,pairs\n", ("g.csv:2", "field 'min_nodes'", "above max_nodes")),
+    ("h.csv", "pattern,comm_fraction,phi\npairs,0.3,0.2\n", ("h.csv:2", "field 'phi'", "not both")),
+    ("i.csv", "max_nodes,comm_fraction\n1,0\n", ("i.csv:1", "field 'pattern'", "no pattern column")),
+    ("j.csv", "# nothing\n", ("j.csv", "empty table")),
+    ("k.csv", "max_nodes,pattern,comm_fraction\n1,,0\n", ("k.csv:2", "field 'pattern'", "needs a pattern")),
+    ("a.toml", "seed = 1\n[[bins]]\npattern = \"pairs\"\ncolour = 3\n", ("a.toml:2", "field 'bins[0].colour'", "unknown key")),
+    ("b.toml", "[[bins]]\npattern = \"pairs\"\n[[bins]\n", ("b.toml:3", "not valid TOML")),
+    ("c.toml", "seed = \"x\"\n[[bins]]\npattern = \"pairs\"\n", ("c.toml", "field 'seed'", "whole number")),
+    ("d.toml", "[[bins]]\nmax_nodes = 4\npattern = \"none\"\n[[bins]]\npattern = \"a2a\"\n[[bins]]\nmax_nodes = 2\npattern = \"pairs\"\n", ("d.toml:6", "field 'bins[2]'", "can never take a job: bins[0]")),
+    ("e.toml", "colour = 1\n", ("e.toml", "field 'colour'", "unknown key")),
+    ("f.toml", "[[bins]]\npattern = \"pairs\"\npartition = 1.5\n", ("f.toml:1", "field 'bins[0].partition'", "a name or a number")),
+    ("g.toml", "[[bins]]\npattern = \"pairs\"\nmax_nodes = true\n", ("g.toml:1", "field 'bins[0].max_nodes'", "whole number")),
+    ("a.json", json.dumps({"bins": [{"pattern": "pairs", "user": [1, 2]}]}), ("a.json", "field 'bins[0].user'", "a name or a number")),
+    ("b.json", "{\"bins\": [\n{\"pattern\": }]}", ("b.json:2", "not valid JSON")),
+    # rules the workload cannot answer: no catch-all, a feature the log does not have,
+    # a name where the log has numbers
+    ("m.csv", "max_nodes,pattern,comm_fraction\n1,none,0\n16,pairs,0.3\n", ("m.csv", "field 'bins'", "jobs match no rule (the first: job ", "a rule without conditions")),
+    ("n.csv", "account,pattern\n7,pairs\n,none\n", ("n.csv:2", "field 'account'", "has no account")),
+    ("o.csv", "partition,pattern\ngpu,pairs\n,none\n", ("o.csv:2", "field 'partition'", "numbers, not names; got 'gpu'")),
+    ("c.json", json.dumps({"bins": [{"partition": "gpu", "pattern": "pairs"}, {"pattern": "none"}]}), ("c.json", "field 'bins[0].partition'", "numbers, not names")),
+]
+
+
+@pytest.mark.parametrize("name,text,expect", BAD, ids=[b[0] for b in BAD])
+def test_a_bad_mix_is_one_line_naming_file_line_field_and_flag(tmp_path, capsys, name, text, expect):
+    f = tmp_path / name
+    f.write_text(text)
+    status = main(["simulate", "--trace", str(WINDOW), "--system", "cab", "--out", str(tmp_path / "out"), "--network", str(f), "--quiet"])
+    err = capsys.readouterr().err
+    assert status == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    line = lines[0]
+    assert line.startswith(f"error: {f.parent}/{expect[0]}"), line
+    for part in expect[1:]:
+        assert part in line, line
+    assert line.endswith("(given with --network)"), line
+    assert not (tmp_path / "out").exists()
+
+
+def test_missing_files_and_bins_tables_are_one_line(tmp_path, capsys):
+    for spec, expect in [(str(tmp_path / "nope.csv"), "nope.csv: network spec file not found"), (f"bins={tmp_path / 'nope.csv'},seed=1", "nope.csv: bins table file not found"), ("bins=mix.toml", "bins=PATH takes a CSV table")]:
+        status = main(["simulate", "--trace", str(WINDOW), "--system", "cab", "--out", str(tmp_path / "out"), "--network", spec, "--quiet"])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert status == 2 and len(err) == 1 and expect in err[0], err
+
+
+# ----------------------------------------------------------------------------- matching
+
+
+def _by_hand(path: Path) -> dict[int, tuple[int, int]]:
+    """(partition, executable number) of every job record of an SWF log, by its line,
+    read here with split() (fields 16 and 14)."""
+    out = {}
+    with gzip.open(path, "rt") as fh:
+        for n, text in enumerate(fh, 1):
+            f = text.split()
+            if f and not text.startswith(";"):
+                out[n] = (int(f[15]), int(f[13]))
+    return out
+
+
+def _rule_by_hand(nodes: int, walltime_s: int, partition: int, app: int) -> int:
+    """RULES, written out: the first that holds."""
+    if nodes <= 1:
+        return 0
+    if partition == 2:
+        return 1
+    if app == 6 and nodes >= 8:
+        return 2
+    if walltime_s <= 3600:
+        return 3
+    if nodes <= 16:
+        return 4
+    return 5
+
+
+def test_rules_take_jobs_as_a_hand_reading_of_the_log_does(tmp_path):
+    """Thunder's first 6,000 jobs (partitions 1 and 2, executable numbers): the rule of
+    every job against the rules written out on fields read with split(); every rule takes
+    some jobs."""
+    w = read_trace(THUNDER)
+    raw = _by_hand(THUNDER)
+    cols = w.columns
+    want = np.array([
+        _rule_by_hand(int(cols["nodes"][i]), int(cols["walltime_s"][i]), *raw[int(cols["line"][i])]) for i in range(len(w))
+    ])
+    for f in _spellings(tmp_path).values():
+        got = match_rules(w, parse_network_spec(str(f)))
+        assert (got == want).all()
+    counts = np.bincount(want, minlength=len(RULES))
+    assert (counts > 20).all(), counts
+
+
+def test_per_rule_counts_and_columns_of_a_replay(tmp_path):
+    """summary.json's network.bins[k].jobs counts the replayed jobs rule k took; jobs.parquet's
+    net_rule / net_pattern / net_phi say which, as the hand reading does."""
+    f = _spellings(tmp_path)["csv"]
+    out = tmp_path / "run"
+    assert main(["simulate", "--trace", str(THUNDER), "--system", "cab", "--transform", "days:4", "--out", str(out), "--network", str(f), "--quiet"]) == 0
+    jobs = pq.read_table(out / "jobs.parquet").to_pydict()
+    net = json.loads((out / "summary.json").read_text())["network"]
+    raw = _by_hand(THUNDER)
+    w = read_trace(THUNDER)
+    row_of = {int(j): i for i, j in enumerate(w.columns["job_id"])}
+    want = [
+        _rule_by_hand(int(w.columns["nodes"][i]), int(w.columns["walltime_s"][i]), *raw[int(w.columns["line"][i])])
+        for i in (row_of[j] for j in jobs["job_id"])
+    ]
+    assert jobs["net_rule"] == want
+    assert [b["jobs"] for b in net["bins"]] == np.bincount(want, minlength=len(RULES)).tolist()
+    assert sum(b["jobs"] for b in net["bins"]) == len(jobs["job_id"]) > 500
+    assert [RULES[k]["pattern"] for k in want] == jobs["net_pattern"]
+    # an explicit phi is the job's phi; rule 0's jobs do not communicate
+    assert all(p == 0.4 for p, k in zip(jobs["net_phi"], want) if k == 2)
+    assert all(p == 0.0 for p, k in zip(jobs["net_phi"], want) if k == 0)
+    assert net["bins"][1] == {"max_nodes": UNBOUNDED, "partition": "2", "pattern": "pairs", "comm_fraction": 0.1, "jobs": want.count(1)}
+    assert net["file_sha256"] == hashlib.sha256(f.read_bytes()).hexdigest()
+
+
+def test_sacct_rules_match_names():
+    """A sacct log names its accounts: a rule matches by name; a name the log does not hold
+    (or holds only for a skipped record) takes no job and is no error. The three jobs'
+    accounts are anon, dspumpkins, anonacct (tests/test_sacct.py reads them)."""
+    w = read_trace(SLURM / "xdmod_ub-hpc_sacct-parsable2_accounting-logs.log")
+    spec = parse_network_spec("random")
+    spec.mapping = "bins"
+    spec.bins = (
+        Rule(UNBOUNDED, "pairs", 0.3, None, where=(("account", "dspumpkins"),)),
+        Rule(UNBOUNDED, "a2a", 0.3, None, where=(("account", "ccr"),)),
+        Rule(UNBOUNDED, "ring", 0.3, None, where=(("account", "nosuch"),)),
+        Rule(UNBOUNDED, "flood", 0.3, None, where=(("partition", "general-compute"), ("user", "anonuser"))),
+        Rule(UNBOUNDED, "stencil3d", 0.3, None),
+    )
+    assert match_rules(w, spec).tolist() == [4, 0, 3]
+
+
+# ----------------------------------------------------------------------------- determinism
+
+
+def test_same_file_same_bytes_and_spellings_same_jobs(tmp_path):
+    files = _spellings(tmp_path)
+    outs = {}
+    for kind, f in [*files.items(), ("csv-again", files["csv"])]:
+        out = tmp_path / f"out-{kind}"
+        assert main(["simulate", "--trace", str(THUNDER), "--system", "cab", "--transform", "days:4", "--alloc", "random", "--out", str(out), "--network", str(f), "--quiet"]) == 0
+        outs[kind] = out
+    for name in ("jobs.parquet", "summary.json", "utilization.parquet"):
+        assert (outs["csv"] / name).read_bytes() == (outs["csv-again"] / name).read_bytes(), name
+    tables = {k: pq.read_table(o / "jobs.parquet") for k, o in outs.items()}
+    assert tables["csv"].num_rows > 300
+    assert tables["csv"].equals(tables["toml"]) and tables["csv"].equals(tables["json"])
+    # the summaries differ only in naming the file (and its hash), so the run ids do too
+    nets = {}
+    for k, o in outs.items():
+        s = json.loads((o / "summary.json").read_text())
+        nets[k] = {key: v for key, v in s["network"].items() if key not in ("spec", "file_sha256")}
+    assert nets["csv"] == nets["toml"] == nets["json"]
+
+
+def test_a_compare_run_id_follows_the_spec_files_contents(tmp_path):
+    """compare (and frontier) resume a run whose id is unchanged: an edit of the spec file
+    must change it, not only a new file name."""
+    from toposched.compare import RunSpec, _sweep_runs
+    from toposched.config import RunConfig
+
+    f = _spellings(tmp_path)["csv"]
+    ids = []
+    for text in (CSV, CSV.replace("stencil4d,0.3", "stencil4d,0.4"), CSV):
+        f.write_text(text)
+        runs = _sweep_runs(WINDOW, "cab", [RunSpec("linear__none", "none", RunConfig(network=str(f)))], transforms=[], format=None, lenient=False)
+        assert runs[0].spec["scenario"]["network_sha256"] == hashlib.sha256(text.encode()).hexdigest()
+        ids.append(runs[0].run_id)
+    assert ids[0] != ids[1] and ids[0] == ids[2]
