@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
 
 from conftest import DATA, REPO, SLURM, THUNDER
 from toposched.cli import main
@@ -302,3 +304,98 @@ def test_a_compare_run_id_follows_the_spec_files_contents(tmp_path):
         assert runs[0].spec["scenario"]["network_sha256"] == hashlib.sha256(text.encode()).hexdigest()
         ids.append(runs[0].run_id)
     assert ids[0] != ids[1] and ids[0] == ids[2]
+
+
+# ----------------------------------------------------------------------------- property
+
+_PARTITIONS, _USERS, _APPS = (1, 2, 3), (0, 1, 2, 3), (0, 1, 2, 3, 4, 5)
+
+
+@st.composite
+def _tables(draw):
+    """A few rules with random conditions over small domains (some values no job has),
+    sometimes ending with a catch-all."""
+    rules = []
+    for _ in range(draw(st.integers(1, 5))):
+        r = {}
+        if draw(st.booleans()):
+            r["min_nodes"] = draw(st.integers(1, 30))
+        if draw(st.booleans()):
+            r["max_nodes"] = draw(st.integers(r.get("min_nodes", 1), 40))
+        if draw(st.booleans()):
+            r["max_walltime_s"] = draw(st.integers(0, 5000))
+        if draw(st.booleans()):
+            r["min_walltime_s"] = draw(st.integers(0, r.get("max_walltime_s", 5000)))
+        for key, values in (("partition", (*_PARTITIONS, 9)), ("user", _USERS), ("app", (*_APPS, 7))):
+            if draw(st.integers(0, 3)) == 0:
+                r[key] = draw(st.sampled_from(values))
+        r["pattern"] = draw(st.sampled_from(["none", "pairs", "stencil3d", "a2a"]))
+        r["phi" if draw(st.booleans()) else "comm_fraction"] = draw(st.sampled_from([0.0, 0.25, 1.0]))
+        rules.append(r)
+    if draw(st.booleans()):
+        rules.append({"pattern": "ring", "phi": 0.5})
+    return rules
+
+
+def _as_csv(rules):
+    keys = ["min_nodes", "max_nodes", "min_walltime_s", "max_walltime_s", "partition", "account", "user", "qos", "app", "pattern", "comm_fraction", "phi"]
+    return ",".join(keys) + "\n" + "".join(",".join(str(r.get(k, "")) for k in keys) + "\n" for r in rules)
+
+
+def _as_toml(rules):
+    return "".join("[[bins]]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in r.items()) for r in rules)
+
+
+def _holds(r, nodes, wall, part, user, app):
+    """A rule's conditions, written out for one job (or a grid of them)."""
+    ok = (nodes >= r.get("min_nodes", 1)) & (nodes <= r.get("max_nodes", 2**62))
+    ok = ok & (wall >= r.get("min_walltime_s", 0)) & (wall <= r.get("max_walltime_s", 2**62))
+    for key, v in (("partition", part), ("user", user), ("app", app)):
+        if key in r:
+            ok = ok & (v == r[key])
+    return ok
+
+
+@settings(max_examples=150, deadline=None)
+@given(rules=_tables(), seed=st.integers(0, 2**16))
+def test_first_matching_rule_in_every_spelling_property(tmp_path_factory, rules, seed):
+    """Any table, spelled as CSV, TOML and JSON: the same rules; each job goes to the first
+    rule whose conditions (written out here) hold, or the run is refused when one has none;
+    a table is refused as having a rule that can never take a job only when, over every
+    combination of feature values, an earlier rule holds wherever it does."""
+    from toposched.errors import InputError
+    from toposched.workload.model import Workload
+
+    d = tmp_path_factory.mktemp("mix")
+    texts = {"csv": _as_csv(rules), "toml": _as_toml(rules), "json": json.dumps({"bins": rules})}
+    specs, refusals = {}, set()
+    for kind, text in texts.items():
+        (d / f"m.{kind}").write_text(text)
+        try:
+            specs[kind] = parse_network_spec(str(d / f"m.{kind}"))
+        except InputError as exc:
+            assert "can never take a job" in exc.message, exc
+            refusals.add(kind)
+    assert refusals in (set(), set(texts))  # the three spellings agree
+    if refusals:
+        event("refused")
+        # some rule j lies wholly inside an earlier rule i, on a grid of every boundary
+        bounds = sorted({0, 1, 2**61} | {v + e for r in rules for k in ("min_walltime_s", "max_walltime_s") if k in r for v in [r[k]] for e in (-1, 0, 1) if v + e >= 0})
+        g = np.meshgrid(np.arange(1, 42), np.array(bounds), np.array([*_PARTITIONS, 9]), np.array([*_USERS]), np.array([*_APPS, 7]), indexing="ij")
+        inside = [_holds(r, *g) for r in rules]
+        assert any(not (inside[j] & ~inside[i]).any() for j in range(len(rules)) for i in range(j))
+        return
+    assert specs["csv"].bins == specs["toml"].bins == specs["json"].bins
+    rng = np.random.default_rng(seed)
+    n = 60
+    nodes, wall = rng.integers(1, 41, n), rng.integers(1, 5001, n)
+    part, user, app = rng.choice(_PARTITIONS, n), rng.choice(_USERS, n), rng.choice(_APPS, n)
+    cols = {"job_id": np.arange(n), "submit_s": np.zeros(n, np.int64), "nodes": nodes, "walltime_s": wall, "runtime_s": wall, "procs": nodes, "line": np.arange(1, n + 1), "partition_id": part, "user_id": user}
+    w = Workload(columns=cols, source="synthetic", format="swf", extra={"app": app})
+    want = [next((k for k, r in enumerate(rules) if _holds(r, nodes[i], wall[i], part[i], user[i], app[i])), -1) for i in range(n)]
+    event("unmatched jobs" if -1 in want else "every job matched")
+    if -1 in want:
+        with pytest.raises(InputError, match=f"{want.count(-1)} of {n} jobs match no rule"):
+            match_rules(w, specs["csv"])
+    else:
+        assert match_rules(w, specs["csv"]).tolist() == want
