@@ -108,6 +108,10 @@ def test_the_three_spellings_give_one_table(tmp_path):
     assert specs["toml"].bin_lines == (3, 8, 13, 19, 24, 29)
     assert specs["json"].bin_lines == (None,) * 6
     assert specs["csv"].file_sha256 == hashlib.sha256(CSV.encode()).hexdigest()
+    # a spreadsheet's byte-order mark is no part of the first column's name
+    bom = tmp_path / "bom.csv"
+    bom.write_bytes(b"\xef\xbb\xbf" + CSV.encode())
+    assert parse_network_spec(str(bom)).bins == want
     # the CSV table beside other settings on the command line
     s = parse_network_spec(f"bins={files['csv']},reference=alone,seed=3")
     assert (s.bins, s.reference, s.seed, s.bins_source) == (want, "alone", 3, str(files["csv"]))
@@ -135,6 +139,7 @@ BAD = [
     ("i.csv", "max_nodes,comm_fraction\n1,0\n", ("i.csv:1", "field 'pattern'", "no pattern column")),
     ("j.csv", "# nothing\n", ("j.csv", "empty table")),
     ("k.csv", "max_nodes,pattern,comm_fraction\n1,,0\n", ("k.csv:2", "field 'pattern'", "needs a pattern")),
+    ("l.csv", "max_nodes;pattern;comm_fraction\n1;none;0\n", ("l.csv:1", "field 'max_nodes;pattern;comm_fraction'", "separated by commas")),
     ("a.toml", "seed = 1\n[[bins]]\npattern = \"pairs\"\ncolour = 3\n", ("a.toml:2", "field 'bins[0].colour'", "unknown key")),
     ("b.toml", "[[bins]]\npattern = \"pairs\"\n[[bins]\n", ("b.toml:3", "not valid TOML")),
     ("c.toml", "seed = \"x\"\n[[bins]]\npattern = \"pairs\"\n", ("c.toml", "field 'seed'", "whole number")),

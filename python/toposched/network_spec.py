@@ -308,7 +308,8 @@ def _read_text(path: Path, what: str) -> tuple[str, str]:
     then changes with the file's contents, not only its name)."""
     try:
         data = path.read_bytes()
-        return data.decode("utf-8"), hashlib.sha256(data).hexdigest()
+        # utf-8-sig: a spreadsheet's CSV often starts with a byte-order mark
+        return data.decode("utf-8-sig"), hashlib.sha256(data).hexdigest()
     except FileNotFoundError:
         raise InputError(str(path), f"{what} file not found") from None
     except UnicodeDecodeError as exc:
@@ -460,7 +461,8 @@ def _rules_from_csv(text: str, src: str) -> tuple[tuple[Rule, ...], tuple[int | 
             if header is None:
                 for c in cells:
                     if c not in RULE_KEYS:
-                        raise InputError(src, "unknown column; the columns of a rule are " + ", ".join(RULE_KEYS), line=line, field=c or "(empty)")
+                        sep = " (cells are separated by commas)" if ";" in c or "\t" in c else ""
+                        raise InputError(src, "unknown column; the columns of a rule are " + ", ".join(RULE_KEYS) + sep, line=line, field=c or "(empty)")
                     if cells.count(c) > 1:
                         raise InputError(src, "column named twice", line=line, field=c)
                 if "pattern" not in cells:
