@@ -404,3 +404,28 @@ def test_first_matching_rule_in_every_spelling_property(tmp_path_factory, rules,
             match_rules(w, specs["csv"])
     else:
         assert match_rules(w, specs["csv"]).tolist() == want
+
+
+def test_a_sweep_run_id_follows_the_spec_files_contents(tmp_path):
+    from toposched.sweep import parse_sweep
+
+    f = _spellings(tmp_path)["toml"]
+    text = f'[[workloads]]\ntrace = "{WINDOW}"\n[[fabrics]]\nsystem = "cab"\n[scenarios]\nnetwork = ["{f}", "bins"]\n'
+    first = parse_sweep(text, "s.toml").runs
+    assert [r.spec["scenario"].get("network_sha256") for r in first] == [hashlib.sha256(TOML.encode()).hexdigest(), None]
+    f.write_text(TOML.replace("phi = 0.4", "phi = 0.5"))
+    second = parse_sweep(text, "s.toml").runs
+    assert first[0].run_id != second[0].run_id and first[1].run_id == second[1].run_id
+
+
+def test_the_command_line_exits_2_with_one_line(tmp_path):
+    """The installed command, as a process: status 2, one line, no traceback."""
+    import subprocess
+    import sys
+
+    f = tmp_path / "bad.csv"
+    f.write_text("max_nodes,pattern\n1,none\n2,warp\n")
+    r = subprocess.run([sys.executable, "-m", "toposched.cli", "simulate", "--trace", str(WINDOW), "--system", "cab", "--out", str(tmp_path / "o"), "--network", str(f)], capture_output=True, text=True)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines() == [f"error: {f}:3: field 'pattern': unknown pattern 'warp'; patterns are: " + r.stderr.split("patterns are: ")[1].strip()]
+    assert r.stderr.strip().endswith("(given with --network)")
