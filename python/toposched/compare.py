@@ -161,6 +161,7 @@ def _sweep_runs(trace: str | Path, system: str, specs: list[RunSpec], *, transfo
             conf = Path(system).resolve()
             fabric.update(name=conf.name, kind="topology.conf", system=str(conf), conf_sha256=sha256_file(conf))
     runs = []
+    network_sha256: dict[str, str] = {}
     for spec in specs:
         config = asdict(spec.config)
         if not config.get("policy_options"):
@@ -168,6 +169,14 @@ def _sweep_runs(trace: str | Path, system: str, specs: list[RunSpec], *, transfo
         scenario: dict[str, Any] = {"speedup": spec.scenario, "seed": spec.config.seed}
         if spec.config.network is not None:
             scenario["network"] = spec.config.network
+            # a spec file's contents, not only its name, make the run (resuming after an
+            # edit of the file runs again)
+            if spec.config.network not in network_sha256:
+                from .network_spec import parse_network_spec
+
+                network_sha256[spec.config.network] = parse_network_spec(spec.config.network).file_sha256
+            if network_sha256[spec.config.network]:
+                scenario["network_sha256"] = network_sha256[spec.config.network]
         doc: dict[str, Any] = {"toposched_version": __version__, "workload": workload, "fabric": fabric, "scenario": scenario, "config": config}
         code = {k: policy_code_sha256(config.get(k)) for k in ("alloc", "queue_order")}
         code = {k: v for k, v in code.items() if v is not None}

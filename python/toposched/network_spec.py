@@ -9,10 +9,14 @@ The model's settings (fairness, bandwidth, service levels) are read by
 
 from __future__ import annotations
 
+import csv
+import hashlib
+import io
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -20,6 +24,75 @@ from .errors import InputError
 from .jobmodel import FabricTiming, profile
 from .network import SL_PRESETS, ModelSettings, check_pattern, field_error, parse_settings
 
+#: What an error in a spec file adds, so that the user knows which flag gave the file.
+FLAG_HINT = "given with --network"
+
+#: The largest ``seed`` of a spec (each job's seed is ``job row + seed x 1,000,003`` in int64).
+SEED_LIMIT = 2**40
+
+#: No bound (a rule without ``max_nodes`` / ``max_walltime_s``).
+UNBOUNDED = 2**62
+
+#: The job features a rule of a site's mix can test for equality, and the Workload column
+#: each reads (docs/network.md, "A site's own mix"): the id columns every reader fills
+#: (sacct: names, matched by name; SWF: the log's numbers) and ``app``, SWF's executable
+#: (application) number (field 14), kept by the SWF reader as ``extra["app"]``.
+RULE_FEATURES: dict[str, str] = {
+    "partition": "partition_id",
+    "account": "account_id",
+    "user": "user_id",
+    "qos": "qos_id",
+    "app": "app",
+}
+
+#: Inclusive bounds a rule can put on the job's size (``nodes``) and requested time (``walltime_s``).
+RULE_BOUNDS: tuple[str, ...] = ("min_nodes", "max_nodes", "min_walltime_s", "max_walltime_s")
+
+#: Every key (JSON / TOML) or column (CSV) of a rule, in the order a rule is described.
+RULE_KEYS: tuple[str, ...] = (*RULE_BOUNDS, *RULE_FEATURES, "pattern", "comm_fraction", "phi")
+
+
+class Rule(NamedTuple):
+    """One rule of a ``mapping=bins`` table: the jobs it takes (every condition holds) and
+    the traffic they send. Rules are tried in order; the first that holds takes the job."""
+
+    max_nodes: int
+    pattern: str
+    #: Communication fraction (the job model turns it into phi), or None when ``phi`` is given.
+    comm_fraction: float | None
+    phi: float | None
+    min_nodes: int = 1
+    min_walltime_s: int = 0
+    max_walltime_s: int = UNBOUNDED
+    #: (feature, value as written) for the features of :data:`RULE_FEATURES` it tests.
+    where: tuple[tuple[str, str], ...] = ()
+
+    def describe(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"max_nodes": self.max_nodes}
+        if self.min_nodes != 1:
+            d["min_nodes"] = self.min_nodes
+        if self.min_walltime_s != 0:
+            d["min_walltime_s"] = self.min_walltime_s
+        if self.max_walltime_s != UNBOUNDED:
+            d["max_walltime_s"] = self.max_walltime_s
+        d.update(self.where)
+        d["pattern"] = self.pattern
+        if self.phi is not None:
+            d["phi"] = self.phi
+        else:
+            d["comm_fraction"] = self.comm_fraction
+        return d
+
+    def covers(self, other: Rule) -> bool:
+        """Whether every job ``other`` holds for, this rule holds for too (so ``other``,
+        after this one, can never take a job)."""
+        return (
+            self.min_nodes <= other.min_nodes
+            and self.max_nodes >= other.max_nodes
+            and self.min_walltime_s <= other.min_walltime_s
+            and self.max_walltime_s >= other.max_walltime_s
+            and set(self.where) <= set(other.where)
+        )
 
 
 #: Chatterbug patterns of the SC18 paper's experiments (seed 000 §V-B), for ``mapping=random``.
@@ -31,12 +104,12 @@ PAPER_PATTERNS: tuple[str, ...] = ("stencil4d", "unstructured", "pairs", "subcom
 #: total time", which measured a 1.08x mean / 1.31x max gain from isolation), with the
 #: patterns' application profiles (jobmodel.py) splitting that time into latency and
 #: bandwidth; larger jobs get denser patterns (documented choice, replaceable).
-DEFAULT_BINS: tuple[tuple[int, str, float | None, float | None], ...] = (
-    (1, "none", 0.0, None),
-    (16, "stencil3d", 0.3, None),
-    (128, "stencil4d", 0.3, None),
-    (512, "unstructured", 0.3, None),
-    (2**62, "subcom-a2a", 0.3, None),
+DEFAULT_BINS: tuple[Rule, ...] = (
+    Rule(1, "none", 0.0, None),
+    Rule(16, "stencil3d", 0.3, None),
+    Rule(128, "stencil4d", 0.3, None),
+    Rule(512, "unstructured", 0.3, None),
+    Rule(UNBOUNDED, "subcom-a2a", 0.3, None),
 )
 
 #: Communication fraction of ``mapping=random`` / ``column`` jobs unless ``phi`` is given.
@@ -78,9 +151,12 @@ class NetworkSpec:
     """How a replay assigns traffic to jobs and how the network model shares links
     (``simulate --network SPEC``; docs/network.md "Closed loop")."""
 
-    #: "bins" (by job size), "random" (seeded, as seed 000 did) or "column" (a trace column).
+    #: "bins" (rules on the job's size and features), "random" (seeded, as seed 000 did)
+    #: or "column" (a trace column).
     mapping: str = "bins"
-    bins: tuple[tuple[int, str, float | None, float | None], ...] = DEFAULT_BINS
+    bins: tuple[Rule, ...] = DEFAULT_BINS
+    #: The line of each rule in its file, where known (errors name it).
+    bin_lines: tuple[int | None, ...] = ()
     patterns: tuple[str, ...] = PAPER_PATTERNS
     #: Explicit bandwidth fraction (bypassing the job model): a value, or (low, high)
     #: drawn uniformly per job (per column value for "column"). None: the job model.
@@ -103,11 +179,15 @@ class NetworkSpec:
     bytes: float = 1.0
     settings: ModelSettings = field(default_factory=ModelSettings)
     text: str = ""
+    #: The file the rules came from (errors in matching them name it); "" for the default table.
+    bins_source: str = ""
+    #: SHA-256 of the spec file (or of the bins=PATH.csv table); "" for a spec on the command line.
+    file_sha256: str = ""
 
     def describe(self) -> dict[str, Any]:
         d: dict[str, Any] = {"spec": self.text, "mapping": self.mapping, "reference": self.reference, "overrun": self.overrun, "ranks_per_node": self.ranks_per_node, "seed": self.seed}
         if self.mapping == "bins":
-            d["bins"] = [{"max_nodes": b[0], "pattern": b[1], **({"phi": b[3]} if b[3] is not None else {"comm_fraction": b[2]})} for b in self.bins]
+            d["bins"] = [b.describe() for b in self.bins]
         else:
             d["patterns"] = list(self.patterns)
             if self.phi is not None:
@@ -118,6 +198,8 @@ class NetworkSpec:
             d["column"] = self.column
         if self.sl_column:
             d["sl_column"] = self.sl_column
+        if self.file_sha256:
+            d["file_sha256"] = self.file_sha256
         d.update(self.settings.describe())
         return d
 
@@ -141,18 +223,18 @@ def parse_network_spec(text: str) -> NetworkSpec:
     """``--network SPEC``: ``bins``, ``random``, ``column:NAME``, or ``KEY=VALUE,...`` with
     keys mapping, patterns (a+b+c), phi (x or lo-hi), column, sl_column, seed, reference,
     fairness, bandwidth, service_levels (a table name or w0+w1+...), ranks_per_node,
-    bytes; or the path of a JSON file with the same keys (``bins`` as a list of
-    ``{"max_nodes", "pattern", "phi"}``, ``model`` as in a scenario)."""
+    bytes, bins (the path of a CSV table of rules); or the path of a spec file: JSON or
+    TOML with the same keys (``bins`` as a list of rules, ``model`` as in a scenario), or a
+    CSV table of rules (by the file's extension; docs/network.md)."""
     src = "--network"
     p = Path(text)
-    if text.endswith(".json") or p.is_file():
+    # a file: one that exists, or a name with a spec file's extension (to say it is
+    # missing) unless it reads as KEY=VALUE items (bins=site.csv,seed=2)
+    if p.is_file() or (p.suffix.lower() in (".json", ".toml", ".csv") and "=" not in text and "," not in text):
         try:
-            loaded = json.loads(p.read_text())
-        except FileNotFoundError:
-            raise InputError(text, "network spec file not found") from None
-        except json.JSONDecodeError as exc:
-            raise InputError(text, f"not valid JSON: {exc.msg}", line=exc.lineno) from None
-        return _spec_from_obj(loaded, text)
+            return _spec_from_file(p, text)
+        except InputError as exc:
+            raise _flagged(exc) from None
     items: dict[str, str] = {}
     for part in filter(None, (x.strip() for x in text.split(","))):
         key, sep, value = part.partition("=")
@@ -194,22 +276,243 @@ def parse_network_spec(text: str) -> NetworkSpec:
             obj["comm_fraction" if key == "comm" else key] = _phi_value(value, src, key if key != "comm" else "comm_fraction")
         elif key in ("mapping", "column", "sl_column", "reference", "overrun"):
             obj[key] = value
+        elif key == "bins":
+            bins_file = Path(value)
+            if bins_file.suffix.lower() != ".csv":
+                raise field_error(src, key, f"bins=PATH takes a CSV table of rules, got {value!r} (a JSON or TOML spec is given whole: --network spec.toml)")
         else:
-            raise field_error(src, key, "unknown key; keys are mapping, patterns, comm_fraction (comm), phi, column, sl_column, seed, reference, overrun, fairness, bandwidth, service_levels, ranks_per_node, bytes")
+            raise field_error(src, key, "unknown key; keys are mapping, patterns, comm_fraction (comm), phi, column, sl_column, seed, reference, overrun, fairness, bandwidth, service_levels, ranks_per_node, bytes, bins")
     if model:
         obj["model"] = model
     out = _spec_from_obj(obj, src)
     out.text = text
+    if "bins" in items:
+        try:
+            table, out.file_sha256 = _read_text(bins_file, "bins table")
+            out.bins, out.bin_lines = _rules_from_csv(table, str(bins_file))
+        except InputError as exc:
+            raise _flagged(exc) from None
+        out.bins_source = str(bins_file)
     return out
 
 
-def _spec_from_obj(obj: dict[str, Any], src: str) -> NetworkSpec:
+def _flagged(exc: InputError) -> InputError:
+    """``exc`` (an error in a file given with ``--network``) saying which flag gave the file."""
+    if exc.hint is not None:
+        return exc
+    return InputError(exc.path, exc.message, line=exc.line, field=exc.field, hint=FLAG_HINT)
+
+
+def _read_text(path: Path, what: str) -> tuple[str, str]:
+    """The file's text and the SHA-256 of its bytes (the summary records it: a run's id
+    then changes with the file's contents, not only its name)."""
+    try:
+        data = path.read_bytes()
+        # utf-8-sig: a spreadsheet's CSV often starts with a byte-order mark
+        return data.decode("utf-8-sig"), hashlib.sha256(data).hexdigest()
+    except FileNotFoundError:
+        raise InputError(str(path), f"{what} file not found") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(str(path), f"not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read the {what}: {exc.strerror or exc}") from None
+
+
+def _spec_from_file(path: Path, src: str) -> NetworkSpec:
+    """A spec file, read by its extension: ``.csv`` a table of rules (every other setting
+    at its default), ``.toml`` or anything else JSON."""
+    text, sha256 = _read_text(path, "network spec")
+    spec = _spec_from_text(text, path.suffix.lower(), src)
+    spec.file_sha256 = sha256
+    return spec
+
+
+def _spec_from_text(text: str, suffix: str, src: str) -> NetworkSpec:
+    if suffix == ".csv":
+        spec = NetworkSpec(text=src)
+        spec.bins, spec.bin_lines = _rules_from_csv(text, src)
+        spec.bins_source = src
+        return spec
+    if suffix == ".toml":
+        import tomllib
+
+        try:
+            loaded: Any = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            # tomllib says "... (at line L, column C)": the line goes where every error puts it
+            m = re.search(r"\(at line (\d+), column \d+\)$", str(exc))
+            message = str(exc)[: m.start()].rstrip() if m else str(exc)
+            raise InputError(src, f"not valid TOML: {message}", line=int(m.group(1)) if m else None) from None
+        # the line of each [[bins]] table, so that an error in a rule names it
+        headers = [i for i, line in enumerate(text.splitlines(), 1) if _TOML_BINS.match(line)]
+        bins = loaded.get("bins")
+        lines = tuple(headers) if isinstance(bins, list) and len(headers) == len(bins) else ()
+        return _spec_from_obj(loaded, src, lines)
+    try:
+        loaded = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(src, f"not valid JSON: {exc.msg}", line=exc.lineno) from None
+    return _spec_from_obj(loaded, src)
+
+
+_TOML_BINS = re.compile(r"\s*\[\[\s*bins\s*\]\]\s*(#.*)?$")
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _rule(d: Any, src: str, where: str, line: int | None) -> Rule:
+    """One rule from a JSON / TOML table or a CSV row (cells already typed). ``where`` is
+    its path in the file (``bins[2]``; "" for a CSV row, whose line says which)."""
+
+    def bad(key: str | None, message: str) -> InputError:
+        name = f"{where}.{key}" if where and key else (key or where or None)
+        return InputError(src, message, line=line, field=name)
+
+    if not isinstance(d, dict):
+        raise bad(None, "a rule is a table of conditions and a pattern, e.g. {\"max_nodes\": 16, \"pattern\": \"stencil3d\", \"comm_fraction\": 0.3}")
+    for key in d:
+        if key not in RULE_KEYS:
+            raise bad(str(key), "unknown key; a rule has " + ", ".join(RULE_KEYS))
+    pattern = d.get("pattern")
+    if not isinstance(pattern, str) or not pattern.strip():
+        raise bad("pattern", "every rule needs a pattern (a name of the model's pattern list)")
+    pattern = pattern.strip()
+    try:
+        check_pattern(pattern, src, "pattern")
+    except InputError as exc:
+        raise bad("pattern", exc.message) from None
+    if "phi" in d and "comm_fraction" in d:
+        raise bad("phi", "a rule gives comm_fraction (the job model makes phi of it) or phi, not both")
+    key = "phi" if "phi" in d else "comm_fraction"
+    value = d.get(key, DEFAULT_COMM_FRACTION)
+    if not _is_number(value) or not 0 <= value <= 1:
+        raise bad(key, f"expected a number in [0, 1], got {value!r}")
+    bounds: dict[str, int] = {"min_nodes": 1, "max_nodes": UNBOUNDED, "min_walltime_s": 0, "max_walltime_s": UNBOUNDED}
+    for k in RULE_BOUNDS:
+        if k in d:
+            v = d[k]
+            low = 1 if k.endswith("_nodes") else 0
+            if not _is_int(v) or not low <= v <= UNBOUNDED:
+                raise bad(k, f"expected a whole number >= {low}, got {v!r}")
+            bounds[k] = v
+    for lo, hi in (("min_nodes", "max_nodes"), ("min_walltime_s", "max_walltime_s")):
+        if bounds[lo] > bounds[hi]:
+            raise bad(lo, f"{lo} {bounds[lo]} is above {hi} {bounds[hi]}: the rule can take no job")
+    conditions: list[tuple[str, str]] = []
+    for f in RULE_FEATURES:
+        if f in d:
+            v = d[f]
+            if _is_int(v):
+                v = str(v)
+            elif not isinstance(v, str) or not v.strip():
+                raise bad(f, f"expected a name or a number, got {v!r}")
+            conditions.append((f, v.strip()))
+    return Rule(
+        max_nodes=bounds["max_nodes"],
+        pattern=pattern,
+        comm_fraction=None if key == "phi" else float(value),
+        phi=float(value) if key == "phi" else None,
+        min_nodes=bounds["min_nodes"],
+        min_walltime_s=bounds["min_walltime_s"],
+        max_walltime_s=bounds["max_walltime_s"],
+        where=tuple(conditions),
+    )
+
+
+def _checked_rules(rules: list[Rule], lines: list[int | None], labels: list[str], src: str) -> tuple[tuple[Rule, ...], tuple[int | None, ...]]:
+    """The rules as given, refused if one can never take a job: an earlier rule holds for
+    every job it would hold for (e.g. size bins not in increasing order)."""
+    if not rules:
+        raise InputError(src, "no rules: a table needs at least one rule", field="bins")
+    for j, r in enumerate(rules):
+        for i in range(j):
+            if rules[i].covers(r):
+                at = f" (line {lines[i]})" if lines[i] is not None and not labels[i].startswith("the rule on line") else ""
+                raise InputError(
+                    src,
+                    f"{labels[j]} can never take a job: {labels[i]}{at} before it takes every job it would "
+                    "(rules are tried in order and the first that holds takes the job; put the narrower rule first)",
+                    line=lines[j],
+                    field=labels[j] if labels[j].startswith("bins[") else None,
+                )
+    return tuple(rules), tuple(lines)
+
+
+def _rules_from_csv(text: str, src: str) -> tuple[tuple[Rule, ...], tuple[int | None, ...]]:
+    """A CSV table of rules: a header naming the columns (keys of :data:`RULE_KEYS`), one
+    row per rule, an empty cell for a condition the rule does not test; blank lines and
+    lines starting with '#' are skipped."""
+    reader = csv.reader(io.StringIO(text))
+    header: list[str] | None = None
+    rules: list[Rule] = []
+    lines: list[int | None] = []
+    try:
+        for row in reader:
+            line = reader.line_num
+            cells = [c.strip() for c in row]
+            if not any(cells) or cells[0].startswith("#"):
+                continue
+            if header is None:
+                for c in cells:
+                    if c not in RULE_KEYS:
+                        sep = " (cells are separated by commas)" if ";" in c or "\t" in c else ""
+                        raise InputError(src, "unknown column; the columns of a rule are " + ", ".join(RULE_KEYS) + sep, line=line, field=c or "(empty)")
+                    if cells.count(c) > 1:
+                        raise InputError(src, "column named twice", line=line, field=c)
+                if "pattern" not in cells:
+                    raise InputError(src, "the header names no pattern column (at least max_nodes,pattern,comm_fraction)", line=line, field="pattern")
+                header = cells
+                continue
+            if len(cells) != len(header):
+                raise InputError(src, f"expected {len(header)} cells ({','.join(header)}), found {len(cells)}", line=line)
+            d: dict[str, Any] = {}
+            for name, cell in zip(header, cells):
+                if not cell:
+                    continue
+                if name in RULE_BOUNDS:
+                    try:
+                        d[name] = int(cell)
+                    except ValueError:
+                        raise InputError(src, f"expected a whole number, got {cell!r}", line=line, field=name) from None
+                elif name in ("comm_fraction", "phi"):
+                    try:
+                        d[name] = float(cell)
+                    except ValueError:
+                        raise InputError(src, f"expected a number in [0, 1], got {cell!r}", line=line, field=name) from None
+                else:
+                    d[name] = cell
+            rules.append(_rule(d, src, "", line))
+            lines.append(line)
+    except csv.Error as exc:
+        raise InputError(src, f"not valid CSV: {exc}", line=reader.line_num) from None
+    if header is None:
+        raise InputError(src, "empty table: expected a header (e.g. max_nodes,pattern,comm_fraction) and one row per rule")
+    return _checked_rules(rules, lines, [f"the rule on line {n}" for n in lines], src)
+
+
+def _spec_from_obj(obj: Any, src: str, bin_lines: tuple[int, ...] = ()) -> NetworkSpec:
+    """A spec from its JSON / TOML object (or from ``KEY=VALUE`` items made one);
+    ``bin_lines``: the line of each rule of ``bins`` in the file, where known."""
     if not isinstance(obj, dict):
         raise InputError(src, "a network spec is an object")
     known = {"mapping", "bins", "patterns", "phi", "comm_fraction", "column", "sl_column", "seed", "reference", "overrun", "ranks_per_node", "bytes", "model"}
     bad = set(obj) - known
     if bad:
         raise field_error(src, sorted(bad)[0], "unknown key; keys are " + ", ".join(sorted(known)))
+    for key in ("mapping", "column", "sl_column", "reference", "overrun"):
+        if key in obj and not isinstance(obj[key], str):
+            raise field_error(src, key, f"expected a name, got {obj[key]!r}")
+    for key, low, high in (("seed", 0, SEED_LIMIT), ("ranks_per_node", 1, 2**31)):
+        if key in obj and (not _is_int(obj[key]) or not low <= obj[key] <= high):
+            raise field_error(src, key, f"expected a whole number from {low} to {high}, got {obj[key]!r}")
+    if "bytes" in obj and (not _is_number(obj["bytes"]) or not 0 < obj["bytes"] < float("inf")):
+        raise field_error(src, "bytes", f"expected a positive number, got {obj['bytes']!r}")
     spec = NetworkSpec(text=src)
     spec.mapping = obj.get("mapping", "bins")
     if spec.mapping not in ("bins", "random", "column"):
@@ -217,24 +520,18 @@ def _spec_from_obj(obj: dict[str, Any], src: str) -> NetworkSpec:
     if "bins" in obj:
         bins = obj["bins"]
         if not isinstance(bins, list) or not bins:
-            raise field_error(src, "bins", "expected a list of {max_nodes, pattern, comm_fraction or phi}")
-        out = []
-        for k, b in enumerate(bins):
-            if not isinstance(b, dict) or set(b) - {"max_nodes", "pattern", "phi", "comm_fraction"} or "pattern" not in b or ("phi" in b and "comm_fraction" in b):
-                raise field_error(src, f"bins[{k}]", "expected {\"max_nodes\": N, \"pattern\": P, \"comm_fraction\": F} (or \"phi\": F instead of comm_fraction)")
-            mx = b.get("max_nodes", 2**62)
-            value = b.get("phi", b.get("comm_fraction", DEFAULT_COMM_FRACTION))
-            if not isinstance(mx, int) or mx < 1 or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-                raise field_error(src, f"bins[{k}]", "max_nodes is a whole number >= 1 and comm_fraction / phi is in [0, 1]")
-            check_pattern(b["pattern"], src, f"bins[{k}].pattern")
-            out.append((mx, b["pattern"], None, float(value)) if "phi" in b else (mx, b["pattern"], float(value), None))
-        out.sort(key=lambda t: t[0])
-        spec.bins = tuple(out)
+            raise field_error(src, "bins", "expected a list of rules, e.g. [{\"max_nodes\": 16, \"pattern\": \"stencil3d\", \"comm_fraction\": 0.3}, ...]")
+        lines: list[int | None] = list(bin_lines) if len(bin_lines) == len(bins) else [None] * len(bins)
+        rules = [_rule(b, src, f"bins[{k}]", lines[k]) for k, b in enumerate(bins)]
+        spec.bins, spec.bin_lines = _checked_rules(rules, lines, [f"bins[{k}]" for k in range(len(bins))], src)
+        spec.bins_source = src
     if "patterns" in obj:
         pats = obj["patterns"]
         if not isinstance(pats, list) or not pats:
             raise field_error(src, "patterns", "expected a non-empty list of pattern names")
         for p in pats:
+            if not isinstance(p, str):
+                raise field_error(src, "patterns", f"expected pattern names, got {p!r}")
             check_pattern(p, src, "patterns")
         spec.patterns = tuple(pats)
     for key in ("phi", "comm_fraction"):
@@ -243,7 +540,7 @@ def _spec_from_obj(obj: dict[str, Any], src: str) -> NetworkSpec:
         phi = obj[key]
         if isinstance(phi, str):
             phi = _phi_value(phi, src, key)
-        elif isinstance(phi, list) and len(phi) == 2:
+        elif isinstance(phi, list) and len(phi) == 2 and all(_is_number(x) for x in phi):
             phi = (float(phi[0]), float(phi[1]))
         if isinstance(phi, (int, float)):
             phi = float(phi)
@@ -256,16 +553,14 @@ def _spec_from_obj(obj: dict[str, Any], src: str) -> NetworkSpec:
     spec.sl_column = obj.get("sl_column")
     if spec.mapping == "column" and not spec.column:
         raise field_error(src, "column", "mapping=column needs column=NAME (a workload column)")
-    spec.seed = int(obj.get("seed", 0))
+    spec.seed = obj.get("seed", 0)
     spec.reference = obj.get("reference", "random")
     if spec.reference not in ("alone", "ideal", "random"):
         raise field_error(src, "reference", f"expected alone, ideal or random, got {spec.reference!r}")
     spec.overrun = obj.get("overrun", "run-on")
     if spec.overrun not in ("run-on", "kill"):
         raise field_error(src, "overrun", f"expected run-on or kill, got {spec.overrun!r}")
-    spec.ranks_per_node = int(obj.get("ranks_per_node", 1))
-    if spec.ranks_per_node < 1:
-        raise field_error(src, "ranks_per_node", "must be at least 1")
+    spec.ranks_per_node = obj.get("ranks_per_node", 1)
     spec.bytes = float(obj.get("bytes", 1.0))
     spec.settings = parse_settings(obj.get("model"), src)
     if spec.settings.filling != "auto":
@@ -291,14 +586,13 @@ def assign_traffic(workload: Any, spec: NetworkSpec) -> dict[str, Any]:
     src = spec.text or "--network"
     timing = spec.settings.timing
     if spec.mapping == "bins":
-        names = sorted({b[1] for b in spec.bins}, key=[b[1] for b in spec.bins].index)
-        limits = np.array([b[0] for b in spec.bins])
-        k = np.minimum(np.searchsorted(limits, sizes, side="left"), len(spec.bins) - 1)
-        pattern = np.array([names.index(spec.bins[i][1]) for i in k], dtype=np.int64) if n else np.zeros(0, np.int64)
+        names = sorted({b.pattern for b in spec.bins}, key=[b.pattern for b in spec.bins].index)
+        rule = match_rules(workload, spec)
+        pattern = np.array([names.index(spec.bins[k].pattern) for k in rule], dtype=np.int64) if n else np.zeros(0, np.int64)
         phi = np.zeros(n)
         for i in range(n):
-            mx, pat, cf, direct = spec.bins[k[i]]
-            phi[i] = direct if direct is not None else (cf or 0.0) * bandwidth_share(pat, int(sizes[i]), timing)
+            b = spec.bins[rule[i]]
+            phi[i] = b.phi if b.phi is not None else (b.comm_fraction or 0.0) * bandwidth_share(b.pattern, int(sizes[i]), timing)
     else:
         names = list(spec.patterns)
         if spec.mapping == "random":
@@ -327,7 +621,79 @@ def assign_traffic(workload: Any, spec: NetworkSpec) -> dict[str, Any]:
         bad = (sl < 0) | (sl >= len(spec.settings.sl_weights))
         if bad.any():
             raise field_error(src, "sl_column", f"service level {int(sl[bad][0])} is not defined ({len(spec.settings.sl_weights)} level(s))")
-    return {"patterns": names, "pattern": pattern, "phi": phi, "service_level": sl}
+    out = {"patterns": names, "pattern": pattern, "phi": phi, "service_level": sl}
+    if spec.mapping == "bins":
+        out["rule"] = rule
+    return out
+
+
+def match_rules(workload: Any, spec: NetworkSpec) -> np.ndarray:
+    """The index in ``spec.bins`` of the rule that takes each job: the first, in order,
+    whose every condition holds. A job no rule takes is an error (the table should end
+    with a catch-all rule), as is a rule on a feature the workload does not have."""
+    src = spec.bins_source or spec.text or "--network"
+    n = len(workload)
+    sizes = np.asarray(workload.columns["nodes"])
+    wall = np.asarray(workload.columns["walltime_s"])
+    in_csv = spec.bins_source.lower().endswith(".csv")  # a CSV row is named by its line
+    rule = np.full(n, -1, dtype=np.int64)
+    for k, r in enumerate(spec.bins):
+        line = spec.bin_lines[k] if k < len(spec.bin_lines) else None
+        label = "" if in_csv else f"bins[{k}]"
+        take = (rule < 0) & (sizes >= r.min_nodes) & (sizes <= r.max_nodes)
+        if r.min_walltime_s > 0 or r.max_walltime_s < UNBOUNDED:
+            take &= (wall >= r.min_walltime_s) & (wall <= r.max_walltime_s)
+        for feature, value in r.where:
+            take &= _feature_equals(workload, feature, value, src, f"{label}.{feature}" if label else feature, line)
+        rule[take] = k
+    missed = np.flatnonzero(rule < 0)
+    if len(missed):
+        i = int(missed[0])
+        cols = workload.columns
+        first = f"job {int(cols['job_id'][i])} (log line {int(cols['line'][i])}, {int(sizes[i])} nodes, requested {int(wall[i])} s"
+        for feature, column in RULE_FEATURES.items():
+            values = _feature_column(workload, column)
+            if values is not None and values[i] >= 0:
+                names = workload.names.get(column)
+                first += f", {feature} {names[values[i]] if names and values[i] < len(names) else int(values[i])}"
+        raise InputError(
+            src,
+            f"{len(missed)} of {n} jobs match no rule (the first: {first}); end the table with a rule without conditions to take the rest",
+            field="bins",
+            hint=FLAG_HINT if spec.bins_source else None,
+        )
+    return rule
+
+
+def _feature_column(workload: Any, column: str) -> np.ndarray | None:
+    col = workload.columns.get(column)
+    if col is None:
+        col = workload.extra.get(column)
+    return col if isinstance(col, np.ndarray) and len(col) == len(workload) else None
+
+
+def _feature_equals(workload: Any, feature: str, value: str, src: str, where: str, line: int | None) -> np.ndarray:
+    """Which jobs have ``feature`` equal to ``value``: by name where the log names them
+    (sacct: ``workload.names``), else by the log's number (SWF)."""
+    column = RULE_FEATURES[feature]
+
+    def bad(message: str) -> InputError:
+        return InputError(src, message, line=line, field=where, hint=FLAG_HINT)
+
+    values = _feature_column(workload, column)
+    if values is None or not (values >= 0).any():
+        what = "the SWF executable (application) number, field 14" if feature == "app" else f"the {column} column"
+        raise bad(f"the rule tests {feature}, but this workload ({workload.format}) has no {feature}: {what} is unknown for every job")
+    names = workload.names.get(column)
+    if names:
+        # a name absent from this log (another month's partition) takes no job: the
+        # per-rule counts in summary.json show it
+        return np.asarray(values == names.index(value)) if value in names else np.zeros(len(values), dtype=bool)
+    try:
+        number = int(value)
+    except ValueError:
+        raise bad(f"this workload ({workload.format}) gives {feature} as numbers, not names; got {value!r}") from None
+    return np.asarray(values == number, dtype=bool)
 
 
 @dataclass
@@ -396,5 +762,11 @@ def network_columns(net: ReplayNetwork, rows: np.ndarray) -> tuple[dict[str, np.
         "jobs_slowed": int(np.sum(slow > 1.0 + 1e-9)),
     }
     summary["jobs_sharing_links"] = int(np.sum(r["links_shared"][rows] > 0))
+    if "rule" in t:
+        # how many of the replayed jobs each rule took (net_rule is the index of the rule)
+        cols["net_rule"] = t["rule"][rows]
+        counts = np.bincount(t["rule"][rows], minlength=len(summary["bins"]))
+        for b, count in zip(summary["bins"], counts.tolist()):
+            b["jobs"] = count
     summary["stats"] = dict(r["stats"])
     return cols, summary

@@ -146,6 +146,10 @@ def _run(args: argparse.Namespace, imports: BackgroundImports) -> int:
 
         # the fabric first: a bad --system is reported before a long log is read
         fabric = load_fabric(args.system, lenient=args.lenient)
+        if args.network:  # and a bad --network (a site's mix file, say)
+            from ..network_spec import parse_network_spec
+
+            parse_network_spec(args.network)
         workload = read_trace(args.trace, format=args.format, **options)
     finally:
         discard_prefetched(args.trace)

@@ -149,6 +149,19 @@ def run_id_of(spec: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def _network_file_sha256(spec: str) -> str:
+    """SHA-256 of a ``--network`` spec file (or its ``bins=PATH.csv`` table), so that a
+    run's id changes with the file's contents; "" for a spec without a file, or one that
+    does not read (the run itself then reports the error)."""
+    from ..errors import InputError
+    from ..network_spec import parse_network_spec
+
+    try:
+        return parse_network_spec(spec).file_sha256
+    except InputError:
+        return ""
+
+
 def sha256_file(path: str | Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
@@ -791,6 +804,7 @@ def parse_sweep(text: str, path: str | Path = "<sweep>", *, base: str | Path | N
 
     cfg_keys = list(run_axes)
     net_choices: list[str | None] = list(networks) if networks else [None]  # None: the run's default network
+    net_sha256 = {n: _network_file_sha256(n) for n in net_choices if n is not None}
     runs: list[RunSpec] = []
     seen: set[str] = set()
     dropped = dup = 0
@@ -811,6 +825,8 @@ def parse_sweep(text: str, path: str | Path = "<sweep>", *, base: str | Path | N
                             scenario: dict[str, Any] = {"speedup": speedup, "seed": seed}
                             if net is not None:
                                 scenario["network"] = net
+                                if net_sha256[net]:
+                                    scenario["network_sha256"] = net_sha256[net]
                             spec = {
                                 "toposched_version": __version__,
                                 "workload": wl,

@@ -66,12 +66,12 @@ FIELD_NAMES: tuple[str, ...] = (
 N_FIELDS = len(FIELD_NAMES)
 
 # 0-based indices of the fields we keep, all of which must hold integers. The others
-# (6 average CPU time, 7 used memory, 10 requested memory, 14, 17, 18) are only
-# checked to be numbers; 6, 7 and 10 are often decimal.
-_USED = (0, 1, 2, 3, 4, 7, 8, 10, 11, 12, 14, 15)
+# (6 average CPU time, 7 used memory, 10 requested memory, 17, 18) are only checked to be
+# numbers; 6, 7 and 10 are often decimal.
+_USED = (0, 1, 2, 3, 4, 7, 8, 10, 11, 12, 13, 14, 15)
 _USED_SET = frozenset(_USED)
 # Position of each kept field in the per-record rows we collect.
-_JOB, _SUBMIT, _WAIT, _RUN, _PALLOC, _PREQ, _REQTIME, _STATUS, _USER, _GROUP, _QUEUE, _PART = range(len(_USED))
+_JOB, _SUBMIT, _WAIT, _RUN, _PALLOC, _PREQ, _REQTIME, _STATUS, _USER, _GROUP, _EXEC, _QUEUE, _PART = range(len(_USED))
 
 _CHUNK_BYTES = 1 << 20  # fast-path chunk size; ~1 MiB keeps temporaries in cache
 
@@ -576,6 +576,8 @@ def read_swf(
         "partition": np.ascontiguousarray(table[:, _PART]),
         "queue": np.ascontiguousarray(table[:, _QUEUE]),
         "user": np.ascontiguousarray(table[:, _USER]),
+        # the executable (application) number, field 14: what --network rules call `app`
+        "app": np.ascontiguousarray(table[:, _EXEC]),
         # the Workload's id columns (SWF has no account or QOS: its group and queue stand for them)
         "user_id": table[:, _USER],
         "account_id": table[:, _GROUP],
