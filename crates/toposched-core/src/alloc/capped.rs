@@ -103,6 +103,11 @@ impl Allocator for Capped {
     fn monotone_class(&self, topo: &Topology, nodes: u32) -> Option<u8> {
         self.0.monotone_class(topo, nodes)
     }
+    /// As `isolated`'s: a job ending only raises availability and lowers the counts the
+    /// caps are compared with.
+    fn release_monotone(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

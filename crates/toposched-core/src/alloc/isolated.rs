@@ -94,6 +94,12 @@ impl Allocator for Isolated {
     fn monotone_class(&self, topo: &Topology, nodes: u32) -> Option<u8> {
         self.0.monotone_class(topo, nodes)
     }
+    /// A job ending frees nodes (every leaf's and pod's availability only grows) and
+    /// lowers the spanning counts (leaves and pods only open): each tier's threshold only
+    /// grows. The answer reads the state and the guard's nodes only.
+    fn release_monotone(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

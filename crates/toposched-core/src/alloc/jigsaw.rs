@@ -424,6 +424,13 @@ impl Allocator for Jigsaw {
     fn monotone_class(&self, topo: &Topology, nodes: u32) -> Option<u8> {
         Some(tier(topo, nodes).number())
     }
+
+    /// A job ending frees nodes and, if it spanned leaves, its columns: every (leaf,
+    /// interval) capacity and every leaf's and pod's availability only grows, so a shape
+    /// that held the job still does. The answer reads the state and the guard's nodes only.
+    fn release_monotone(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

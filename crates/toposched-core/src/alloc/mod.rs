@@ -107,6 +107,20 @@ pub trait Allocator: Send + Sync {
         None
     }
 
+    /// True when the policy promises that placement only gets easier as jobs end: for a
+    /// fixed job size and guard, if [`select`](Self::select) places the job on a state, it
+    /// also places it on that state with any running job released; and its answer depends
+    /// on nothing but the state's contents and the guard's `excluded` and `reserved` (not
+    /// on `held_back_s`, `projected`, the time, or anything the policy remembers). EASY
+    /// then keeps its projection of the machine across passes and moves its reservation
+    /// instant by what changed instead of rebuilding it (`crate::queue::easy`, *Cost*);
+    /// both give the same reservation only under this promise. False (the default): a
+    /// policy must show it by its own rule (`isolated`, `capped`, `jigsaw` do); one that
+    /// cannot (policies written in Python, `adaptive`'s patience) gets the full search.
+    fn release_monotone(&self) -> bool {
+        false
+    }
+
     /// How long the policy may refuse a job free nodes it could use while it waits for a
     /// better placement (`adaptive`: the bound on the wait for isolation, seconds since it
     /// first declined the job: `Guard::held_back_s`), or None (the default: a refusal

@@ -41,14 +41,32 @@
 //! *Cost*: phase 1 and 2 are O(queue depth) allocation calls; the reservation (the
 //! planner's `shadow` on counts, its `Projection` for node sets: `crate::planner`) is
 //! O(running) for fungible policies, stopping at the shadow time, and O(running x
-//! allocation) otherwise, cached while the machine state does not change.
+//! allocation) from scratch otherwise; either is cached while the machine state does not
+//! change. For node sets, when the allocation policy promises that placement only gets
+//! easier as jobs end (`Allocator::release_monotone`: `isolated`, `capped`, `jigsaw`) and
+//! has no patience, the projected state at the reservation instant is kept across passes
+//! and brought up to date by what changed since: a job ended since whose end instant was
+//! after the reservation is released on it, a job started since that ends after it is
+//! taken; then the instant steps back while the previous end instant still places the head
+//! (tried only if a job ended or an earlier instant appeared), or forward until one does,
+//! and the head is placed again only if the projected state changed. That is O(running) to
+//! compare the running sets plus allocation calls for the jobs changed and stepped over,
+//! where the search from scratch copies the state and releases every job up to the
+//! reservation (Curie: 3.5 s -> see BENCHMARKS.md section 3). It gives the search's
+//! reservation exactly (`Easy::update_kept` says why; tests/easy_incremental.rs compares
+//! them at every pass). A new head, a kept instant already past (a job running on past its
+//! limit), or a policy without the promise: the search from scratch.
+
+use std::collections::BTreeSet;
+use std::ops::Bound;
 
 use super::{PassCtx, QueueEntry, QueuePolicy};
-use crate::alloc::{Guard, Reserved};
+use crate::alloc::{Allocator, Guard, Reserved};
 use crate::options::{parse_options, schema_of};
+use crate::pass::Core;
 use crate::planner::{shadow, Projection};
 use crate::state::{ClusterState, NodeSet};
-use crate::topology::SpanClass;
+use crate::topology::{SpanClass, Topology};
 
 /// Options of `easy`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
@@ -80,15 +98,104 @@ struct NodeReservation {
     class: SpanClass,
 }
 
+/// How [`Easy`] brings its node-set reservation up to date after the machine changed. Not
+/// an option of the policy (both ways give the same reservation): tests compare them.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReservationUpdate {
+    /// By what changed, when the allocation policy promises
+    /// [`Allocator::release_monotone`] and has no patience; else the full search.
+    #[default]
+    Incremental,
+    /// The full search at every change (what the incremental update must equal).
+    Full,
+    /// Both, panicking if instant or nodes differ.
+    Checked,
+}
+
+/// The projection behind the last node-set reservation, kept across passes so that the
+/// next one is found by what changed since (see *Cost* above).
+#[derive(Clone, Debug)]
+struct Kept {
+    head: u32,
+    /// The running set it projects, (expected end, row) ascending, and the instant then.
+    running: Vec<(i64, u32)>,
+    /// The reservation instant: `state` is the machine with every job of `running`
+    /// expected to end by then (clamped to the instant) released.
+    at: i64,
+    /// The first end instant of `running` (clamped): the head fails at every end instant
+    /// from it up to `at` excluded.
+    first: i64,
+    state: ClusterState,
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct Easy {
     opts: EasyOptions,
     cached: Option<NodeReservation>,
+    update: ReservationUpdate,
+    kept: Option<Kept>,
+    /// Scratch: rows started since the projection was kept.
+    started: Vec<u32>,
+    /// Scratch: the nodes of an ended job.
+    nodes: Vec<u32>,
+    /// Reservations found by `update_kept`, and its steps back and forward (tests check
+    /// that each path is taken).
+    updated: [u64; 3],
+}
+
+/// The end instant of a running job: its expected end, or `now` if that has passed (run-on).
+#[inline]
+fn instant(expected_end: i64, now: i64) -> i64 {
+    expected_end.max(now)
+}
+
+/// The running jobs released at end instant `t` (`t >= now`): at `now`, every job expected
+/// to end by then.
+fn ending_at(running: &BTreeSet<(i64, u32)>, now: i64, t: i64) -> impl Iterator<Item = u32> + '_ {
+    let from = if t <= now { Bound::Unbounded } else { Bound::Included((t, 0)) };
+    running.range((from, Bound::Included((t, u32::MAX)))).map(|&(_, job)| job)
+}
+
+/// The last end instant at or before `t`.
+fn instant_at_or_before(running: &BTreeSet<(i64, u32)>, now: i64, t: i64) -> Option<i64> {
+    running.range(..=(t, u32::MAX)).next_back().map(|&(e, _)| instant(e, now)).filter(|&i| i <= t)
+}
+
+/// The last end instant before `t`.
+fn instant_before(running: &BTreeSet<(i64, u32)>, now: i64, t: i64) -> Option<i64> {
+    if t <= now {
+        return None;
+    }
+    running.range(..(t, 0)).next_back().map(|&(e, _)| instant(e, now))
+}
+
+/// The first end instant after `t` (after none: the first).
+fn instant_after(running: &BTreeSet<(i64, u32)>, now: i64, t: Option<i64>) -> Option<i64> {
+    let from = match t {
+        Some(t) if t >= now => Bound::Excluded((t, u32::MAX)),
+        _ => Bound::Unbounded,
+    };
+    running.range((from, Bound::Unbounded)).next().map(|&(e, _)| instant(e, now))
 }
 
 impl Easy {
     pub fn new(opts: EasyOptions) -> Easy {
-        Easy { opts, cached: None }
+        Easy { opts, ..Easy::default() }
+    }
+
+    /// Choose how the node-set reservation is updated (tests only: see [`ReservationUpdate`]).
+    #[doc(hidden)]
+    pub fn with_update(mut self, update: ReservationUpdate) -> Easy {
+        self.update = update;
+        self
+    }
+
+    /// How many reservations were found by what changed, not by the full search, and the
+    /// steps back and forward taken to find them (tests).
+    #[doc(hidden)]
+    pub fn incremental_updates(&self) -> [u64; 3] {
+        self.updated
     }
 
     /// Fungible reservation: (shadow time, extra nodes), by the planner's [`shadow`] over
@@ -99,47 +206,209 @@ impl Easy {
         shadow(ctx.now(), ctx.n_free(), head_nodes, ends)
     }
 
-    /// Node-set reservation, recomputed only when the machine state or the head changed:
-    /// the planner's [`Projection`] of the running jobs ending (past-limit ones now), and
-    /// the first instant at which the allocation policy places the head on it.
-    fn node_reservation(&mut self, ctx: &mut PassCtx, head: u32) -> Option<&NodeReservation> {
-        let version = ctx.version();
-        if self.cached.as_ref().is_some_and(|r| r.head == head && r.version == version) {
-            return self.cached.as_ref();
-        }
-        let now = ctx.now();
-        let need = ctx.jobs[head as usize].nodes;
-        let topo = ctx.topo;
-        let (core, alloc) = ctx.split();
-        let ends = core.running().iter().map(|&(expected_end, job)| (expected_end.max(now), job));
+    /// Rule 2's search from scratch: the planner's [`Projection`] of the running jobs
+    /// ending (past-limit ones now), and the first end instant at which the allocation
+    /// policy places the head on it: (instant, nodes, the projected state then).
+    fn full_search(core: &Core, alloc: &mut dyn Allocator, topo: &Topology, head: u32, need: u32) -> Option<(i64, Vec<u32>, ClusterState)> {
+        let now = core.now;
+        let ends = core.running().iter().map(|&(expected_end, job)| (instant(expected_end, now), job));
         let release = |state: &mut ClusterState, job: u32| state.release(topo, job, core.nodes_of(job), core.class_of(job));
         let mut projection = Projection::new(core.state().clone(), ends, release);
         // a policy that declines free nodes only until it has held the head back long
         // enough: the instant its patience runs out is planned for too
         let wait_ends = core.patience_ends(head, alloc.patience_s()).filter(|&t| t > now);
-        let found = projection.first_placement(wait_ends, |t, state| {
+        let (t, nodes) = projection.first_placement(wait_ends, |t, state| {
             let guard = Guard { held_back_s: core.held_back_s(head, t), projected: true, ..Guard::NONE };
             if need <= state.n_free() && alloc.feasible(topo, state, need, &guard) {
                 alloc.select(topo, state, need, &guard)
             } else {
                 None
             }
-        });
-        let (end, mut nodes) = found?;
-        nodes.sort_unstable();
-        let mut set = self.cached.take().map(|r| r.nodes).unwrap_or_else(|| NodeSet::new(topo.n_nodes()));
-        set.clear();
-        for &n in &nodes {
-            set.insert(n);
+        })?;
+        Some((t, nodes, projection.into_state()))
+    }
+
+    /// Rule 2's search by what changed since `kept` was the projection (allocation
+    /// policies that promise [`Allocator::release_monotone`], no patience): the instant,
+    /// and whether the projected state at it differs from the kept one (else the kept
+    /// nodes stand). None when it cannot tell (the full search then decides).
+    ///
+    /// Why it equals the full search, with `at` the kept instant and `now <= at`: a job
+    /// running then and now is released by `at` in both (its instant is its expected end
+    /// or `now`, on the same side of `at`). So `state` becomes the projection at `at` of
+    /// the machine now by releasing the jobs ended since whose instant was after `at` and
+    /// taking the nodes of the jobs started since whose instant is after `at` (free there:
+    /// a job started on nodes that were free or held by a job ended since). Placement is
+    /// monotone in time (a later instant's state is an earlier one's with more jobs
+    /// released), so the first instant that places the head is found by stepping: back
+    /// while the previous instant places it, or forward until one does. Stepping back is
+    /// needed only if some job ended (an earlier state may have gained nodes) or an
+    /// instant before the kept `first` appeared (never tested); otherwise every earlier
+    /// instant's state is one that failed with the started jobs' nodes taken.
+    fn update_kept(&mut self, core: &Core, alloc: &mut dyn Allocator, topo: &Topology, head: u32, need: u32) -> Option<(i64, bool)> {
+        let now = core.now;
+        let Easy { kept, started, nodes, updated, .. } = self;
+        let kept = kept.as_mut().filter(|k| k.head == head && k.at >= now)?;
+        let at = kept.at;
+        let running = core.running();
+        let state = &mut kept.state;
+        // What changed: ended jobs leave the kept set, started ones join it (both sorted).
+        let (mut ended_any, mut changed) = (false, false);
+        started.clear();
+        let (mut old, mut new) = (kept.running.iter().peekable(), running.iter().peekable());
+        loop {
+            match (old.peek().copied(), new.peek().copied()) {
+                (None, None) => break,
+                (Some(o), Some(n)) if o == n => {
+                    old.next();
+                    new.next();
+                }
+                (Some(&(end, job)), n) if n.map_or(true, |n| (end, job) < *n) => {
+                    old.next();
+                    ended_any = true;
+                    if end > at {
+                        // its node list went with it; its ranges stay
+                        nodes.clear();
+                        nodes.extend(core.node_ranges_of(job).iter().flat_map(|&(first, count)| (0..count).map(move |k| first + k)));
+                        state.release(topo, job, nodes, core.class_of(job));
+                        changed = true;
+                    }
+                }
+                (_, Some(&(end, job))) => {
+                    new.next();
+                    if end > at {
+                        started.push(job);
+                    }
+                }
+                (Some(_), None) => unreachable!("matched above"),
+            }
         }
-        self.cached = Some(NodeReservation {
-            head,
-            version,
-            start_s: if self.opts.flux_window { end + 2 } else { end },
-            class: topo.span_class(&nodes),
-            list: nodes,
-            nodes: set,
-        });
+        for &job in started.iter() {
+            state.allocate(topo, job, core.nodes_of(job), core.class_of(job));
+            changed = true;
+        }
+        let mut place = |state: &ClusterState, t: i64| {
+            let guard = Guard { held_back_s: core.held_back_s(head, t), projected: true, ..Guard::NONE };
+            need <= state.n_free() && alloc.feasible(topo, state, need, &guard)
+        };
+        let take = |state: &mut ClusterState, t: i64| {
+            for job in ending_at(running, now, t) {
+                state.allocate(topo, job, core.nodes_of(job), core.class_of(job));
+            }
+        };
+        let release = |state: &mut ClusterState, t: i64| {
+            for job in ending_at(running, now, t) {
+                state.release(topo, job, core.nodes_of(job), core.class_of(job));
+            }
+        };
+        let mut pos = instant_at_or_before(running, now, at);
+        let mut moved = false;
+        match pos {
+            Some(mut p) if !changed || place(state, p) => {
+                while let Some(prev) = instant_before(running, now, p) {
+                    if !ended_any && prev >= kept.first {
+                        break;
+                    }
+                    take(state, p);
+                    if place(state, prev) {
+                        (p, moved) = (prev, true);
+                        updated[1] += 1;
+                    } else {
+                        release(state, p);
+                        break;
+                    }
+                }
+                pos = Some(p);
+            }
+            _ => loop {
+                // None: the head fits at no instant; the full search says so
+                let next = instant_after(running, now, pos)?;
+                release(state, next);
+                (pos, moved) = (Some(next), true);
+                updated[2] += 1;
+                if place(state, next) {
+                    break;
+                }
+            },
+        }
+        let t = pos.expect("an instant was found");
+        kept.running.clear();
+        kept.running.extend(running.iter().copied());
+        kept.at = t;
+        kept.first = running.first().map(|&(e, _)| instant(e, now)).expect("an instant was found");
+        Some((t, changed || moved))
+    }
+
+    /// Node-set reservation, recomputed only when the machine state or the head changed:
+    /// the first end instant at which the allocation policy places the head on the
+    /// projection of the running jobs ending (past-limit ones now), searched anew or moved
+    /// by what changed (`update_kept`).
+    fn node_reservation(&mut self, ctx: &mut PassCtx, head: u32) -> Option<&NodeReservation> {
+        let version = ctx.version();
+        if self.cached.as_ref().is_some_and(|r| r.head == head && r.version == version) {
+            return self.cached.as_ref();
+        }
+        let need = ctx.jobs[head as usize].nodes;
+        let topo = ctx.topo;
+        let (core, alloc) = ctx.split();
+        let incremental = self.update != ReservationUpdate::Full && alloc.release_monotone() && alloc.patience_s().is_none();
+        // (instant, nodes: None if the kept ones stand)
+        let mut found: Option<(i64, Option<Vec<u32>>)> = None;
+        if incremental {
+            if let Some((t, changed)) = self.update_kept(core, alloc, topo, head, need) {
+                self.updated[0] += 1;
+                if !changed {
+                    found = Some((t, None));
+                } else {
+                    let kept = self.kept.as_ref().expect("updated");
+                    let guard = Guard { held_back_s: core.held_back_s(head, t), projected: true, ..Guard::NONE };
+                    found = alloc.select(topo, &kept.state, need, &guard).map(|nodes| (t, Some(nodes)));
+                }
+            }
+            if found.is_none() {
+                self.kept = None;
+            }
+        }
+        if let (ReservationUpdate::Checked, Some((t, nodes))) = (self.update, &found) {
+            let mut nodes = nodes.clone().unwrap_or_else(|| self.cached.as_ref().expect("kept nodes").list.clone());
+            nodes.sort_unstable();
+            let full = Self::full_search(core, alloc, topo, head, need).map(|(t, mut n, _)| {
+                n.sort_unstable();
+                (t, n)
+            });
+            assert_eq!(Some((*t, nodes)), full, "EASY's incremental reservation differs from the full search at {} for row {head}", core.now);
+        }
+        let (t, nodes) = match found {
+            Some(f) => f,
+            None => {
+                let Some((t, nodes, state)) = Self::full_search(core, alloc, topo, head, need) else {
+                    self.kept = None;
+                    return None;
+                };
+                if incremental {
+                    let running: Vec<(i64, u32)> = core.running().iter().copied().collect();
+                    let first = running.first().map_or(t, |&(e, _)| instant(e, core.now));
+                    self.kept = Some(Kept { head, running, at: t, first, state });
+                }
+                (t, Some(nodes))
+            }
+        };
+        let start_s = if self.opts.flux_window { t + 2 } else { t };
+        match nodes {
+            None => {
+                let r = self.cached.as_mut().expect("kept nodes");
+                (r.version, r.start_s) = (version, start_s);
+            }
+            Some(mut nodes) => {
+                nodes.sort_unstable();
+                let mut set = self.cached.take().map(|r| r.nodes).unwrap_or_else(|| NodeSet::new(topo.n_nodes()));
+                set.clear();
+                for &n in &nodes {
+                    set.insert(n);
+                }
+                self.cached = Some(NodeReservation { head, version, start_s, class: topo.span_class(&nodes), list: nodes, nodes: set });
+            }
+        }
         self.cached.as_ref()
     }
 }
