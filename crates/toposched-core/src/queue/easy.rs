@@ -63,7 +63,7 @@ use std::ops::Bound;
 use super::{PassCtx, QueueEntry, QueuePolicy};
 use crate::alloc::{Allocator, Guard, Reserved};
 use crate::options::{parse_options, schema_of};
-use crate::pass::Core;
+use crate::pass::{Core, RunningChange};
 use crate::planner::{shadow, Projection};
 use crate::state::{ClusterState, NodeSet};
 use crate::topology::{SpanClass, Topology};
@@ -118,13 +118,12 @@ pub enum ReservationUpdate {
 #[derive(Clone, Debug)]
 struct Kept {
     head: u32,
-    /// The running set it projects, (expected end, row) ascending, and the instant then.
-    running: Vec<(i64, u32)>,
-    /// The reservation instant: `state` is the machine with every job of `running`
-    /// expected to end by then (clamped to the instant) released.
+    /// The reservation instant: `state` is the machine when it was kept (the running
+    /// set's changes are logged since) with every job expected to end by `at` released
+    /// (a job past its limit: at the instant then).
     at: i64,
-    /// The first end instant of `running` (clamped): the head fails at every end instant
-    /// from it up to `at` excluded.
+    /// The first end instant then: the head fails at every end instant from it up to
+    /// `at` excluded.
     first: i64,
     state: ClusterState,
 }
@@ -135,8 +134,10 @@ pub struct Easy {
     cached: Option<NodeReservation>,
     update: ReservationUpdate,
     kept: Option<Kept>,
-    /// Scratch: rows started since the projection was kept.
-    started: Vec<u32>,
+    /// The running set's changes since the projection was kept, and scratch: the jobs
+    /// among them still running (expected end, row).
+    changes: Vec<RunningChange>,
+    started: Vec<(i64, u32)>,
     /// Scratch: the nodes of an ended job.
     nodes: Vec<u32>,
     /// Reservations found by `update_kept`, and its steps back and forward (tests check
@@ -241,51 +242,46 @@ impl Easy {
     /// a job started on nodes that were free or held by a job ended since). Placement is
     /// monotone in time (a later instant's state is an earlier one's with more jobs
     /// released), so the first instant that places the head is found by stepping: back
-    /// while the previous instant places it, or forward until one does. Stepping back is
-    /// needed only if some job ended (an earlier state may have gained nodes) or an
-    /// instant before the kept `first` appeared (never tested); otherwise every earlier
-    /// instant's state is one that failed with the started jobs' nodes taken.
-    fn update_kept(&mut self, core: &Core, alloc: &mut dyn Allocator, topo: &Topology, head: u32, need: u32) -> Option<(i64, bool)> {
+    /// while the previous instant places it, or forward until one does. An earlier
+    /// instant is tried only if a job expected to end after it has ended (its state may
+    /// have gained nodes) or it is before the kept `first` (never searched); otherwise its
+    /// state is one that failed, with the started jobs' nodes taken.
+    fn update_kept(&mut self, core: &Core, alloc: &mut dyn Allocator, topo: &Topology, head: u32, need: u32, known: bool) -> Option<(i64, bool)> {
+        if !known {
+            return None;
+        }
         let now = core.now;
-        let Easy { kept, started, nodes, updated, .. } = self;
+        let Easy { kept, changes, started, nodes, updated, .. } = self;
         let kept = kept.as_mut().filter(|k| k.head == head && k.at >= now)?;
         let at = kept.at;
         let running = core.running();
         let state = &mut kept.state;
-        // What changed: ended jobs leave the kept set, started ones join it (both sorted).
-        let (mut ended_any, mut changed) = (false, false);
+        // What changed, in order: a job that started and ended since changes nothing (its
+        // nodes were free then and are now). `latest_ended`: the latest expected end among
+        // the ended jobs.
+        let (mut latest_ended, mut changed) = (i64::MIN, false);
         started.clear();
-        let (mut old, mut new) = (kept.running.iter().peekable(), running.iter().peekable());
-        loop {
-            match (old.peek().copied(), new.peek().copied()) {
-                (None, None) => break,
-                (Some(o), Some(n)) if o == n => {
-                    old.next();
-                    new.next();
+        for c in changes.iter() {
+            if c.started {
+                started.push((c.expected_end, c.job));
+            } else if let Some(i) = started.iter().position(|&(_, j)| j == c.job) {
+                started.swap_remove(i);
+            } else {
+                latest_ended = latest_ended.max(c.expected_end);
+                if c.expected_end > at {
+                    // its node list went with it; its ranges stay
+                    nodes.clear();
+                    nodes.extend(core.node_ranges_of(c.job).iter().flat_map(|&(first, count)| (0..count).map(move |k| first + k)));
+                    state.release(topo, c.job, nodes, core.class_of(c.job));
+                    changed = true;
                 }
-                (Some(&(end, job)), n) if n.map_or(true, |n| (end, job) < *n) => {
-                    old.next();
-                    ended_any = true;
-                    if end > at {
-                        // its node list went with it; its ranges stay
-                        nodes.clear();
-                        nodes.extend(core.node_ranges_of(job).iter().flat_map(|&(first, count)| (0..count).map(move |k| first + k)));
-                        state.release(topo, job, nodes, core.class_of(job));
-                        changed = true;
-                    }
-                }
-                (_, Some(&(end, job))) => {
-                    new.next();
-                    if end > at {
-                        started.push(job);
-                    }
-                }
-                (Some(_), None) => unreachable!("matched above"),
             }
         }
-        for &job in started.iter() {
-            state.allocate(topo, job, core.nodes_of(job), core.class_of(job));
-            changed = true;
+        for &(end, job) in started.iter() {
+            if end > at {
+                state.allocate(topo, job, core.nodes_of(job), core.class_of(job));
+                changed = true;
+            }
         }
         let mut place = |state: &ClusterState, t: i64| {
             let guard = Guard { held_back_s: core.held_back_s(head, t), projected: true, ..Guard::NONE };
@@ -306,7 +302,14 @@ impl Easy {
         match pos {
             Some(mut p) if !changed || place(state, p) => {
                 while let Some(prev) = instant_before(running, now, p) {
-                    if !ended_any && prev >= kept.first {
+                    // no job ended after `prev` and `prev` was searched before: its state
+                    // is the failed one with the started jobs' nodes taken
+                    if latest_ended <= prev && prev >= kept.first {
+                        break;
+                    }
+                    // too few nodes without the jobs ending at `p`: no need to take them
+                    let held: usize = ending_at(running, now, p).map(|job| core.nodes_of(job).len()).sum();
+                    if (state.n_free() as usize) < need as usize + held {
                         break;
                     }
                     take(state, p);
@@ -332,8 +335,6 @@ impl Easy {
             },
         }
         let t = pos.expect("an instant was found");
-        kept.running.clear();
-        kept.running.extend(running.iter().copied());
         kept.at = t;
         kept.first = running.first().map(|&(e, _)| instant(e, now)).expect("an instant was found");
         Some((t, changed || moved))
@@ -350,12 +351,14 @@ impl Easy {
         }
         let need = ctx.jobs[head as usize].nodes;
         let topo = ctx.topo;
+        let incremental = self.update != ReservationUpdate::Full && ctx.alloc.release_monotone() && ctx.alloc.patience_s().is_none();
+        // The log of changes starts (again) where a projection is kept.
+        let known = incremental && ctx.take_running_changes(&mut self.changes);
         let (core, alloc) = ctx.split();
-        let incremental = self.update != ReservationUpdate::Full && alloc.release_monotone() && alloc.patience_s().is_none();
         // (instant, nodes: None if the kept ones stand)
         let mut found: Option<(i64, Option<Vec<u32>>)> = None;
         if incremental {
-            if let Some((t, changed)) = self.update_kept(core, alloc, topo, head, need) {
+            if let Some((t, changed)) = self.update_kept(core, alloc, topo, head, need, known) {
                 self.updated[0] += 1;
                 if !changed {
                     found = Some((t, None));
@@ -386,9 +389,8 @@ impl Easy {
                     return None;
                 };
                 if incremental {
-                    let running: Vec<(i64, u32)> = core.running().iter().copied().collect();
-                    let first = running.first().map_or(t, |&(e, _)| instant(e, core.now));
-                    self.kept = Some(Kept { head, running, at: t, first, state });
+                    let first = core.running().first().map_or(t, |&(e, _)| instant(e, core.now));
+                    self.kept = Some(Kept { head, at: t, first, state });
                 }
                 (t, Some(nodes))
             }
@@ -524,11 +526,14 @@ impl QueuePolicy for Easy {
             let head = queue[head_pos];
             let now = ctx.now();
             let head_nodes = ctx.jobs[head as usize].nodes;
-            // Cloned out of the cache so that starting jobs may borrow ctx mutably.
+            // Taken out of the cache for the pass (so that starting jobs may borrow ctx
+            // mutably), put back after it.
             let reservation = if ctx.alloc.fungible() {
                 Self::count_reservation(ctx, head_nodes).map(|(shadow_s, extra)| Reservation::Count { shadow_s, extra })
+            } else if self.node_reservation(ctx, head).is_some() {
+                self.cached.take().map(Reservation::Nodes)
             } else {
-                self.node_reservation(ctx, head).cloned().map(Reservation::Nodes)
+                None
             };
             // No reservation means even an empty machine could not place the head now (it
             // cannot happen for jobs that passed the submit check): nothing is backfilled.
@@ -546,6 +551,9 @@ impl QueuePolicy for Easy {
                         continue;
                     }
                     started[i] = self.try_backfill(ctx, &mut res, &mut hopeless, job, now + spec.walltime_s);
+                }
+                if let Reservation::Nodes(r) = res {
+                    self.cached = Some(r);
                 }
             }
         }
