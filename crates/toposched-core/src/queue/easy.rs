@@ -98,6 +98,32 @@ struct NodeReservation {
     class: SpanClass,
 }
 
+impl NodeReservation {
+    fn new(topo: &Topology, head: u32, version: u64, start_s: i64) -> NodeReservation {
+        NodeReservation { head, version, start_s, list: Vec::new(), nodes: NodeSet::new(topo.n_nodes()), class: SpanClass::Leaf }
+    }
+
+    /// Reserve `nodes` (any order).
+    fn set_nodes(&mut self, topo: &Topology, mut nodes: Vec<u32>) {
+        nodes.sort_unstable();
+        // the same nodes as before (the projection may have changed away from them): the
+        // set and class stand
+        if self.list == nodes {
+            return;
+        }
+        self.nodes.clear();
+        // ascending: a run of consecutive ids at a time
+        let mut rest = &nodes[..];
+        while let Some(&first) = rest.first() {
+            let run = rest.iter().enumerate().take_while(|&(k, &n)| n - first == k as u32).count();
+            self.nodes.set_range(first..first + run as u32, true);
+            rest = &rest[run..];
+        }
+        self.class = topo.span_class(&nodes);
+        self.list = nodes;
+    }
+}
+
 /// How [`Easy`] brings its node-set reservation up to date after the machine changed. Not
 /// an option of the policy (both ways give the same reservation): tests compare them.
 #[doc(hidden)]
@@ -396,20 +422,16 @@ impl Easy {
             }
         };
         let start_s = if self.opts.flux_window { t + 2 } else { t };
-        match nodes {
-            None => {
-                let r = self.cached.as_mut().expect("kept nodes");
-                (r.version, r.start_s) = (version, start_s);
+        let r = match (self.cached.as_mut(), &nodes) {
+            (Some(r), _) => {
+                (r.head, r.version, r.start_s) = (head, version, start_s);
+                r
             }
-            Some(mut nodes) => {
-                nodes.sort_unstable();
-                let mut set = self.cached.take().map(|r| r.nodes).unwrap_or_else(|| NodeSet::new(topo.n_nodes()));
-                set.clear();
-                for &n in &nodes {
-                    set.insert(n);
-                }
-                self.cached = Some(NodeReservation { head, version, start_s, class: topo.span_class(&nodes), list: nodes, nodes: set });
-            }
+            (None, Some(_)) => self.cached.insert(NodeReservation::new(topo, head, version, start_s)),
+            (None, None) => unreachable!("a kept projection has its reservation cached"),
+        };
+        if let Some(nodes) = nodes {
+            r.set_nodes(topo, nodes);
         }
         self.cached.as_ref()
     }
