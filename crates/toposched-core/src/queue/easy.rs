@@ -105,9 +105,13 @@ impl NodeReservation {
 
     /// Reserve `nodes` (any order).
     fn set_nodes(&mut self, topo: &Topology, mut nodes: Vec<u32>) {
-        nodes.sort_unstable();
         // the same nodes as before (the projection may have changed away from them): the
-        // set and class stand
+        // set and class stand; compared before sorting too (policies that list them
+        // ascending then cost one comparison, not a scan and a comparison)
+        if self.list == nodes {
+            return;
+        }
+        nodes.sort_unstable();
         if self.list == nodes {
             return;
         }
