@@ -45,17 +45,19 @@
 //! change. For node sets, when the allocation policy promises that placement only gets
 //! easier as jobs end (`Allocator::release_monotone`: `isolated`, `capped`, `jigsaw`) and
 //! has no patience, the projected state at the reservation instant is kept across passes
-//! and brought up to date by what changed since: a job ended since whose end instant was
-//! after the reservation is released on it, a job started since that ends after it is
-//! taken; then the instant steps back while the previous end instant still places the head
-//! (tried only if a job ended or an earlier instant appeared), or forward until one does,
-//! and the head is placed again only if the projected state changed. That is O(running) to
-//! compare the running sets plus allocation calls for the jobs changed and stepped over,
-//! where the search from scratch copies the state and releases every job up to the
-//! reservation (Curie: 3.5 s -> see BENCHMARKS.md section 3). It gives the search's
-//! reservation exactly (`Easy::update_kept` says why; tests/easy_incremental.rs compares
-//! them at every pass). A new head, a kept instant already past (a job running on past its
-//! limit), or a policy without the promise: the search from scratch.
+//! and brought up to date by the running set's changes since (the engine's log,
+//! `PassCtx::take_running_changes`): a job ended since whose expected end was after the
+//! reservation is released on it, a job started since that ends after it is taken; then
+//! the instant steps back while the previous end instant still places the head (tried
+//! only if a job expected to end after that instant has ended, or it was never searched),
+//! or forward until one does, and the head is placed again only if the projected state
+//! changed. That is O(changes) state changes plus allocation calls for the instants
+//! stepped over, where the search from scratch copies the state and releases every job
+//! up to the reservation (EASY+isolated on Curie: loop 3.6 s -> 1.35-1.56 s,
+//! BENCHMARKS.md section 3). It gives the search's reservation exactly
+//! (`Easy::update_kept` says why; tests/easy_incremental.rs compares them at every pass).
+//! A new head, a kept instant already past (a job running on past its limit), an unknown
+//! log, or a policy without the promise: the search from scratch.
 
 use std::collections::BTreeSet;
 use std::ops::Bound;
