@@ -200,7 +200,7 @@ mod tests {
         s.allocate(&t, 0, &[0, 3], SpanClass::Pod);
         let pod1: Vec<u32> = (9..18).collect();
         s.allocate(&t, 1, &pod1, SpanClass::Pod);
-        let reserved = [Reserved { nodes: &[5, 8], class: SpanClass::Pod }];
+        let reserved = [Reserved { nodes: &[5, 8], class: SpanClass::Pod, stamp: 0 }];
         let mut ex = crate::state::NodeSet::new(18);
         ex.insert(5);
         ex.insert(8);

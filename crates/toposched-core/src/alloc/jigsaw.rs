@@ -518,7 +518,7 @@ mod tests {
         let mut s = new_state(&a, &t, &[]);
         let pod1: Vec<u32> = (9..18).collect();
         s.allocate(&t, 0, &pod1, SpanClass::Pod);
-        let reserved = [Reserved { nodes: &[0, 2, 3, 5], class: SpanClass::Pod }];
+        let reserved = [Reserved { nodes: &[0, 2, 3, 5], class: SpanClass::Pod, stamp: 0 }];
         let mut ex = crate::state::NodeSet::new(18);
         [0, 2, 3, 5].iter().for_each(|&n| ex.insert(n));
         let g = Guard { excluded: Some(&ex), reserved: &reserved, ..Guard::NONE };

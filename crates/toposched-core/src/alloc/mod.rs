@@ -30,6 +30,20 @@ pub struct Reserved<'a> {
     pub nodes: &'a [u32],
     /// The span class of the reserved node set.
     pub class: SpanClass,
+    /// Names the reservation's contents, or 0: two reservations with the same nonzero
+    /// stamp hold the same nodes and class, so a policy that keeps what a guard gives may
+    /// recognise it without comparing the node lists (EASY asks about every backfill
+    /// candidate under one reservation of up to thousands of nodes). From
+    /// [`Reserved::fresh_stamp`].
+    pub stamp: u64,
+}
+
+impl Reserved<'_> {
+    /// A stamp no reservation has carried before (never 0).
+    pub fn fresh_stamp() -> u64 {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 /// The circumstances of one placement question: what the reservations held by the queue

@@ -98,11 +98,15 @@ struct NodeReservation {
     list: Vec<u32>,
     nodes: NodeSet,
     class: SpanClass,
+    /// Names the node list for the allocation policy (`Reserved::stamp`): new at every
+    /// change of the list.
+    stamp: u64,
 }
 
 impl NodeReservation {
     fn new(topo: &Topology, head: u32, version: u64, start_s: i64) -> NodeReservation {
-        NodeReservation { head, version, start_s, list: Vec::new(), nodes: NodeSet::new(topo.n_nodes()), class: SpanClass::Leaf }
+        let nodes = NodeSet::new(topo.n_nodes());
+        NodeReservation { head, version, start_s, list: Vec::new(), nodes, class: SpanClass::Leaf, stamp: Reserved::fresh_stamp() }
     }
 
     /// Reserve `nodes` (any order).
@@ -127,6 +131,7 @@ impl NodeReservation {
         }
         self.class = topo.span_class(&nodes);
         self.list = nodes;
+        self.stamp = Reserved::fresh_stamp();
     }
 }
 
@@ -506,7 +511,7 @@ impl Easy {
             }
             Reservation::Nodes(r) => {
                 let overlaps = if self.opts.flux_window { end_s >= r.start_s } else { end_s > r.start_s };
-                let reserved = [Reserved { nodes: &r.list, class: r.class }];
+                let reserved = [Reserved { nodes: &r.list, class: r.class, stamp: r.stamp }];
                 let closes = Guard { reserved: &reserved, ..Guard::NONE };
                 let (guard, kind) = if overlaps {
                     (Guard { excluded: Some(&r.nodes), ..closes }, 0)
