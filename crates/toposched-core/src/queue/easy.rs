@@ -53,7 +53,7 @@
 //! or forward until one does, and the head is placed again only if the projected state
 //! changed. That is O(changes) state changes plus allocation calls for the instants
 //! stepped over, where the search from scratch copies the state and releases every job
-//! up to the reservation (EASY+isolated on Curie: loop 3.6 s -> 1.35-1.56 s,
+//! up to the reservation (EASY+isolated on Curie: loop 3.4-3.6 s -> 1.26-1.31 s,
 //! BENCHMARKS.md section 3). It gives the search's reservation exactly
 //! (`Easy::update_kept` says why; tests/easy_incremental.rs compares them at every pass).
 //! A new head, a kept instant already past (a job running on past its limit), an unknown
