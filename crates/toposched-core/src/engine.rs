@@ -127,6 +127,7 @@ impl Engine {
             outcomes: vec![blank; jobs.len()],
             node_ranges: Vec::new(),
             held_jobs: Vec::new(),
+            running_log: None,
             free_slots: Vec::new(),
             kill_at_walltime: opts.kill_at_walltime,
             record_reservations: opts.record_reservations,
@@ -270,6 +271,7 @@ impl Engine {
             let spec = self.jobs[job as usize];
             let start = self.core.outcomes[job as usize].start_s;
             self.core.running.remove(&(start + spec.walltime_s, job));
+            self.core.log_running(start + spec.walltime_s, job, false);
             let class = self.core.class_of(job);
             let nodes = self.core.take_nodes(job);
             self.core.state.release(&self.topo, job, &nodes, class);

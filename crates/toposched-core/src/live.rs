@@ -228,7 +228,7 @@ impl Placer {
                 }
                 s
             });
-            let reserved = [Reserved { nodes: &r.nodes, class: r.class }];
+            let reserved = [Reserved { nodes: &r.nodes, class: r.class, stamp: 0 }];
             let guard = Guard { excluded: Some(both.as_ref().unwrap_or(&r.set)), reserved: &reserved, ..Guard::NONE };
             self.alloc.select(&self.topo, &self.state, nodes, &guard)
         } else {

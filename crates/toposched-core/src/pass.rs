@@ -125,7 +125,23 @@ pub struct Core {
     /// Jobs a queue policy held this pass (row, reason); the engine moves them to its
     /// skipped list after the pass.
     pub(crate) held_jobs: Vec<(u32, String)>,
+    /// The changes of `running` since the queue policy last took them
+    /// ([`PassCtx::take_running_changes`]); None while unknown (before it first asks, and
+    /// after too many piled up): nothing is logged then.
+    pub(crate) running_log: Option<Vec<RunningChange>>,
 }
+
+/// One change of the running set: a job started or ended, with its key there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunningChange {
+    pub expected_end: i64,
+    pub job: u32,
+    pub started: bool,
+}
+
+/// Changes kept for a policy that stopped asking, beyond which the log is dropped (it
+/// then gets "unknown" and looks at the whole running set).
+const RUNNING_LOG_MAX: usize = 1 << 16;
 
 impl Core {
     /// Seconds the allocation policy has held `job` back at instant `t`: since it first
@@ -142,6 +158,16 @@ impl Core {
     pub fn patience_ends(&self, job: u32, patience_s: Option<i64>) -> Option<i64> {
         let first = *self.first_declined.get(job as usize)?;
         (first >= 0).then_some(first.saturating_add(patience_s?))
+    }
+    /// Log a change of the running set, if a policy follows them.
+    pub(crate) fn log_running(&mut self, expected_end: i64, job: u32, started: bool) {
+        if let Some(log) = self.running_log.as_mut() {
+            if log.len() < RUNNING_LOG_MAX {
+                log.push(RunningChange { expected_end, job, started });
+            } else {
+                self.running_log = None;
+            }
+        }
     }
     /// Note that the allocation policy declined `job` free nodes it could have had now.
     pub(crate) fn note_declined(&mut self, job: u32) {
@@ -199,6 +225,7 @@ impl Core {
         o.node_off = u32::try_from(off).expect("more than 2^32 node ranges");
         o.node_len = (self.node_ranges.len() - off) as u32;
         self.running.insert((self.now + spec.walltime_s, job));
+        self.log_running(self.now + spec.walltime_s, job, true);
         if self.event_order == EventOrder::PerEvent {
             self.starts += 1;
             self.start_seq[job as usize] = self.starts;
@@ -361,6 +388,23 @@ impl PassCtx<'_> {
     /// Bumped at every start and end: lets policies cache work while nothing changed.
     pub fn version(&self) -> u64 {
         self.core.version
+    }
+    /// The starts and ends since the last call, in order, moved into `out`; false (and
+    /// `out` empty) when they are not known: at the first call, which starts the log, and
+    /// if too many piled up since. Lets a policy keep what it derived from the running
+    /// set and update it by what changed.
+    pub fn take_running_changes(&mut self, out: &mut Vec<RunningChange>) -> bool {
+        out.clear();
+        match self.core.running_log.as_mut() {
+            Some(log) => {
+                std::mem::swap(log, out);
+                true
+            }
+            None => {
+                self.core.running_log = Some(Vec::new());
+                false
+            }
+        }
     }
     /// Jobs that have ended so far (lets policies notice early ends).
     pub fn ended(&self) -> u64 {

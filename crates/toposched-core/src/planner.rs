@@ -70,6 +70,11 @@ impl<J, I: Iterator<Item = (i64, J)>, R: FnMut(&mut ClusterState, J)> Projection
         &self.state
     }
 
+    /// The projected state, kept (EASY updates it across passes: `crate::queue::easy`).
+    pub fn into_state(self) -> ClusterState {
+        self.state
+    }
+
     /// EASY's reservation on node sets: advance end instant by end instant (and to
     /// `also_at` among them: an instant at which the answer may change though no job ends,
     /// e.g. a wait running out) and return the first instant at which `place` (told the

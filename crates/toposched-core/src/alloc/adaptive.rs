@@ -362,7 +362,7 @@ mod tests {
         // a reservation of {6, 9} spans pods (leaves 2 and 3): a leaf-spanning job may not
         // touch leaves 2 and 3, a pod-spanning one not pods 0 and 1
         let t = Topology::preset("toy18").unwrap();
-        let reserved = [Reserved { nodes: &[6, 9], class: SpanClass::Pods }];
+        let reserved = [Reserved { nodes: &[6, 9], class: SpanClass::Pods, stamp: 0 }];
         let mut ex = NodeSet::new(18);
         ex.insert(6);
         ex.insert(9);

@@ -103,6 +103,11 @@ impl Allocator for Capped {
     fn monotone_class(&self, topo: &Topology, nodes: u32) -> Option<u8> {
         self.0.monotone_class(topo, nodes)
     }
+    /// As `isolated`'s: a job ending only raises availability and lowers the counts the
+    /// caps are compared with.
+    fn release_monotone(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]
@@ -195,7 +200,7 @@ mod tests {
         s.allocate(&t, 0, &[0, 3], SpanClass::Pod);
         let pod1: Vec<u32> = (9..18).collect();
         s.allocate(&t, 1, &pod1, SpanClass::Pod);
-        let reserved = [Reserved { nodes: &[5, 8], class: SpanClass::Pod }];
+        let reserved = [Reserved { nodes: &[5, 8], class: SpanClass::Pod, stamp: 0 }];
         let mut ex = crate::state::NodeSet::new(18);
         ex.insert(5);
         ex.insert(8);

@@ -94,6 +94,12 @@ impl Allocator for Isolated {
     fn monotone_class(&self, topo: &Topology, nodes: u32) -> Option<u8> {
         self.0.monotone_class(topo, nodes)
     }
+    /// A job ending frees nodes (every leaf's and pod's availability only grows) and
+    /// lowers the spanning counts (leaves and pods only open): each tier's threshold only
+    /// grows. The answer reads the state and the guard's nodes only.
+    fn release_monotone(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]
@@ -207,7 +213,7 @@ mod tests {
         let got = a.select(&t, &s, 3, &g).unwrap();
         assert!(got.iter().all(|&n| n >= 9));
         // a reservation spanning the leaves of pod 1 closes them to spanning jobs
-        let reserved = [crate::alloc::Reserved { nodes: &[9, 12, 15], class: SpanClass::Pod }];
+        let reserved = [crate::alloc::Reserved { nodes: &[9, 12, 15], class: SpanClass::Pod, stamp: 0 }];
         let g = Guard { reserved: &reserved, ..Guard::NONE };
         let got = a.select(&t, &s, 5, &g).unwrap();
         assert!(got.iter().all(|&n| n < 9));
@@ -219,10 +225,10 @@ mod tests {
         assert!(a.select(&t, &s, 3, &g1).unwrap().iter().all(|&n| n >= 9));
         assert!(a.select(&t, &s, 4, &g1).is_none());
         // the same reservation on one leaf (T1) closes nothing
-        let one_leaf = [crate::alloc::Reserved { nodes: &[9, 10, 11], class: SpanClass::Leaf }];
+        let one_leaf = [crate::alloc::Reserved { nodes: &[9, 10, 11], class: SpanClass::Leaf, stamp: 0 }];
         assert!(a.select(&t, &s, 12, &Guard { reserved: &one_leaf, ..Guard::NONE }).is_some());
         // spanning pods, it closes its pods to T3 jobs, and its leaves to T2/T3 jobs
-        let pods = [crate::alloc::Reserved { nodes: &[0, 9], class: SpanClass::Pods }];
+        let pods = [crate::alloc::Reserved { nodes: &[0, 9], class: SpanClass::Pods, stamp: 0 }];
         let g = Guard { reserved: &pods, ..Guard::NONE };
         assert!(a.select(&t, &s, 10, &g).is_none());
         assert_eq!(a.select(&t, &s, 6, &g).map(|mut v| { v.sort_unstable(); v }), Some(vec![3, 4, 5, 6, 7, 8]));

@@ -424,6 +424,13 @@ impl Allocator for Jigsaw {
     fn monotone_class(&self, topo: &Topology, nodes: u32) -> Option<u8> {
         Some(tier(topo, nodes).number())
     }
+
+    /// A job ending frees nodes and, if it spanned leaves, its columns: every (leaf,
+    /// interval) capacity and every leaf's and pod's availability only grows, so a shape
+    /// that held the job still does. The answer reads the state and the guard's nodes only.
+    fn release_monotone(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]
@@ -511,7 +518,7 @@ mod tests {
         let mut s = new_state(&a, &t, &[]);
         let pod1: Vec<u32> = (9..18).collect();
         s.allocate(&t, 0, &pod1, SpanClass::Pod);
-        let reserved = [Reserved { nodes: &[0, 2, 3, 5], class: SpanClass::Pod }];
+        let reserved = [Reserved { nodes: &[0, 2, 3, 5], class: SpanClass::Pod, stamp: 0 }];
         let mut ex = crate::state::NodeSet::new(18);
         [0, 2, 3, 5].iter().for_each(|&n| ex.insert(n));
         let g = Guard { excluded: Some(&ex), reserved: &reserved, ..Guard::NONE };

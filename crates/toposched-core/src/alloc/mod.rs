@@ -30,6 +30,20 @@ pub struct Reserved<'a> {
     pub nodes: &'a [u32],
     /// The span class of the reserved node set.
     pub class: SpanClass,
+    /// Names the reservation's contents, or 0: two reservations with the same nonzero
+    /// stamp hold the same nodes and class, so a policy that keeps what a guard gives may
+    /// recognise it without comparing the node lists (EASY asks about every backfill
+    /// candidate under one reservation of up to thousands of nodes). From
+    /// [`Reserved::fresh_stamp`].
+    pub stamp: u64,
+}
+
+impl Reserved<'_> {
+    /// A stamp no reservation has carried before (never 0).
+    pub fn fresh_stamp() -> u64 {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 /// The circumstances of one placement question: what the reservations held by the queue
@@ -105,6 +119,20 @@ pub trait Allocator: Send + Sync {
     /// A wrapper around another allocator must forward this.
     fn tracker(&self, _topo: &Topology) -> Option<Box<dyn Tracker>> {
         None
+    }
+
+    /// True when the policy promises that placement only gets easier as jobs end: for a
+    /// fixed job size and guard, if [`select`](Self::select) places the job on a state, it
+    /// also places it on that state with any running job released; and its answer depends
+    /// on nothing but the state's contents and the guard's `excluded` and `reserved` (not
+    /// on `held_back_s`, `projected`, the time, or anything the policy remembers). EASY
+    /// then keeps its projection of the machine across passes and moves its reservation
+    /// instant by what changed instead of rebuilding it (`crate::queue::easy`, *Cost*);
+    /// both give the same reservation only under this promise. False (the default): a
+    /// policy must show it by its own rule (`isolated`, `capped`, `jigsaw` do); one that
+    /// cannot (policies written in Python, `adaptive`'s patience) gets the full search.
+    fn release_monotone(&self) -> bool {
+        false
     }
 
     /// How long the policy may refuse a job free nodes it could use while it waits for a

@@ -171,7 +171,7 @@ impl Conservative {
             let overlapping: Vec<Reserved> = others
                 .iter()
                 .filter(|r| r.start < window_end && r.end > t)
-                .map(|r| Reserved { nodes: &r.nodes, class: r.class })
+                .map(|r| Reserved { nodes: &r.nodes, class: r.class, stamp: 0 })
                 .collect();
             for r in &overlapping {
                 for &n in r.nodes {

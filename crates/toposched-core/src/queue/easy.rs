@@ -41,14 +41,34 @@
 //! *Cost*: phase 1 and 2 are O(queue depth) allocation calls; the reservation (the
 //! planner's `shadow` on counts, its `Projection` for node sets: `crate::planner`) is
 //! O(running) for fungible policies, stopping at the shadow time, and O(running x
-//! allocation) otherwise, cached while the machine state does not change.
+//! allocation) from scratch otherwise; either is cached while the machine state does not
+//! change. For node sets, when the allocation policy promises that placement only gets
+//! easier as jobs end (`Allocator::release_monotone`: `isolated`, `capped`, `jigsaw`) and
+//! has no patience, the projected state at the reservation instant is kept across passes
+//! and brought up to date by the running set's changes since (the engine's log,
+//! `PassCtx::take_running_changes`): a job ended since whose expected end was after the
+//! reservation is released on it, a job started since that ends after it is taken; then
+//! the instant steps back while the previous end instant still places the head (tried
+//! only if a job expected to end after that instant has ended, or it was never searched),
+//! or forward until one does, and the head is placed again only if the projected state
+//! changed. That is O(changes) state changes plus allocation calls for the instants
+//! stepped over, where the search from scratch copies the state and releases every job
+//! up to the reservation (EASY+isolated on Curie: loop 3.4-3.6 s -> 1.26-1.31 s,
+//! BENCHMARKS.md section 3). It gives the search's reservation exactly
+//! (`Easy::update_kept` says why; tests/easy_incremental.rs compares them at every pass).
+//! A new head, a kept instant already past (a job running on past its limit), an unknown
+//! log, or a policy without the promise: the search from scratch.
+
+use std::collections::BTreeSet;
+use std::ops::Bound;
 
 use super::{PassCtx, QueueEntry, QueuePolicy};
-use crate::alloc::{Guard, Reserved};
+use crate::alloc::{Allocator, Guard, Reserved};
 use crate::options::{parse_options, schema_of};
+use crate::pass::{Core, RunningChange};
 use crate::planner::{shadow, Projection};
 use crate::state::{ClusterState, NodeSet};
-use crate::topology::SpanClass;
+use crate::topology::{SpanClass, Topology};
 
 /// Options of `easy`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
@@ -78,17 +98,142 @@ struct NodeReservation {
     list: Vec<u32>,
     nodes: NodeSet,
     class: SpanClass,
+    /// Names the node list for the allocation policy (`Reserved::stamp`): new at every
+    /// change of the list.
+    stamp: u64,
+}
+
+impl NodeReservation {
+    fn new(topo: &Topology, head: u32, version: u64, start_s: i64) -> NodeReservation {
+        let nodes = NodeSet::new(topo.n_nodes());
+        NodeReservation { head, version, start_s, list: Vec::new(), nodes, class: SpanClass::Leaf, stamp: Reserved::fresh_stamp() }
+    }
+
+    /// Reserve `nodes` (any order).
+    fn set_nodes(&mut self, topo: &Topology, mut nodes: Vec<u32>) {
+        // the same nodes as before (the projection may have changed away from them): the
+        // set and class stand; compared before sorting too (policies that list them
+        // ascending then cost one comparison, not a scan and a comparison)
+        if self.list == nodes {
+            return;
+        }
+        nodes.sort_unstable();
+        if self.list == nodes {
+            return;
+        }
+        self.nodes.clear();
+        // ascending: a run of consecutive ids at a time
+        let mut rest = &nodes[..];
+        while let Some(&first) = rest.first() {
+            let run = rest.iter().enumerate().take_while(|&(k, &n)| n - first == k as u32).count();
+            self.nodes.set_range(first..first + run as u32, true);
+            rest = &rest[run..];
+        }
+        self.class = topo.span_class(&nodes);
+        self.list = nodes;
+        self.stamp = Reserved::fresh_stamp();
+    }
+}
+
+/// How [`Easy`] brings its node-set reservation up to date after the machine changed. Not
+/// an option of the policy (both ways give the same reservation): tests compare them.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReservationUpdate {
+    /// By what changed, when the allocation policy promises
+    /// [`Allocator::release_monotone`] and has no patience; else the full search.
+    #[default]
+    Incremental,
+    /// The full search at every change (what the incremental update must equal).
+    Full,
+    /// Both, panicking if instant or nodes differ.
+    Checked,
+}
+
+/// The projection behind the last node-set reservation, kept across passes so that the
+/// next one is found by what changed since (see *Cost* above).
+#[derive(Clone, Debug)]
+struct Kept {
+    head: u32,
+    /// The reservation instant: `state` is the machine when it was kept (the running
+    /// set's changes are logged since) with every job expected to end by `at` released
+    /// (a job past its limit: at the instant then).
+    at: i64,
+    /// The first end instant then: the head fails at every end instant from it up to
+    /// `at` excluded.
+    first: i64,
+    state: ClusterState,
 }
 
 #[derive(Clone, Debug, Default)]
 pub struct Easy {
     opts: EasyOptions,
     cached: Option<NodeReservation>,
+    update: ReservationUpdate,
+    kept: Option<Kept>,
+    /// The running set's changes since the projection was kept, and scratch: the jobs
+    /// among them still running (expected end, row).
+    changes: Vec<RunningChange>,
+    started: Vec<(i64, u32)>,
+    /// Scratch: the nodes of an ended job.
+    nodes: Vec<u32>,
+    /// Reservations found by `update_kept`, and its steps back and forward (tests check
+    /// that each path is taken).
+    updated: [u64; 3],
+}
+
+/// The end instant of a running job: its expected end, or `now` if that has passed (run-on).
+#[inline]
+fn instant(expected_end: i64, now: i64) -> i64 {
+    expected_end.max(now)
+}
+
+/// The running jobs released at end instant `t` (`t >= now`): at `now`, every job expected
+/// to end by then.
+fn ending_at(running: &BTreeSet<(i64, u32)>, now: i64, t: i64) -> impl Iterator<Item = u32> + '_ {
+    let from = if t <= now { Bound::Unbounded } else { Bound::Included((t, 0)) };
+    running.range((from, Bound::Included((t, u32::MAX)))).map(|&(_, job)| job)
+}
+
+/// The last end instant at or before `t`.
+fn instant_at_or_before(running: &BTreeSet<(i64, u32)>, now: i64, t: i64) -> Option<i64> {
+    running.range(..=(t, u32::MAX)).next_back().map(|&(e, _)| instant(e, now)).filter(|&i| i <= t)
+}
+
+/// The last end instant before `t`.
+fn instant_before(running: &BTreeSet<(i64, u32)>, now: i64, t: i64) -> Option<i64> {
+    if t <= now {
+        return None;
+    }
+    running.range(..(t, 0)).next_back().map(|&(e, _)| instant(e, now))
+}
+
+/// The first end instant after `t` (after none: the first).
+fn instant_after(running: &BTreeSet<(i64, u32)>, now: i64, t: Option<i64>) -> Option<i64> {
+    let from = match t {
+        Some(t) if t >= now => Bound::Excluded((t, u32::MAX)),
+        _ => Bound::Unbounded,
+    };
+    running.range((from, Bound::Unbounded)).next().map(|&(e, _)| instant(e, now))
 }
 
 impl Easy {
     pub fn new(opts: EasyOptions) -> Easy {
-        Easy { opts, cached: None }
+        Easy { opts, ..Easy::default() }
+    }
+
+    /// Choose how the node-set reservation is updated (tests only: see [`ReservationUpdate`]).
+    #[doc(hidden)]
+    pub fn with_update(mut self, update: ReservationUpdate) -> Easy {
+        self.update = update;
+        self
+    }
+
+    /// How many reservations were found by what changed, not by the full search, and the
+    /// steps back and forward taken to find them (tests).
+    #[doc(hidden)]
+    pub fn incremental_updates(&self) -> [u64; 3] {
+        self.updated
     }
 
     /// Fungible reservation: (shadow time, extra nodes), by the planner's [`shadow`] over
@@ -99,47 +244,206 @@ impl Easy {
         shadow(ctx.now(), ctx.n_free(), head_nodes, ends)
     }
 
-    /// Node-set reservation, recomputed only when the machine state or the head changed:
-    /// the planner's [`Projection`] of the running jobs ending (past-limit ones now), and
-    /// the first instant at which the allocation policy places the head on it.
-    fn node_reservation(&mut self, ctx: &mut PassCtx, head: u32) -> Option<&NodeReservation> {
-        let version = ctx.version();
-        if self.cached.as_ref().is_some_and(|r| r.head == head && r.version == version) {
-            return self.cached.as_ref();
-        }
-        let now = ctx.now();
-        let need = ctx.jobs[head as usize].nodes;
-        let topo = ctx.topo;
-        let (core, alloc) = ctx.split();
-        let ends = core.running().iter().map(|&(expected_end, job)| (expected_end.max(now), job));
+    /// Rule 2's search from scratch: the planner's [`Projection`] of the running jobs
+    /// ending (past-limit ones now), and the first end instant at which the allocation
+    /// policy places the head on it: (instant, nodes, the projected state then).
+    fn full_search(core: &Core, alloc: &mut dyn Allocator, topo: &Topology, head: u32, need: u32) -> Option<(i64, Vec<u32>, ClusterState)> {
+        let now = core.now;
+        let ends = core.running().iter().map(|&(expected_end, job)| (instant(expected_end, now), job));
         let release = |state: &mut ClusterState, job: u32| state.release(topo, job, core.nodes_of(job), core.class_of(job));
         let mut projection = Projection::new(core.state().clone(), ends, release);
         // a policy that declines free nodes only until it has held the head back long
         // enough: the instant its patience runs out is planned for too
         let wait_ends = core.patience_ends(head, alloc.patience_s()).filter(|&t| t > now);
-        let found = projection.first_placement(wait_ends, |t, state| {
+        let (t, nodes) = projection.first_placement(wait_ends, |t, state| {
             let guard = Guard { held_back_s: core.held_back_s(head, t), projected: true, ..Guard::NONE };
             if need <= state.n_free() && alloc.feasible(topo, state, need, &guard) {
                 alloc.select(topo, state, need, &guard)
             } else {
                 None
             }
-        });
-        let (end, mut nodes) = found?;
-        nodes.sort_unstable();
-        let mut set = self.cached.take().map(|r| r.nodes).unwrap_or_else(|| NodeSet::new(topo.n_nodes()));
-        set.clear();
-        for &n in &nodes {
-            set.insert(n);
+        })?;
+        Some((t, nodes, projection.into_state()))
+    }
+
+    /// Rule 2's search by what changed since `kept` was the projection (allocation
+    /// policies that promise [`Allocator::release_monotone`], no patience): the instant,
+    /// and whether the projected state at it differs from the kept one (else the kept
+    /// nodes stand). None when it cannot tell (the full search then decides).
+    ///
+    /// Why it equals the full search, with `at` the kept instant and `now <= at`: a job
+    /// running then and now is released by `at` in both (its instant is its expected end
+    /// or `now`, on the same side of `at`). So `state` becomes the projection at `at` of
+    /// the machine now by releasing the jobs ended since whose instant was after `at` and
+    /// taking the nodes of the jobs started since whose instant is after `at` (free there:
+    /// a job started on nodes that were free or held by a job ended since). Placement is
+    /// monotone in time (a later instant's state is an earlier one's with more jobs
+    /// released), so the first instant that places the head is found by stepping: back
+    /// while the previous instant places it, or forward until one does. An earlier
+    /// instant is tried only if a job expected to end after it has ended (its state may
+    /// have gained nodes) or it is before the kept `first` (never searched); otherwise its
+    /// state is one that failed, with the started jobs' nodes taken.
+    fn update_kept(&mut self, core: &Core, alloc: &mut dyn Allocator, topo: &Topology, head: u32, need: u32, known: bool) -> Option<(i64, bool)> {
+        if !known {
+            return None;
         }
-        self.cached = Some(NodeReservation {
-            head,
-            version,
-            start_s: if self.opts.flux_window { end + 2 } else { end },
-            class: topo.span_class(&nodes),
-            list: nodes,
-            nodes: set,
-        });
+        let now = core.now;
+        let Easy { kept, changes, started, nodes, updated, .. } = self;
+        let kept = kept.as_mut().filter(|k| k.head == head && k.at >= now)?;
+        let at = kept.at;
+        let running = core.running();
+        let state = &mut kept.state;
+        // What changed, in order: a job that started and ended since changes nothing (its
+        // nodes were free then and are now). `latest_ended`: the latest expected end among
+        // the ended jobs.
+        let (mut latest_ended, mut changed) = (i64::MIN, false);
+        started.clear();
+        for c in changes.iter() {
+            if c.started {
+                started.push((c.expected_end, c.job));
+            } else if let Some(i) = started.iter().position(|&(_, j)| j == c.job) {
+                started.swap_remove(i);
+            } else {
+                latest_ended = latest_ended.max(c.expected_end);
+                if c.expected_end > at {
+                    // its node list went with it; its ranges stay
+                    nodes.clear();
+                    nodes.extend(core.node_ranges_of(c.job).iter().flat_map(|&(first, count)| (0..count).map(move |k| first + k)));
+                    state.release(topo, c.job, nodes, core.class_of(c.job));
+                    changed = true;
+                }
+            }
+        }
+        for &(end, job) in started.iter() {
+            if end > at {
+                state.allocate(topo, job, core.nodes_of(job), core.class_of(job));
+                changed = true;
+            }
+        }
+        let mut place = |state: &ClusterState, t: i64| {
+            let guard = Guard { held_back_s: core.held_back_s(head, t), projected: true, ..Guard::NONE };
+            need <= state.n_free() && alloc.feasible(topo, state, need, &guard)
+        };
+        let take = |state: &mut ClusterState, t: i64| {
+            for job in ending_at(running, now, t) {
+                state.allocate(topo, job, core.nodes_of(job), core.class_of(job));
+            }
+        };
+        let release = |state: &mut ClusterState, t: i64| {
+            for job in ending_at(running, now, t) {
+                state.release(topo, job, core.nodes_of(job), core.class_of(job));
+            }
+        };
+        let mut pos = instant_at_or_before(running, now, at);
+        let mut moved = false;
+        match pos {
+            Some(mut p) if !changed || place(state, p) => {
+                while let Some(prev) = instant_before(running, now, p) {
+                    // no job ended after `prev` and `prev` was searched before: its state
+                    // is the failed one with the started jobs' nodes taken
+                    if latest_ended <= prev && prev >= kept.first {
+                        break;
+                    }
+                    // too few nodes without the jobs ending at `p`: no need to take them
+                    let held: usize = ending_at(running, now, p).map(|job| core.nodes_of(job).len()).sum();
+                    if (state.n_free() as usize) < need as usize + held {
+                        break;
+                    }
+                    take(state, p);
+                    if place(state, prev) {
+                        (p, moved) = (prev, true);
+                        updated[1] += 1;
+                    } else {
+                        release(state, p);
+                        break;
+                    }
+                }
+                pos = Some(p);
+            }
+            _ => loop {
+                // None: the head fits at no instant; the full search says so
+                let next = instant_after(running, now, pos)?;
+                release(state, next);
+                (pos, moved) = (Some(next), true);
+                updated[2] += 1;
+                if place(state, next) {
+                    break;
+                }
+            },
+        }
+        let t = pos.expect("an instant was found");
+        kept.at = t;
+        kept.first = running.first().map(|&(e, _)| instant(e, now)).expect("an instant was found");
+        Some((t, changed || moved))
+    }
+
+    /// Node-set reservation, recomputed only when the machine state or the head changed:
+    /// the first end instant at which the allocation policy places the head on the
+    /// projection of the running jobs ending (past-limit ones now), searched anew or moved
+    /// by what changed (`update_kept`).
+    fn node_reservation(&mut self, ctx: &mut PassCtx, head: u32) -> Option<&NodeReservation> {
+        let version = ctx.version();
+        if self.cached.as_ref().is_some_and(|r| r.head == head && r.version == version) {
+            return self.cached.as_ref();
+        }
+        let need = ctx.jobs[head as usize].nodes;
+        let topo = ctx.topo;
+        let incremental = self.update != ReservationUpdate::Full && ctx.alloc.release_monotone() && ctx.alloc.patience_s().is_none();
+        // The log of changes starts (again) where a projection is kept.
+        let known = incremental && ctx.take_running_changes(&mut self.changes);
+        let (core, alloc) = ctx.split();
+        // (instant, nodes: None if the kept ones stand)
+        let mut found: Option<(i64, Option<Vec<u32>>)> = None;
+        if incremental {
+            if let Some((t, changed)) = self.update_kept(core, alloc, topo, head, need, known) {
+                self.updated[0] += 1;
+                if !changed {
+                    found = Some((t, None));
+                } else {
+                    let kept = self.kept.as_ref().expect("updated");
+                    let guard = Guard { held_back_s: core.held_back_s(head, t), projected: true, ..Guard::NONE };
+                    found = alloc.select(topo, &kept.state, need, &guard).map(|nodes| (t, Some(nodes)));
+                }
+            }
+            if found.is_none() {
+                self.kept = None;
+            }
+        }
+        if let (ReservationUpdate::Checked, Some((t, nodes))) = (self.update, &found) {
+            let mut nodes = nodes.clone().unwrap_or_else(|| self.cached.as_ref().expect("kept nodes").list.clone());
+            nodes.sort_unstable();
+            let full = Self::full_search(core, alloc, topo, head, need).map(|(t, mut n, _)| {
+                n.sort_unstable();
+                (t, n)
+            });
+            assert_eq!(Some((*t, nodes)), full, "EASY's incremental reservation differs from the full search at {} for row {head}", core.now);
+        }
+        let (t, nodes) = match found {
+            Some(f) => f,
+            None => {
+                let Some((t, nodes, state)) = Self::full_search(core, alloc, topo, head, need) else {
+                    self.kept = None;
+                    return None;
+                };
+                if incremental {
+                    let first = core.running().first().map_or(t, |&(e, _)| instant(e, core.now));
+                    self.kept = Some(Kept { head, at: t, first, state });
+                }
+                (t, Some(nodes))
+            }
+        };
+        let start_s = if self.opts.flux_window { t + 2 } else { t };
+        let r = match (self.cached.as_mut(), &nodes) {
+            (Some(r), _) => {
+                (r.head, r.version, r.start_s) = (head, version, start_s);
+                r
+            }
+            (None, Some(_)) => self.cached.insert(NodeReservation::new(topo, head, version, start_s)),
+            (None, None) => unreachable!("a kept projection has its reservation cached"),
+        };
+        if let Some(nodes) = nodes {
+            r.set_nodes(topo, nodes);
+        }
         self.cached.as_ref()
     }
 }
@@ -207,7 +511,7 @@ impl Easy {
             }
             Reservation::Nodes(r) => {
                 let overlaps = if self.opts.flux_window { end_s >= r.start_s } else { end_s > r.start_s };
-                let reserved = [Reserved { nodes: &r.list, class: r.class }];
+                let reserved = [Reserved { nodes: &r.list, class: r.class, stamp: r.stamp }];
                 let closes = Guard { reserved: &reserved, ..Guard::NONE };
                 let (guard, kind) = if overlaps {
                     (Guard { excluded: Some(&r.nodes), ..closes }, 0)
@@ -255,11 +559,14 @@ impl QueuePolicy for Easy {
             let head = queue[head_pos];
             let now = ctx.now();
             let head_nodes = ctx.jobs[head as usize].nodes;
-            // Cloned out of the cache so that starting jobs may borrow ctx mutably.
+            // Taken out of the cache for the pass (so that starting jobs may borrow ctx
+            // mutably), put back after it.
             let reservation = if ctx.alloc.fungible() {
                 Self::count_reservation(ctx, head_nodes).map(|(shadow_s, extra)| Reservation::Count { shadow_s, extra })
+            } else if self.node_reservation(ctx, head).is_some() {
+                self.cached.take().map(Reservation::Nodes)
             } else {
-                self.node_reservation(ctx, head).cloned().map(Reservation::Nodes)
+                None
             };
             // No reservation means even an empty machine could not place the head now (it
             // cannot happen for jobs that passed the submit check): nothing is backfilled.
@@ -277,6 +584,9 @@ impl QueuePolicy for Easy {
                         continue;
                     }
                     started[i] = self.try_backfill(ctx, &mut res, &mut hopeless, job, now + spec.walltime_s);
+                }
+                if let Reservation::Nodes(r) = res {
+                    self.cached = Some(r);
                 }
             }
         }

@@ -164,7 +164,7 @@ struct Closed {
     id: u64,
     // The key: the guard's reservations spanning leaves (the others close nothing), class
     // and node count of each, their nodes one after another in `nodes`.
-    reserved: Vec<(SpanClass, usize)>,
+    reserved: Vec<(SpanClass, usize, u64)>,
     nodes: Vec<u32>,
     last_used: u64,
     /// The reservations spanning leaves that touch each leaf, and spanning pods that touch
@@ -178,7 +178,8 @@ impl Closed {
         let (mut kept, mut off) = (self.reserved.iter(), 0);
         for r in guard.reserved.iter().filter(|r| r.class.spans_leaves()) {
             match kept.next() {
-                Some(&(class, len)) if class == r.class && self.nodes[off..off + len] == *r.nodes => off += len,
+                // a nonzero stamp names the contents (`Reserved::stamp`)
+                Some(&(class, len, stamp)) if class == r.class && len == r.nodes.len() && ((stamp != 0 && stamp == r.stamp) || self.nodes[off..off + len] == *r.nodes) => off += len,
                 _ => return false,
             }
         }
@@ -190,7 +191,7 @@ impl Closed {
         self.reserved.clear();
         self.nodes.clear();
         for r in guard.reserved.iter().filter(|r| r.class.spans_leaves()) {
-            self.reserved.push((r.class, r.nodes.len()));
+            self.reserved.push((r.class, r.nodes.len(), r.stamp));
             self.nodes.extend_from_slice(r.nodes);
         }
         self.leaf.clear();
@@ -198,7 +199,7 @@ impl Closed {
         self.pod.clear();
         self.pod.resize(topo.n_pods(), 0);
         let mut off = 0;
-        for &(class, len) in &self.reserved {
+        for &(class, len, _) in &self.reserved {
             for_each_leaf(topo, &self.nodes[off..off + len], |leaf, new_pod| {
                 self.leaf[leaf as usize] += 1;
                 if new_pod && class.spans_pods() {
@@ -838,6 +839,7 @@ mod tests {
             steps in prop::collection::vec(step(), 1..30),
             excluded_bits in prop::collection::vec(any::<bool>(), 48),
             reserved_pick in prop::collection::vec(any::<bool>(), 48),
+            stamped in any::<bool>(),
         ) {
             let order = if paper { LeafOrder::Paper } else { LeafOrder::FluxTopo };
             let tie = if by_index { TieBreak::Index } else { TieBreak::Name };
@@ -847,7 +849,9 @@ mod tests {
             let mut ex = NodeSet::new(n as usize);
             (0..n).filter(|&i| excluded_bits[i as usize % 48]).for_each(|i| ex.insert(i));
             let reserved_nodes: Vec<u32> = (0..n).filter(|&i| reserved_pick[i as usize % 48]).collect();
-            let reserved = [Reserved { nodes: &reserved_nodes, class: topo.span_class(&reserved_nodes) }];
+            // named or not (`Reserved::stamp`): asked about again and again, it must be recognised either way
+            let stamp = if stamped { Reserved::fresh_stamp() } else { 0 };
+            let reserved = [Reserved { nodes: &reserved_nodes, class: topo.span_class(&reserved_nodes), stamp }];
             let guards = [
                 Guard::NONE,
                 Guard { excluded: Some(&ex), reserved: &reserved, ..Guard::NONE },
