@@ -1,0 +1,150 @@
+//! `RowVec<T>`: a per-row vector addressed by absolute job row, holding only a window of
+//! rows. Rows are appended at the back and a finished prefix is dropped from the front
+//! (streamed replays, `Engine::append` / `Engine::drain`); indexing stays by absolute row,
+//! so `ctx.jobs[row as usize]` reads the same whether or not earlier rows were dropped.
+//!
+//! Stored as one `Vec` with the absolute row of its first element (`base`) and how many of
+//! its leading elements are dropped but not yet reclaimed (`dead`): indexing is one
+//! subtraction (no ring arithmetic, the replay loop indexes per-row vectors constantly),
+//! the live rows are one contiguous slice, and dropped elements are reclaimed (moved out
+//! in one `drain`) once they are at least as many as the live ones, so dropping costs
+//! amortized O(1) per row and memory stays within twice the window.
+
+use std::ops::{Index, IndexMut};
+
+#[derive(Clone, Debug)]
+pub struct RowVec<T> {
+    /// Absolute row of `v[0]`.
+    base: usize,
+    /// `v[..dead]` are dropped rows not reclaimed yet.
+    dead: usize,
+    v: Vec<T>,
+}
+
+impl<T> Default for RowVec<T> {
+    fn default() -> Self {
+        RowVec { base: 0, dead: 0, v: Vec::new() }
+    }
+}
+
+impl<T> RowVec<T> {
+    pub fn new() -> RowVec<T> {
+        RowVec::default()
+    }
+    /// Rows 0 .. v.len().
+    pub fn from_vec(v: Vec<T>) -> RowVec<T> {
+        RowVec { base: 0, dead: 0, v }
+    }
+    /// First row held (the oldest not dropped).
+    #[inline]
+    pub fn first_row(&self) -> usize {
+        self.base + self.dead
+    }
+    /// One past the last row appended: the row the next `push` gets. Not the number of rows
+    /// held (that is [`held`](Self::held)): a policy sizing its own per-row table by it keeps
+    /// working after a prefix was dropped.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.base + self.v.len()
+    }
+    /// No row was ever appended.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Rows held now (the window).
+    pub fn held(&self) -> usize {
+        self.v.len() - self.dead
+    }
+    /// `row` is in the window.
+    #[inline]
+    pub fn contains(&self, row: usize) -> bool {
+        row >= self.first_row() && row < self.len()
+    }
+    pub fn get(&self, row: usize) -> Option<&T> {
+        if row < self.first_row() {
+            return None;
+        }
+        self.v.get(row - self.base)
+    }
+    pub fn get_mut(&mut self, row: usize) -> Option<&mut T> {
+        if row < self.first_row() {
+            return None;
+        }
+        self.v.get_mut(row - self.base)
+    }
+    pub fn push(&mut self, x: T) {
+        self.v.push(x);
+    }
+    pub fn extend(&mut self, xs: impl IntoIterator<Item = T>) {
+        self.v.extend(xs);
+    }
+    /// The window's rows, from [`first_row`](Self::first_row).
+    pub fn as_slice(&self) -> &[T] {
+        &self.v[self.dead..]
+    }
+    pub fn iter(&self) -> std::slice::Iter<'_, T> {
+        self.as_slice().iter()
+    }
+    /// Drop every row before `row` (no-op for rows already dropped). Panics past the end.
+    pub fn drop_before(&mut self, row: usize) {
+        if row <= self.first_row() {
+            return;
+        }
+        assert!(row <= self.len(), "drop_before row {row}, only {} rows appended", self.len());
+        self.dead = row - self.base;
+        if self.dead >= self.v.len() - self.dead {
+            self.v.drain(..self.dead);
+            self.base += self.dead;
+            self.dead = 0;
+        }
+    }
+}
+
+impl<T> Index<usize> for RowVec<T> {
+    type Output = T;
+    #[inline]
+    fn index(&self, row: usize) -> &T {
+        debug_assert!(row >= self.first_row(), "row {row} was dropped (window starts at {})", self.first_row());
+        &self.v[row - self.base]
+    }
+}
+
+impl<T> IndexMut<usize> for RowVec<T> {
+    #[inline]
+    fn index_mut(&mut self, row: usize) -> &mut T {
+        debug_assert!(row >= self.first_row(), "row {row} was dropped (window starts at {})", self.first_row());
+        &mut self.v[row - self.base]
+    }
+}
+
+impl<'a, T> IntoIterator for &'a RowVec<T> {
+    type Item = &'a T;
+    type IntoIter = std::slice::Iter<'a, T>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RowVec;
+
+    #[test]
+    fn absolute_rows_survive_dropping() {
+        let mut r = RowVec::from_vec((0..10).collect::<Vec<u32>>());
+        r.drop_before(3);
+        assert_eq!((r.first_row(), r.len(), r.held()), (3, 10, 7));
+        assert_eq!(r[3], 3);
+        assert_eq!(r[9], 9);
+        assert_eq!(r.get(2), None);
+        r.drop_before(7); // reclaims: 7 dead >= 3 live
+        assert_eq!(r.as_slice(), &[7, 8, 9]);
+        r.push(10);
+        r[10] += 5;
+        assert_eq!((r[10], r.len(), r.held(), r.first_row()), (15, 11, 4, 7));
+        r.drop_before(2); // already dropped: nothing
+        assert_eq!(r.first_row(), 7);
+        r.drop_before(11);
+        assert_eq!((r.held(), r.len(), r.get(10)), (0, 11, None));
+    }
+}
