@@ -119,6 +119,8 @@ pub struct Engine {
     input_end: Option<i64>,
     /// Rows were appended after construction (a streamed replay).
     streamed: bool,
+    /// [`set_switches`](Self::set_switches) was called: every row carries a limit.
+    switches_on: bool,
 }
 
 impl Engine {
@@ -179,6 +181,7 @@ impl Engine {
             appended,
             input_end: None,
             streamed: false,
+            switches_on: false,
         })
     }
 
@@ -206,8 +209,7 @@ impl Engine {
         if self.finished {
             return Err(SimError("rows cannot be appended: the replay has finished (its input was declared complete)".into()));
         }
-        let has_switches = !self.core.switches.is_empty();
-        match (&switches, has_switches) {
+        match (&switches, self.switches_on) {
             (Some(sw), true) if sw.len() != jobs.len() => {
                 return Err(SimError(format!("switches given for {} appended jobs, the chunk has {}", sw.len(), jobs.len())))
             }
@@ -294,13 +296,12 @@ impl Engine {
         while self.core.outcomes.get(end).is_some_and(|o| matches!(o.status, JobStatus::Done | JobStatus::Skipped)) {
             end += 1;
         }
-        let mut out = Drained { first_row: first as u32, ..Drained::default() };
+        let mut out = Drained { first_row: first as u32, range_offsets: vec![0], ..Drained::default() };
         if end == first {
             return out;
         }
         out.outcomes.reserve(end - first);
-        out.range_offsets.reserve(end - first + 1);
-        out.range_offsets.push(0);
+        out.range_offsets.reserve(end - first);
         for row in first..end {
             let o = self.core.outcomes[row];
             if o.status == JobStatus::Done {
@@ -359,6 +360,7 @@ impl Engine {
         self.core.first_tried = RowVec::from_vec(vec![-1; switches.len()]);
         self.core.any_switch_limit = switches.iter().any(|&(l, _)| l > 0);
         self.core.switches = RowVec::from_vec(switches);
+        self.switches_on = true;
         Ok(())
     }
 
@@ -403,11 +405,10 @@ impl Engine {
             let next_end = self.core.ends.peek().map(|r| r.0 .0);
             let next_submit = self.jobs.get(self.next_submit).map(|j| j.submit_s);
             // A wake-up alone never keeps the run going: with nothing running and nothing
-            // to submit, the queue is empty or a policy is stuck (reported below). Rows yet
-            // to be appended count as something to submit, as they would in the whole log
-            // (a lone wake-up with an empty queue changes nothing either way).
-            let more = self.input_end.is_some();
-            let next_wakeup = if next_end.is_some() || next_submit.is_some() || more || !self.core.queue.is_empty() {
+            // to submit, the queue is empty or a policy is stuck (reported below). Rows not
+            // appended yet are not counted: the whole log would handle such a wake-up, but
+            // with nothing queued or running it changes nothing (its pass has no queue).
+            let next_wakeup = if next_end.is_some() || next_submit.is_some() || !self.core.queue.is_empty() {
                 self.core.wakeups.first().copied()
             } else {
                 None
