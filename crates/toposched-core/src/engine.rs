@@ -28,6 +28,22 @@
 //! **Run time.** A job runs `min(runtime, walltime)` and is marked killed when its log run
 //! time exceeds its limit, unless `kill_at_walltime` is off (then it runs its full log run
 //! time, and reservations treat it as ending any moment once past its limit).
+//!
+//! **Streamed input** (rows, window, horizon; ARCHITECTURE.md rule 12). A replay need not
+//! be built with every job: [`Engine::append`] adds rows after the last one (submit times
+//! never going back), [`Engine::set_input_end`] / [`Engine::step_until`] say how far the
+//! input goes (`Some(t)`: more rows may come, none submitted before `t`; `None`: complete,
+//! what [`Engine::new`] assumes), and [`Engine::drain`] hands over and forgets the longest
+//! prefix of final rows (done or skipped). Per-row state lives in [`RowVec`]s indexed by
+//! absolute row, so the engine holds only the window from the oldest row not final to the
+//! last appended. The horizon rule: no instant at or after the input end is handled, and
+//! nothing is finished (or reported stuck) before the input is complete; rows at an
+//! instant may be split across chunks, since that instant is handled only once the next
+//! chunk (whose first submit is the input end) is in. Hence the order above is the whole
+//! replay's, instant for instant, and so are the outcomes (tests/streaming.rs). Refused
+//! when streamed: the network model and queue policies that read the whole log up front
+//! (`slurm`, `slurm-bf`: [`QueuePolicy::whole_log_only`]). `--switches` limits stream:
+//! every chunk carries its rows' limits.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
