@@ -3,27 +3,24 @@
 //! (streamed replays, `Engine::append` / `Engine::drain`); indexing stays by absolute row,
 //! so `ctx.jobs[row as usize]` reads the same whether or not earlier rows were dropped.
 //!
-//! Stored as one `Vec` with the absolute row of its first element (`base`) and how many of
-//! its leading elements are dropped but not yet reclaimed (`dead`): indexing is one
-//! subtraction (no ring arithmetic, the replay loop indexes per-row vectors constantly),
-//! the live rows are one contiguous slice, and dropped elements are reclaimed (moved out
-//! in one `drain`) once they are at least as many as the live ones, so dropping costs
-//! amortized O(1) per row and memory stays within twice the window.
+//! Stored as one `Vec` with the absolute row of its first element (`base`): indexing is one
+//! subtraction and one bounds check (a dropped row, below `base`, wraps to an index past
+//! the end), as cheap as the plain `Vec` it replaces; the rows held are one contiguous
+//! slice. Dropping a prefix moves the window's rows to the front (O(window)): the engine
+//! drops once per drain, a chunk of rows at a time, and already walks the window then.
 
 use std::ops::{Index, IndexMut};
 
 #[derive(Clone, Debug)]
 pub struct RowVec<T> {
-    /// Absolute row of `v[0]`.
+    /// Absolute row of `v[0]`: the first row held.
     base: usize,
-    /// `v[..dead]` are dropped rows not reclaimed yet.
-    dead: usize,
     v: Vec<T>,
 }
 
 impl<T> Default for RowVec<T> {
     fn default() -> Self {
-        RowVec { base: 0, dead: 0, v: Vec::new() }
+        RowVec { base: 0, v: Vec::new() }
     }
 }
 
@@ -33,12 +30,12 @@ impl<T> RowVec<T> {
     }
     /// Rows 0 .. v.len().
     pub fn from_vec(v: Vec<T>) -> RowVec<T> {
-        RowVec { base: 0, dead: 0, v }
+        RowVec { base: 0, v }
     }
     /// First row held (the oldest not dropped).
     #[inline]
     pub fn first_row(&self) -> usize {
-        self.base + self.dead
+        self.base
     }
     /// One past the last row appended: the row the next `push` gets. Not the number of rows
     /// held (that is [`held`](Self::held)): a policy sizing its own per-row table by it keeps
@@ -53,25 +50,22 @@ impl<T> RowVec<T> {
     }
     /// Rows held now (the window).
     pub fn held(&self) -> usize {
-        self.v.len() - self.dead
+        self.v.len()
     }
     /// `row` is in the window.
     #[inline]
     pub fn contains(&self, row: usize) -> bool {
-        row >= self.first_row() && row < self.len()
+        row.wrapping_sub(self.base) < self.v.len()
     }
+    #[inline]
     pub fn get(&self, row: usize) -> Option<&T> {
-        if row < self.first_row() {
-            return None;
-        }
-        self.v.get(row - self.base)
+        self.v.get(row.wrapping_sub(self.base))
     }
+    #[inline]
     pub fn get_mut(&mut self, row: usize) -> Option<&mut T> {
-        if row < self.first_row() {
-            return None;
-        }
-        self.v.get_mut(row - self.base)
+        self.v.get_mut(row.wrapping_sub(self.base))
     }
+    #[inline]
     pub fn push(&mut self, x: T) {
         self.v.push(x);
     }
@@ -80,23 +74,19 @@ impl<T> RowVec<T> {
     }
     /// The window's rows, from [`first_row`](Self::first_row).
     pub fn as_slice(&self) -> &[T] {
-        &self.v[self.dead..]
+        &self.v
     }
     pub fn iter(&self) -> std::slice::Iter<'_, T> {
-        self.as_slice().iter()
+        self.v.iter()
     }
     /// Drop every row before `row` (no-op for rows already dropped). Panics past the end.
     pub fn drop_before(&mut self, row: usize) {
-        if row <= self.first_row() {
+        if row <= self.base {
             return;
         }
         assert!(row <= self.len(), "drop_before row {row}, only {} rows appended", self.len());
-        self.dead = row - self.base;
-        if self.dead >= self.v.len() - self.dead {
-            self.v.drain(..self.dead);
-            self.base += self.dead;
-            self.dead = 0;
-        }
+        self.v.drain(..row - self.base);
+        self.base = row;
     }
 }
 
@@ -104,16 +94,16 @@ impl<T> Index<usize> for RowVec<T> {
     type Output = T;
     #[inline]
     fn index(&self, row: usize) -> &T {
-        debug_assert!(row >= self.first_row(), "row {row} was dropped (window starts at {})", self.first_row());
-        &self.v[row - self.base]
+        debug_assert!(row >= self.base, "row {row} was dropped (the window starts at {})", self.base);
+        &self.v[row.wrapping_sub(self.base)]
     }
 }
 
 impl<T> IndexMut<usize> for RowVec<T> {
     #[inline]
     fn index_mut(&mut self, row: usize) -> &mut T {
-        debug_assert!(row >= self.first_row(), "row {row} was dropped (window starts at {})", self.first_row());
-        &mut self.v[row - self.base]
+        debug_assert!(row >= self.base, "row {row} was dropped (the window starts at {})", self.base);
+        &mut self.v[row.wrapping_sub(self.base)]
     }
 }
 
@@ -137,7 +127,7 @@ mod tests {
         assert_eq!(r[3], 3);
         assert_eq!(r[9], 9);
         assert_eq!(r.get(2), None);
-        r.drop_before(7); // reclaims: 7 dead >= 3 live
+        r.drop_before(7);
         assert_eq!(r.as_slice(), &[7, 8, 9]);
         r.push(10);
         r[10] += 5;
