@@ -548,7 +548,7 @@ impl Engine {
         if self.core.queue.is_empty() {
             return Ok(());
         }
-        let mut ctx = PassCtx::new(&self.topo, &self.jobs, self.alloc.as_mut(), &mut self.core, self.opts.queue_depth);
+        let mut ctx = PassCtx::new(&self.topo, self.jobs.view(), self.alloc.as_mut(), &mut self.core, self.opts.queue_depth);
         self.queue_policy.pass(&mut ctx);
         self.passes += 1;
         self.skipped.append(&mut self.core.held_jobs);

@@ -9,7 +9,7 @@ use std::collections::{BTreeSet, BinaryHeap};
 
 use crate::alloc::{free_unguarded, Allocator, Guard};
 use crate::network::replay::NetReplay;
-use crate::rows::RowVec;
+use crate::rows::{RowVec, Rows};
 use crate::state::ClusterState;
 use crate::topology::{SpanClass, Topology};
 use crate::workload::Job;
@@ -185,7 +185,7 @@ impl Core {
     }
 
     /// Start `job` now on `nodes`. Called by [`PassCtx::try_start`].
-    pub(crate) fn start(&mut self, topo: &Topology, jobs: &RowVec<Job>, job: u32, mut nodes: Vec<u32>) {
+    pub(crate) fn start(&mut self, topo: &Topology, jobs: Rows<'_, Job>, job: u32, mut nodes: Vec<u32>) {
         let spec = jobs[job as usize];
         assert_eq!(nodes.len(), spec.nodes as usize, "allocator returned the wrong node count for job row {job}");
         nodes.sort_unstable();
@@ -330,7 +330,7 @@ pub struct PassCtx<'a> {
     pub topo: &'a Topology,
     /// The job table by absolute row (`ctx.jobs[row as usize]`); holds the engine's window
     /// of rows, which always contains every queued and running job.
-    pub jobs: &'a RowVec<Job>,
+    pub jobs: Rows<'a, Job>,
     pub alloc: &'a mut dyn Allocator,
     /// Private: a queue policy reads the machine through the accessors below and starts
     /// jobs only through `try_start` / `try_start_on`, which apply the checks.
@@ -340,7 +340,7 @@ pub struct PassCtx<'a> {
 }
 
 impl<'a> PassCtx<'a> {
-    pub(crate) fn new(topo: &'a Topology, jobs: &'a RowVec<Job>, alloc: &'a mut dyn Allocator, core: &'a mut Core, queue_depth: usize) -> PassCtx<'a> {
+    pub(crate) fn new(topo: &'a Topology, jobs: Rows<'a, Job>, alloc: &'a mut dyn Allocator, core: &'a mut Core, queue_depth: usize) -> PassCtx<'a> {
         PassCtx { topo, jobs, alloc, core, queue_depth }
     }
 }

@@ -90,6 +90,70 @@ impl<T> RowVec<T> {
     }
 }
 
+/// A read-only view of a [`RowVec`]'s window, by absolute row: what a queue policy gets as
+/// `PassCtx::jobs`. Copy, and held by value (the window's slice and its first row), so an
+/// index costs what a slice's does plus one subtraction, with no pointer to chase.
+#[derive(Debug)]
+pub struct Rows<'a, T> {
+    base: usize,
+    rows: &'a [T],
+}
+
+impl<T> Clone for Rows<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for Rows<'_, T> {}
+
+impl<'a, T> Rows<'a, T> {
+    /// Rows `first_row ..` of `rows`.
+    pub fn new(first_row: usize, rows: &'a [T]) -> Rows<'a, T> {
+        Rows { base: first_row, rows }
+    }
+    /// First row held.
+    #[inline]
+    pub fn first_row(&self) -> usize {
+        self.base
+    }
+    /// One past the last row (see [`RowVec::len`]).
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.base + self.rows.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    #[inline]
+    pub fn get(&self, row: usize) -> Option<&'a T> {
+        self.rows.get(row.wrapping_sub(self.base))
+    }
+    /// The window's rows, from [`first_row`](Self::first_row).
+    pub fn as_slice(&self) -> &'a [T] {
+        self.rows
+    }
+    pub fn iter(&self) -> std::slice::Iter<'a, T> {
+        self.rows.iter()
+    }
+}
+
+impl<T> Index<usize> for Rows<'_, T> {
+    type Output = T;
+    #[inline]
+    fn index(&self, row: usize) -> &T {
+        debug_assert!(row >= self.base, "row {row} was dropped (the window starts at {})", self.base);
+        &self.rows[row.wrapping_sub(self.base)]
+    }
+}
+
+impl<T> RowVec<T> {
+    /// The window as a [`Rows`] view.
+    #[inline]
+    pub fn view(&self) -> Rows<'_, T> {
+        Rows { base: self.base, rows: &self.v }
+    }
+}
+
 impl<T> Index<usize> for RowVec<T> {
     type Output = T;
     #[inline]

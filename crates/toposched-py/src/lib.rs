@@ -493,7 +493,8 @@ impl Simulation {
         self.engine.is_finished()
     }
 
-    /// Per-job results in job-row order, as NumPy arrays: `status` (0 pending, 1 running,
+    /// Per-job results in job-row order, from `first_row` (every row unless some were
+    /// drained), as NumPy arrays: `status` (0 pending, 1 running,
     /// 2 done, 3 skipped), `start_s`, `end_s` (-1 if never started), `alloc_class` (1 one
     /// leaf, 2 one pod, 3 several pods; 0 if never started), `killed`, `aph` (NaN below two
     /// nodes or never started), and the node lists as ranges of consecutive ids:
@@ -516,7 +517,7 @@ impl Simulation {
         Ok(d)
     }
 
-    /// Jobs that could never run: list of (job row, reason).
+    /// Jobs that could never run: list of (job row, reason); drained rows' are in `drain()`'s.
     fn skipped(&self) -> Vec<(u32, String)> {
         self.engine.skipped().to_vec()
     }
