@@ -94,6 +94,36 @@ class Simulation:
         partition_id: npt.NDArray[np.int64] | None = None,
     ) -> None: ...
     def step(self, max_instants: int | None = None) -> bool: ...
+    def step_until(self, before_s: int | None, max_instants: int | None = None) -> bool:
+        """Streamed replays: handle instants before ``before_s`` only (more rows will be
+        appended, none submitted before it), or all of them when None (input complete).
+        True when the replay went as far as its input allows."""
+    def append(
+        self,
+        job_id: npt.NDArray[np.int64],
+        submit_s: npt.NDArray[np.int64],
+        nodes: npt.NDArray[np.int64],
+        walltime_s: npt.NDArray[np.int64],
+        runtime_s: npt.NDArray[np.int64],
+        *,
+        max_leaves: npt.NDArray[np.int64] | None = None,
+        switch_wait_s: npt.NDArray[np.int64] | None = None,
+        user_id: npt.NDArray[np.int64] | None = None,
+        account_id: npt.NDArray[np.int64] | None = None,
+        qos_id: npt.NDArray[np.int64] | None = None,
+        partition_id: npt.NDArray[np.int64] | None = None,
+    ) -> None:
+        """Append rows after the last one (submit times not before the last row's nor
+        the last ``before_s``)."""
+    def drain(self) -> dict[str, Any]:
+        """Hand over and forget the longest prefix of final rows: ``results()``'s arrays
+        for them, ``first_row`` (int) and ``skipped`` (list of (row, reason))."""
+    @property
+    def first_row(self) -> int: ...
+    @property
+    def held_rows(self) -> int: ...
+    @property
+    def input_end(self) -> int | None: ...
     @property
     def n_jobs(self) -> int: ...
     @property

@@ -28,6 +28,22 @@
 //! **Run time.** A job runs `min(runtime, walltime)` and is marked killed when its log run
 //! time exceeds its limit, unless `kill_at_walltime` is off (then it runs its full log run
 //! time, and reservations treat it as ending any moment once past its limit).
+//!
+//! **Streamed input** (rows, window, horizon; ARCHITECTURE.md rule 12). A replay need not
+//! be built with every job: [`Engine::append`] adds rows after the last one (submit times
+//! never going back), [`Engine::set_input_end`] / [`Engine::step_until`] say how far the
+//! input goes (`Some(t)`: more rows may come, none submitted before `t`; `None`: complete,
+//! what [`Engine::new`] assumes), and [`Engine::drain`] hands over and forgets the longest
+//! prefix of final rows (done or skipped). Per-row state lives in [`RowVec`]s indexed by
+//! absolute row, so the engine holds only the window from the oldest row not final to the
+//! last appended. The horizon rule: no instant at or after the input end is handled, and
+//! nothing is finished (or reported stuck) before the input is complete; rows at an
+//! instant may be split across chunks, since that instant is handled only once the next
+//! chunk (whose first submit is the input end) is in. Hence the order above is the whole
+//! replay's, instant for instant, and so are the outcomes (tests/streaming.rs). Refused
+//! when streamed: the network model and queue policies that read the whole log up front
+//! (`slurm`, `slurm-bf`: [`QueuePolicy::whole_log_only`]). `--switches` limits stream:
+//! every chunk carries its rows' limits.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
@@ -38,9 +54,10 @@ use crate::pass::Core;
 pub use crate::pass::{EventOrder, JobStatus, Outcome};
 use crate::pass::{PassCtx, ReservationRecord};
 use crate::queue::QueuePolicy;
+use crate::rows::RowVec;
 use crate::state::ClusterState;
 use crate::topology::Topology;
-use crate::workload::{validate, Job};
+use crate::workload::{validate_rows, Appended, Job};
 
 /// Engine settings that are not policies.
 #[derive(Clone, Copy, Debug)]
@@ -80,10 +97,28 @@ impl std::fmt::Display for SimError {
 }
 impl std::error::Error for SimError {}
 
+/// What [`Engine::drain`] hands over: the rows `first_row .. first_row + outcomes.len()`,
+/// all final (done or skipped), which the engine then forgets.
+#[derive(Clone, Debug, Default)]
+pub struct Drained {
+    pub first_row: u32,
+    /// One per row, in row order.
+    pub outcomes: Vec<Outcome>,
+    /// Row `first_row + i` ran on the node ranges `ranges[range_offsets[i] ..
+    /// range_offsets[i + 1]]` (empty if it never started); `range_offsets` has one entry
+    /// more than `outcomes`.
+    pub range_offsets: Vec<usize>,
+    pub ranges: Vec<(u32, u32)>,
+    /// The skipped rows among them with the reason, in row order.
+    pub skipped: Vec<(u32, String)>,
+}
+
 /// A replay of one workload on one fabric under one pair of policies.
 pub struct Engine {
     topo: Topology,
-    jobs: Vec<Job>,
+    /// The window of job rows (`crate::rows`): every row from the oldest not drained to the
+    /// last appended.
+    jobs: RowVec<Job>,
     alloc: Box<dyn Allocator>,
     queue_policy: Box<dyn QueuePolicy>,
     opts: EngineOptions,
@@ -93,6 +128,15 @@ pub struct Engine {
     skipped: Vec<(u32, String)>,
     passes: u64,
     finished: bool,
+    /// Rows appended so far and what they promise to the next chunk.
+    appended: Appended,
+    /// `Some(t)`: more rows may be appended, none submitted before `t`; the replay handles
+    /// no instant at or after `t`. `None`: the input is complete (the whole-log default).
+    input_end: Option<i64>,
+    /// Rows were appended after construction (a streamed replay).
+    streamed: bool,
+    /// [`set_switches`](Self::set_switches) was called: every row carries a limit.
+    switches_on: bool,
 }
 
 impl Engine {
@@ -105,7 +149,7 @@ impl Engine {
         opts: EngineOptions,
         down: &[u32],
     ) -> Result<Engine, SimError> {
-        validate(&jobs).map_err(SimError)?;
+        let appended = validate_rows(&jobs, &Appended::default()).map_err(SimError)?;
         if let Some(&d) = down.iter().find(|&&d| d as usize >= topo.n_nodes()) {
             return Err(SimError(format!("down node {d} is not on the fabric ({} nodes)", topo.n_nodes())));
         }
@@ -119,12 +163,12 @@ impl Engine {
             running: BTreeSet::new(),
             version: 0,
             ends: BinaryHeap::new(),
-            start_seq: if opts.event_order == EventOrder::PerEvent { vec![0; jobs.len()] } else { Vec::new() },
+            start_seq: if opts.event_order == EventOrder::PerEvent { RowVec::from_vec(vec![0; jobs.len()]) } else { RowVec::new() },
             starts: 0,
             event_order: opts.event_order,
             wakeups: BTreeSet::new(),
             ended: 0,
-            outcomes: vec![blank; jobs.len()],
+            outcomes: RowVec::from_vec(vec![blank; jobs.len()]),
             node_ranges: Vec::new(),
             held_jobs: Vec::new(),
             running_log: None,
@@ -132,15 +176,16 @@ impl Engine {
             kill_at_walltime: opts.kill_at_walltime,
             record_reservations: opts.record_reservations,
             reservations: Vec::new(),
-            switches: Vec::new(),
-            first_tried: Vec::new(),
-            first_declined: if alloc.patience_s().is_some() { vec![-1; jobs.len()] } else { Vec::new() },
+            switches: RowVec::new(),
+            any_switch_limit: false,
+            first_tried: RowVec::new(),
+            first_declined: if alloc.patience_s().is_some() { RowVec::from_vec(vec![-1; jobs.len()]) } else { RowVec::new() },
             net: None,
             held: Vec::new(),
         };
         Ok(Engine {
             topo,
-            jobs,
+            jobs: RowVec::from_vec(jobs),
             alloc,
             queue_policy,
             opts,
@@ -150,17 +195,189 @@ impl Engine {
             skipped: Vec::new(),
             passes: 0,
             finished: false,
+            appended,
+            input_end: None,
+            streamed: false,
+            switches_on: false,
         })
+    }
+
+    /// Append rows after the last one (a streamed replay): their submit times must not be
+    /// before the last row's, nor before the input end last declared
+    /// ([`set_input_end`](Self::set_input_end)), and must be after every instant handled
+    /// so far. With `--switches` limits on ([`set_switches`](Self::set_switches)), every
+    /// chunk carries its rows' limits; without, none may. Refused with the network model
+    /// and with a queue policy that needs the whole log up front
+    /// ([`QueuePolicy::whole_log_only`]).
+    pub fn append(&mut self, jobs: Vec<Job>) -> Result<(), SimError> {
+        self.append_with_switches(jobs, None)
+    }
+
+    /// [`append`](Self::append) with the rows' `--switches=N@wait` limits.
+    pub fn append_with_switches(&mut self, jobs: Vec<Job>, switches: Option<Vec<(u32, i64)>>) -> Result<(), SimError> {
+        if let Some(why) = self.queue_policy.whole_log_only() {
+            return Err(SimError(format!("rows cannot be appended with queue policy {}: {why}", self.queue_policy.name())));
+        }
+        if self.core.net.is_some() {
+            return Err(SimError(
+                "rows cannot be appended with the network model on: it draws every job's traffic from the whole log up front".into(),
+            ));
+        }
+        if self.finished {
+            return Err(SimError("rows cannot be appended: the replay has finished (its input was declared complete)".into()));
+        }
+        match (&switches, self.switches_on) {
+            (Some(sw), true) if sw.len() != jobs.len() => {
+                return Err(SimError(format!("switches given for {} appended jobs, the chunk has {}", sw.len(), jobs.len())))
+            }
+            (None, true) if !jobs.is_empty() => {
+                return Err(SimError("this replay has --switches limits: every appended chunk must give its rows' limits".into()))
+            }
+            (Some(_), false) => {
+                return Err(SimError("switches given for appended jobs, but the replay was built without --switches limits".into()))
+            }
+            _ => {}
+        }
+        let Some(first) = jobs.first() else { return Ok(()) };
+        if let Some(t) = self.input_end.filter(|&t| first.submit_s < t) {
+            return Err(SimError(format!(
+                "job row {} (id {}): field 'submit_s' is {} but the input end was declared at {t}: no row may be submitted before it",
+                self.appended.rows, first.id, first.submit_s
+            )));
+        }
+        if self.core.now != i64::MIN && first.submit_s <= self.core.now {
+            return Err(SimError(format!(
+                "job row {} (id {}): field 'submit_s' is {} but the replay has already handled instant {}",
+                self.appended.rows, first.id, first.submit_s, self.core.now
+            )));
+        }
+        self.appended = validate_rows(&jobs, &self.appended).map_err(SimError)?;
+        let n = jobs.len();
+        let blank = Outcome { status: JobStatus::Pending, start_s: -1, end_s: -1, class: None, killed: false, node_off: 0, node_len: 0, slot: 0 };
+        self.core.outcomes.extend(std::iter::repeat(blank).take(n));
+        if self.opts.event_order == EventOrder::PerEvent {
+            self.core.start_seq.extend(std::iter::repeat(0).take(n));
+        }
+        if self.alloc.patience_s().is_some() {
+            self.core.first_declined.extend(std::iter::repeat(-1).take(n));
+        }
+        if let Some(sw) = switches {
+            self.core.any_switch_limit |= sw.iter().any(|&(l, _)| l > 0);
+            self.core.first_tried.extend(std::iter::repeat(-1).take(n));
+            self.core.switches.extend(sw);
+        }
+        self.jobs.extend(jobs);
+        self.streamed = true;
+        Ok(())
+    }
+
+    /// Say how far the input goes. `Some(t)`: more rows may come, none submitted before
+    /// `t`, so [`step`](Self::step) handles only instants before `t` (and never reports the
+    /// replay finished). `None`: the input is complete (the default: a replay built with
+    /// the whole log). Refused once the replay has finished, or when an instant at or after
+    /// `t` was already handled.
+    pub fn set_input_end(&mut self, input_end: Option<i64>) -> Result<(), SimError> {
+        if let Some(t) = input_end {
+            if self.finished {
+                return Err(SimError("the replay has finished: its input was declared complete".into()));
+            }
+            if self.core.now != i64::MIN && t <= self.core.now {
+                return Err(SimError(format!("input end {t} is not after instant {}, which the replay has already handled", self.core.now)));
+            }
+        }
+        self.input_end = input_end;
+        Ok(())
+    }
+
+    /// The input end last declared (see [`set_input_end`](Self::set_input_end)).
+    pub fn input_end(&self) -> Option<i64> {
+        self.input_end
+    }
+
+    /// [`set_input_end`](Self::set_input_end)`(before_s)` then [`step`](Self::step)`(max_instants)`.
+    /// True when the replay went as far as its input allows: finished (input complete), or
+    /// every instant before `before_s` handled.
+    pub fn step_until(&mut self, before_s: Option<i64>, max_instants: u64) -> Result<bool, SimError> {
+        self.set_input_end(before_s)?;
+        let (finished, blocked) = self.run(max_instants)?;
+        Ok(finished || blocked)
+    }
+
+    /// Hand over and forget the longest prefix of the window's rows that are final (done,
+    /// or skipped): a pending (queued or not yet submitted) or running row ends it. The
+    /// engine then holds the rows from the oldest one not final to the last appended, and
+    /// the node ranges of those of them that started.
+    pub fn drain(&mut self) -> Drained {
+        let first = self.jobs.first_row();
+        let mut end = first;
+        while self.core.outcomes.get(end).is_some_and(|o| matches!(o.status, JobStatus::Done | JobStatus::Skipped)) {
+            end += 1;
+        }
+        let mut out = Drained { first_row: first as u32, range_offsets: vec![0], ..Drained::default() };
+        if end == first {
+            return out;
+        }
+        out.outcomes.reserve(end - first);
+        out.range_offsets.reserve(end - first);
+        for row in first..end {
+            let o = self.core.outcomes[row];
+            if o.status == JobStatus::Done {
+                out.ranges.extend_from_slice(self.core.node_ranges_of(row as u32));
+            }
+            out.outcomes.push(o);
+            out.range_offsets.push(out.ranges.len());
+        }
+        // the skipped list keeps its own order; the drained rows' reasons leave it
+        let (mut gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.skipped).into_iter().partition(|&(r, _)| (r as usize) < end);
+        gone.sort_by_key(|&(r, _)| r);
+        out.skipped = gone;
+        self.skipped = kept;
+        self.jobs.drop_before(end);
+        self.core.outcomes.drop_before(end);
+        self.core.start_seq.drop_before(end.min(self.core.start_seq.len()));
+        self.core.first_declined.drop_before(end.min(self.core.first_declined.len()));
+        self.core.switches.drop_before(end.min(self.core.switches.len()));
+        self.core.first_tried.drop_before(end.min(self.core.first_tried.len()));
+        // keep only the ranges of the window's started rows, offsets rewritten
+        let mut ranges = Vec::new();
+        for row in end..self.core.outcomes.len() {
+            let o = self.core.outcomes[row];
+            if matches!(o.status, JobStatus::Running | JobStatus::Done) {
+                let off = ranges.len();
+                ranges.extend_from_slice(self.core.node_ranges_of(row as u32));
+                self.core.outcomes[row].node_off = off as u32;
+            }
+        }
+        self.core.node_ranges = ranges;
+        out
+    }
+
+    /// First row of the window (rows before it were drained).
+    pub fn first_row(&self) -> usize {
+        self.jobs.first_row()
+    }
+    /// Rows held now: the window, from [`first_row`](Self::first_row) to the last appended.
+    pub fn held_rows(&self) -> usize {
+        self.jobs.held()
+    }
+    /// Rows appended so far (the constructor's included).
+    pub fn n_rows(&self) -> usize {
+        self.jobs.len()
     }
 
     /// Slurm `--switches=N@wait` for every job row: (max leaves, max wait in seconds); 0
     /// leaves means no limit. Call before the first [`step`](Self::step).
     pub fn set_switches(&mut self, switches: Vec<(u32, i64)>) -> Result<(), SimError> {
+        if self.streamed {
+            return Err(SimError("switches must be set before rows are appended".into()));
+        }
         if switches.len() != self.jobs.len() {
             return Err(SimError(format!("switches given for {} jobs, the workload has {}", switches.len(), self.jobs.len())));
         }
-        self.core.first_tried = vec![-1; switches.len()];
-        self.core.switches = switches;
+        self.core.first_tried = RowVec::from_vec(vec![-1; switches.len()]);
+        self.core.any_switch_limit = switches.iter().any(|&(l, _)| l > 0);
+        self.core.switches = RowVec::from_vec(switches);
+        self.switches_on = true;
         Ok(())
     }
 
@@ -170,7 +387,10 @@ impl Engine {
         if self.core.now != i64::MIN {
             return Err(SimError("the network model must be set before the replay starts".into()));
         }
-        net.bind(&self.jobs, self.opts.kill_at_walltime).map_err(SimError)?;
+        if self.streamed {
+            return Err(SimError("the network model cannot be used once rows were appended: it needs the whole log up front".into()));
+        }
+        net.bind(self.jobs.as_slice(), self.opts.kill_at_walltime).map_err(SimError)?;
         self.core.net = Some(Box::new(net));
         Ok(())
     }
@@ -181,9 +401,17 @@ impl Engine {
     }
 
     /// Run until the end, or until `max_instants` instants have been handled (so a caller
-    /// can show progress). Returns true once every job is done or skipped.
+    /// can show progress). Returns true once every job is done or skipped and the input is
+    /// complete. With an input end declared ([`set_input_end`](Self::set_input_end)) it
+    /// stops before the first instant at or after it.
     pub fn step(&mut self, max_instants: u64) -> Result<bool, SimError> {
+        self.run(max_instants).map(|(finished, _)| finished)
+    }
+
+    /// (finished, stopped at the input end).
+    fn run(&mut self, max_instants: u64) -> Result<(bool, bool), SimError> {
         let mut handled = 0;
+        let mut blocked = false;
         while !self.finished && handled < max_instants {
             while let Some(&Reverse((end, _, job))) = self.core.ends.peek() {
                 if !self.core.end_is_stale(end, job) {
@@ -194,13 +422,23 @@ impl Engine {
             let next_end = self.core.ends.peek().map(|r| r.0 .0);
             let next_submit = self.jobs.get(self.next_submit).map(|j| j.submit_s);
             // A wake-up alone never keeps the run going: with nothing running and nothing
-            // to submit, the queue is empty or a policy is stuck (reported below).
+            // to submit, the queue is empty or a policy is stuck (reported below). Rows not
+            // appended yet are not counted: the whole log would handle such a wake-up, but
+            // with nothing queued or running it changes nothing (its pass has no queue).
             let next_wakeup = if next_end.is_some() || next_submit.is_some() || !self.core.queue.is_empty() {
                 self.core.wakeups.first().copied()
             } else {
                 None
             };
-            let Some(t) = [next_end, next_submit, next_wakeup].into_iter().flatten().min() else {
+            let next = [next_end, next_submit, next_wakeup].into_iter().flatten().min();
+            // The horizon: no instant at or after the first submit not yet appended.
+            if let Some(end) = self.input_end {
+                if next.map_or(true, |t| t >= end) {
+                    blocked = true;
+                    break;
+                }
+            }
+            let Some(t) = next else {
                 self.finished = true;
                 break;
             };
@@ -218,7 +456,7 @@ impl Engine {
                 self.core.queue[0]
             )));
         }
-        Ok(self.finished)
+        Ok((self.finished, blocked))
     }
 
     fn handle_instant(&mut self, t: i64) -> Result<(), SimError> {
@@ -312,7 +550,7 @@ impl Engine {
         if self.core.queue.is_empty() {
             return Ok(());
         }
-        let mut ctx = PassCtx::new(&self.topo, &self.jobs, self.alloc.as_mut(), &mut self.core, self.opts.queue_depth);
+        let mut ctx = PassCtx::new(&self.topo, self.jobs.view(), self.alloc.as_mut(), &mut self.core, self.opts.queue_depth);
         self.queue_policy.pass(&mut ctx);
         self.passes += 1;
         self.skipped.append(&mut self.core.held_jobs);
@@ -358,11 +596,13 @@ impl Engine {
     pub fn topology(&self) -> &Topology {
         &self.topo
     }
+    /// The window's rows, from [`first_row`](Self::first_row) (all of them unless drained).
     pub fn jobs(&self) -> &[Job] {
-        &self.jobs
+        self.jobs.as_slice()
     }
+    /// The window's outcomes, from [`first_row`](Self::first_row) (all unless drained).
     pub fn outcomes(&self) -> &[Outcome] {
-        &self.core.outcomes
+        self.core.outcomes.as_slice()
     }
     /// Nodes a started job holds or held, ascending (expanded from its ranges).
     pub fn nodes_of(&self, job: u32) -> Vec<u32> {
@@ -383,7 +623,7 @@ impl Engine {
     /// the engine must not be stepped again.
     pub fn release_outcomes(&mut self) {
         self.finished = true;
-        self.core.outcomes = Vec::new();
+        self.core.outcomes = RowVec::new();
         self.core.node_ranges = Vec::new();
         self.core.held = Vec::new();
     }

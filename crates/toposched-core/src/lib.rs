@@ -8,6 +8,7 @@
 //! - [`queue`]: queue policies (who goes next), one file each.
 //! - [`registry`]: every policy's name, docs, options schema and builder (generated list).
 //! - [`engine`]: the discrete-event loop and its total event order.
+//! - [`rows`]: per-row vectors addressed by absolute job row over a window (streamed replays).
 //! - [`planner`]: free nodes over time, the projected future queue policies reason on.
 //! - [`live`]: live placement (`toposched serve`): the same allocators, one request at a time.
 //! - [`metrics`]: APH, bounded slowdown, utilization sampling.
@@ -22,6 +23,7 @@ pub mod pass;
 pub mod planner;
 pub mod queue;
 pub mod registry;
+pub mod rows;
 pub mod state;
 pub mod topology;
 pub mod workload;

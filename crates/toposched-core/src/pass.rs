@@ -9,6 +9,7 @@ use std::collections::{BTreeSet, BinaryHeap};
 
 use crate::alloc::{free_unguarded, Allocator, Guard};
 use crate::network::replay::NetReplay;
+use crate::rows::{RowVec, Rows};
 use crate::state::ClusterState;
 use crate::topology::{SpanClass, Topology};
 use crate::workload::Job;
@@ -91,18 +92,21 @@ pub struct Core {
     /// instant then go by row) and the start count in the per-event order (start order).
     pub(crate) ends: BinaryHeap<Reverse<(i64, u64, u32)>>,
     /// Per-event order only: start sequence of each job row.
-    pub(crate) start_seq: Vec<u64>,
+    pub(crate) start_seq: RowVec<u64>,
     pub(crate) starts: u64,
     pub(crate) event_order: EventOrder,
     /// Instants at which a policy asked for a pass (e.g. a reservation starts), each once.
     pub(crate) wakeups: BTreeSet<i64>,
     /// Jobs that have ended so far (lets policies notice early ends).
     pub(crate) ended: u64,
-    pub(crate) outcomes: Vec<Outcome>,
-    /// Node lists of every started job as (first, count) ranges of consecutive ids, in the
-    /// list's (ascending) order, appended at each start. What the results hand over: a few
-    /// ranges per job where one id per node grows with fabric x jobs (Curie with nodes =
-    /// processors: 225 M node ids).
+    /// Per job row, over the engine's window of rows (`crate::rows`).
+    pub(crate) outcomes: RowVec<Outcome>,
+    /// Node lists of every started job of the window as (first, count) ranges of
+    /// consecutive ids, in the list's (ascending) order, appended at each start. What the
+    /// results hand over: a few ranges per job where one id per node grows with fabric x
+    /// jobs (Curie with nodes = processors: 225 M node ids). One flat vector (one push per
+    /// start, no allocation per job) rather than per-row storage: `Engine::drain` hands the
+    /// drained rows' ranges over and compacts it to the rows left in the window.
     pub(crate) node_ranges: Vec<(u32, u32)>,
     /// Full node lists of the running jobs only (policies read them while projecting the
     /// future), by slot; a job's list is dropped when it ends, so this follows the running
@@ -114,12 +118,14 @@ pub struct Core {
     pub(crate) record_reservations: bool,
     pub(crate) reservations: Vec<ReservationRecord>,
     /// Slurm `--switches=N@wait` per job row: (max leaves, max wait s); empty = none.
-    pub(crate) switches: Vec<(u32, i64)>,
+    pub(crate) switches: RowVec<(u32, i64)>,
+    /// Some row appended so far has a `--switches` limit (sticky: see `has_switch_limits`).
+    pub(crate) any_switch_limit: bool,
     /// When each job was first tried (for the switch wait), -1 before.
-    pub(crate) first_tried: Vec<i64>,
+    pub(crate) first_tried: RowVec<i64>,
     /// When the allocation policy first declined each job free nodes it could have had, -1
     /// before; empty unless the policy has a patience (`Allocator::patience_s`).
-    pub(crate) first_declined: Vec<i64>,
+    pub(crate) first_declined: RowVec<i64>,
     /// The network model's closed loop (`--network`), if on: it owns the end times.
     pub(crate) net: Option<Box<NetReplay>>,
     /// Jobs a queue policy held this pass (row, reason); the engine moves them to its
@@ -205,7 +211,7 @@ impl Core {
     }
 
     /// Start `job` now on `nodes`. Called by [`PassCtx::try_start`].
-    pub(crate) fn start(&mut self, topo: &Topology, jobs: &[Job], job: u32, mut nodes: Vec<u32>) {
+    pub(crate) fn start(&mut self, topo: &Topology, jobs: Rows<'_, Job>, job: u32, mut nodes: Vec<u32>) {
         let spec = jobs[job as usize];
         assert_eq!(nodes.len(), spec.nodes as usize, "allocator returned the wrong node count for job row {job}");
         nodes.sort_unstable();
@@ -254,11 +260,11 @@ impl Core {
         self.ends.push(Reverse((end, seq, job)));
     }
 
-    /// A heap entry for a job whose end has moved since (network model) or that has ended.
+    /// A heap entry for a job whose end has moved since (network model) or that has ended
+    /// (and may have left the window since).
     #[inline]
     pub(crate) fn end_is_stale(&self, end: i64, job: u32) -> bool {
-        let o = &self.outcomes[job as usize];
-        o.status != JobStatus::Running || o.end_s != end
+        self.outcomes.get(job as usize).map_or(true, |o| o.status != JobStatus::Running || o.end_s != end)
     }
 
     /// Network model: after the instant's pass, push the ends that moved.
@@ -279,9 +285,11 @@ impl Core {
         }
     }
 
-    /// True when some job has a `--switches` limit (a refusal that is not monotone in size).
+    /// True when some job appended so far has a `--switches` limit (a refusal that is not
+    /// monotone in size). Over the rows appended so far, kept when rows leave the window: a
+    /// whole-log replay asks it of every row; only a skipping shortcut reads it.
     pub(crate) fn has_switch_limits(&self) -> bool {
-        self.switches.iter().any(|&(l, _)| l > 0)
+        self.any_switch_limit
     }
 
     /// Slurm's `--switches=N@wait` rule: a selection spanning more than N leaves is
@@ -347,7 +355,9 @@ pub fn expand_ranges(ranges: &[(u32, u32)]) -> Vec<u32> {
 /// Everything a queue policy may read or do during one pass.
 pub struct PassCtx<'a> {
     pub topo: &'a Topology,
-    pub jobs: &'a [Job],
+    /// The job table by absolute row (`ctx.jobs[row as usize]`); holds the engine's window
+    /// of rows, which always contains every queued and running job.
+    pub jobs: Rows<'a, Job>,
     pub alloc: &'a mut dyn Allocator,
     /// Private: a queue policy reads the machine through the accessors below and starts
     /// jobs only through `try_start` / `try_start_on`, which apply the checks.
@@ -357,7 +367,7 @@ pub struct PassCtx<'a> {
 }
 
 impl<'a> PassCtx<'a> {
-    pub(crate) fn new(topo: &'a Topology, jobs: &'a [Job], alloc: &'a mut dyn Allocator, core: &'a mut Core, queue_depth: usize) -> PassCtx<'a> {
+    pub(crate) fn new(topo: &'a Topology, jobs: Rows<'a, Job>, alloc: &'a mut dyn Allocator, core: &'a mut Core, queue_depth: usize) -> PassCtx<'a> {
         PassCtx { topo, jobs, alloc, core, queue_depth }
     }
 }

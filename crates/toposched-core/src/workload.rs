@@ -45,7 +45,29 @@ pub const MAX_HORIZON_S: i64 = 1 << 61;
 /// every time within [`MAX_TIME_S`] and the whole replay within [`MAX_HORIZON_S`].
 /// The error names the row (0-based, in replay order) and the field.
 pub fn validate(jobs: &[Job]) -> Result<(), String> {
-    for (i, j) in jobs.iter().enumerate() {
+    validate_rows(jobs, &Appended::default()).map(|_| ())
+}
+
+/// What the rows appended before a chunk promise to the next one (streamed replays).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Appended {
+    /// Rows so far: the first row of the next chunk.
+    pub rows: usize,
+    /// The last row's submit time.
+    pub last_submit_s: Option<i64>,
+    /// Sum over the rows so far of `max(runtime, walltime)`: the horizon check's total.
+    pub work_s: i128,
+}
+
+/// [`validate`] for a chunk appended after `before` (rows named absolutely): the same
+/// checks, submits sorted across chunks too, and the horizon check over every row so far
+/// with this chunk's last submit. Chunk by chunk this refuses exactly what [`validate`]
+/// refuses on the whole table: its horizon condition, for the final last submit, is the
+/// strongest of the chunks' (submits only grow). Returns the totals after the chunk.
+pub fn validate_rows(jobs: &[Job], before: &Appended) -> Result<Appended, String> {
+    let mut prev = before.last_submit_s;
+    for (k, j) in jobs.iter().enumerate() {
+        let i = before.rows + k;
         for (field, v) in [("submit_s", j.submit_s), ("walltime_s", j.walltime_s), ("runtime_s", j.runtime_s)] {
             if v.unsigned_abs() > MAX_TIME_S as u64 {
                 return Err(format!("job row {i} (id {}): field '{field}' is {v} s, beyond the limit of {MAX_TIME_S} s (2^53)", j.id));
@@ -61,28 +83,31 @@ pub fn validate(jobs: &[Job]) -> Result<(), String> {
         if j.runtime_s < 0 {
             return Err(format!("job row {i} (id {}): field 'runtime_s' must be >= 0, got {}", j.id, j.runtime_s));
         }
-        if i > 0 && j.submit_s < jobs[i - 1].submit_s {
+        if let Some(p) = prev.filter(|&p| j.submit_s < p) {
             return Err(format!(
-                "job row {i} (id {}): field 'submit_s' is {} but the row before has {}; rows must be sorted by submit time",
-                j.id,
-                j.submit_s,
-                jobs[i - 1].submit_s
+                "job row {i} (id {}): field 'submit_s' is {} but the row before has {p}; rows must be sorted by submit time",
+                j.id, j.submit_s
             ));
         }
+        prev = Some(j.submit_s);
     }
     // Worst case: every job runs alone, one after the other, after the last submit.
-    let mut horizon: i128 = jobs.last().map_or(0, |j| j.submit_s as i128);
-    for (i, j) in jobs.iter().enumerate() {
-        horizon += j.walltime_s.max(j.runtime_s) as i128;
-        if horizon > MAX_HORIZON_S as i128 {
+    let last: i128 = prev.map_or(0, |s| s as i128);
+    let mut work = before.work_s;
+    for (k, j) in jobs.iter().enumerate() {
+        work += j.walltime_s.max(j.runtime_s) as i128;
+        if last + work > MAX_HORIZON_S as i128 {
             return Err(format!(
-                "job row {i} (id {}): field 'runtime_s' ({}) or 'walltime_s' ({}) takes the replay past {MAX_HORIZON_S} s (2^61): \
+                "job row {} (id {}): field 'runtime_s' ({}) or 'walltime_s' ({}) takes the replay past {MAX_HORIZON_S} s (2^61): \
                  the times would overflow 64-bit seconds",
-                j.id, j.runtime_s, j.walltime_s
+                before.rows + k,
+                j.id,
+                j.runtime_s,
+                j.walltime_s
             ));
         }
     }
-    Ok(())
+    Ok(Appended { rows: before.rows + jobs.len(), last_submit_s: prev, work_s: work })
 }
 
 #[cfg(test)]

@@ -213,6 +213,97 @@ fn slice<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<T>, name: &str) -> PyRes
     a.as_slice().map_err(|_| PyValueError::new_err(format!("column {name} must be a contiguous array")))
 }
 
+/// The job columns of `Simulation(...)` and `Simulation.append(...)`.
+struct JobColumns<'py> {
+    job_id: PyReadonlyArray1<'py, i64>,
+    submit_s: PyReadonlyArray1<'py, i64>,
+    nodes: PyReadonlyArray1<'py, i64>,
+    walltime_s: PyReadonlyArray1<'py, i64>,
+    runtime_s: PyReadonlyArray1<'py, i64>,
+    user_id: Option<PyReadonlyArray1<'py, i64>>,
+    account_id: Option<PyReadonlyArray1<'py, i64>>,
+    qos_id: Option<PyReadonlyArray1<'py, i64>>,
+    partition_id: Option<PyReadonlyArray1<'py, i64>>,
+}
+
+impl JobColumns<'_> {
+    /// The rows, named in errors from `row0` on (the rows appended before them).
+    fn jobs(&self, row0: usize) -> PyResult<Vec<Job>> {
+        let (id, sub, n, wt, rt) = (
+            slice(&self.job_id, "job_id")?,
+            slice(&self.submit_s, "submit_s")?,
+            slice(&self.nodes, "nodes")?,
+            slice(&self.walltime_s, "walltime_s")?,
+            slice(&self.runtime_s, "runtime_s")?,
+        );
+        let len = id.len();
+        if [sub.len(), n.len(), wt.len(), rt.len()].iter().any(|&l| l != len) {
+            return Err(PyValueError::new_err("job columns differ in length"));
+        }
+        let mut jobs = Vec::with_capacity(len);
+        for i in 0..len {
+            let nodes = u32::try_from(n[i])
+                .map_err(|_| PyValueError::new_err(format!("job row {} (id {}): field 'nodes' out of range: {}", row0 + i, id[i], n[i])))?;
+            jobs.push(Job { id: id[i], submit_s: sub[i], nodes, walltime_s: wt[i], runtime_s: rt[i], ..Default::default() });
+        }
+        // the per-job ids (-1: the log has none)
+        for (name, col) in [("user_id", &self.user_id), ("account_id", &self.account_id), ("qos_id", &self.qos_id), ("partition_id", &self.partition_id)] {
+            let Some(col) = col else { continue };
+            let v = slice(col, name)?;
+            if v.len() != len {
+                return Err(PyValueError::new_err("job columns differ in length"));
+            }
+            for (i, (job, &x)) in jobs.iter_mut().zip(v).enumerate() {
+                let id = match x {
+                    -1 => None,
+                    x => Some(u32::try_from(x).ok().filter(|&x| x < u32::MAX).ok_or_else(|| {
+                        PyValueError::new_err(format!(
+                            "job row {} (id {}): field '{name}' out of range: {x} (-1 for none, else 0..{})",
+                            row0 + i,
+                            job.id,
+                            u32::MAX - 1
+                        ))
+                    })?),
+                };
+                match name {
+                    "user_id" => job.user = id,
+                    "account_id" => job.account = id,
+                    "qos_id" => job.qos = id,
+                    _ => job.partition = id,
+                }
+            }
+        }
+        Ok(jobs)
+    }
+}
+
+/// Slurm `--switches` limits per row from the `max_leaves` / `switch_wait_s` columns.
+fn switches_of(
+    jobs: &[Job],
+    row0: usize,
+    max_leaves: Option<PyReadonlyArray1<i64>>,
+    switch_wait_s: Option<PyReadonlyArray1<i64>>,
+) -> PyResult<Option<Vec<(u32, i64)>>> {
+    let len = jobs.len();
+    match (max_leaves, switch_wait_s) {
+        (None, None) => Ok(None),
+        (Some(l), Some(w)) => {
+            let (l, w) = (slice(&l, "max_leaves")?, slice(&w, "switch_wait_s")?);
+            if l.len() != len || w.len() != len {
+                return Err(PyValueError::new_err("max_leaves and switch_wait_s must have one entry per job"));
+            }
+            if let Some(i) = (0..len).find(|&i| !(0..=i64::from(u32::MAX)).contains(&l[i])) {
+                return Err(PyValueError::new_err(format!("job row {} (id {}): field 'max_leaves' out of range: {}", row0 + i, jobs[i].id, l[i])));
+            }
+            if let Some(i) = (0..len).find(|&i| !(0..=toposched_core::workload::MAX_TIME_S).contains(&w[i])) {
+                return Err(PyValueError::new_err(format!("job row {} (id {}): field 'switch_wait_s' out of range: {}", row0 + i, jobs[i].id, w[i])));
+            }
+            Ok(Some(l.iter().zip(w).map(|(&l, &w)| (l as u32, w)).collect()))
+        }
+        _ => Err(PyValueError::new_err("give both max_leaves and switch_wait_s, or neither")),
+    }
+}
+
 #[pymethods]
 impl Simulation {
     #[new]
@@ -248,45 +339,9 @@ impl Simulation {
         qos_id: Option<PyReadonlyArray1<i64>>,
         partition_id: Option<PyReadonlyArray1<i64>>,
     ) -> PyResult<Simulation> {
-        let (id, sub, n, wt, rt) = (
-            slice(&job_id, "job_id")?,
-            slice(&submit_s, "submit_s")?,
-            slice(&nodes, "nodes")?,
-            slice(&walltime_s, "walltime_s")?,
-            slice(&runtime_s, "runtime_s")?,
-        );
-        let len = id.len();
-        if [sub.len(), n.len(), wt.len(), rt.len()].iter().any(|&l| l != len) {
-            return Err(PyValueError::new_err("job columns differ in length"));
-        }
-        let mut jobs = Vec::with_capacity(len);
-        for i in 0..len {
-            let nodes = u32::try_from(n[i])
-                .map_err(|_| PyValueError::new_err(format!("job row {i} (id {}): field 'nodes' out of range: {}", id[i], n[i])))?;
-            jobs.push(Job { id: id[i], submit_s: sub[i], nodes, walltime_s: wt[i], runtime_s: rt[i], ..Default::default() });
-        }
-        // the per-job ids (-1: the log has none)
-        for (name, col) in [("user_id", &user_id), ("account_id", &account_id), ("qos_id", &qos_id), ("partition_id", &partition_id)] {
-            let Some(col) = col else { continue };
-            let v = slice(col, name)?;
-            if v.len() != len {
-                return Err(PyValueError::new_err("job columns differ in length"));
-            }
-            for (i, (job, &x)) in jobs.iter_mut().zip(v).enumerate() {
-                let id = match x {
-                    -1 => None,
-                    x => Some(u32::try_from(x).ok().filter(|&x| x < u32::MAX).ok_or_else(|| {
-                        PyValueError::new_err(format!("job row {i} (id {}): field '{name}' out of range: {x} (-1 for none, else 0..{})", job.id, u32::MAX - 1))
-                    })?),
-                };
-                match name {
-                    "user_id" => job.user = id,
-                    "account_id" => job.account = id,
-                    "qos_id" => job.qos = id,
-                    _ => job.partition = id,
-                }
-            }
-        }
+        let columns = JobColumns { job_id, submit_s, nodes, walltime_s, runtime_s, user_id, account_id, qos_id, partition_id };
+        let jobs = columns.jobs(0)?;
+        let switches = switches_of(&jobs, 0, max_leaves, switch_wait_s)?;
         let options = options.map(json::dict_to_options).transpose()?.unwrap_or_default();
         let alloc_name: Option<String> = match alloc {
             None => Some("linear".into()),
@@ -316,23 +371,8 @@ impl Simulation {
             Engine::new(topology.inner.clone(), jobs, allocator, queue_policy, opts, &down.unwrap_or_default())
                 .map_err(|e| PyValueError::new_err(e.0))
         })?;
-        match (max_leaves, switch_wait_s) {
-            (None, None) => {}
-            (Some(l), Some(w)) => {
-                let (l, w) = (slice(&l, "max_leaves")?, slice(&w, "switch_wait_s")?);
-                if l.len() != len || w.len() != len {
-                    return Err(PyValueError::new_err("max_leaves and switch_wait_s must have one entry per job"));
-                }
-                if let Some(i) = (0..len).find(|&i| !(0..=i64::from(u32::MAX)).contains(&l[i])) {
-                    return Err(PyValueError::new_err(format!("job row {i} (id {}): field 'max_leaves' out of range: {}", id[i], l[i])));
-                }
-                if let Some(i) = (0..len).find(|&i| !(0..=toposched_core::workload::MAX_TIME_S).contains(&w[i])) {
-                    return Err(PyValueError::new_err(format!("job row {i} (id {}): field 'switch_wait_s' out of range: {}", id[i], w[i])));
-                }
-                let sw = l.iter().zip(w).map(|(&l, &w)| (l as u32, w)).collect();
-                engine.set_switches(sw).map_err(|e| PyValueError::new_err(e.0))?;
-            }
-            _ => return Err(PyValueError::new_err("give both max_leaves and switch_wait_s, or neither")),
+        if let Some(sw) = switches {
+            engine.set_switches(sw).map_err(|e| PyValueError::new_err(e.0))?;
         }
         Ok(Simulation { engine, broken: None })
     }
@@ -341,27 +381,99 @@ impl Simulation {
     /// the replay is complete. The GIL is released meanwhile.
     #[pyo3(signature = (max_instants=None))]
     fn step(&mut self, py: Python<'_>, max_instants: Option<u64>) -> PyResult<bool> {
+        let max = max_instants.unwrap_or(u64::MAX);
+        self.run(py, move |e| e.step(max))
+    }
+
+    /// Streamed replays: declare how far the input goes, then step. `before_s` an int: more
+    /// rows will be appended, none submitted before it, so only instants before it are
+    /// handled; None: the input is complete. Handles at most `max_instants` instants (all by
+    /// default). True when the replay went as far as its input allows (finished, or every
+    /// instant before `before_s` handled); call again while False.
+    #[pyo3(signature = (before_s, max_instants=None))]
+    fn step_until(&mut self, py: Python<'_>, before_s: Option<i64>, max_instants: Option<u64>) -> PyResult<bool> {
+        let max = max_instants.unwrap_or(u64::MAX);
+        if self.broken.is_none() {
+            // a bad input end is the caller's input error, not a failure of the replay
+            self.engine.set_input_end(before_s).map_err(|e| PyValueError::new_err(e.0))?;
+        }
+        self.run(py, move |e| e.step_until(before_s, max))
+    }
+
+    /// Append job rows after the last one (same columns as the constructor; `max_leaves` /
+    /// `switch_wait_s` exactly when the constructor had them). Submit times must not go
+    /// back, nor fall before the last `before_s` given to `step_until`. Refused for the
+    /// `slurm` / `slurm-bf` queues and with a network model (they need the whole log).
+    #[pyo3(signature = (
+        job_id, submit_s, nodes, walltime_s, runtime_s, *,
+        max_leaves=None, switch_wait_s=None, user_id=None, account_id=None, qos_id=None, partition_id=None
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn append(
+        &mut self,
+        job_id: PyReadonlyArray1<i64>,
+        submit_s: PyReadonlyArray1<i64>,
+        nodes: PyReadonlyArray1<i64>,
+        walltime_s: PyReadonlyArray1<i64>,
+        runtime_s: PyReadonlyArray1<i64>,
+        max_leaves: Option<PyReadonlyArray1<i64>>,
+        switch_wait_s: Option<PyReadonlyArray1<i64>>,
+        user_id: Option<PyReadonlyArray1<i64>>,
+        account_id: Option<PyReadonlyArray1<i64>>,
+        qos_id: Option<PyReadonlyArray1<i64>>,
+        partition_id: Option<PyReadonlyArray1<i64>>,
+    ) -> PyResult<()> {
+        if let Some(why) = &self.broken {
+            return Err(PyRuntimeError::new_err(why.clone()));
+        }
+        let row0 = self.engine.n_rows();
+        let columns = JobColumns { job_id, submit_s, nodes, walltime_s, runtime_s, user_id, account_id, qos_id, partition_id };
+        let jobs = columns.jobs(row0)?;
+        let switches = switches_of(&jobs, row0, max_leaves, switch_wait_s)?;
+        let engine = &mut self.engine;
+        guarded("appending rows", || engine.append_with_switches(jobs, switches).map_err(|e| PyValueError::new_err(e.0)))
+    }
+
+    /// Hand over and forget the longest prefix of rows that are final (done or skipped; a
+    /// pending or running row ends it). A dict shaped like `results()` for those rows
+    /// (`status`, `start_s`, `end_s`, `alloc_class`, `killed`, `aph`, `range_offsets`,
+    /// `range_first`, `range_count`), plus `first_row` (int: the first drained row; the
+    /// arrays may be empty) and `skipped` (list of (row, reason) of the drained skipped
+    /// rows, in row order). Afterwards `results()` and `skipped()` cover only the rows
+    /// left, from `first_row`.
+    fn drain<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         if let Some(why) = &self.broken {
             return Err(PyRuntimeError::new_err(why.clone()));
         }
         let engine = &mut self.engine;
-        let r = py.allow_threads(|| {
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| engine.step(max_instants.unwrap_or(u64::MAX))))
-        });
-        match r {
-            Ok(r) => r.map_err(|e| PyRuntimeError::new_err(e.0)),
-            Err(payload) => {
-                let what = format!("replaying (simulated time {} s, {} jobs submitted)", self.engine.now(), self.engine.submitted());
-                let why = panic_message(&what, payload);
-                self.broken = Some(why.clone());
-                Err(PyRuntimeError::new_err(why))
-            }
-        }
+        let d = guarded("draining rows", || Ok(engine.drain()))?;
+        let ranges = |i: usize| &d.ranges[d.range_offsets[i]..d.range_offsets[i + 1]];
+        let dict = results_dict(py, self.engine.topology(), d.outcomes.iter().enumerate().map(|(i, o)| (o, ranges(i))))?;
+        dict.set_item("first_row", d.first_row)?;
+        dict.set_item("skipped", d.skipped)?;
+        Ok(dict)
     }
 
+    /// First row still held (rows before it were drained).
+    #[getter]
+    fn first_row(&self) -> usize {
+        self.engine.first_row()
+    }
+    /// Rows held now, from `first_row` to the last appended.
+    #[getter]
+    fn held_rows(&self) -> usize {
+        self.engine.held_rows()
+    }
+    /// The input end last declared (`step_until`): None when the input is complete.
+    #[getter]
+    fn input_end(&self) -> Option<i64> {
+        self.engine.input_end()
+    }
+
+    /// Rows appended so far (the constructor's and every `append`'s).
     #[getter]
     fn n_jobs(&self) -> usize {
-        self.engine.jobs().len()
+        self.engine.n_rows()
     }
     /// Jobs submitted so far.
     #[getter]
@@ -381,7 +493,8 @@ impl Simulation {
         self.engine.is_finished()
     }
 
-    /// Per-job results in job-row order, as NumPy arrays: `status` (0 pending, 1 running,
+    /// Per-job results in job-row order, from `first_row` (every row unless some were
+    /// drained), as NumPy arrays: `status` (0 pending, 1 running,
     /// 2 done, 3 skipped), `start_s`, `end_s` (-1 if never started), `alloc_class` (1 one
     /// leaf, 2 one pod, 3 several pods; 0 if never started), `killed`, `aph` (NaN below two
     /// nodes or never started), and the node lists as ranges of consecutive ids:
@@ -404,7 +517,7 @@ impl Simulation {
         Ok(d)
     }
 
-    /// Jobs that could never run: list of (job row, reason).
+    /// Jobs that could never run: list of (job row, reason); drained rows' are in `drain()`'s.
     fn skipped(&self) -> Vec<(u32, String)> {
         self.engine.skipped().to_vec()
     }
@@ -421,56 +534,85 @@ impl Simulation {
 }
 
 impl Simulation {
+    /// Step the engine with the GIL released; a panic marks the replay broken.
+    fn run(&mut self, py: Python<'_>, f: impl FnOnce(&mut Engine) -> Result<bool, toposched_core::SimError> + Send) -> PyResult<bool> {
+        if let Some(why) = &self.broken {
+            return Err(PyRuntimeError::new_err(why.clone()));
+        }
+        let engine = &mut self.engine;
+        let r = py.allow_threads(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(engine))));
+        match r {
+            Ok(r) => r.map_err(|e| PyRuntimeError::new_err(e.0)),
+            Err(payload) => {
+                let what = format!("replaying (simulated time {} s, {} jobs submitted)", self.engine.now(), self.engine.submitted());
+                let why = panic_message(&what, payload);
+                self.broken = Some(why.clone());
+                Err(PyRuntimeError::new_err(why))
+            }
+        }
+    }
+
     fn results_unguarded<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let e = &self.engine;
-        let topo = e.topology();
-        let out = e.outcomes();
-        let n = out.len();
-        let mut status = Vec::with_capacity(n);
-        let mut start = Vec::with_capacity(n);
-        let mut end = Vec::with_capacity(n);
-        let mut class = Vec::with_capacity(n);
-        let mut killed = Vec::with_capacity(n);
-        let mut aph = Vec::with_capacity(n);
-        // Node lists as (first, count) ranges in CSR form: a few per job, where one id per
-        // node grew with fabric x jobs (toposched.nodelists expands them when needed).
-        let mut offsets = Vec::with_capacity(n + 1);
-        let mut first: Vec<u32> = Vec::new();
-        let mut count: Vec<u32> = Vec::new();
-        offsets.push(0i64);
-        for (i, o) in out.iter().enumerate() {
-            status.push(match o.status {
-                JobStatus::Pending => 0i8,
-                JobStatus::Running => 1,
-                JobStatus::Done => 2,
-                JobStatus::Skipped => 3,
-            });
-            start.push(o.start_s);
-            end.push(o.end_s);
-            class.push(o.class.map_or(0, |c| c.number() as i8));
-            killed.push(o.killed);
+        let first = e.first_row();
+        let rows = e.outcomes().iter().enumerate().map(|(i, o)| {
             let ranges: &[(u32, u32)] = if o.start_s >= 0 && matches!(o.status, JobStatus::Running | JobStatus::Done) {
-                e.node_ranges_of(i as u32)
+                e.node_ranges_of((first + i) as u32)
             } else {
                 &[]
             };
-            aph.push(metrics::aph_of_ranges(topo, ranges).unwrap_or(f64::NAN));
-            first.extend(ranges.iter().map(|r| r.0));
-            count.extend(ranges.iter().map(|r| r.1));
-            offsets.push(first.len() as i64);
-        }
-        let d = PyDict::new(py);
-        d.set_item("status", PyArray1::from_vec(py, status))?;
-        d.set_item("start_s", PyArray1::from_vec(py, start))?;
-        d.set_item("end_s", PyArray1::from_vec(py, end))?;
-        d.set_item("alloc_class", PyArray1::from_vec(py, class))?;
-        d.set_item("killed", PyArray1::from_vec(py, killed))?;
-        d.set_item("aph", PyArray1::from_vec(py, aph))?;
-        d.set_item("range_offsets", PyArray1::from_vec(py, offsets))?;
-        d.set_item("range_first", PyArray1::from_vec(py, first))?;
-        d.set_item("range_count", PyArray1::from_vec(py, count))?;
-        Ok(d)
+            (o, ranges)
+        });
+        results_dict(py, e.topology(), rows)
     }
+}
+
+/// Per-row results as the dict `results()` and `drain()` give (see `results`).
+fn results_dict<'py, 'a>(
+    py: Python<'py>,
+    topo: &toposched_core::Topology,
+    rows: impl ExactSizeIterator<Item = (&'a toposched_core::Outcome, &'a [(u32, u32)])>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let n = rows.len();
+    let mut status = Vec::with_capacity(n);
+    let mut start = Vec::with_capacity(n);
+    let mut end = Vec::with_capacity(n);
+    let mut class = Vec::with_capacity(n);
+    let mut killed = Vec::with_capacity(n);
+    let mut aph = Vec::with_capacity(n);
+    // Node lists as (first, count) ranges in CSR form: a few per job, where one id per
+    // node grew with fabric x jobs (toposched.nodelists expands them when needed).
+    let mut offsets = Vec::with_capacity(n + 1);
+    let mut first: Vec<u32> = Vec::new();
+    let mut count: Vec<u32> = Vec::new();
+    offsets.push(0i64);
+    for (o, ranges) in rows {
+        status.push(match o.status {
+            JobStatus::Pending => 0i8,
+            JobStatus::Running => 1,
+            JobStatus::Done => 2,
+            JobStatus::Skipped => 3,
+        });
+        start.push(o.start_s);
+        end.push(o.end_s);
+        class.push(o.class.map_or(0, |c| c.number() as i8));
+        killed.push(o.killed);
+        aph.push(metrics::aph_of_ranges(topo, ranges).unwrap_or(f64::NAN));
+        first.extend(ranges.iter().map(|r| r.0));
+        count.extend(ranges.iter().map(|r| r.1));
+        offsets.push(first.len() as i64);
+    }
+    let d = PyDict::new(py);
+    d.set_item("status", PyArray1::from_vec(py, status))?;
+    d.set_item("start_s", PyArray1::from_vec(py, start))?;
+    d.set_item("end_s", PyArray1::from_vec(py, end))?;
+    d.set_item("alloc_class", PyArray1::from_vec(py, class))?;
+    d.set_item("killed", PyArray1::from_vec(py, killed))?;
+    d.set_item("aph", PyArray1::from_vec(py, aph))?;
+    d.set_item("range_offsets", PyArray1::from_vec(py, offsets))?;
+    d.set_item("range_first", PyArray1::from_vec(py, first))?;
+    d.set_item("range_count", PyArray1::from_vec(py, count))?;
+    Ok(d)
 }
 
 /// Average pairwise hops of a node set; None below two nodes.

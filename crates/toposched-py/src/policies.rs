@@ -219,6 +219,10 @@ impl QueuePolicy for PyQueueOrder {
     fn take_error(&mut self) -> Option<String> {
         self.error.take().or_else(|| self.inner.take_error())
     }
+
+    fn whole_log_only(&self) -> Option<String> {
+        self.inner.whole_log_only()
+    }
 }
 
 /// Nothing to register: the classes above are used through `Simulation(alloc=obj, queue_order=obj)`.

@@ -48,6 +48,7 @@ use super::{PassCtx, QueueEntry, QueuePolicy};
 use crate::alloc::{free_unguarded, Guard, Reserved};
 use crate::planner::{Planner, Projection};
 use crate::options::{parse_options, schema_of, NoOptions};
+use crate::rows::RowVec;
 use crate::state::{ClusterState, NodeSet};
 use crate::topology::SpanClass;
 
@@ -77,8 +78,9 @@ pub static POLICY: QueueEntry = QueueEntry {
 
 #[derive(Clone, Debug, Default)]
 pub struct Conservative {
-    /// Indexed by job row.
-    reservations: Vec<Option<Reservation>>,
+    /// Indexed by job row, from the oldest queued row (rows before it never queue again)
+    /// to the last row: bounded by the queue's span, not the log.
+    reservations: RowVec<Option<Reservation>>,
     ended_seen: u64,
     error: Option<String>,
 }
@@ -88,9 +90,16 @@ impl Conservative {
         Conservative::default()
     }
 
-    fn ensure_len(&mut self, n: usize) {
-        if self.reservations.len() < n {
-            self.reservations.resize(n, None);
+    /// Cover rows up to `n` and forget those before the oldest queued row.
+    fn window(&mut self, n: usize, queue: &[u32]) {
+        while self.reservations.len() < n {
+            self.reservations.push(None);
+        }
+        let oldest = queue.iter().min().map_or(n, |&q| q as usize);
+        // in bulk, once the rows to forget are as many as those kept: dropping moves the
+        // kept ones, so this costs O(1) a row, not O(window) a pass
+        if oldest - self.reservations.first_row() >= n - oldest {
+            self.reservations.drop_before(oldest);
         }
     }
 
@@ -240,8 +249,8 @@ impl QueuePolicy for Conservative {
 
     fn pass(&mut self, ctx: &mut PassCtx) {
         let now = ctx.now();
-        self.ensure_len(ctx.jobs.len());
         let queue = ctx.queue().to_vec();
+        self.window(ctx.jobs.len(), &queue);
         let position = |q: u32| queue.iter().position(|&x| x == q).unwrap_or(usize::MAX);
         // A reservation left in the past (only with --run-on: its start was blocked by a
         // job past its limit, and no pass ran each second meanwhile, see step 4) is due

@@ -31,6 +31,13 @@ pub trait QueuePolicy: Send + Sync {
     fn take_error(&mut self) -> Option<String> {
         None
     }
+
+    /// Why this policy needs every row before the replay starts, if it does: then rows
+    /// cannot be appended to a running replay (`Engine::append`). A streamable policy
+    /// reads only queued and running rows and keeps no state that grows with the log.
+    fn whole_log_only(&self) -> Option<String> {
+        None
+    }
 }
 
 /// What a queue policy file declares as `pub static POLICY` (collected by build.rs into

@@ -556,6 +556,10 @@ impl QueuePolicy for SlurmBf {
         self.clock.after(ctx);
     }
 
+    fn whole_log_only(&self) -> Option<String> {
+        Some("its fair-share tree is built from every job's association at the first pass, and its per-row tables grow with the log".into())
+    }
+
     fn take_error(&mut self) -> Option<String> {
         self.partitions.take_error()
     }
