@@ -182,6 +182,25 @@ def test_missing_files_and_bins_tables_are_one_line(tmp_path, capsys):
         assert status == 2 and len(err) == 1 and expect in err[0], err
 
 
+def test_a_key_the_mapping_would_ignore_is_refused_not_dropped(tmp_path, capsys):
+    mix = REPO / "examples" / "site-mix.csv"
+    toml = tmp_path / "random-with-bins.toml"
+    toml.write_text('mapping = "random"\n\n[[bins]]\npattern = "pairs"\ncomm_fraction = 0.1\n')
+    for spec, field in [
+        (f"mapping=random,bins={mix}", "bins"),  # a bins table the random mapping would not read
+        (str(toml), "bins"),
+        ("bins,comm=0.5", "comm_fraction"),  # every rule has its own fraction
+        ("bins,patterns=a2a", "patterns"),
+        ("random,column=app", "column"),
+    ]:
+        status = main(["simulate", "--trace", str(WINDOW), "--system", "cab", "--out", str(tmp_path / "out"), "--network", spec, "--quiet"])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert status == 2 and len(err) == 1 and f"field '{field}'" in err[0] and "is not read with mapping=" in err[0], (spec, err)
+    # what each mapping does read is still accepted
+    for spec in ("heavy", "random,seed=1,comm=0.2-0.5,patterns=a2a+pairs", "bins,reference=alone", f"bins={mix}"):
+        assert parse_network_spec(spec) is not None
+
+
 # ----------------------------------------------------------------------------- matching
 
 

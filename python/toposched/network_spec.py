@@ -287,6 +287,7 @@ def parse_network_spec(text: str) -> NetworkSpec:
     out = _spec_from_obj(obj, src)
     out.text = text
     if "bins" in items:
+        _refuse_unread_keys({"bins": items["bins"]}, out.mapping, src)
         try:
             table, out.file_sha256 = _read_text(bins_file, "bins table")
             out.bins, out.bin_lines = _rules_from_csv(table, str(bins_file))
@@ -496,6 +497,23 @@ def _rules_from_csv(text: str, src: str) -> tuple[tuple[Rule, ...], tuple[int | 
     return _checked_rules(rules, lines, [f"the rule on line {n}" for n in lines], src)
 
 
+#: Keys each mapping does not read: given with it, they would be ignored without a word.
+_UNREAD_BY_MAPPING: dict[str, tuple[str, ...]] = {
+    "bins": ("patterns", "phi", "comm_fraction", "column"),  # every rule has its own pattern and fraction
+    "random": ("bins", "column"),
+    "column": ("bins",),
+}
+
+
+def _refuse_unread_keys(obj: dict[str, Any], mapping: str, src: str) -> None:
+    """One line for a key the spec's mapping would ignore (e.g. a bins table with
+    mapping=random), rather than a run that silently does something else."""
+    for key in _UNREAD_BY_MAPPING.get(mapping, ()):
+        if key in obj:
+            why = "each rule of the table gives its own pattern and comm_fraction or phi" if mapping == "bins" else "it is read only with mapping=" + ("bins" if key == "bins" else "column")
+            raise field_error(src, key, f"{key} is not read with mapping={mapping} ({why}); leave it out or change the mapping")
+
+
 def _spec_from_obj(obj: Any, src: str, bin_lines: tuple[int, ...] = ()) -> NetworkSpec:
     """A spec from its JSON / TOML object (or from ``KEY=VALUE`` items made one);
     ``bin_lines``: the line of each rule of ``bins`` in the file, where known."""
@@ -553,6 +571,7 @@ def _spec_from_obj(obj: Any, src: str, bin_lines: tuple[int, ...] = ()) -> Netwo
     spec.sl_column = obj.get("sl_column")
     if spec.mapping == "column" and not spec.column:
         raise field_error(src, "column", "mapping=column needs column=NAME (a workload column)")
+    _refuse_unread_keys(obj, spec.mapping, src)
     spec.seed = obj.get("seed", 0)
     spec.reference = obj.get("reference", "random")
     if spec.reference not in ("alone", "ideal", "random"):
