@@ -16,8 +16,9 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from conftest import DATA, REPO, SLURM, THUNDER
+from conftest import DATA, PBS_SAMPLE, REPO, SLURM, THUNDER
 from toposched.cli import main
+from toposched.errors import InputError
 from toposched.network_spec import UNBOUNDED, Rule, match_rules, parse_network_spec
 from toposched.workload import read_trace
 
@@ -291,6 +292,32 @@ def test_sacct_rules_match_names():
     assert match_rules(w, spec).tolist() == [4, 0, 3]
 
 
+def test_pbs_rules_match_user_queue_and_account_names():
+    """A PBS log names its users, queues (partitions) and accounts: rules match them by
+    name, as sacct's. The sample's users by job, in the order read: jonesm, anonuser x3,
+    ybsbu x3, [user_1]; queues ccr, default, workq, anonq, gpu, black, black, gpu."""
+    w = read_trace(PBS_SAMPLE)
+    spec = parse_network_spec("random")
+    spec.mapping = "bins"
+    spec.bins = (
+        Rule(UNBOUNDED, "pairs", 0.3, None, where=(("user", "ybsbu"), ("partition", "black"))),
+        Rule(UNBOUNDED, "a2a", 0.3, None, where=(("account", "caste"),)),
+        Rule(UNBOUNDED, "ring", 0.3, None, where=(("user", "jonesm"),)),
+        Rule(UNBOUNDED, "stencil3d", 0.3, None),
+    )
+    rule = match_rules(w, spec)
+    users = [w.names["user_id"][k] for k in w.columns["user_id"]]
+    queues = [w.names["partition_id"][k] for k in w.columns["partition_id"]]
+    accounts = [w.names["account_id"][k] if k >= 0 else "" for k in w.columns["account_id"]]
+    for k, u, q, a in zip(rule.tolist(), users, queues, accounts):
+        want = 0 if (u, q) == ("ybsbu", "black") else 1 if a == "caste" else 2 if u == "jonesm" else 3
+        assert k == want, (u, q, a)
+    assert set(rule.tolist()) == {0, 1, 2, 3}
+    spec.bins = (Rule(UNBOUNDED, "pairs", 0.3, None, where=(("qos", "normal"),)), Rule(UNBOUNDED, "ring", 0.3, None))
+    with pytest.raises(InputError, match="has no qos"):
+        match_rules(w, spec)
+
+
 # ----------------------------------------------------------------------------- determinism
 
 
@@ -387,7 +414,6 @@ def test_first_matching_rule_in_every_spelling_property(tmp_path_factory, rules,
     rule whose conditions (written out here) hold, or the run is refused when one has none;
     a table is refused as having a rule that can never take a job only when, over every
     combination of feature values, an earlier rule holds wherever it does."""
-    from toposched.errors import InputError
     from toposched.workload.model import Workload
 
     d = tmp_path_factory.mktemp("mix")

@@ -4,6 +4,7 @@ shipped sample (tests/data/pbs) parses fully, every attribute form it holds, dup
 from __future__ import annotations
 
 import gzip
+import re
 from pathlib import Path
 
 import numpy as np
@@ -94,6 +95,28 @@ def test_sample_values() -> None:
     i = r[3073070]
     assert hosts[i] == ["[hostname_2]"] and w["nodes"][i] == 1 and w["procs"][i] == 48
     assert w["runtime_s"][i] == 10 * 3600 + 66 and w["walltime_s"][i] == 10 * 3600
+
+
+def test_id_columns_name_user_account_and_queue() -> None:
+    """user_id / account_id / partition_id name each job's user, account and queue (as the
+    record's attributes give them, read here with a plain regex over the file), by id in
+    Workload.names; PBS has no QOS; the group is not taken for an account."""
+    w = read_pbs(SAMPLE)
+    want: dict[int, dict[str, str]] = {}
+    for line in SAMPLE.read_text().splitlines():
+        parts = line.split(";", 3)
+        if len(parts) == 4 and parts[1] == "E":
+            num = int(parts[2].split(".")[0].split("[")[0])
+            attrs = dict(re.findall(r"(?:^| )(user|account|queue)=(\S*)", parts[3]))
+            want.setdefault(num, attrs)  # the first of duplicate records is kept
+    assert len(want) == len(w)
+    for i, job in enumerate(w["job_id"].tolist()):
+        for column, attr in (("user_id", "user"), ("account_id", "account"), ("partition_id", "queue")):
+            k = int(w.columns[column][i])
+            got = w.names[column][k] if k >= 0 else ""
+            assert got == want[job].get(attr, ""), (job, column)
+    assert (w.columns["qos_id"] == -1).all() and "qos_id" not in w.names
+    assert (w.columns["account_id"] >= 0).any() and (w.columns["account_id"] == -1).any()
 
 
 def test_sample_detected_and_read_through_read_trace() -> None:

@@ -60,6 +60,15 @@ COLUMNS: tuple[str, ...] = (
 ID_COLUMNS: tuple[str, ...] = ("user_id", "account_id", "qos_id", "partition_id")
 
 
+def ids_of_names(texts: list[str]) -> tuple[np.ndarray, list[str]]:
+    """Names -> (ids 0, 1, ... in order of first appearance, -1 for "", the names by id):
+    how a reader whose log names users, accounts, QOS and partitions fills an id column
+    and :attr:`Workload.names`."""
+    index: dict[str, int] = {"": -1}
+    ids = np.fromiter((index.setdefault(t, len(index) - 1) for t in texts), dtype=np.int64, count=len(texts))
+    return ids, [t for t in index if t]
+
+
 @dataclass
 class Workload:
     """A normalized job log ready to replay.

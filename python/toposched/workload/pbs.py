@@ -25,7 +25,7 @@ import numpy as np
 from ..errors import TraceFormatError
 from ..limits import EPOCH_MAX_S, EPOCH_MIN_S, MAX_INT64, MAX_SPAN_LONG_S, MAX_SPAN_S, years
 from ._io import read_bytes
-from .model import Workload
+from .model import Workload, ids_of_names
 from .normalize import NormalizeSettings, normalize
 from .tally import Tally
 
@@ -253,7 +253,10 @@ def read_pbs(
     none), ``logged_end_s`` (``end``, likewise), ``logged_hosts`` (list of host lists,
     distinct, in order of first appearance), ``logged_nodelist`` (``exec_host`` as
     printed, else ``exec_vnode``; ``""`` if neither), ``log_job_id``, ``queue``, ``user``,
-    ``exit_status`` (strings, ``""`` when absent).
+    ``exit_status`` (strings, ``""`` when absent). Id columns: ``user_id`` from ``user``,
+    ``account_id`` from ``account`` (not ``group``, a Unix group), ``partition_id`` from
+    ``queue`` (ids in order of first appearance, their names in ``Workload.names``; -1
+    when absent); ``qos_id`` is -1 (PBS logs have no QOS).
 
     Args:
         path: the log (``.gz`` is decompressed).
@@ -300,6 +303,7 @@ def read_pbs(
     ids_col: list[str] = []
     queue_col: list[str] = []
     user_col: list[str] = []
+    account_col: list[str] = []
     exit_col: list[str] = []
     seen: set[tuple[int, str, int, int, int]] = set()
 
@@ -359,6 +363,7 @@ def read_pbs(
         ids_col.append(jobid_text.strip())
         queue_col.append(attrs.get("queue", ""))
         user_col.append(attrs.get("user", ""))
+        account_col.append(attrs.get("account", ""))
         exit_col.append(attrs.get("Exit_status", ""))
 
     if records == 0:
@@ -397,6 +402,11 @@ def read_pbs(
         "user": user_col,
         "exit_status": exit_col,
     }
+    # the id columns priority/multifactor and a site's network mix read, by name as sacct's
+    # (PBS has no QOS; its queue is the partition; the group is not an account)
+    names: dict[str, list[str]] = {}
+    for name, texts in (("user_id", user_col), ("account_id", account_col), ("partition_id", queue_col)):
+        extra[name], names[name] = ids_of_names(texts)
     note: dict[str, Any] = {"record_types_ignored": dict(sorted(other_types.items()))}
     if runtime_disagrees:
         note["runtime_differs_from_end_minus_start"] = runtime_disagrees
@@ -413,6 +423,7 @@ def read_pbs(
         header={},
         time_origin_epoch_s=origin,
         extra=extra,
+        names=names,
         settings_note=note,
         lenient=lenient,
         allow_long_span=allow_long_span,

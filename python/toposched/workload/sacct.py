@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import TraceFormatError
 from ..limits import EPOCH_MAX_S, EPOCH_MIN_S, MAX_INT64, SLURM_MAX_SWITCH_WAIT_S
-from .model import Workload
+from .model import Workload, ids_of_names
 from .normalize import NormalizeSettings, normalize
 from .sacct_records import FREE_TEXT, XDMOD_FIELDS, Layout, Splitter, read_layout, read_lines, split_message
 from .tally import Tally
@@ -383,16 +383,9 @@ class _Jobs:
         }
         names: dict[str, list[str]] = {}
         for name, texts in (("user_id", self.users), ("account_id", self.accounts), ("qos_id", self.qoses), ("partition_id", self.partitions)):
-            ids, names[name] = _ids_of(texts)
+            ids, names[name] = ids_of_names(texts)
             extra[name] = ids
         return origin, raw, extra, names
-
-
-def _ids_of(texts: list[str]) -> tuple[np.ndarray, list[str]]:
-    """Names -> (ids 0, 1, ... in order of first appearance, -1 for "", the names by id)."""
-    index: dict[str, int] = {"": -1}
-    ids = np.fromiter((index.setdefault(t, len(index) - 1) for t in texts), dtype=np.int64, count=len(texts))
-    return ids, [t for t in index if t]
 
 
 # --------------------------------------------------------------------------- reader
