@@ -11,10 +11,12 @@
 //! averaged over its messages (bytes-weighted: a job's messages have one size); the latency
 //! part of its iteration grows by `wait x packet time / message latency`.
 //!
-//! Utilization counts every job's flows at their per-flow max-min rates alone (each flow as
-//! fast as its own bottleneck allows: the instantaneous load of a streaming job such as a
-//! bully, whose pairs are not held to the pace of its busiest link), times the job's duty
-//! cycle `phi / dilation` (the fraction of its time it is in its bandwidth phase).
+//! Utilization counts every job's flows at their per-flow max-min rates, all jobs' flows
+//! together (each flow as fast as its own bottleneck allows: the instantaneous load of a
+//! streaming job such as a bully, whose pairs are not held to the pace of its busiest link;
+//! [`PairFlows`]), times the job's duty cycle `phi / dilation` (the fraction of its time it
+//! is in its bandwidth phase); the wait alone uses its flows' rates alone ([`flow_loads`]).
+//! `Network::evaluate` (`interfere`) uses it; the replay's closed loop does not.
 
 use super::demand::{check_traffic, for_each_node_flow, Traffic};
 use super::routing::Router;

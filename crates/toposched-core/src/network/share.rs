@@ -378,9 +378,10 @@ impl Shared {
 
     /// Set the queueing wait of every job in `slots` from the current solve: on each of
     /// its links, the M/D/1 wait at the utilization of every job there (each at its load
-    /// alone times its duty cycle `phi / dilation`), bounded by the input ports feeding the
-    /// link, minus the wait it would meet alone; the mean over its messages (docs/network.md,
-    /// "Queueing delay"). A job without queueing data gets 0.
+    /// `rho` among the others times its duty cycle `phi / dilation`), bounded by the input
+    /// ports feeding the link, minus the wait it would meet alone (its load alone `rho1`
+    /// times `phi`); the mean over its messages (docs/network.md, "Queueing delay"). A job
+    /// without queueing data gets 0.
     pub fn update_waits(&mut self, slots: &[u32]) {
         for &s in slots {
             let a = self.jobs[s as usize].as_ref().expect("live slot");
