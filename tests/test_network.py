@@ -696,3 +696,137 @@ def test_service_levels_arbitrate_per_level_whatever_the_flow_counts():
     assert xs[0] == pytest.approx(0.9)
     assert xs[1] * 1.0 + xs[2] * 1.0 == pytest.approx(0.1)  # both saturate the link alone: d = 1
     assert xs[1] == pytest.approx(0.075) and xs[2] == pytest.approx(0.025)
+
+
+# ----------------------------------------------------------------------------- queueing delay
+
+
+def _maxmin_reference(paths, weights, cap):
+    """Per-flow max-min rates by rounds of water filling (every unfrozen flow rises by the
+    smallest share a link can still give; flows on links that fill freeze)."""
+    rate = np.zeros(len(paths))
+    active = np.ones(len(paths), bool)
+    rem = cap.astype(float).copy()
+    while active.any():
+        count = np.zeros(len(cap))
+        for p, w, a in zip(paths, weights, active):
+            if a:
+                count[p] += w
+        used = count > 0
+        step = np.min(rem[used] / count[used])
+        rate[active] += step
+        rem -= step * count
+        full = used & (rem <= 1e-12)
+        for k, p in enumerate(paths):
+            if active[k] and full[p].any():
+                active[k] = False
+    return rate
+
+
+def _queue_wait_reference(fabric_text, jobs):
+    """docs/network.md "Queueing delay", written from the formulas: per-flow max-min loads
+    of every job's node pairs (together and alone), M/D/1 waits bounded by the input ports
+    each job's flows enter the link's switch by, the extra over alone, averaged over the
+    job's bytes on its links between switches."""
+    from toposched.topology import load_fabric
+
+    m = _core.NetworkModel(load_fabric(fabric_text).core)
+    cap = np.array([m.link_capacity(x) for x in range(m.n_links)])
+    switch_link = np.array(["node" not in m.link_name(x) for x in range(m.n_links)])
+
+    def md1(rho, bound):
+        rho = np.clip(rho, 0.0, 1.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            w = np.where(rho < 1.0, rho / (2.0 * (1.0 - rho)), np.inf)
+        return np.minimum(w, bound)
+
+    per_job = []
+    for j in jobs:
+        f = m.pattern_flows(j["node_ids"], j["pattern"], ranks_per_node=j["ranks_per_node"], seed=j["seed"])
+        pairs = {}
+        for s, d in zip(f["src"].tolist(), f["dst"].tolist()):
+            pairs[(s, d)] = pairs.get((s, d), 0) + 1
+        paths = [np.array(m.route(s, d)) for s, d in sorted(pairs)]
+        inputs = {}
+        for (s, _), p in zip(sorted(pairs), paths):
+            prev = ("node", s)
+            for x in p.tolist():
+                inputs.setdefault(x, set()).add(prev)
+                prev = x
+        k_in = np.zeros(m.n_links)
+        for x, ins in inputs.items():
+            k_in[x] = len(ins)
+        per_job.append((paths, [pairs[k] for k in sorted(pairs)], k_in))
+
+    def loads(sel):
+        paths = [p for i in sel for p in per_job[i][0]]
+        weights = [w for i in sel for w in per_job[i][1]]
+        rate = _maxmin_reference(paths, weights, cap) if paths else np.zeros(0)
+        out, k = {}, 0
+        for i in sel:
+            load = np.zeros(m.n_links)
+            for p, w in zip(per_job[i][0], per_job[i][1]):
+                load[p] += rate[k] * w
+                k += 1
+            out[i] = load / cap
+        return out
+
+    together = loads(range(len(jobs)))
+    rho = sum(together[i] * j["phi"] / (j["slowdown"] - j["queueing"]) for i, j in enumerate(jobs))
+    bound = sum(per_job[i][2] for i in range(len(jobs)))
+    waits = []
+    for i, j in enumerate(jobs):
+        d = m.demand(j["node_ids"], j["pattern"], ranks_per_node=j["ranks_per_node"], seed=j["seed"])
+        links = d["links"][switch_link[d["links"]]]
+        if not len(links) or not per_job[i][0]:
+            waits.append(0.0)
+            continue
+        share = d["bytes"][switch_link[d["links"]]] / d["total_bytes"]
+        alone = loads([i])[i]
+        extra = md1(rho[links], bound[links]) - md1(alone[links] * j["phi"], np.maximum(per_job[i][2][links], 1))
+        waits.append(float(np.sum(share * np.maximum(extra, 0.0))))
+    return waits
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_queueing_delay_matches_an_independent_reference(seed):
+    fabric = "fattree:K=6,S=4,P=2,W1=3,W2=2"
+    scenario = {
+        "fabric": fabric,
+        "seed": seed,
+        "jobs": [
+            {"name": "amg", "place": {"random": 10}, "pattern": "unstructured", "app": "amg", "ranks_per_node": 4},
+            {"name": "bully", "place": {"random": 12}, "pattern": "pairs", "phi": 1},
+            {"name": "umt", "place": {"random": 8}, "pattern": "stencil3d", "app": "umt", "ranks_per_node": 2},
+            {"name": "stencil", "place": {"random": 8}, "pattern": "stencil4d", "ranks_per_node": 2},
+        ],
+    }
+    jobs = evaluate_scenario(scenario)["jobs"]
+    want = _queue_wait_reference(fabric, jobs)
+    from toposched.jobmodel import FabricTiming
+
+    ppl = FabricTiming().packet_per_latency
+    for j, w in zip(jobs, want):
+        assert j["queue_wait_packets"] == pytest.approx(w, rel=1e-9, abs=1e-12), j["name"]
+        assert j["queueing"] == pytest.approx((j["latency_fraction"] or 0.0) * w * ppl, rel=1e-9, abs=1e-12)
+    assert jobs[1]["queueing"] == 0.0  # pure bandwidth: nothing to stretch
+    assert any(j["queueing"] > 0 for j in jobs)
+
+
+def test_queueing_delay_is_zero_alone_and_off_with_mtu_zero():
+    # two nodes of each of the 8 leaves, the bully on the other four: they share up-links
+    amg = {"name": "amg", "nodes": [leaf * 6 + p for leaf in range(8) for p in range(2)], "pattern": "unstructured", "app": "amg", "ranks_per_node": 4}
+    bully = {"name": "bully", "nodes": [leaf * 6 + p for leaf in range(8) for p in range(2, 6)], "pattern": "pairs", "phi": 1}
+    fabric = "fattree:K=6,S=4,P=2,W1=3,W2=2"
+    alone = evaluate_scenario({"fabric": fabric, "jobs": [amg]})["jobs"][0]
+    assert alone["queueing"] == 0.0 and alone["slowdown"] == 1.0
+    both = evaluate_scenario({"fabric": fabric, "jobs": [amg, bully]})["jobs"][0]
+    off = evaluate_scenario({"fabric": fabric, "model": {"mtu_bytes": 0}, "jobs": [amg, bully]})["jobs"][0]
+    assert both["queueing"] > 0 and off["queueing"] == 0.0
+    assert both["slowdown"] == pytest.approx(off["slowdown"] + both["queueing"], rel=1e-12)
+    # twice the packet, twice the added slowdown (the wait in packets does not depend on it)
+    big = evaluate_scenario({"fabric": fabric, "model": {"mtu_bytes": 4096}, "jobs": [amg, bully]})["jobs"][0]
+    assert big["queueing"] == pytest.approx(2 * both["queueing"], rel=1e-12)
+    with pytest.raises(InputError) as e:
+        evaluate_scenario({"fabric": fabric, "model": {"mtu_bytes": -1}, "jobs": [amg]})
+    assert "mtu_bytes" in str(e.value)

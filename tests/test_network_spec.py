@@ -474,3 +474,13 @@ def test_the_command_line_exits_2_with_one_line(tmp_path):
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert r.stderr.strip().splitlines() == [f"error: {f}:3: field 'pattern': unknown pattern 'warp'; patterns are: " + r.stderr.split("patterns are: ")[1].strip()]
     assert r.stderr.strip().endswith("(given with --network)")
+
+
+def test_mtu_bytes_is_refused_by_the_replay(tmp_path, capsys):
+    """The replay's closed loop has no queueing delay (docs/network.md, "Queueing delay"):
+    its packet size is an interfere setting, refused in a --network spec, not ignored."""
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"mapping": "bins", "model": {"mtu_bytes": 4096}}))
+    status = main(["simulate", "--trace", str(WINDOW), "--system", "cab", "--out", str(tmp_path / "out"), "--network", str(spec), "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1 and "model.mtu_bytes" in err[0] and "no queueing delay" in err[0], err

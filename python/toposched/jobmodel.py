@@ -7,14 +7,17 @@ An iteration of a job alone on its placement takes
 
 * ``t_compute``: local work; no other job changes it.
 * ``t_latency = messages x (per-message overhead + hops x per-hop latency)``: the
-  start-up cost of every message. Sharing links does not stretch it (the fluid model has
-  no queues), so latency-bound codes (small messages) are barely slowed.
+  start-up cost of every message. Bandwidth sharing does not stretch it; only the queueing
+  delay other jobs' traffic adds on the links its messages cross does (``interfere``:
+  docs/network.md, "Queueing delay"), so latency-bound codes (small messages) are slowed
+  little, and only next to loaded links.
 * ``t_bandwidth = messages x message_bytes x ranks_per_node / link_bytes_per_s``: the
   ranks of a node inject their messages together through one link; only this part is
   stretched by ``1/x`` when links are shared (``x`` from the fair-bottleneck solve).
 
-The native core only needs ``phi = t_bandwidth / t_iter``, the bandwidth-bound fraction
-(``slowdown = (1 - phi) + phi (1 + (1/x - 1) phibar)``), so this module turns an
+The native core needs ``phi = t_bandwidth / t_iter``, the bandwidth-bound fraction
+(``slowdown = (1 - phi) + phi (1 + (1/x - 1) phibar)``), and the latency fraction
+``t_latency / t_iter`` that queueing delay stretches, so this module turns an
 application profile (communication fraction, message count and size) and the fabric's
 timing into ``phi``. Every pattern has a default profile standing for the applications of
 the seeds; a job, a scenario or a replay mapping can override each field.
@@ -52,18 +55,35 @@ class FabricTiming:
     hop_latency_s: float = 0.1e-6
     #: Switch hops of a typical message between leaves (leaf, spine, leaf).
     typical_hops: int = 3
+    #: Largest packet (MTU), bytes: what a small message waits behind, one packet per job
+    #: ahead in a link's queue (docs/network.md, "Queueing delay"). QDR InfiniBand with
+    #: MVAPICH2: 2 KB (MVAPICH2's default IB MTU).
+    mtu_bytes: float = 2048.0
 
     @property
     def message_latency_s(self) -> float:
         return self.overhead_s + self.typical_hops * self.hop_latency_s
 
+    @property
+    def packet_s(self) -> float:
+        """Serialization time of one MTU packet at the link rate, seconds."""
+        return self.mtu_bytes / self.link_bytes_per_s
+
+    @property
+    def packet_per_latency(self) -> float:
+        """One packet's time over a message's latency: the queueing wait (in packets) times
+        this is the latency part's relative stretch."""
+        return self.packet_s / self.message_latency_s
+
 
 #: Timing of the seeds' machines. Cab and Catalyst: QDR InfiniBand (4 GB/s data rate,
-#: ~1.3 us MPI latency). Quartz: 100 Gb/s Omni-Path (seed 004's poster: 12.5 GB/s).
+#: ~1.3 us MPI latency, 2 KB MTU). Quartz: 100 Gb/s Omni-Path (seed 004's poster: 12.5
+#: GB/s) with the hfi1 driver's 10 KB MTU for PSM2 (Linux commit ef699e849c08, 2016:
+#: "Adjust default MTU to be 10KB").
 FABRIC_TIMING: dict[str, FabricTiming] = {
     "cab": FabricTiming(4.0e9),
     "catalyst": FabricTiming(4.0e9),
-    "quartz": FabricTiming(12.5e9, overhead_s=0.8e-6),
+    "quartz": FabricTiming(12.5e9, overhead_s=0.8e-6, mtu_bytes=10240.0),
 }
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -95,13 +95,24 @@ class ModelSettings:
     #: has the same weight and there are at most 4,000 flows), "steady" (the job-level
     #: solve) or "progressive" (`interfere` only; docs/network.md).
     filling: str = "auto"
+    #: Packet size of the queueing delay (docs/network.md, "Queueing delay"), bytes; None:
+    #: the fabric's (FabricTiming.mtu_bytes); 0 turns queueing delay off.
+    mtu_bytes: float | None = None
 
     def describe(self) -> dict[str, Any]:
         d: dict[str, Any] = {"bandwidth": list(self.bandwidth), "fairness": self.fairness, "service_levels": list(self.sl_weights)}
         if self.timing is not None:
             d["link_gbps"] = self.timing.link_bytes_per_s * 8 / 1e9
             d["latency_us"] = self.timing.message_latency_s * 1e6
+        if self.mtu_bytes is not None:
+            d["mtu_bytes"] = self.mtu_bytes
         return d
+
+    def timing_on(self, fabric_text: str) -> FabricTiming:
+        """The timing the model uses on a fabric: the settings' or the fabric's, with the
+        settings' packet size."""
+        t = self.timing or timing_for(fabric_text)
+        return t if self.mtu_bytes is None else replace(t, mtu_bytes=self.mtu_bytes)
 
 
 @dataclass
@@ -134,6 +145,7 @@ class ScenarioJob:
             "seed": self.seed,
             "service_level": self.service_level,
             "phi": self.phi,
+            "latency": (self.fractions or {}).get("latency", 0.0),
         }
         if self.flows is not None:
             d["flows"] = self.flows
@@ -153,12 +165,14 @@ class Scenario:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def network_model(fabric: Fabric, settings: ModelSettings | None = None) -> Any:
-    """The native ``NetworkModel`` of a fabric."""
+def network_model(fabric: Fabric, settings: ModelSettings | None = None, timing: FabricTiming | None = None) -> Any:
+    """The native ``NetworkModel`` of a fabric; with ``timing``, queueing delay of the
+    jobs' latency parts on (docs/network.md, "Queueing delay")."""
     from . import _core
 
     s = settings or ModelSettings()
-    return _core.NetworkModel(fabric.core, bandwidth=s.bandwidth, fairness=s.fairness, sl_weights=list(s.sl_weights), filling=s.filling)
+    ppl = timing.packet_per_latency if timing is not None else 0.0
+    return _core.NetworkModel(fabric.core, bandwidth=s.bandwidth, fairness=s.fairness, sl_weights=list(s.sl_weights), filling=s.filling, packet_per_latency=ppl)
 
 
 # ---------------------------------------------------------------------------- reading
@@ -174,9 +188,12 @@ def parse_settings(obj: Any, src: str = "<scenario>", where: str = "model") -> M
         return ModelSettings()
     if not isinstance(obj, dict):
         raise field_error(src, where, "expected an object with bandwidth, fairness, service_levels")
-    unknown = set(obj) - {"bandwidth", "fairness", "service_levels", "link_gbps", "overhead_us", "filling"}
+    unknown = set(obj) - {"bandwidth", "fairness", "service_levels", "link_gbps", "overhead_us", "filling", "mtu_bytes"}
     if unknown:
-        raise field_error(src, f"{where}.{sorted(unknown)[0]}", "unknown setting; settings are bandwidth, fairness, service_levels, link_gbps, overhead_us, filling")
+        raise field_error(src, f"{where}.{sorted(unknown)[0]}", "unknown setting; settings are bandwidth, fairness, service_levels, link_gbps, overhead_us, filling, mtu_bytes")
+    mtu = obj.get("mtu_bytes")
+    if mtu is not None and not (isinstance(mtu, (int, float)) and not isinstance(mtu, bool) and math.isfinite(mtu) and mtu >= 0):
+        raise field_error(src, f"{where}.mtu_bytes", f"expected a packet size in bytes >= 0 (0: no queueing delay), got {mtu!r}")
     timing = None
     if "link_gbps" in obj or "overhead_us" in obj:
         gbps, over = obj.get("link_gbps", 32.0), obj.get("overhead_us", 1.0)
@@ -211,7 +228,7 @@ def parse_settings(obj: Any, src: str = "<scenario>", where: str = "model") -> M
         weights = tuple(float(w) for w in sl)
     else:
         raise field_error(src, f"{where}.service_levels", "expected a non-empty list of positive weights or a table name")
-    return ModelSettings(bandwidth=bandwidth, fairness=fairness, sl_weights=weights, timing=timing, filling=filling)
+    return ModelSettings(bandwidth=bandwidth, fairness=fairness, sl_weights=weights, timing=timing, filling=filling, mtu_bytes=None if mtu is None else float(mtu))
 
 
 _RANGE = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+))?\s*$")
@@ -528,7 +545,7 @@ def evaluate(scenario: Scenario) -> dict[str, Any]:
     """Evaluate a scenario: the result object of docs/network.md."""
     try:
         # inside: settings changed after parsing (interfere --fairness) are checked here
-        model = network_model(scenario.fabric, scenario.settings)
+        model = network_model(scenario.fabric, scenario.settings, scenario.settings.timing_on(scenario.fabric_text))
         _resolve_phi(model, scenario.jobs)
         ev = model.evaluate([j.core_dict() for j in scenario.jobs])
     except ValueError as exc:
@@ -561,6 +578,8 @@ def evaluate(scenario: Scenario) -> dict[str, Any]:
                 "phibar": r["phibar"],
                 "slowdown": r["slowdown"],
                 "slowdown_vs_ideal": r["slowdown_vs_ideal"],
+                "queue_wait_packets": r["queue_wait"],
+                "queueing": r["queueing"],
                 "links_used": r["links_used"],
                 "inter_switch_links": r["inter_switch_links"],
                 "links_shared": r["links_shared"],

@@ -585,6 +585,9 @@ def _spec_from_obj(obj: Any, src: str, bin_lines: tuple[int, ...] = ()) -> Netwo
     if spec.settings.filling != "auto":
         # the replay's closed loop re-solves at every start and end with the steady solve
         raise field_error(src, "model.filling", "filling is a setting of interfere scenarios; the replay uses the steady-state solve")
+    if spec.settings.mtu_bytes is not None:
+        # the closed loop has no queueing delay yet (it would need a per-flow solve per event)
+        raise field_error(src, "model.mtu_bytes", "mtu_bytes (queueing delay) is a setting of interfere scenarios; the replay has no queueing delay")
     return spec
 
 

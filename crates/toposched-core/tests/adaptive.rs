@@ -31,7 +31,7 @@ fn pattern_of(n: usize) -> Pattern {
 /// Slowdown of each job of `jobs` evaluated together (communication fraction 0.3).
 fn slowdowns(net: &Network, jobs: &[Vec<u32>]) -> Vec<f64> {
     let specs: Vec<JobSpec> =
-        jobs.iter().map(|n| JobSpec { nodes: n.clone(), traffic: Traffic::new(pattern_of(n.len())), service_level: 0, phi: 0.3 }).collect();
+        jobs.iter().map(|n| JobSpec { nodes: n.clone(), traffic: Traffic::new(pattern_of(n.len())), service_level: 0, phi: 0.3, latency: 0.0 }).collect();
     net.evaluate(&specs).unwrap().jobs.iter().map(|r| r.slowdown).collect()
 }
 

@@ -45,7 +45,7 @@ fn pattern_of(traffic: &str, n: usize) -> Pattern {
 fn lost(net: &Network, traffic: &str, phi: f64, jobs: &[Vec<u32>]) -> (f64, usize) {
     let specs: Vec<JobSpec> = jobs
         .iter()
-        .map(|n| JobSpec { nodes: n.clone(), traffic: Traffic::new(pattern_of(traffic, n.len())), service_level: 0, phi })
+        .map(|n| JobSpec { nodes: n.clone(), traffic: Traffic::new(pattern_of(traffic, n.len())), service_level: 0, phi, latency: 0.0 })
         .collect();
     let ev = net.evaluate(&specs).unwrap();
     let total = ev.jobs.iter().zip(jobs).map(|(r, n)| n.len() as f64 * (r.slowdown - 1.0)).sum();

@@ -52,12 +52,21 @@ pub struct NetworkModel {
 #[pymethods]
 impl NetworkModel {
     #[new]
-    #[pyo3(signature = (topology, *, bandwidth=(1.0, 1.0, 1.0), fairness="flows", sl_weights=None, filling="auto"))]
-    fn new(topology: &Topology, bandwidth: (f64, f64, f64), fairness: &str, sl_weights: Option<Vec<f64>>, filling: &str) -> PyResult<NetworkModel> {
+    /// `packet_per_latency`: one packet's serialization time over a message's latency,
+    /// turning on the queueing delay of latency parts (0, the default here: off).
+    #[pyo3(signature = (topology, *, bandwidth=(1.0, 1.0, 1.0), fairness="flows", sl_weights=None, filling="auto", packet_per_latency=0.0))]
+    fn new(topology: &Topology, bandwidth: (f64, f64, f64), fairness: &str, sl_weights: Option<Vec<f64>>, filling: &str, packet_per_latency: f64) -> PyResult<NetworkModel> {
         let mut cfg = net_config(bandwidth, fairness, sl_weights)?;
         cfg.filling = Filling::parse(filling).map_err(value_err)?;
         cfg.check().map_err(value_err)?;
-        Ok(NetworkModel { inner: Network::new(&topology.inner, cfg).map_err(value_err)? })
+        let net = Network::new(&topology.inner, cfg).map_err(value_err)?.with_queueing(packet_per_latency).map_err(value_err)?;
+        Ok(NetworkModel { inner: net })
+    }
+
+    /// One packet's time over a message's latency (0: queueing delay off).
+    #[getter]
+    fn packet_per_latency(&self) -> f64 {
+        self.inner.packet_per_latency()
     }
 
     /// Number of directed links (ids are 0..n_links).
@@ -170,7 +179,8 @@ impl NetworkModel {
 
     /// Evaluate co-running jobs in steady state. Each job is a dict with `nodes` (list of
     /// node ids) and optionally `pattern` (default "none"), `bytes` (1.0),
-    /// `ranks_per_node` (1), `seed` (0), `service_level` (0), `phi` (1.0), `flows`
+    /// `ranks_per_node` (1), `seed` (0), `service_level` (0), `phi` (1.0), `latency` (0.0: the
+    /// latency fraction queueing stretches), `flows`
     /// (explicit rank-level (src, dst, bytes) triples instead of a pattern). Returns a dict:
     /// `jobs` (one dict per job), `hot_links` (list of (link, load, capacity)),
     /// `shared_links`, `rounds`.
@@ -189,12 +199,13 @@ impl NetworkModel {
             let seed: u64 = get("seed")?.map(|v| v.extract()).transpose()?.unwrap_or(0);
             let sl: u32 = get("service_level")?.map(|v| v.extract()).transpose()?.unwrap_or(0);
             let phi: f64 = get("phi")?.map(|v| v.extract()).transpose()?.unwrap_or(1.0);
+            let latency: f64 = get("latency")?.map(|v| v.extract()).transpose()?.unwrap_or(0.0);
             let flows: Option<Vec<(u32, u32, f64)>> = match get("flows")? {
                 Some(v) if !v.is_none() => Some(v.extract()?),
                 _ => None,
             };
             let tr = traffic(&pattern, bytes, ppn, seed, flows).map_err(|e| PyValueError::new_err(format!("job {i}: {e}")))?;
-            specs.push(JobSpec { nodes, traffic: tr, service_level: sl, phi });
+            specs.push(JobSpec { nodes, traffic: tr, service_level: sl, phi, latency });
         }
         let net = &self.inner;
         let ev = py.allow_threads(|| net.evaluate(&specs)).map_err(value_err)?;
@@ -213,6 +224,8 @@ impl NetworkModel {
             d.set_item("phibar", j.phibar)?;
             d.set_item("slowdown", j.slowdown)?;
             d.set_item("slowdown_vs_ideal", j.slowdown_vs_ideal)?;
+            d.set_item("queue_wait", j.queue_wait)?;
+            d.set_item("queueing", j.queueing)?;
             d.set_item("links_used", j.links_used)?;
             d.set_item("inter_switch_links", j.inter_switch_links)?;
             d.set_item("links_shared", j.links_shared)?;

@@ -68,8 +68,11 @@ def run(args: argparse.Namespace) -> int:
         f"[bold]{f['name']}[/]: {f['nodes']} nodes, {f['leaves']} leaves, {f['pods']} pods, W1={f['uplinks_per_leaf']}, "
         f"W2={f['uplinks_per_l2']}; fairness {m['fairness']} ({m['filling']}), service levels {m['service_levels']}"
     )
-    t = Table(show_edge=False, caption="t alone: comm time per iteration alone; placement: t alone / t ideal; comm: 1/x")
-    for col in ("job", "pattern", "nodes", "SL", "phi", "t alone", "placement", "comm", "slowdown", "shared"):
+    t = Table(
+        show_edge=False,
+        caption="t alone: comm time per iteration alone; placement: t alone / t ideal; comm: 1/x; queueing: what queueing delay adds to slowdown",
+    )
+    for col in ("job", "pattern", "nodes", "SL", "phi", "t alone", "placement", "comm", "queueing", "slowdown", "shared"):
         t.add_column(col, justify="left" if col in ("job", "pattern") else "right")
     for j in result["jobs"]:
         t.add_row(
@@ -81,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
             f"{j['t_alone']:.4g}",
             f"{j['placement_penalty']:.2f}",
             f"{j['comm_slowdown']:.2f}",
+            f"{j['queueing']:.4f}",
             f"{j['slowdown']:.2f}",
             str(j["links_shared"]),
         )

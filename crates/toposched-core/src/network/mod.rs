@@ -7,6 +7,7 @@
 //! - [`demand`]: a job's per-link bytes, flows and input ports; its time alone and ideal.
 //! - [`solver`]: the weighted job-level fair-bottleneck solve.
 //! - [`progressive`]: per-flow max-min in time (event-driven progressive filling).
+//! - [`queueing`]: queueing delay of messages on loaded links (M/D/1 per link).
 //! - [`share`]: the set of jobs on the network, hot-link components, duty-cycle correction.
 //! - [`model`]: a fabric's model and the one-shot evaluation of co-running jobs.
 //! - [`replay`]: the closed loop inside the replay engine (progress follows slowdown).
@@ -16,6 +17,7 @@ pub mod links;
 pub mod model;
 pub mod patterns;
 pub mod progressive;
+pub mod queueing;
 pub mod replay;
 pub mod routing;
 pub mod share;

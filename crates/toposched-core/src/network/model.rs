@@ -4,6 +4,7 @@
 use super::demand::{Demand, DemandBuilder, Traffic};
 use super::links::{Bandwidth, Links};
 use super::progressive::{simulate, FlowSet};
+use super::queueing::PairFlows;
 use super::routing::{Route, Router};
 use super::share::{dilation, Active, Fairness, Shared};
 use crate::topology::Topology;
@@ -103,6 +104,9 @@ pub struct Network {
     topo: Topology,
     router: Router,
     config: NetConfig,
+    /// Queueing delay (docs/network.md, "Queueing delay"): one packet's serialization time
+    /// over a message's latency (MTU / link rate / message latency); 0 = off (default).
+    packet_per_latency: f64,
 }
 
 /// A job of a one-shot evaluation.
@@ -113,6 +117,9 @@ pub struct JobSpec {
     pub service_level: u32,
     /// Fraction of the job's time alone spent communicating, in [0, 1].
     pub phi: f64,
+    /// Fraction of its time alone spent on message latency (the job model's latency
+    /// part), in [0, 1 - phi]: what queueing delay stretches.
+    pub latency: f64,
 }
 
 /// What the model predicts for one job.
@@ -135,6 +142,10 @@ pub struct JobResult {
     pub slowdown: f64,
     /// Whole-job time relative to the ideal placement, alone and with the others.
     pub slowdown_vs_ideal: f64,
+    /// Mean queueing wait per message the other jobs add, in packets, and what it adds to
+    /// `slowdown` (`latency x wait x packet_per_latency`; both 0 with queueing off).
+    pub queue_wait: f64,
+    pub queueing: f64,
     pub links_used: usize,
     pub inter_switch_links: usize,
     pub links_shared: usize,
@@ -161,7 +172,22 @@ impl Network {
     pub fn new(topo: &Topology, config: NetConfig) -> Result<Network, String> {
         config.check()?;
         let links = Links::new(topo, config.bandwidth);
-        Ok(Network { topo: topo.clone(), router: Router::new(topo, links), config })
+        Ok(Network { topo: topo.clone(), router: Router::new(topo, links), config, packet_per_latency: 0.0 })
+    }
+    /// Turn the queueing delay on: `packet_per_latency` is one packet's serialization time
+    /// over a message's latency (0 turns it off).
+    pub fn with_queueing(mut self, packet_per_latency: f64) -> Result<Network, String> {
+        if !(packet_per_latency.is_finite() && packet_per_latency >= 0.0) {
+            return Err(format!("packet_per_latency must be a finite number >= 0, got {packet_per_latency}"));
+        }
+        self.packet_per_latency = packet_per_latency;
+        Ok(self)
+    }
+    pub fn packet_per_latency(&self) -> f64 {
+        self.packet_per_latency
+    }
+    fn queueing_on(&self) -> bool {
+        self.packet_per_latency > 0.0
     }
     pub fn topology(&self) -> &Topology {
         &self.topo
@@ -187,7 +213,7 @@ impl Network {
     }
     /// A job's per-link demand.
     pub fn demand(&self, builder: &mut DemandBuilder, nodes: &[u32], traffic: &Traffic) -> Result<Demand, String> {
-        builder.build(&self.router, nodes, traffic, self.config.fairness == Fairness::Ports)
+        builder.build(&self.router, nodes, traffic, self.config.fairness == Fairness::Ports || self.queueing_on())
     }
     /// An empty sharing state with this fabric's capacities.
     pub fn shared(&self) -> Shared {
@@ -203,6 +229,19 @@ impl Network {
         self.config.sl_weight(service_level)?;
         let l = self.links();
         Ok(Active::from_demand(dem, |x| l.is_inter_switch(x), self.config.fairness, service_level, phi))
+    }
+
+    /// [`Network::active`] with the queueing data when queueing is on (the job's per-flow
+    /// load alone on its links: one water filling of its flows).
+    pub fn active_queued(&self, dem: &Demand, service_level: u32, phi: f64, nodes: &[u32], traffic: &Traffic) -> Result<Active, String> {
+        let mut a = self.active(dem, service_level, phi)?;
+        if self.queueing_on() && !a.links.is_empty() {
+            let l = self.links();
+            let cap: Vec<f64> = (0..l.len() as u32).map(|x| l.capacity(x)).collect();
+            let rho1 = super::queueing::flow_loads(&self.router, &cap, nodes, traffic, &dem.links)?;
+            a.set_queueing(dem, &rho1);
+        }
+        Ok(a)
     }
 
     /// Whether `evaluate` uses progressive filling for these jobs (see [`Filling`]).
@@ -235,6 +274,9 @@ impl Network {
             if !(j.phi.is_finite() && (0.0..=1.0).contains(&j.phi)) {
                 return Err(format!("job {i}: phi must be in [0, 1], got {}", j.phi));
             }
+            if !(j.latency.is_finite() && j.latency >= 0.0 && j.phi + j.latency <= 1.0 + 1e-9) {
+                return Err(format!("job {i}: latency must be in [0, 1 - phi], got {} (phi {})", j.latency, j.phi));
+            }
             for &x in &j.nodes {
                 if x as usize >= n {
                     return Err(format!("job {i}: node {x} is not on the fabric ({n} nodes)"));
@@ -256,7 +298,7 @@ impl Network {
         let mut slots = Vec::with_capacity(jobs.len());
         for (i, j) in jobs.iter().enumerate() {
             let dem = self.demand(&mut builder, &j.nodes, &j.traffic).map_err(|e| format!("job {i}: {e}"))?;
-            let act = self.active(&dem, j.service_level, j.phi).map_err(|e| format!("job {i}: {e}"))?;
+            let act = self.active_queued(&dem, j.service_level, j.phi, &j.nodes, &j.traffic).map_err(|e| format!("job {i}: {e}"))?;
             slots.push(shared.insert(act));
             demands.push(dem);
         }
@@ -264,6 +306,22 @@ impl Network {
         if !comp.is_empty() {
             shared.solve(&comp);
         }
+        if self.queueing_on() {
+            // the jobs' loads among each other: one per-flow max-min of all their flows
+            let l = self.links();
+            let cap: Vec<f64> = (0..l.len() as u32).map(|x| l.capacity(x)).collect();
+            let mut pf = PairFlows::new(cap);
+            for j in jobs {
+                pf.add_job(&self.router, &j.nodes, &j.traffic)?;
+            }
+            let rate = pf.rates();
+            let mut scratch = vec![0.0; l.len()];
+            for (i, &slot) in slots.iter().enumerate() {
+                let load = pf.loads(i, &rate, &shared.get(slot).links, &mut scratch);
+                shared.set_loads(slot, &load);
+            }
+        }
+        shared.update_waits(&slots);
         let n_flows: u64 = demands.iter().map(|d: &Demand| d.n_flows).sum();
         let timing = if self.progressive_for(jobs, n_flows)? {
             let l = self.links();
@@ -304,6 +362,8 @@ impl Network {
                 Some(_) => (dem.t_alone, dem.t_alone, 1.0, 1.0, 1.0),
                 None => (dem.t_alone, dem.t_alone / x, x, phibar, dilation(j.phi, x, phibar)),
             };
+            // the latency part stretched by the queueing the other jobs add on its links
+            let queueing = j.latency * a.wait * self.packet_per_latency;
             let p = if dem.t_ideal > 0.0 { t_alone / dem.t_ideal } else { 1.0 };
             out.push(JobResult {
                 flows: dem.n_flows,
@@ -315,8 +375,10 @@ impl Network {
                 x,
                 comm_slowdown: 1.0 / x,
                 phibar,
-                slowdown: slow,
-                slowdown_vs_ideal: (1.0 - j.phi) + j.phi * p * (1.0 + (1.0 / x - 1.0) * phibar),
+                slowdown: slow + queueing,
+                slowdown_vs_ideal: (1.0 - j.phi) + j.phi * p * (1.0 + (1.0 / x - 1.0) * phibar) + queueing,
+                queue_wait: a.wait,
+                queueing,
                 links_used: dem.links.len(),
                 inter_switch_links: a.links.len(),
                 links_shared: a.shared_now as usize,

@@ -235,6 +235,16 @@ impl WaterFill {
     }
 }
 
+/// Per-flow max-min rates of every flow of `fs`, all active at once with unbounded demand
+/// (one water filling): each flow as fast as its bottleneck allows.
+pub fn max_min_rates(fs: &FlowSet) -> Vec<f64> {
+    let mut wf = WaterFill::new(fs);
+    let mut rate = vec![-1.0; fs.n_flows()];
+    let active: Vec<u32> = (0..fs.n_flows() as u32).collect();
+    wf.solve(fs, &active, &mut rate);
+    rate
+}
+
 /// Work budget of one [`simulate`] call, in flow-solves (the active flows of every event
 /// summed): about a minute on one core. Jobs whose iterations differ by orders of magnitude
 /// (one must repeat millions of times while another finishes six) exceed it.

@@ -69,6 +69,18 @@ pub struct Active {
     /// Links currently shared with at least one other job, and the most ever.
     pub shared_now: u32,
     pub shared_max: u32,
+    /// Queueing (docs/network.md, "Queueing delay"; empty when the model has it off): on
+    /// each link, the share of the job's messages crossing it (`bytes_l / total bytes`),
+    /// its load alone at per-flow max-min rates (over capacity), and the input ports its
+    /// flows enter the link's switch by.
+    pub msg: Vec<f64>,
+    pub rho1: Vec<f64>,
+    pub inputs: Vec<f64>,
+    /// Its load on each link among the other jobs (per-flow max-min rates of every job's
+    /// flows together, over capacity); `rho1` until [`Shared::set_loads`] sets it.
+    pub rho: Vec<f64>,
+    /// Mean wait per message added by the other jobs, in packets (from [`Shared::update_waits`]).
+    pub wait: f64,
 }
 
 impl Active {
@@ -93,6 +105,29 @@ impl Active {
             a.claim.push(kappa);
         }
         a
+    }
+
+    /// Attach what the queueing term needs: `rho1[k]` is the job's per-flow load alone on
+    /// `links[k]` of the demand (all its links, node links included), as `flow_loads`
+    /// gives it; kept for the inter-switch links this job keeps.
+    pub fn set_queueing(&mut self, dem: &Demand, rho1: &[f64]) {
+        self.msg.clear();
+        self.rho1.clear();
+        self.inputs.clear();
+        self.rho.clear();
+        if dem.total_bytes <= 0.0 {
+            return;
+        }
+        let mut k = 0;
+        for &l in &self.links {
+            while dem.links[k] != l {
+                k += 1;
+            }
+            self.msg.push(dem.bytes[k] / dem.total_bytes);
+            self.rho1.push(rho1[k]);
+            self.inputs.push(dem.ports[k].max(1) as f64);
+        }
+        self.rho.clone_from(&self.rho1);
     }
 
     /// Slowdown of the whole job relative to running alone on its placement, with the
@@ -338,6 +373,47 @@ impl Shared {
             let a = self.jobs[s as usize].as_mut().expect("live slot");
             a.x = self.x[i];
             a.phibar = if den > EPS { (num / den).clamp(0.0, 1.0) } else { 1.0 };
+        }
+    }
+
+    /// Set the queueing wait of every job in `slots` from the current solve: on each of
+    /// its links, the M/D/1 wait at the utilization of every job there (each at its load
+    /// `rho` among the others times its duty cycle `phi / dilation`), bounded by the input
+    /// ports feeding the link, minus the wait it would meet alone (its load alone `rho1`
+    /// times `phi`); the mean over its messages (docs/network.md, "Queueing delay"). A job
+    /// without queueing data gets 0.
+    pub fn update_waits(&mut self, slots: &[u32]) {
+        for &s in slots {
+            let a = self.jobs[s as usize].as_ref().expect("live slot");
+            let mut wait = 0.0;
+            if !a.msg.is_empty() {
+                for k in 0..a.links.len() {
+                    let l = a.links[k];
+                    let (mut rho, mut inputs) = (0.0, 0.0);
+                    for &o in &self.on_link[l as usize] {
+                        let b = self.jobs[o as usize].as_ref().expect("live slot");
+                        if b.rho1.is_empty() {
+                            continue;
+                        }
+                        let m = b.links.binary_search(&l).expect("a job is on its own links");
+                        rho += b.rho[m] * b.phi / b.dilation();
+                        inputs += b.inputs[m];
+                    }
+                    let alone = super::queueing::md1_wait(a.rho1[k] * a.phi, a.inputs[k]);
+                    let together = super::queueing::md1_wait(rho, inputs);
+                    wait += a.msg[k] * (together - alone).max(0.0);
+                }
+            }
+            self.jobs[s as usize].as_mut().expect("live slot").wait = wait;
+        }
+    }
+
+    /// Set a job's loads among the others (`load[k]` on its `links[k]`); ignored for a
+    /// job without queueing data.
+    pub fn set_loads(&mut self, slot: u32, load: &[f64]) {
+        let a = self.jobs[slot as usize].as_mut().expect("live slot");
+        if !a.rho.is_empty() {
+            a.rho.copy_from_slice(load);
         }
     }
 

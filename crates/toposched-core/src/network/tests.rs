@@ -15,7 +15,7 @@ fn tree288(w1: Option<u32>) -> Topology {
 }
 
 fn job(nodes: Vec<u32>, pattern: Pattern) -> JobSpec {
-    JobSpec { nodes, traffic: Traffic::new(pattern), service_level: 0, phi: 1.0 }
+    JobSpec { nodes, traffic: Traffic::new(pattern), service_level: 0, phi: 1.0, latency: 0.0 }
 }
 
 /// The steady-state job-level solve (these cases pin it; progressive.rs has its own).
@@ -463,4 +463,35 @@ mod reference {
         let (end, p_rel) = one_job(324, "linear", Reference::Random { samples: 4 }, Pattern::Flood);
         assert!(p_rel < 1.0 && end < 1000, "{end} {p_rel}");
     }
+}
+
+/// Queueing delay (docs/network.md, "Queueing delay"): a latency-bound job next to a
+/// streaming one on a 2:1 taper waits on the up-links they share; alone, with no latency
+/// part, or with queueing off it gets nothing, and the term adds to the bandwidth slowdown.
+#[test]
+fn queueing_delay_stretches_only_latency_parts_next_to_other_traffic() {
+    let t = tree288(Some(9));
+    let a: Vec<u32> = (0..4).chain(18..22).collect();
+    let b: Vec<u32> = (9..18).chain(27..36).collect();
+    let app = JobSpec { phi: 0.2, latency: 0.3, ..job(a.clone(), Pattern::Flood) };
+    let bully = job(b, Pattern::Flood);
+    let cfg = NetConfig { fairness: Fairness::Jobs, ..NetConfig::default() };
+    let on = Network::new(&t, cfg.clone()).unwrap().with_queueing(0.5).unwrap();
+    let off = Network::new(&t, cfg).unwrap();
+    let both = on.evaluate(&[app.clone(), bully.clone()]).unwrap();
+    let plain = off.evaluate(&[app.clone(), bully.clone()]).unwrap();
+    let (qa, qb) = (&both.jobs[0], &both.jobs[1]);
+    assert!(qa.queue_wait > 0.0 && qa.queueing > 0.0, "{qa:?}");
+    assert!((qa.queueing - 0.3 * qa.queue_wait * 0.5).abs() < 1e-12);
+    assert!((qa.slowdown - qa.queueing - plain.jobs[0].slowdown).abs() < 1e-12);
+    assert!((qa.slowdown_vs_ideal - qa.queueing - plain.jobs[0].slowdown_vs_ideal).abs() < 1e-12);
+    assert_eq!(qb.queueing, 0.0, "no latency part, nothing to stretch");
+    assert!(plain.jobs.iter().all(|j| j.queueing == 0.0 && j.queue_wait == 0.0));
+    let alone = on.evaluate(std::slice::from_ref(&app)).unwrap();
+    assert_eq!(alone.jobs[0].queueing, 0.0);
+    assert_eq!(alone.jobs[0].slowdown, 1.0);
+    let no_latency = on.evaluate(&[JobSpec { latency: 0.0, ..app.clone() }, bully.clone()]).unwrap();
+    assert_eq!(no_latency.jobs[0].queueing, 0.0);
+    // a latency part that does not fit beside phi is refused
+    assert!(on.evaluate(&[JobSpec { latency: 0.9, ..app }]).unwrap_err().contains("latency"));
 }
