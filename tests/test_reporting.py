@@ -225,6 +225,72 @@ def test_plotly_js_is_inlined_exactly_once_and_nothing_comes_from_the_network(re
     assert "cdn.plot.ly" not in page.split("<script", 2)[0]  # not in the head before plotly.js
 
 
+def test_plotly_white_template_file_is_what_plotly_puts_in_a_figure():
+    """reporting/plotly_white.json is the template as a figure's layout holds it once plotly
+    has validated it: the same JSON text (keys in the same order) as plotly's own."""
+    import plotly.graph_objects as go
+    from plotly.io.json import to_json_plotly
+
+    from toposched.reporting.html import plotly_json, plotly_template
+
+    fig = go.Figure()
+    fig.update_layout(template="plotly_white")
+    assert plotly_json(plotly_template()) == to_json_plotly(fig.to_dict()["layout"]["template"])
+
+
+@pytest.mark.parametrize("engine", ["orjson", "json"])
+def test_plain_dict_figures_are_what_plotly_makes_of_them(report, engine, monkeypatch):
+    """The report's interactive figures are plain dicts written without plotly. Plotly is
+    the reference: validating each dict changes none of its values (every property exists
+    and is kept as given), and plotly's own to_html of the dict is the same text as the
+    report's div, with orjson (plotly's default when installed) and with the json module."""
+    import json
+    import sys
+
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    from toposched.reporting.figures import CompareData
+    from toposched.reporting.html import PLOTLY_CONFIG, _plotly_figures
+
+    if engine == "json":
+        monkeypatch.setitem(sys.modules, "orjson", None)  # `import orjson` fails: the json module is used
+        monkeypatch.setattr(pio.json.config, "default_engine", "json")
+    else:
+        pytest.importorskip("orjson")
+    figures = _plotly_figures(CompareData.load(report.parent))
+    assert [h for h, _ in figures] == ["APH by job size", "Utilization", "Makespan", "Mean wait by job size"]
+    for heading, fig in figures:
+        validated = go.Figure(fig).to_dict()
+        assert json.loads(json.dumps(validated)) == json.loads(json.dumps(fig)), heading
+        assert [t["type"] for t in validated["data"]] == [t["type"] for t in fig["data"]]
+        want = pio.to_html(fig, validate=False, full_html=False, include_plotlyjs=False, div_id="plot-x", default_height="460px", default_width="100%", config=dict(PLOTLY_CONFIG))
+        assert plotly_div(fig, div_id="plot-x") == f'<div class="plot">{want}</div>', heading
+    # a NaN is written as null, as plotly writes it
+    nan_fig = {"data": [{"y": [1.0, float("nan")], "type": "bar"}], "layout": {}}
+    want = pio.to_html(nan_fig, validate=False, full_html=False, include_plotlyjs=False, div_id="n", default_height="460px", default_width="100%", config=dict(PLOTLY_CONFIG))
+    assert plotly_div(nan_fig, div_id="n") == f'<div class="plot">{want}</div>' and "[1.0,null]" in want
+
+
+def test_the_compare_report_is_built_without_importing_plotlys_modules(report, tmp_path):
+    """Only plotly.js is read from the plotly package (the interactive figures are plain
+    dicts): graph_objects, io and offline are never imported (they cost 0.3-0.4 s)."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "fresh"
+    shutil.copytree(report.parent / "runs", out / "runs")
+    shutil.copy(report.parent / "compare.json", out / "compare.json")
+    code = (
+        "import sys\nfrom toposched.reporting import build_compare_report\n"
+        f"build_compare_report({str(out)!r})\n"
+        "print(sorted(m for m in sys.modules if m.startswith('plotly')))"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert res.stdout.strip() == "['plotly']"  # the package itself (lazy: 2 ms), none of its modules
+    assert (out / "report.html").read_bytes() == report.read_bytes()
+
+
 def test_report_links_point_at_files_that_exist(report):
     page = re.sub(r"<script\b.*?</script>", "", report.read_text(), flags=re.S)
     root = report.parent
