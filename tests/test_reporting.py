@@ -362,6 +362,26 @@ def test_snapshot_labels_only_the_shared_pod_bundles(tmp_path, monkeypatch):
     assert pod_labels(50) == []  # yellow has ended: red and blue still share leaves, no pod
 
 
+def test_snapshot_running_jobs_and_their_nodes_match_a_plain_python_reading(report):
+    """shared_links picks the running rows and their node lists with NumPy from the
+    columns' buffers; the reference reads the same file row by row in plain Python
+    (to_pylist, node ranges expanded with range())."""
+    run = report.parent / "runs" / "linear__none"
+    table = pq.read_table(run / "jobs.parquet")
+    rows = table.to_pylist()
+    times = sorted({r["start_s"] for r in rows})
+    for t in [times[0], *times[:: max(1, len(times) // 12)], busiest_spanning_time(run), times[-1] + 10**9]:
+        want = [r for r in rows if r["start_s"] <= t < r["end_s"]]
+        snap = shared_links(run, int(t))
+        assert snap.job_ids == [r["job_id"] for r in want], t
+        if "node_ranges" in table.column_names:
+            want_nodes = [[n for rg in r["node_ranges"] for n in range(rg["first"], rg["first"] + rg["count"])] for r in want]
+        else:
+            want_nodes = [list(r["node_ids"]) for r in want]
+        assert [x.tolist() for x in snap.job_nodes] == want_nodes, t
+        assert snap.busy_nodes == sum(len(x) for x in want_nodes)
+
+
 def test_snapshot_shared_links_linear_yes_isolated_never(report):
     runs = report.parent / "runs"
     t = busiest_spanning_time(runs / "linear__none")
