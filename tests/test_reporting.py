@@ -12,6 +12,7 @@ import re
 import shutil
 from pathlib import Path
 
+import matplotlib
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -68,6 +69,50 @@ def test_report_writes_every_figure_as_png_and_svg(report):
         svg = (figs / f"{stem}.svg").read_text()
         assert png.startswith(b"\x89PNG\r\n\x1a\n"), stem
         assert "<svg" in svg and "</svg>" in svg, stem
+
+
+def test_save_figure_writes_what_matplotlibs_own_savefig_writes(report, tmp_path):
+    """save_figure solves the constrained layout once, on an Agg canvas shared by the
+    layout and the PNG, and drops the engine; the reference is plain ``savefig`` of a
+    fresh copy of the same figure: the PNG with its engine left on (matplotlib solves the
+    layout in a dry draw and again in the real one, on its own renderers), then the SVG
+    with the engine removed (it keeps the PNG's layout, as save_figure does: solved again
+    on the SVG renderer, positions move by a fraction of a point). Same bytes, for every
+    comparison figure and a snapshot; and the caller's figure keeps its canvas."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    from toposched.reporting.figures import CompareData, save_figure
+
+    data = CompareData.load(report.parent)
+    run = report.parent / "runs" / "linear__none"
+    t = busiest_spanning_time(run)
+    drawn: list = []
+
+    def snapshot_figure():
+        import toposched.reporting.snapshot as snapshot_module
+
+        keep = snapshot_module.save_figure
+        snapshot_module.save_figure = lambda fig, path, formats: drawn.append(fig)
+        try:
+            draw_snapshot(run, t, tmp_path / "unused")
+        finally:
+            snapshot_module.save_figure = keep
+        return drawn.pop()
+
+    builders = [(stem, lambda b=build: b(data)) for stem, build, _ in FIGURES] + [("snapshot", snapshot_figure)]
+    for stem, make in builders:
+        fig = make()
+        assert type(fig.canvas) is FigureCanvasBase
+        save_figure(fig, tmp_path / "ours" / stem)
+        assert type(fig.canvas) is FigureCanvasBase, stem
+        ref = make()
+        with matplotlib.rc_context({"svg.hashsalt": "toposched", "svg.fonttype": "path", "path.simplify": True}):
+            (tmp_path / "ref").mkdir(exist_ok=True)
+            ref.savefig(tmp_path / "ref" / f"{stem}.png", format="png", dpi=110, metadata={"Software": "toposched"})
+            ref.set_layout_engine(None)
+            ref.savefig(tmp_path / "ref" / f"{stem}.svg", format="svg", dpi=110, metadata={"Date": None, "Creator": "toposched"})
+        for ext in ("png", "svg"):
+            assert (tmp_path / "ours" / f"{stem}.{ext}").read_bytes() == (tmp_path / "ref" / f"{stem}.{ext}").read_bytes(), f"{stem}.{ext}"
 
 
 def test_figures_and_report_are_byte_identical_for_the_same_inputs(report, tmp_path):
