@@ -315,6 +315,13 @@ def test_plain_dict_figures_are_what_plotly_makes_of_them(report, engine, monkey
     nan_fig = {"data": [{"y": [1.0, float("nan")], "type": "bar"}], "layout": {}}
     want = pio.to_html(nan_fig, validate=False, full_html=False, include_plotlyjs=False, div_id="n", default_height="460px", default_width="100%", config=dict(PLOTLY_CONFIG))
     assert plotly_div(nan_fig, div_id="n") == f'<div class="plot">{want}</div>' and "[1.0,null]" in want
+    # NumPy values and characters unsafe in a <script>, as plotly's JSON writes them
+    from plotly.io.json import to_json_plotly
+
+    from toposched.reporting.html import plotly_json
+
+    odd = {"n": np.int64(3), "a": np.array([1.5, np.nan]), "f": [np.float32(2.5)], "s": "</script> \u2028 é"}
+    assert plotly_json(odd) == to_json_plotly(odd)
 
 
 def test_the_compare_report_is_built_without_importing_plotlys_modules(report, tmp_path):

@@ -169,12 +169,20 @@ def plotly_json(obj: Any) -> str:
     else:
         import json
 
-        text = json.dumps(_finite_or_none(obj), separators=(",", ":"))
+        text = json.dumps(_finite_or_none(obj), separators=(",", ":"), default=_numpy_to_python)
         swaps = _JSON_SWAPS
     for unsafe, safe in swaps:
         if unsafe in text:
             text = text.replace(unsafe, safe)
     return text
+
+
+def _numpy_to_python(obj: Any) -> Any:
+    """NumPy scalars and arrays as Python numbers and lists (what orjson and plotly's
+    encoder write for them)."""
+    if isinstance(obj, (np.generic, np.ndarray)):
+        return _finite_or_none(obj.tolist())
+    raise TypeError(f"{type(obj).__name__} is not JSON serializable")
 
 
 def _finite_or_none(obj: Any) -> Any:
