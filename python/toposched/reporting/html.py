@@ -491,7 +491,7 @@ def _plotly_figures(data: Any) -> list[tuple[str, dict[str, Any]]]:
     them against plotly)."""
     from .figures import aph_stats, time_unit, utilization_stats, wait_by_size
 
-    margin = {"margin": {"l": 60, "r": 20, "t": 50, "b": 50}, "legend": {"orientation": "h", "y": -0.18}}
+    common = {"margin": {"l": 60, "r": 20, "t": 50, "b": 50}, "legend": {"orientation": "h", "y": -0.18}}  # every figure's
     out: list[tuple[str, dict[str, Any]]] = []
 
     st = aph_stats(data)
@@ -530,7 +530,7 @@ def _plotly_figures(data: Any) -> list[tuple[str, dict[str, Any]]]:
     layout = {
         "xaxis": {"title": {"text": "job size (nodes)"}, "type": "category"},
         "yaxis": {"title": {"text": "average pairwise hops"}, "rangemode": "tozero"},
-        **margin,
+        **common,
         "title": {"text": "Average pairwise hops by job size (min, 25th, median, 75th, max)"},
         "boxmode": "group",
     }
@@ -558,7 +558,7 @@ def _plotly_figures(data: Any) -> list[tuple[str, dict[str, Any]]]:
         )
     layout = {
         "yaxis": {"title": {"text": "% nodes busy"}, "range": [0, 102]},
-        **margin,
+        **common,
         "title": {"text": "Utilization per minute (min, 25th, median, 75th, max; dashed: mean)"},
         "showlegend": False,
         "height": 400,
@@ -572,7 +572,7 @@ def _plotly_figures(data: Any) -> list[tuple[str, dict[str, Any]]]:
     bar = {"marker": {"color": [r.color for r in data.runs]}, "text": texts, "textposition": "outside", "x": [r.label for r in data.runs], "y": vals, "type": "bar"}
     layout = {
         "yaxis": {"title": {"text": f"makespan ({m_unit})"}, "rangemode": "tozero"},
-        **margin,
+        **common,
         "title": {"text": "Makespan (first submit to last end; % against the first run)"},
         "showlegend": False,
         "height": 400,
@@ -589,7 +589,7 @@ def _plotly_figures(data: Any) -> list[tuple[str, dict[str, Any]]]:
     layout = {
         "xaxis": {"title": {"text": "job size (nodes)"}, "type": "category"},
         "yaxis": {"title": {"text": f"mean wait ({unit})"}, "rangemode": "tozero"},
-        **margin,
+        **common,
         "title": {"text": "Mean wait by job size (last group: all jobs)"},
         "barmode": "group",
     }
