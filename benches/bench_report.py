@@ -1,6 +1,6 @@
 """The report build alone: `toposched demo`'s report rebuilt in a fresh process, best of N.
 
-    python benches/bench_report.py [--repeat 5] [--dir DIR] [--profile FILE] [--baseline PYDIR]
+    python benches/bench_report.py [--repeat 5] [--dir DIR] [--profile FILE] [--baseline PYDIR] [--exit cli|plain]
 
 Issue 17, point 4: the report build under 2 s. The script first runs `toposched demo
 --no-report` once into DIR (default: a temporary folder; an existing compare folder in
@@ -12,8 +12,12 @@ is deterministic), else the script says which files differ and exits 1. Prints o
 object (commit, machine, load averages, every wall time, the in-process build time) and
 a one-line verdict against the 2 s target. Wall time is what the target is about; CPU
 time (user + system of the build process and its children) is also given, being less
-noisy on a shared machine. --profile FILE also writes a cProfile of one more build (not
-timed). --baseline PYDIR times another tree's Python package (e.g. an older commit's
+noisy on a shared machine. The child ends as the `toposched` program does
+(`cli.console_main` freezes every object out of the garbage collector's reach before the
+interpreter exits: its last collections would walk every module for 0.2-0.4 s); --exit
+plain leaves that out (the interpreter's own teardown, as this script measured before).
+The time from the end of the build to the child's exit is reported apart (exit_s).
+--profile FILE also writes a cProfile of one more build (not timed). --baseline PYDIR times another tree's Python package (e.g. an older commit's
 `python/` from `git archive`, with the same native extension copied in) alternately with
 this one, each build in a fresh process, into a copy of DIR, and reports both.
 """
@@ -38,7 +42,9 @@ from benchinfo import commit
 HERE = Path(__file__).resolve().parent
 TARGET_S = 2.0
 
-# In the child: time the build itself (imports of toposched.compare excluded) and print it.
+# In the child: time the build itself (imports of toposched.compare excluded) and print
+# it with the clock time at its end; then exit as toposched's console_main does (cli) or
+# plainly.
 CHILD = """
 import sys, time
 t0 = time.perf_counter()
@@ -46,7 +52,11 @@ from toposched.compare import build_report
 t1 = time.perf_counter()
 build_report(sys.argv[1])
 t2 = time.perf_counter()
-print(f"{t1 - t0:.4f} {t2 - t1:.4f}")
+print(f"{t1 - t0:.4f} {t2 - t1:.4f} {time.time():.6f}", flush=True)
+if sys.argv[2] == "cli":
+    import gc
+
+    gc.freeze()
 """
 
 
@@ -55,17 +65,18 @@ def _hashes(out: Path) -> dict[str, str]:
     return {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
 
 
-def _build(out: Path, pythonpath: str) -> tuple[float, float, float, float]:
-    """(wall, cpu, import, build) seconds of one report build in a fresh process."""
+def _build(out: Path, pythonpath: str, exit_mode: str = "cli") -> tuple[float, float, float, float, float]:
+    """(wall, cpu, import, build, exit) seconds of one report build in a fresh process."""
     env = dict(os.environ, PYTHONPATH=pythonpath)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    res = subprocess.run([sys.executable, "-c", CHILD, str(out)], check=True, capture_output=True, text=True, env=env)
+    res = subprocess.run([sys.executable, "-c", CHILD, str(out), exit_mode], check=True, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
+    ended = time.time()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    imp, build = (float(x) for x in res.stdout.split())
-    return wall, cpu, imp, build
+    imp, build, built_at = (float(x) for x in res.stdout.split())
+    return wall, cpu, imp, build, ended - built_at
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -74,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dir", default=None, help="compare folder (made by `toposched demo --no-report` when absent)")
     ap.add_argument("--profile", default=None, metavar="FILE", help="also write a cProfile of one more build to FILE")
     ap.add_argument("--baseline", default=None, metavar="PYDIR", help="another tree's python/ directory, timed alternately")
+    ap.add_argument("--exit", default="cli", choices=["cli", "plain"], help="end the child as toposched's console_main does (cli: gc.freeze first) or plainly")
     args = ap.parse_args(argv)
     ours_path = str(HERE.parent / "python")
     tmp = None
@@ -90,15 +102,16 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(base_out, ignore_errors=True)
         shutil.copytree(out, base_out)
     load_before = os.getloadavg()
-    walls, cpus, imports, builds = [], [], [], []
+    walls, cpus, imports, builds, exits = [], [], [], [], []
     base_walls, base_cpus = [], []
     reference: dict[str, str] | None = None
     for _ in range(args.repeat):
         if base_out is not None:
-            w, c, _i, _b = _build(base_out, args.baseline)
+            w, c, _i, _b, _e = _build(base_out, args.baseline, args.exit)
             base_walls.append(w)
             base_cpus.append(c)
-        wall, cpu, imp, build = _build(out, ours_path)
+        wall, cpu, imp, build, ex = _build(out, ours_path, args.exit)
+        exits.append(ex)
         walls.append(wall)
         cpus.append(cpu)
         imports.append(imp)
@@ -128,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
         "cpu_all_s": [round(x, 3) for x in cpus],
         "import_compare_s": [round(x, 3) for x in imports],
         "build_report_s": [round(x, 3) for x in builds],
+        "exit": args.exit,
+        "exit_s": [round(x, 3) for x in exits],
         "files_hashed": len(reference or {}),
         "baseline": args.baseline,
         "baseline_wall_best_s": round(min(base_walls), 3) if base_walls else None,

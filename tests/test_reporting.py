@@ -12,6 +12,7 @@ import re
 import shutil
 from pathlib import Path
 
+import matplotlib
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -68,6 +69,50 @@ def test_report_writes_every_figure_as_png_and_svg(report):
         svg = (figs / f"{stem}.svg").read_text()
         assert png.startswith(b"\x89PNG\r\n\x1a\n"), stem
         assert "<svg" in svg and "</svg>" in svg, stem
+
+
+def test_save_figure_writes_what_matplotlibs_own_savefig_writes(report, tmp_path):
+    """save_figure solves the constrained layout once, on an Agg canvas shared by the
+    layout and the PNG, and drops the engine; the reference is plain ``savefig`` of a
+    fresh copy of the same figure: the PNG with its engine left on (matplotlib solves the
+    layout in a dry draw and again in the real one, on its own renderers), then the SVG
+    with the engine removed (it keeps the PNG's layout, as save_figure does: solved again
+    on the SVG renderer, positions move by a fraction of a point). Same bytes, for every
+    comparison figure and a snapshot; and the caller's figure keeps its canvas."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    from toposched.reporting.figures import CompareData, save_figure
+
+    data = CompareData.load(report.parent)
+    run = report.parent / "runs" / "linear__none"
+    t = busiest_spanning_time(run)
+    drawn: list = []
+
+    def snapshot_figure():
+        import toposched.reporting.snapshot as snapshot_module
+
+        keep = snapshot_module.save_figure
+        snapshot_module.save_figure = lambda fig, path, formats: drawn.append(fig)
+        try:
+            draw_snapshot(run, t, tmp_path / "unused")
+        finally:
+            snapshot_module.save_figure = keep
+        return drawn.pop()
+
+    builders = [(stem, lambda b=build: b(data)) for stem, build, _ in FIGURES] + [("snapshot", snapshot_figure)]
+    for stem, make in builders:
+        fig = make()
+        assert type(fig.canvas) is FigureCanvasBase
+        save_figure(fig, tmp_path / "ours" / stem)
+        assert type(fig.canvas) is FigureCanvasBase, stem
+        ref = make()
+        with matplotlib.rc_context({"svg.hashsalt": "toposched", "svg.fonttype": "path", "path.simplify": True}):
+            (tmp_path / "ref").mkdir(exist_ok=True)
+            ref.savefig(tmp_path / "ref" / f"{stem}.png", format="png", dpi=110, metadata={"Software": "toposched"})
+            ref.set_layout_engine(None)
+            ref.savefig(tmp_path / "ref" / f"{stem}.svg", format="svg", dpi=110, metadata={"Date": None, "Creator": "toposched"})
+        for ext in ("png", "svg"):
+            assert (tmp_path / "ours" / f"{stem}.{ext}").read_bytes() == (tmp_path / "ref" / f"{stem}.{ext}").read_bytes(), f"{stem}.{ext}"
 
 
 def test_figures_and_report_are_byte_identical_for_the_same_inputs(report, tmp_path):
@@ -225,6 +270,79 @@ def test_plotly_js_is_inlined_exactly_once_and_nothing_comes_from_the_network(re
     assert "cdn.plot.ly" not in page.split("<script", 2)[0]  # not in the head before plotly.js
 
 
+def test_plotly_white_template_file_is_what_plotly_puts_in_a_figure():
+    """reporting/plotly_white.json is the template as a figure's layout holds it once plotly
+    has validated it: the same JSON text (keys in the same order) as plotly's own."""
+    import plotly.graph_objects as go
+    from plotly.io.json import to_json_plotly
+
+    from toposched.reporting.html import plotly_json, plotly_template
+
+    fig = go.Figure()
+    fig.update_layout(template="plotly_white")
+    assert plotly_json(plotly_template()) == to_json_plotly(fig.to_dict()["layout"]["template"])
+
+
+@pytest.mark.parametrize("engine", ["orjson", "json"])
+def test_plain_dict_figures_are_what_plotly_makes_of_them(report, engine, monkeypatch):
+    """The report's interactive figures are plain dicts written without plotly. Plotly is
+    the reference: validating each dict changes none of its values (every property exists
+    and is kept as given), and plotly's own to_html of the dict is the same text as the
+    report's div, with orjson (plotly's default when installed) and with the json module."""
+    import json
+    import sys
+
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    from toposched.reporting.figures import CompareData
+    from toposched.reporting.html import PLOTLY_CONFIG, _plotly_figures
+
+    if engine == "json":
+        monkeypatch.setitem(sys.modules, "orjson", None)  # `import orjson` fails: the json module is used
+        monkeypatch.setattr(pio.json.config, "default_engine", "json")
+    else:
+        pytest.importorskip("orjson")
+    figures = _plotly_figures(CompareData.load(report.parent))
+    assert [h for h, _ in figures] == ["APH by job size", "Utilization", "Makespan", "Mean wait by job size"]
+    for heading, fig in figures:
+        validated = go.Figure(fig).to_dict()
+        assert json.loads(json.dumps(validated)) == json.loads(json.dumps(fig)), heading
+        assert [t["type"] for t in validated["data"]] == [t["type"] for t in fig["data"]]
+        want = pio.to_html(fig, validate=False, full_html=False, include_plotlyjs=False, div_id="plot-x", default_height="460px", default_width="100%", config=dict(PLOTLY_CONFIG))
+        assert plotly_div(fig, div_id="plot-x") == f'<div class="plot">{want}</div>', heading
+    # a NaN is written as null, as plotly writes it
+    nan_fig = {"data": [{"y": [1.0, float("nan")], "type": "bar"}], "layout": {}}
+    want = pio.to_html(nan_fig, validate=False, full_html=False, include_plotlyjs=False, div_id="n", default_height="460px", default_width="100%", config=dict(PLOTLY_CONFIG))
+    assert plotly_div(nan_fig, div_id="n") == f'<div class="plot">{want}</div>' and "[1.0,null]" in want
+    # NumPy values and characters unsafe in a <script>, as plotly's JSON writes them
+    from plotly.io.json import to_json_plotly
+
+    from toposched.reporting.html import plotly_json
+
+    odd = {"n": np.int64(3), "a": np.array([1.5, np.nan]), "f": [np.float32(2.5)], "s": "</script> \u2028 é"}
+    assert plotly_json(odd) == to_json_plotly(odd)
+
+
+def test_the_compare_report_is_built_without_importing_plotlys_modules(report, tmp_path):
+    """Only plotly.js is read from the plotly package (the interactive figures are plain
+    dicts): graph_objects, io and offline are never imported (they cost 0.3-0.4 s)."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "fresh"
+    shutil.copytree(report.parent / "runs", out / "runs")
+    shutil.copy(report.parent / "compare.json", out / "compare.json")
+    code = (
+        "import sys\nfrom toposched.reporting import build_compare_report\n"
+        f"build_compare_report({str(out)!r})\n"
+        "print(sorted(m for m in sys.modules if m.startswith('plotly')))"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert res.stdout.strip() == "['plotly']"  # the package itself (lazy: 2 ms), none of its modules
+    assert (out / "report.html").read_bytes() == report.read_bytes()
+
+
 def test_report_links_point_at_files_that_exist(report):
     page = re.sub(r"<script\b.*?</script>", "", report.read_text(), flags=re.S)
     root = report.parent
@@ -294,6 +412,26 @@ def test_snapshot_labels_only_the_shared_pod_bundles(tmp_path, monkeypatch):
 
     assert pod_labels(10) == ["2 jobs", "2 jobs"]  # blue and yellow share both pods' bundles
     assert pod_labels(50) == []  # yellow has ended: red and blue still share leaves, no pod
+
+
+def test_snapshot_running_jobs_and_their_nodes_match_a_plain_python_reading(report):
+    """shared_links picks the running rows and their node lists with NumPy from the
+    columns' buffers; the reference reads the same file row by row in plain Python
+    (to_pylist, node ranges expanded with range())."""
+    run = report.parent / "runs" / "linear__none"
+    table = pq.read_table(run / "jobs.parquet")
+    rows = table.to_pylist()
+    times = sorted({r["start_s"] for r in rows})
+    for t in [times[0], *times[:: max(1, len(times) // 12)], busiest_spanning_time(run), times[-1] + 10**9]:
+        want = [r for r in rows if r["start_s"] <= t < r["end_s"]]
+        snap = shared_links(run, int(t))
+        assert snap.job_ids == [r["job_id"] for r in want], t
+        if "node_ranges" in table.column_names:
+            want_nodes = [[n for rg in r["node_ranges"] for n in range(rg["first"], rg["first"] + rg["count"])] for r in want]
+        else:
+            want_nodes = [list(r["node_ids"]) for r in want]
+        assert [x.tolist() for x in snap.job_nodes] == want_nodes, t
+        assert snap.busy_nodes == sum(len(x) for x in want_nodes)
 
 
 def test_snapshot_shared_links_linear_yes_isolated_never(report):

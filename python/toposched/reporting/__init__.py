@@ -2,7 +2,7 @@
 
 * :func:`build_compare_report` (``html.py``): ``report.html`` and ``figures/`` of a
   ``toposched compare`` folder.
-* :func:`build_page`, :func:`table_html`, :func:`plotly_div`, :func:`image_html`,
+* :func:`build_page`, :func:`table_html`, :func:`plotly_div`, :func:`plotly_figure_dict`, :func:`image_html`,
   :class:`Html` (``html.py``): the page API other commands use for reports in the same
   style (see that module's docstring).
 * ``figures.py``: the matplotlib figures (APH, utilization, makespan, wait by size,
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # what the lazy names below are, for the type checker
     from .figures import save_figure
-    from .html import Html, build_compare_report, build_page, image_html, plotly_div, table_html
+    from .html import Html, build_compare_report, build_page, image_html, plotly_div, plotly_figure_dict, table_html
     from .snapshot import Snapshot, busiest_spanning_time, draw_snapshot, peak_time, shared_links
 
 # Loaded on first use (PEP 562): a command that only prints a terminal summary
@@ -31,6 +31,7 @@ _WHERE = {
     "build_page": "html",
     "image_html": "html",
     "plotly_div": "html",
+    "plotly_figure_dict": "html",
     "table_html": "html",
     "Snapshot": "snapshot",
     "busiest_spanning_time": "snapshot",
@@ -49,6 +50,7 @@ __all__ = [
     "image_html",
     "peak_time",
     "plotly_div",
+    "plotly_figure_dict",
     "save_figure",
     "shared_links",
     "table_html",
