@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import __version__
+from . import __version__, summary_stats
 from .config import RunConfig
 from .files import RESULT_FILES, file_mode, foreign_entries, replace_dir
 from .files import write_atomic as _atomic
@@ -29,18 +29,9 @@ from .workload.model import Workload
 #: Bounded-slowdown threshold (seconds), as in Feitelson's definition.
 BSLD_TAU_S = 10
 
-#: Job-size bins of the summary: (label, smallest, largest nodes).
-SIZE_BINS: tuple[tuple[str, int, int], ...] = (
-    ("1", 1, 1),
-    ("2-4", 2, 4),
-    ("5-16", 5, 16),
-    ("17-64", 17, 64),
-    ("65-128", 65, 128),
-    ("129-256", 129, 256),
-    ("257-512", 257, 512),
-    ("513-1024", 513, 1024),
-    (">1024", 1025, 2**62),
-)
+#: Job-size bins of the summary (label, smallest, largest nodes): defined with the
+#: statistics that use them.
+SIZE_BINS = summary_stats.SIZE_BINS
 
 
 
@@ -246,36 +237,6 @@ def _write_text(path: str, text: str) -> None:
     Path(path).write_text(text)
 
 
-def _stats(x: np.ndarray) -> dict[str, float | None]:
-    if len(x) == 0:
-        return {"mean": None, "median": None, "p95": None, "max": None}
-    return {
-        "mean": float(np.mean(x)),
-        "median": _median(x),
-        "p95": float(np.percentile(x, 95)),
-        "max": float(np.max(x)),
-    }
-
-
-def _median(x: np.ndarray) -> float:
-    """``float(np.median(x))``, bit for bit, partitioned at two positions instead of one.
-    With one position NumPy 2 takes a SIMD selection that slows 40-70x on columns holding
-    long runs of one value (HPC2N's waits are two thirds 0: 42 ms for one median, against
-    0.7 ms at two positions). Either way the middle positions hold the middle order
-    statistics, of which NumPy takes the mean: the same values, in the same order
-    (tests/test_results_stats.py)."""
-    n = len(x)
-    half = n // 2
-    lo = half if n % 2 else half - 1
-    part = np.partition(x, [lo, min(lo + 1, n - 1)])
-    middle = part[lo : half + 1]
-    if x.dtype.kind != "i" and (np.isnan(x).any() or not np.all(middle)):
-        # NaN (np.median gives NaN), or a zero in the middle: -0.0 and 0.0 are equal, so
-        # which of them lands there may differ between the two partitions
-        return float(np.median(x))
-    return float(np.mean(middle))
-
-
 def collect(sim: Outcome, workload: Workload, fabric: Fabric, config: RunConfig, complete: bool) -> SimResult:
     """Tables and summary of a replay from its :class:`Outcome`."""
     r = sim.results
@@ -404,28 +365,10 @@ def _summary(
     complete: bool,
     sim: Outcome,
 ) -> dict[str, Any]:
-    wait = column_numpy(jobs.column("wait_s"))
-    bsld = column_numpy(jobs.column("bounded_slowdown"))
-    nodes = column_numpy(jobs.column("nodes"))
-    aph = column_numpy(jobs.column("aph"))
-    aph = np.asarray(aph, dtype=float)
-    by_size = []
-    for label, lo, hi in SIZE_BINS:
-        m = (nodes >= lo) & (nodes <= hi)
-        if not m.any():
-            continue
-        a = aph[m]
-        by_size.append(
-            {
-                "bin": label,
-                "min_nodes": lo,
-                "max_nodes": min(hi, int(nodes[m].max())),
-                "jobs": int(m.sum()),
-                "wait_s": _stats(wait[m]),
-                "bounded_slowdown": _stats(bsld[m]),
-                "aph": _stats(a[~np.isnan(a)]),
-            }
-        )
+    # mean, median, p95, max overall and per size bin: the same code as the streamed
+    # replay's (toposched.summary_stats), so both write the same summary
+    cols = {c: column_numpy(jobs.column(c)) for c in summary_stats.COLUMNS}
+    stats = summary_stats.summary_stats(lambda: [cols])
     reasons: dict[str, int] = {}
     for why in skipped.column("reason").to_pylist():
         key = why.split(";")[0]
@@ -451,9 +394,9 @@ def _summary(
         "last_end_s": int(t1) if len(jobs) else None,
         "makespan_s": int(t1 - t0) if len(jobs) else None,
         "utilization": {"mean": util.mean(), "step_s": config.utilization_step_s, "samples": util.n_samples},
-        "wait_s": _stats(wait),
-        "bounded_slowdown": _stats(bsld),
-        "aph": _stats(aph[~np.isnan(aph)]),
-        "by_size": by_size,
+        "wait_s": stats["wait_s"],
+        "bounded_slowdown": stats["bounded_slowdown"],
+        "aph": stats["aph"],
+        "by_size": stats["by_size"],
         "scheduling_passes": int(sim.passes),
     }
