@@ -24,57 +24,23 @@ CHUNK_SAMPLES = 1024 * 1024
 SCHEMA = pa.schema([("time_s", pa.int64()), ("busy_nodes", pa.int64()), ("utilization", pa.float64())])
 
 
-@dataclass(frozen=True)
-class UtilizationSeries:
-    """``busy[i]`` nodes are busy from ``change_s[i]`` until ``change_s[i + 1]`` (0 before
-    the first change); sampled at ``t0, t0 + step_s, ...`` up to ``t1`` inclusive."""
+class SampledUtilization:
+    """Busy nodes sampled at ``t0, t0 + step_s, ...`` up to ``t1`` inclusive, written a
+    chunk at a time: what utilization.parquet and the summary read, whichever way the
+    samples are held (:class:`UtilizationSeries`, :class:`BusySamples`)."""
 
-    change_s: np.ndarray
-    busy: np.ndarray
     t0: int
     t1: int
     step_s: int
     n_nodes: int
 
-    @classmethod
-    def from_jobs(cls, start: np.ndarray, end: np.ndarray, nodes: np.ndarray, t0: int, t1: int, step_s: int, n_nodes: int) -> "UtilizationSeries":
-        if step_s <= 0:
-            raise ValueError("step_s must be positive")
-        start = np.asarray(start, np.int64)
-        end = np.asarray(end, np.int64)
-        nodes = np.asarray(nodes, np.int64)
-        keep = (start >= 0) & (end > start)
-        times = np.concatenate([start[keep], end[keep]])
-        delta = np.concatenate([nodes[keep], -nodes[keep]])
-        order = np.argsort(times, kind="stable")
-        times = times[order]
-        level = np.cumsum(delta[order])
-        last = np.ones(len(times), dtype=bool)  # the level after all changes at an instant
-        if len(times):
-            last[:-1] = times[1:] != times[:-1]
-        return cls(times[last], level[last], int(t0), int(t1), int(step_s), int(n_nodes))
+    def busy_at(self, k0: int, k1: int) -> np.ndarray:
+        """Busy nodes at samples ``k0 <= k < k1`` (int64)."""
+        raise NotImplementedError
 
     @property
     def n_samples(self) -> int:
         return (self.t1 - self.t0) // self.step_s + 1 if self.t1 >= self.t0 else 0
-
-    def busy_at(self, k0: int, k1: int) -> np.ndarray:
-        """Busy nodes at samples ``k0 <= k < k1`` (int64)."""
-        if k1 <= k0:
-            return np.zeros(0, np.int64)
-        # Change i holds from the first sample at or after change_s[i]: sample
-        # ceil((change_s[i] - t0) / step_s). Samples are regular, so each change's level
-        # is repeated over its run of samples (a copy, not a search per sample).
-        first_k = -((self.t0 - self.change_s) // self.step_s)
-        lo = int(np.searchsorted(first_k, k0, side="right"))  # changes in force at k0: [.., lo)
-        hi = max(lo, int(np.searchsorted(first_k, k1, side="left")))  # changes starting inside: [lo, hi)
-        levels = np.empty(hi - lo + 1, np.int64)
-        levels[0] = self.busy[lo - 1] if lo > 0 else 0
-        levels[1:] = self.busy[lo:hi]
-        bounds = np.empty(hi - lo + 2, np.int64)
-        bounds[0], bounds[-1] = k0, k1
-        bounds[1:-1] = first_k[lo:hi]
-        return np.repeat(levels, np.diff(bounds))
 
     def chunks(self, size: int = CHUNK_SAMPLES) -> Iterator[pa.Table]:
         """The samples as tables of at most ``size`` rows (none for an empty run)."""
@@ -108,3 +74,97 @@ class UtilizationSeries:
         half = n // 2
         half -= half % 8
         return self._pairwise_sum(k0, half) + self._pairwise_sum(k0 + half, n - half)
+
+
+@dataclass(frozen=True)
+class UtilizationSeries(SampledUtilization):
+    """``busy[i]`` nodes are busy from ``change_s[i]`` until ``change_s[i + 1]`` (0 before
+    the first change); sampled at ``t0, t0 + step_s, ...`` up to ``t1`` inclusive."""
+
+    change_s: np.ndarray
+    busy: np.ndarray
+    t0: int
+    t1: int
+    step_s: int
+    n_nodes: int
+
+    @classmethod
+    def from_jobs(cls, start: np.ndarray, end: np.ndarray, nodes: np.ndarray, t0: int, t1: int, step_s: int, n_nodes: int) -> "UtilizationSeries":
+        if step_s <= 0:
+            raise ValueError("step_s must be positive")
+        start = np.asarray(start, np.int64)
+        end = np.asarray(end, np.int64)
+        nodes = np.asarray(nodes, np.int64)
+        keep = (start >= 0) & (end > start)
+        times = np.concatenate([start[keep], end[keep]])
+        delta = np.concatenate([nodes[keep], -nodes[keep]])
+        order = np.argsort(times, kind="stable")
+        times = times[order]
+        level = np.cumsum(delta[order])
+        last = np.ones(len(times), dtype=bool)  # the level after all changes at an instant
+        if len(times):
+            last[:-1] = times[1:] != times[:-1]
+        return cls(times[last], level[last], int(t0), int(t1), int(step_s), int(n_nodes))
+
+    def busy_at(self, k0: int, k1: int) -> np.ndarray:
+        """Busy nodes at samples ``k0 <= k < k1`` (int64)."""
+        if k1 <= k0:
+            return np.zeros(0, np.int64)
+        # Change i holds from the first sample at or after change_s[i]: sample
+        # ceil((change_s[i] - t0) / step_s). Samples are regular, so each change's level
+        # is repeated over its run of samples (a copy, not a search per sample).
+        first_k = -((self.t0 - self.change_s) // self.step_s)
+        lo = int(np.searchsorted(first_k, k0, side="right"))  # changes in force at k0: [.., lo)
+        hi = max(lo, int(np.searchsorted(first_k, k1, side="left")))  # changes starting inside: [lo, hi)
+        levels = np.empty(hi - lo + 1, np.int64)
+        levels[0] = self.busy[lo - 1] if lo > 0 else 0
+        levels[1:] = self.busy[lo:hi]
+        bounds = np.empty(hi - lo + 2, np.int64)
+        bounds[0], bounds[-1] = k0, k1
+        bounds[1:-1] = first_k[lo:hi]
+        return np.repeat(levels, np.diff(bounds))
+
+
+
+class BusySamples(SampledUtilization):
+    """The samples of a streamed replay, made as its jobs finish (:meth:`add`), in an
+    array of one count per sample: memory in proportion to the time span (8 bytes per
+    ``step_s``), not to the jobs. The samples are those of :class:`UtilizationSeries`
+    (a job counts at sample ``k`` when ``start <= t0 + k * step_s < end``): the same
+    files and means, bit for bit (tests/test_stream_simulate.py)."""
+
+    def __init__(self, t0: int, step_s: int, n_nodes: int) -> None:
+        if step_s <= 0:
+            raise ValueError("step_s must be positive")
+        self.t0, self.t1, self.step_s, self.n_nodes = int(t0), int(t0) - 1, int(step_s), int(n_nodes)
+        self._delta = np.zeros(1024, np.int64)  # busy[k] - busy[k - 1]
+        self._busy: np.ndarray | None = None
+
+    def add(self, start: np.ndarray, end: np.ndarray, nodes: np.ndarray) -> None:
+        """Finished jobs; ``t1`` becomes the latest end so far."""
+        if len(end):
+            self.t1 = max(self.t1, int(end.max()))
+        start = np.asarray(start, np.int64)
+        end = np.asarray(end, np.int64)
+        keep = (start >= 0) & (end > start)
+        if not keep.any():
+            return
+        # the first sample at or after each instant (samples before t0 count from 0)
+        k0 = np.maximum(-((self.t0 - start[keep]) // self.step_s), 0)
+        k1 = np.maximum(-((self.t0 - end[keep]) // self.step_s), 0)
+        need = int(k1.max()) + 1
+        if need > len(self._delta):
+            grown = np.zeros(max(need, 2 * len(self._delta)), np.int64)
+            grown[: len(self._delta)] = self._delta
+            self._delta = grown
+        w = np.asarray(nodes, np.int64)[keep]
+        np.add.at(self._delta, k0, w)
+        np.add.at(self._delta, k1, -w)
+        self._busy = None
+
+    def busy_at(self, k0: int, k1: int) -> np.ndarray:
+        if k1 <= k0:
+            return np.zeros(0, np.int64)
+        if self._busy is None:
+            self._busy = np.cumsum(self._delta[: max(self.n_samples, 1)])
+        return self._busy[k0:k1].copy()

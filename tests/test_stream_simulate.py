@@ -1,0 +1,169 @@
+"""`toposched simulate --stream` (toposched.stream) against the whole replay: on every
+bundled SWF trace and the example, under the queue and allocation policies and options
+that stream, with chunks of 1, 7 and 1000 records, the five output files are the same
+bytes (`cmp`); also with row groups of 1,000 jobs and statistics selected by passes over
+the written jobs (the paths of a 10-million-job log, made small). Refusals name
+--stream; an interrupted streamed replay keeps the jobs finished so far."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import EXAMPLE_TRACE, TRACES
+from toposched import results, summary_stats
+from toposched.check import check_schedule
+from toposched.cli import main
+from toposched.errors import InputError, TraceFormatError
+from toposched.simulate import RunConfig, simulate
+from toposched.stream import simulate_stream
+from toposched.topology import load_fabric
+from toposched.workload import read_trace
+
+FILES = ("jobs.parquet", "utilization.parquet", "skipped.parquet", "summary.json", "fabric.json")
+SWF_TRACES = sorted(p for p in TRACES.glob("*.swf.gz") if "wagap" not in p.name)
+HPC2N = TRACES / "HPC2N-2002-2.2-cln.first1031lines.swf.gz"
+KTH = TRACES / "KTH-SP2-1996-2.1-cln.first6024lines.swf.gz"
+
+
+def _fabric_for(path: Path) -> str:
+    """A fabric every job of the trace fits (a few never do on the smaller ones: skipped)."""
+    return "cab" if "LLNL" in path.name or "Curie" in path.name else "fattree:K=16,S=8,P=2"
+
+
+def _same_files(a: Path, b: Path) -> None:
+    for name in FILES:
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+
+
+def _both(tmp_path: Path, trace: Path, system: str, config: RunConfig, chunk: int, **read) -> tuple[Path, Path]:
+    fabric = load_fabric(system)
+    whole, streamed = tmp_path / "whole", tmp_path / f"stream-{chunk}"
+    simulate(read_trace(trace, **read), fabric, config).write(whole)
+    simulate_stream(trace, fabric, config, streamed, chunk_jobs=chunk, read_options=read)
+    return whole, streamed
+
+
+@pytest.mark.parametrize("trace", [*SWF_TRACES, EXAMPLE_TRACE], ids=lambda p: p.name.split(".")[0][:24])
+def test_every_trace_streams_to_the_same_files(trace: Path, tmp_path: Path) -> None:
+    chunks = (1, 7, 1000) if trace.stat().st_size < 30_000 else (7, 1000)  # chunks of 1 on the small ones (time)
+    for chunk in chunks:
+        whole, streamed = _both(tmp_path, trace, _fabric_for(trace), RunConfig(), chunk)
+        _same_files(whole, streamed)
+
+
+CONFIGS = [
+    pytest.param(RunConfig(queue="easy", alloc="isolated"), {}, id="easy-isolated"),
+    pytest.param(RunConfig(queue="fcfs", alloc="linear"), {}, id="fcfs-linear"),
+    pytest.param(RunConfig(queue="conservative", alloc="isolated"), {}, id="conservative-isolated"),
+    pytest.param(RunConfig(queue="conservative", alloc="linear", kill_at_walltime=False), {}, id="conservative-linear-runon"),
+    pytest.param(RunConfig(queue="easy", alloc="slurm-tree"), {}, id="easy-slurm-tree"),
+    pytest.param(RunConfig(queue="easy", alloc="random", seed=5), {}, id="easy-random-seed"),
+    pytest.param(RunConfig(queue="easy", alloc="linear", kill_at_walltime=True), {"lenient": True, "cores_per_node": 2}, id="kill-lenient-cores"),
+    pytest.param(RunConfig(queue="easy", alloc="linear", switches="1@3600"), {}, id="switches"),
+    pytest.param(RunConfig(queue="easy", alloc="isolated", flux_window=True, reserved_tiers_always=True, queue_depth=16), {}, id="flux-window-depth"),
+    pytest.param(RunConfig(queue="easy", alloc="linear", event_order="per-event", utilization_step_s=7), {}, id="per-event-step7"),
+]
+
+
+@pytest.mark.parametrize("config,read", CONFIGS)
+@pytest.mark.parametrize("chunk", [1, 7, 1000])
+def test_policies_and_options_stream_to_the_same_files(config: RunConfig, read: dict, chunk: int, tmp_path: Path) -> None:
+    whole, streamed = _both(tmp_path, HPC2N, "fattree:K=8,S=4,P=4", config, chunk, **read)
+    _same_files(whole, streamed)
+
+
+def test_many_row_groups_and_selection_passes(tmp_path: Path, monkeypatch) -> None:
+    """Row groups of 1,000 jobs (as 2^17 on a large log: the temporary file, the copy and
+    the run id over several groups) and no keys kept (the medians and p95s by passes
+    over the written groups): still the same bytes as the whole replay's."""
+    monkeypatch.setattr(results, "JOBS_ROW_GROUP", 1000)
+    monkeypatch.setattr(summary_stats, "KEEP_ROWS", 100)
+    monkeypatch.setattr(summary_stats, "GATHER_KEYS", 50)
+    whole, streamed = _both(tmp_path, KTH, "fattree:K=20,S=5,P=1", RunConfig(queue="easy", alloc="isolated"), 333)
+    assert pq.ParquetFile(whole / "jobs.parquet").num_row_groups == 6
+    _same_files(whole, streamed)
+
+
+def test_jobs_that_never_fit(tmp_path: Path) -> None:
+    """Jobs too large for the fabric are skipped (skipped.parquet, reasons), same files;
+    and when no job fits at all, the empty tables are the whole replay's too."""
+    whole, streamed = _both(tmp_path, HPC2N, "toy18", RunConfig(), 10, cores_per_node=1)
+    summary = json.loads((streamed / "summary.json").read_text())
+    assert 0 < summary["jobs"]["skipped_never_fit"] and 0 < summary["jobs"]["replayed"] < 1000
+    _same_files(whole, streamed)
+    big = tmp_path / "big.swf"
+    big.write_text("".join(f"{j} {10 * j} 0 50 64 -1 -1 64 100 -1 1 1 1 1 1 1 -1 -1\n" for j in range(1, 5)))
+    whole, streamed = _both(tmp_path / "big", big, "toy18", RunConfig(), 2)
+    assert json.loads((streamed / "summary.json").read_text())["jobs"]["replayed"] == 0
+    _same_files(whole, streamed)
+
+
+def _cli(argv: list[str], capsys) -> tuple[int, str]:
+    code = main(argv)
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+def test_cli_stream_matches_and_refusals(tmp_path: Path, capsys) -> None:
+    base = ["simulate", "--trace", str(HPC2N), "--system", "fattree:K=8,S=4,P=4", "--quiet"]
+    assert _cli([*base, "--out", str(tmp_path / "w")], capsys)[0] == 0
+    assert _cli([*base, "--out", str(tmp_path / "s"), "--stream", "--stream-chunk-jobs", "3"], capsys)[0] == 0
+    _same_files(tmp_path / "w", tmp_path / "s")
+    for extra, words in (
+        (["--network", "bins"], "--network"),
+        (["--queue", "slurm"], "--queue slurm"),
+        (["--alloc", "as-logged"], "as-logged"),
+        (["--transform", "scale:2"], "--transform"),
+        (["--format", "sacct"], "--format sacct"),
+        (["--alloc", "tests_policy_module:Whatever"], "written in Python"),
+    ):
+        code, text = _cli([*base, "--out", str(tmp_path / "x"), "--stream", *extra], capsys)
+        assert code != 0 and "--stream" in text and words in text and "Traceback" not in text, (extra, text)
+        assert len(text.strip().splitlines()) == 1, text
+    code, text = _cli([*base, "--out", str(tmp_path / "x"), "--stream-chunk-jobs", "5"], capsys)
+    assert code != 0 and "applies to --stream only" in text
+
+
+def test_out_of_order_log_is_refused_with_its_line(tmp_path: Path, capsys) -> None:
+    p = tmp_path / "unsorted.swf"
+    p.write_text("".join(f"{j} {t} 0 50 2 -1 -1 2 100 -1 1 1 1 1 1 1 -1 -1\n" for j, t in ((1, 10), (2, 30), (3, 20))))
+    code, text = _cli(["simulate", "--trace", str(p), "--system", "toy18", "--out", str(tmp_path / "o"), "--quiet", "--stream"], capsys)
+    assert code != 0 and f"{p}:3:" in text and "without --stream" in text and len(text.strip().splitlines()) == 1
+    with pytest.raises(TraceFormatError):
+        simulate_stream(p, load_fabric("toy18"), RunConfig(), tmp_path / "o2")
+
+
+def test_refusals_through_the_api(tmp_path: Path) -> None:
+    fabric = load_fabric("toy18")
+    for config in (RunConfig(network="bins"), RunConfig(queue="slurm-bf"), RunConfig(record_reservations=True)):
+        with pytest.raises(InputError, match="--stream"):
+            simulate_stream(HPC2N, fabric, config, tmp_path / "o")
+
+
+def test_interrupt_keeps_the_jobs_finished_so_far(tmp_path: Path) -> None:
+    """^C in the middle (raised from the progress callback): complete false, and the jobs
+    written are finished jobs of the whole replay, row for row the same."""
+    fabric = load_fabric("fattree:K=20,S=5,P=1")
+    calls = 0
+
+    def progress(submitted: int, total: int | None) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 40:
+            raise KeyboardInterrupt
+
+    run = simulate_stream(KTH, fabric, RunConfig(), tmp_path / "s", chunk_jobs=50, progress=progress)
+    assert run.summary["complete"] is False
+    part = pq.read_table(tmp_path / "s" / "jobs.parquet")
+    whole = simulate(read_trace(KTH), fabric, RunConfig()).jobs
+    assert 0 < len(part) < len(whole)
+    by_id = {j: i for i, j in enumerate(whole.column("job_id").to_pylist())}
+    rows = [by_id[j] for j in part.column("job_id").to_pylist()]
+    assert rows == sorted(rows)
+    for c in ("start_s", "end_s", "nodes", "wait_s"):
+        assert part.column(c).to_pylist() == [whole.column(c)[i].as_py() for i in rows], c
+    assert check_schedule(part, fabric.describe()) == []
