@@ -167,3 +167,30 @@ def test_interrupt_keeps_the_jobs_finished_so_far(tmp_path: Path) -> None:
     for c in ("start_s", "end_s", "nodes", "wait_s"):
         assert part.column(c).to_pylist() == [whole.column(c)[i].as_py() for i in rows], c
     assert check_schedule(part, fabric.describe()) == []
+
+
+def test_busy_samples_are_the_series_samples() -> None:
+    """BusySamples (jobs added in any split, read in any order) against UtilizationSeries
+    of the same jobs: every sample, the mean, bit for bit; zero-length and negative-start
+    jobs ignored, samples before t0 from 0."""
+    import numpy as np
+
+    from toposched.utilization import BusySamples, UtilizationSeries
+
+    rng = np.random.default_rng(4)
+    for step in (1, 7, 60):
+        n = 2000
+        start = rng.integers(-50, 100_000, n)
+        end = start + rng.integers(0, 20_000, n)
+        nodes = rng.integers(1, 2**16, n)
+        t0, t1 = 10, int(end.max())
+        want = UtilizationSeries.from_jobs(start, end, nodes, t0, t1, step, 2**31 - 1)
+        got = BusySamples(t0, step, 2**31 - 1)
+        for a, b in zip([0, 1, 500, 1999], [1, 500, 1999, n]):
+            got.add(start[a:b], end[a:b], nodes[a:b])
+        assert got.t1 == t1 and got.n_samples == want.n_samples
+        m = want.n_samples
+        np.testing.assert_array_equal(got.busy_at(0, m), want.busy_at(0, m))
+        for k0, k1 in ((m // 2, m), (3, 9), (0, 5), (m - 1, m)):
+            np.testing.assert_array_equal(got.busy_at(k0, k1), want.busy_at(k0, k1))
+        assert got.mean() == want.mean()

@@ -127,18 +127,21 @@ class UtilizationSeries(SampledUtilization):
 
 
 class BusySamples(SampledUtilization):
-    """The samples of a streamed replay, made as its jobs finish (:meth:`add`), in an
-    array of one count per sample: memory in proportion to the time span (8 bytes per
-    ``step_s``), not to the jobs. The samples are those of :class:`UtilizationSeries`
-    (a job counts at sample ``k`` when ``start <= t0 + k * step_s < end``): the same
-    files and means, bit for bit (tests/test_stream_simulate.py)."""
+    """The samples of a streamed replay, made as its jobs finish (:meth:`add`), kept as
+    the change of the busy count at each sample (int32: 4 bytes per ``step_s`` of the
+    time span, not per job). The samples are those of :class:`UtilizationSeries` (a job
+    counts at sample ``k`` when ``start <= t0 + k * step_s < end``): the same files and
+    means, bit for bit (tests/test_stream_simulate.py).
+
+    A change is at most the fabric's node count either way (below 2^31), so int32 holds
+    it; adding wraps modulo 2^32 on the way, which leaves the sum exact."""
 
     def __init__(self, t0: int, step_s: int, n_nodes: int) -> None:
         if step_s <= 0:
             raise ValueError("step_s must be positive")
         self.t0, self.t1, self.step_s, self.n_nodes = int(t0), int(t0) - 1, int(step_s), int(n_nodes)
-        self._delta = np.zeros(1024, np.int64)  # busy[k] - busy[k - 1]
-        self._busy: np.ndarray | None = None
+        self._delta = np.zeros(1024, np.int32)  # busy[k] - busy[k - 1]
+        self._cursor = (0, 0)  # (k, busy before sample k): busy_at is read in ascending order
 
     def add(self, start: np.ndarray, end: np.ndarray, nodes: np.ndarray) -> None:
         """Finished jobs; ``t1`` becomes the latest end so far."""
@@ -147,24 +150,28 @@ class BusySamples(SampledUtilization):
         start = np.asarray(start, np.int64)
         end = np.asarray(end, np.int64)
         keep = (start >= 0) & (end > start)
-        if not keep.any():
-            return
         # the first sample at or after each instant (samples before t0 count from 0)
         k0 = np.maximum(-((self.t0 - start[keep]) // self.step_s), 0)
         k1 = np.maximum(-((self.t0 - end[keep]) // self.step_s), 0)
-        need = int(k1.max()) + 1
+        need = max(int(k1.max()) + 1 if len(k1) else 0, self.n_samples + 1)
         if need > len(self._delta):
-            grown = np.zeros(max(need, 2 * len(self._delta)), np.int64)
+            grown = np.zeros(max(need, len(self._delta) * 5 // 4), np.int32)
             grown[: len(self._delta)] = self._delta
             self._delta = grown
-        w = np.asarray(nodes, np.int64)[keep]
-        np.add.at(self._delta, k0, w)
-        np.add.at(self._delta, k1, -w)
-        self._busy = None
+        w = np.asarray(nodes, np.int64)[keep].astype(np.int32)
+        with np.errstate(over="ignore"):
+            np.add.at(self._delta, k0, w)
+            np.add.at(self._delta, k1, -w)
+        self._cursor = (0, 0)
 
     def busy_at(self, k0: int, k1: int) -> np.ndarray:
         if k1 <= k0:
             return np.zeros(0, np.int64)
-        if self._busy is None:
-            self._busy = np.cumsum(self._delta[: max(self.n_samples, 1)])
-        return self._busy[k0:k1].copy()
+        k, level = self._cursor
+        if k0 < k:
+            k, level = 0, 0
+        level += int(np.sum(self._delta[k:k0], dtype=np.int64))
+        busy = np.cumsum(self._delta[k0:k1], dtype=np.int64)
+        busy += level
+        self._cursor = (k1, int(busy[-1]))
+        return busy
