@@ -24,12 +24,15 @@ examples:
       --queue easy --alloc isolated --out out/atlas-isolated
   toposched simulate --trace KTH-SP2-1996-2.1-cln.swf.gz --system fattree:K=20,S=5,P=1 --out out/kth
   toposched simulate --trace sacct.log --system topology.conf --alloc linear --out out/site
+  toposched simulate --trace big.swf --system cab --stream --out out/big   # any length, bounded memory
 
 --system takes a preset (toposched systems lists them), fattree:K=..,S=..,P=..[,W1=..][,W2=..][,nodes=..]
 (K nodes per leaf, S leaves per pod, P pods, W1 uplinks per leaf, W2 uplinks per L2 switch), or a Slurm
 topology.conf file. Outputs: jobs.parquet (one row per job), utilization.parquet (every simulated
 minute), skipped.parquet (jobs that could never run, with the reason), summary.json, fabric.json.
 See docs/semantics.md for the exact scheduling rules and docs/workloads.md for how logs are normalized.
+--stream reads, replays and writes a chunk of jobs at a time: the same files, in memory that does not
+grow with the log (SWF in submit order; docs/workloads.md, "Streamed replays").
 """
 
 
