@@ -194,3 +194,21 @@ def test_busy_samples_are_the_series_samples() -> None:
         for k0, k1 in ((m // 2, m), (3, 9), (0, 5), (m - 1, m)):
             np.testing.assert_array_equal(got.busy_at(k0, k1), want.busy_at(k0, k1))
         assert got.mean() == want.mean()
+
+
+def test_run_id_patched_into_the_footer_or_encoded_again(tmp_path: Path, monkeypatch) -> None:
+    """jobs.parquet is the temporary file with the run id patched into its footer (one
+    encoding); when the footer is not as expected, the row groups are encoded again.
+    Either way the whole replay's bytes."""
+    from toposched import stream
+
+    patched = []
+    real = stream._patch_run_id
+    monkeypatch.setattr(stream, "_patch_run_id", lambda p, r: patched.append(real(p, r)) or patched[-1])
+    whole, streamed = _both(tmp_path, KTH, "fattree:K=20,S=5,P=1", RunConfig(), 1000)
+    assert patched == [True]
+    _same_files(whole, streamed)
+    monkeypatch.setattr(stream, "_patch_run_id", lambda p, r: False)
+    again = tmp_path / "again"
+    simulate_stream(KTH, load_fabric("fattree:K=20,S=5,P=1"), RunConfig(), again, chunk_jobs=1000)
+    _same_files(whole, again)

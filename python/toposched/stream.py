@@ -12,7 +12,8 @@ their statistics go to :class:`toposched.summary_stats.SummaryStats`, their busy
 :class:`toposched.utilization.BusySamples`. At the end the summary is made (the medians
 and p95s read the temporary file back, group by group), the run id hashed from it and
 the temporary file exactly as :meth:`SimResult.run_id` hashes the whole tables, and the
-row groups copied into jobs.parquet with the run id in its metadata.
+run id patched into the temporary file's footer (:func:`_patch_run_id`), which becomes
+jobs.parquet.
 
 The files are those of the whole replay, byte for byte (tests/test_stream_simulate.py):
 the engine handles the same instants in the same order (rule 12), rows leave it in row
@@ -31,9 +32,12 @@ recorded reservations.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
+import os
 import re
+import shutil
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -315,7 +319,9 @@ class _Run:
     def _write_groups(self, table: pa.Table) -> None:
         if self.writer is None:
             self.schema = table.schema
-            self.writer = pq.ParquetWriter(str(self.jobs_path), table.schema, **res.JOBS_WRITE_OPTIONS)
+            # the run id is known at the end only: a stand-in of its length, patched then
+            placeholder = table.schema.with_metadata({res.RUN_ID_KEY: _RUN_ID_STAND_IN})
+            self.writer = pq.ParquetWriter(str(self.jobs_path), placeholder, **res.JOBS_WRITE_OPTIONS)
         self.writer.write_table(table, row_group_size=res.JOBS_ROW_GROUP)
 
     # -- the files
@@ -376,6 +382,13 @@ class _Run:
         meta = {res.RUN_ID_KEY: run_id.encode()}
 
         def write_jobs(path: str) -> None:
+            if _patch_run_id(self.jobs_path, run_id.encode()):
+                try:
+                    os.replace(self.jobs_path, path)
+                except OSError:  # another file system (the temporary directory is beside --out)
+                    shutil.copyfile(self.jobs_path, path)
+                return
+            # the footer was not as expected: encode the row groups again (same bytes)
             with pq.ParquetWriter(path, schema.with_metadata(meta), **res.JOBS_WRITE_OPTIONS) as w:
                 for g in self._groups():
                     w.write_table(g.cast(schema).replace_schema_metadata(meta), row_group_size=res.JOBS_ROW_GROUP)
@@ -402,6 +415,39 @@ class _Run:
                     base = int(a[-1])
                 h.update(np.ascontiguousarray(a))  # type: ignore[arg-type]  # ndarray has the buffer protocol
         return h.hexdigest()[:16]
+
+
+#: What the temporary jobs file carries as its run id until the run id is known: as long
+#: as one (16 characters), not hexadecimal, so it cannot be mistaken for one.
+_RUN_ID_STAND_IN = b"run-id-not-known"
+
+
+def _patch_run_id(path: Path, run_id: bytes) -> bool:
+    """Put ``run_id`` in place of the stand-in in the Parquet footer of ``path``: the
+    metadata value itself and the Arrow schema the footer keeps (base64 of its IPC
+    form, which holds the value as plain bytes). Both are as long as before, so the
+    file becomes the one written with the run id from the start, byte for byte. False
+    (nothing changed) when the footer does not hold each exactly once."""
+    assert len(run_id) == len(_RUN_ID_STAND_IN)
+    arrow = pq.ParquetFile(str(path)).metadata.metadata.get(b"ARROW:schema")
+    with open(path, "r+b") as f:
+        f.seek(-8, os.SEEK_END)
+        size = int.from_bytes(f.read(4), "little")
+        f.seek(-8 - size, os.SEEK_END)
+        footer = f.read(size)
+        if arrow is None or base64.b64encode(base64.b64decode(arrow)) != arrow:
+            return False
+        schema = base64.b64decode(arrow)
+        if schema.count(_RUN_ID_STAND_IN) != 1 or footer.count(arrow) != 1:
+            return False
+        new_arrow = base64.b64encode(schema.replace(_RUN_ID_STAND_IN, run_id))
+        patched = footer.replace(arrow, new_arrow)
+        if patched.count(_RUN_ID_STAND_IN) != 1 or len(new_arrow) != len(arrow):
+            return False
+        patched = patched.replace(_RUN_ID_STAND_IN, run_id)
+        f.seek(-8 - size, os.SEEK_END)
+        f.write(patched)
+    return True
 
 
 def _append_error(w: Workload, first_row: int, message: str) -> InputError:
