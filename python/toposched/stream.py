@@ -278,6 +278,7 @@ class _Run:
         n = len(d["status"])
         self._take(d, first, n, d["skipped"])
         self._forget(first + n)
+        _release()
 
     def _interrupted(self) -> None:
         """The jobs finished so far: the drained ones and those done in the window."""
@@ -330,9 +331,10 @@ class _Run:
         """The finished jobs again, a row group at a time."""
         if self.writer is None:
             return
-        f = pq.ParquetFile(str(self.jobs_path))
-        for i in range(f.num_row_groups):
-            yield f.read_row_group(i, columns=columns)
+        with pq.ParquetFile(str(self.jobs_path)) as f:
+            for i in range(f.num_row_groups):
+                yield f.read_row_group(i, columns=columns)
+                _release()
 
     def write(self, out: Path, complete: bool) -> StreamedRun:
         if self.buffer or self.writer is None:
@@ -415,6 +417,13 @@ class _Run:
                     base = int(a[-1])
                 h.update(np.ascontiguousarray(a))  # type: ignore[arg-type]  # ndarray has the buffer protocol
         return h.hexdigest()[:16]
+
+
+def _release() -> None:
+    """Hand the memory Arrow's allocator keeps after a chunk back to the system: it keeps
+    freed blocks for reuse (mimalloc, jemalloc), which made a streamed replay's memory
+    creep up by tens of MiB with every pass over the written row groups."""
+    pa.default_memory_pool().release_unused()
 
 
 #: What the temporary jobs file carries as its run id until the run id is known: as long
