@@ -212,3 +212,15 @@ def test_run_id_patched_into_the_footer_or_encoded_again(tmp_path: Path, monkeyp
     again = tmp_path / "again"
     simulate_stream(KTH, load_fabric("fattree:K=20,S=5,P=1"), RunConfig(), again, chunk_jobs=1000)
     _same_files(whole, again)
+
+
+def test_extended_log_streams_as_plain_swf_only(tmp_path: Path) -> None:
+    """wagap's node lists make it `swf-nodes`, which does not stream (refused, naming the
+    format); read as plain SWF (`--format swf`), it streams to the whole replay's files."""
+    wagap = TRACES / "alea_wagap-2013.swf.gz"
+    fabric = load_fabric("fattree:K=16,S=8,P=2")
+    with pytest.raises(InputError, match=r"swf-nodes.*without --stream"):
+        simulate_stream(wagap, fabric, RunConfig(), tmp_path / "x")
+    simulate(read_trace(wagap, format="swf"), fabric, RunConfig()).write(tmp_path / "whole")
+    simulate_stream(wagap, fabric, RunConfig(), tmp_path / "stream", chunk_jobs=777, format="swf")
+    _same_files(tmp_path / "whole", tmp_path / "stream")

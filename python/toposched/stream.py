@@ -112,17 +112,19 @@ def simulate_stream(
     read_options: dict[str, Any] | None = None,
     progress: Callable[[int, int | None], None] | None = None,
     down_nodes: list[int] | None = None,
+    format: str | None = None,
 ) -> StreamedRun:
     """Replay the SWF log ``trace`` on ``fabric`` streamed, writing the results into
     ``out_dir`` (as :meth:`SimResult.write`; the same files as ``simulate`` then
     ``write``). ``read_options`` are read_swf's (lenient, cores_per_node, ...).
     ``progress(submitted, None)`` is called between steps. A KeyboardInterrupt stops
     the replay: the files then hold the jobs finished so far and the summary says
-    ``"complete": false``."""
-    check_streamable(config)
+    ``"complete": false``. ``format``: ``"swf"``, or None to detect it (only SWF
+    streams: an extended log with node lists, say, is refused)."""
+    check_streamable(config, format=format)
     from .workload import detect_format
 
-    fmt = detect_format(trace)
+    fmt = format or detect_format(trace)
     if fmt != "swf":
         raise InputError("--stream", f"cannot be used with this log ({fmt}): only SWF logs are read in chunks; replay without --stream")
     stream = SwfStream(trace, chunk_rows=chunk_jobs, **(read_options or {}))
@@ -167,9 +169,9 @@ class _Run:
     def replay(self, progress: Callable[[int, int | None], None] | None) -> bool:
         chunks = self.stream.chunks()
         first = next(chunks, None)
+        self._start(first)  # (a ^C before the engine exists ends the command, as the whole replay's reading)
         complete = True
         try:
-            self._start(first)
             nxt = next(chunks, None) if first is not None else None
             while nxt is not None:
                 self._step(int(nxt["submit_s"][0]), progress)

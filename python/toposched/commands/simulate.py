@@ -211,7 +211,7 @@ def _run_streamed(args: argparse.Namespace, options: dict[str, Any], console: An
     imports.wait()
     t0 = time.perf_counter()
     with Progress("replaying (streamed)", total=None, unit="jobs submitted", console=console, quiet=args.quiet) as bar:
-        run = simulate_stream(args.trace, fabric, config, args.out, chunk_jobs=args.stream_chunk_jobs or DEFAULT_CHUNK_JOBS, read_options=options, progress=bar.update)
+        run = simulate_stream(args.trace, fabric, config, args.out, chunk_jobs=args.stream_chunk_jobs or DEFAULT_CHUNK_JOBS, read_options=options, progress=bar.update, format=args.format)
     t_sim = time.perf_counter() - t0
     if console is not None:
         from ..reporting.terminal import terminal_summary
