@@ -2,8 +2,9 @@
 bundled SWF trace and the example, under the queue and allocation policies and options
 that stream, with chunks of 1, 7 and 1000 records, the five output files are the same
 bytes (`cmp`); also with row groups of 1,000 jobs and statistics selected by passes over
-the written jobs (the paths of a 10-million-job log, made small). Refusals name
---stream; an interrupted streamed replay keeps the jobs finished so far."""
+the written jobs (the paths of a 10-million-job log, made small); and on random small
+logs (Hypothesis) at random chunk sizes. Refusals name --stream; an interrupted
+streamed replay keeps the jobs finished so far."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from conftest import EXAMPLE_TRACE, TRACES
 from toposched import results, summary_stats
@@ -224,3 +227,56 @@ def test_extended_log_streams_as_plain_swf_only(tmp_path: Path) -> None:
     simulate(read_trace(wagap, format="swf"), fabric, RunConfig()).write(tmp_path / "whole")
     simulate_stream(wagap, fabric, RunConfig(), tmp_path / "stream", chunk_jobs=777, format="swf")
     _same_files(tmp_path / "whole", tmp_path / "stream")
+
+
+@st.composite
+def _logs(draw) -> str:
+    """Small SWF logs in submit order: ties, zero and over-limit run times, jobs too large
+    to ever fit, unknown fields (-1), a comment between records."""
+    n = draw(st.integers(1, 40))
+    t = draw(st.integers(0, 10**6))
+    lines = ["; MaxNodes: 32", "; MaxProcs: 32"]
+    for j in range(1, n + 1):
+        t += draw(st.sampled_from([0, 0, 1, 7, 60, 3600, 10**5]))
+        procs = draw(st.sampled_from([1, 2, 3, 8, 16, 32, 40, -1]))
+        run = draw(st.sampled_from([0, 1, 59, 600, 7200, -1]))
+        req = draw(st.sampled_from([-1, 1, 60, 600, 3600, 86400]))
+        lines.append(f"{j} {t} -1 {run} {procs} -1 -1 {procs} {req} -1 1 {j % 5} 1 -1 1 1 -1 -1")
+        if draw(st.integers(0, 30)) == 0:
+            lines.append("; a comment between records")
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(log=_logs(), chunk=st.integers(1, 12), policy=st.sampled_from([("easy", "linear"), ("easy", "isolated"), ("conservative", "linear"), ("fcfs", "slurm-tree")]), kill=st.booleans())
+def test_random_logs_stream_to_the_same_files(log: str, chunk: int, policy: tuple[str, str], kill: bool, tmp_path_factory) -> None:
+    d = tmp_path_factory.mktemp("rand")
+    p = d / "log.swf"
+    p.write_text(log)
+    config = RunConfig(queue=policy[0], alloc=policy[1], kill_at_walltime=kill)
+    fabric = load_fabric("fattree:K=4,S=4,P=2")  # 32 nodes: jobs of 40 never fit
+    simulate(read_trace(p), fabric, config).write(d / "whole")
+    simulate_stream(p, fabric, config, d / "stream", chunk_jobs=chunk)
+    _same_files(d / "whole", d / "stream")
+
+
+def test_cli_interrupt_exits_130_with_partial_results(tmp_path: Path, capsys, monkeypatch) -> None:
+    """^C during a streamed `simulate`: exit status 130, the message, complete: false."""
+    from toposched import stream
+
+    real = stream._Run._drain
+    count = 0
+
+    def drain(self) -> None:
+        nonlocal count
+        count += 1
+        if count == 5:
+            raise KeyboardInterrupt
+        real(self)
+
+    monkeypatch.setattr(stream._Run, "_drain", drain)
+    out = tmp_path / "o"
+    code, text = _cli(["simulate", "--trace", str(KTH), "--system", "fattree:K=20,S=5,P=1", "--out", str(out), "--quiet", "--stream", "--stream-chunk-jobs", "500"], capsys)
+    assert code == 130 and "interrupted" in text
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["complete"] is False and 0 < summary["jobs"]["replayed"] < summary["jobs"]["in_workload"] <= 6000
