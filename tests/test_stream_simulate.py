@@ -172,10 +172,12 @@ def test_interrupt_keeps_the_jobs_finished_so_far(tmp_path: Path) -> None:
     assert check_schedule(part, fabric.describe()) == []
 
 
-def test_busy_samples_are_the_series_samples() -> None:
-    """BusySamples (jobs added in any split, read in any order) against UtilizationSeries
-    of the same jobs: every sample, the mean, bit for bit; zero-length and negative-start
-    jobs ignored, samples before t0 from 0."""
+@pytest.mark.parametrize("spill_samples", [None, 1, 37])
+def test_busy_samples_are_the_series_samples(spill_samples: int | None, tmp_path: Path, monkeypatch) -> None:
+    """BusySamples (jobs added in batches of rising start, the samples before the next
+    batch's first start declared final and, past ``spill_samples`` of them, written to
+    the file) against UtilizationSeries of the same jobs: every sample, the mean, bit
+    for bit; zero-length and negative-start jobs ignored, samples before t0 from 0."""
     import numpy as np
 
     from toposched.utilization import BusySamples, UtilizationSeries
@@ -183,20 +185,43 @@ def test_busy_samples_are_the_series_samples() -> None:
     rng = np.random.default_rng(4)
     for step in (1, 7, 60):
         n = 2000
-        start = rng.integers(-50, 100_000, n)
+        start = np.sort(rng.integers(-50, 100_000, n))
         end = start + rng.integers(0, 20_000, n)
         nodes = rng.integers(1, 2**16, n)
         t0, t1 = 10, int(end.max())
         want = UtilizationSeries.from_jobs(start, end, nodes, t0, t1, step, 2**31 - 1)
-        got = BusySamples(t0, step, 2**31 - 1)
-        for a, b in zip([0, 1, 500, 1999], [1, 500, 1999, n]):
+        spill = None
+        if spill_samples is not None:
+            monkeypatch.setattr(BusySamples, "SPILL_SAMPLES", spill_samples)
+            spill = tmp_path / f"changes-{step}"
+        got = BusySamples(t0, step, 2**31 - 1, spill)
+        cuts = [0, 1, 500, 501, 1999, n]
+        for a, b in zip(cuts, cuts[1:]):
             got.add(start[a:b], end[a:b], nodes[a:b])
+            if b < n:
+                got.final_before(-((t0 - int(start[b])) // step))
+        if spill_samples is not None:
+            assert spill.stat().st_size > 0  # some samples were written out
         assert got.t1 == t1 and got.n_samples == want.n_samples
         m = want.n_samples
         np.testing.assert_array_equal(got.busy_at(0, m), want.busy_at(0, m))
         for k0, k1 in ((m // 2, m), (3, 9), (0, 5), (m - 1, m)):
             np.testing.assert_array_equal(got.busy_at(k0, k1), want.busy_at(k0, k1))
         assert got.mean() == want.mean()
+
+
+def test_final_samples_written_out_during_a_replay(tmp_path: Path, monkeypatch) -> None:
+    """A streamed replay with utilization samples written out as they become final (1 s
+    samples, written 50 at a time): the whole replay's files."""
+    from toposched.utilization import BusySamples
+
+    monkeypatch.setattr(BusySamples, "SPILL_SAMPLES", 50)
+    spilled = []
+    real = BusySamples.final_before
+    monkeypatch.setattr(BusySamples, "final_before", lambda self, k: (real(self, k), spilled.append(self._base)))
+    whole, streamed = _both(tmp_path, KTH, "fattree:K=20,S=5,P=1", RunConfig(utilization_step_s=1), 200)
+    assert max(spilled) > 1_000_000  # most of the 80 days were written out before the end
+    _same_files(whole, streamed)
 
 
 def test_run_id_patched_into_the_footer_or_encoded_again(tmp_path: Path, monkeypatch) -> None:
@@ -248,12 +273,22 @@ def _logs(draw) -> str:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(log=_logs(), chunk=st.integers(1, 12), policy=st.sampled_from([("easy", "linear"), ("easy", "isolated"), ("conservative", "linear"), ("fcfs", "slurm-tree")]), kill=st.booleans())
-def test_random_logs_stream_to_the_same_files(log: str, chunk: int, policy: tuple[str, str], kill: bool, tmp_path_factory) -> None:
+@given(
+    log=_logs(),
+    chunk=st.integers(1, 12),
+    policy=st.sampled_from([("easy", "linear"), ("easy", "isolated"), ("conservative", "linear"), ("fcfs", "slurm-tree")]),
+    kill=st.booleans(),
+    step=st.sampled_from([1, 60]),
+    spill=st.sampled_from([1, 1 << 20]),
+)
+def test_random_logs_stream_to_the_same_files(log: str, chunk: int, policy: tuple[str, str], kill: bool, step: int, spill: int, tmp_path_factory, monkeypatch) -> None:
+    from toposched.utilization import BusySamples
+
+    monkeypatch.setattr(BusySamples, "SPILL_SAMPLES", spill)  # 1: final samples written out at every drain
     d = tmp_path_factory.mktemp("rand")
     p = d / "log.swf"
     p.write_text(log)
-    config = RunConfig(queue=policy[0], alloc=policy[1], kill_at_walltime=kill)
+    config = RunConfig(queue=policy[0], alloc=policy[1], kill_at_walltime=kill, utilization_step_s=step)
     fabric = load_fabric("fattree:K=4,S=4,P=2")  # 32 nodes: jobs of 40 never fit
     simulate(read_trace(p), fabric, config).write(d / "whole")
     simulate_stream(p, fabric, config, d / "stream", chunk_jobs=chunk)

@@ -228,7 +228,8 @@ class _Run:
             raise InputError("settings", f"a number is out of range ({exc}): --seed takes 0 to 2^64 - 1") from None
         except RuntimeError as exc:
             raise SimulationError(str(exc)) from None
-        self.util = BusySamples(int(cols["submit_s"][0]) if len(first) else 0, config.utilization_step_s, self.fabric.n_nodes)
+        spill = self.jobs_path.parent / "utilization.changes"
+        self.util = BusySamples(int(cols["submit_s"][0]) if len(first) else 0, config.utilization_step_s, self.fabric.n_nodes, spill)
         self._hold(first)
 
     def _hold(self, w: Workload) -> None:
@@ -280,6 +281,11 @@ class _Run:
         n = len(d["status"])
         self._take(d, first, n, d["skipped"])
         self._forget(first + n)
+        # every job not drained yet, or still to come, is submitted at or after the oldest
+        # held row's submit (or the next chunk's first): samples before it are final
+        oldest = int(self.held[0][1]["submit_s"][first + n - self.held[0][0]]) if self.held else self.sim.input_end
+        if oldest is not None and self.util is not None:
+            self.util.final_before(-((self.util.t0 - oldest) // self.util.step_s))
         _release()
 
     def _interrupted(self) -> None:
