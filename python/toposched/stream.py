@@ -21,8 +21,8 @@ order, and every file and statistic is made by the same code on the same values.
 
 Memory: two chunks of the log, the rows the engine holds (queued and running jobs and
 the finished ones behind the oldest unfinished), one row group of jobs, the skipped
-jobs, and one count per utilization sample (8 bytes per ``utilization_step_s`` of the
-log's span).
+jobs, and the utilization samples from the oldest held row's submit on (4 bytes each;
+earlier ones are final and written to a file beside the temporary jobs file).
 
 Refused (one line naming ``--stream``): what needs the whole log at once: ``--network``
 (traffic is drawn for the whole log), the ``slurm``/``slurm-bf`` queues (fair share),
