@@ -315,3 +315,14 @@ def test_cli_interrupt_exits_130_with_partial_results(tmp_path: Path, capsys, mo
     assert code == 130 and "interrupted" in text
     summary = json.loads((out / "summary.json").read_text())
     assert summary["complete"] is False and 0 < summary["jobs"]["replayed"] < summary["jobs"]["in_workload"] <= 6000
+
+
+def test_leftovers_of_a_killed_streamed_run_are_removed(tmp_path: Path) -> None:
+    """The temporary directory is named like a staging directory: one left by a run that
+    is gone (pid 2^22 + 1 is above Linux's pid_max default) is removed by the next run,
+    and a run leaves none of its own."""
+    stale = tmp_path / f".o.toposched-staging-{2**22 + 1}-stream-abc"
+    stale.mkdir()
+    (stale / "jobs.parquet").write_bytes(b"x")
+    simulate_stream(HPC2N, load_fabric("fattree:K=8,S=4,P=4"), RunConfig(), tmp_path / "o", chunk_jobs=300)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o"]

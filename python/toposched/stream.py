@@ -131,7 +131,11 @@ def simulate_stream(
     out = Path(out_dir)
     parent = out.absolute().parent
     parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=f".{out.name}.toposched-stream-", dir=parent) as tmp:
+    from .files import _staging_prefix
+
+    # named as a staging directory: one a killed run leaves is removed by a later run's
+    # files.replace_dir, as its staging directory would be
+    with tempfile.TemporaryDirectory(prefix=f"{_staging_prefix(out.name)}{os.getpid()}-stream-", dir=parent) as tmp:
         run = _Run(stream, fabric, config, Path(tmp) / "jobs.parquet", down_nodes)
         complete = run.replay(progress)
         return run.write(out, complete)
