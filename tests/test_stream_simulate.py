@@ -79,6 +79,21 @@ def test_policies_and_options_stream_to_the_same_files(config: RunConfig, read: 
     _same_files(whole, streamed)
 
 
+OTHER_TRACES = [
+    pytest.param(TRACES / "SDSC-BLUE-2000-4.2-cln.first1098lines.swf.gz", "fattree:K=16,S=8,P=2", id="SDSC-BLUE"),
+    pytest.param(TRACES / "CEA-Curie-2011-2.1-cln.first1074lines.swf.gz", "cab", id="Curie"),
+    pytest.param(TRACES / "LLNL-Thunder-2007-1.1-cln.first6124lines.swf.gz", "cab", id="Thunder"),
+]
+
+
+@pytest.mark.parametrize("trace,system", OTHER_TRACES)
+@pytest.mark.parametrize("config,read", CONFIGS)
+def test_policies_and_options_on_other_traces(trace: Path, system: str, config: RunConfig, read: dict, tmp_path: Path) -> None:
+    """The same settings on logs with other sizes, repairs and left-out jobs (chunks of 7)."""
+    whole, streamed = _both(tmp_path, trace, system, config, 7, **read)
+    _same_files(whole, streamed)
+
+
 def test_many_row_groups_and_selection_passes(tmp_path: Path, monkeypatch) -> None:
     """Row groups of 1,000 jobs (as 2^17 on a large log: the temporary file, the copy and
     the run id over several groups) and no keys kept (the medians and p95s by passes
