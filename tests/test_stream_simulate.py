@@ -341,3 +341,32 @@ def test_leftovers_of_a_killed_streamed_run_are_removed(tmp_path: Path) -> None:
     (stale / "jobs.parquet").write_bytes(b"x")
     simulate_stream(HPC2N, load_fabric("fattree:K=8,S=4,P=4"), RunConfig(), tmp_path / "o", chunk_jobs=300)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["o"]
+
+
+def test_sigint_is_taken_between_steps(tmp_path: Path) -> None:
+    """A real SIGINT (as from ^C) in the middle of a streamed replay: taken at the next
+    point between steps, every finished job written once (the same rows as the whole
+    replay's), complete false; the previous SIGINT handler is back afterwards."""
+    import os
+    import signal
+
+    fabric = load_fabric("fattree:K=20,S=5,P=1")
+    calls = 0
+
+    def progress(submitted: int, total: int | None) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 30:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    before = signal.getsignal(signal.SIGINT)
+    run = simulate_stream(KTH, fabric, RunConfig(), tmp_path / "s", chunk_jobs=50, progress=progress)
+    assert signal.getsignal(signal.SIGINT) is before
+    assert run.summary["complete"] is False
+    part = pq.read_table(tmp_path / "s" / "jobs.parquet")
+    whole = simulate(read_trace(KTH), fabric, RunConfig()).jobs
+    ids = part.column("job_id").to_pylist()
+    assert 0 < len(ids) == len(set(ids)) < len(whole)
+    by_id = {j: i for i, j in enumerate(whole.column("job_id").to_pylist())}
+    assert part.column("start_s").to_pylist() == [whole.column("start_s")[by_id[j]].as_py() for j in ids]
+    assert run.summary["jobs"]["replayed"] == len(ids)

@@ -38,7 +38,9 @@ import json
 import os
 import re
 import shutil
+import signal
 import tempfile
+import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -167,6 +169,7 @@ class _Run:
         self.kill_rule = ""
         self.sim: Any = None
         self.empty: pa.Table | None = None  # jobs.parquet's schema, for a run without finished jobs
+        self._check: Callable[[], None] = lambda: None  # raises KeyboardInterrupt once ^C was pressed
 
     # -- the replay
 
@@ -175,13 +178,30 @@ class _Run:
         first = next(chunks, None)
         self._start(first)  # (a ^C before the engine exists ends the command, as the whole replay's reading)
         complete = True
+        # ^C is taken between steps only (a flag, checked at points where every finished
+        # job is either still in the engine or fully accounted for): one in the middle of
+        # a drain would lose the jobs it had taken out of the engine
+        stop = {"asked": False}
+
+        def ask_stop(signum: int, frame: Any) -> None:
+            stop["asked"] = True
+
+        def check() -> None:
+            if stop["asked"]:
+                raise KeyboardInterrupt
+
+        self._check = check
+        previous = signal.signal(signal.SIGINT, ask_stop) if threading.current_thread() is threading.main_thread() else None
         try:
             nxt = next(chunks, None) if first is not None else None
             while nxt is not None:
+                check()
                 self._step(int(nxt["submit_s"][0]), progress)
                 self._drain()
                 self._append(nxt)
+                check()
                 nxt = next(chunks, None)
+            check()
             self._step(None, progress)
             self._drain()
         except KeyboardInterrupt:
@@ -189,6 +209,9 @@ class _Run:
             self._interrupted()
         except RuntimeError as exc:
             raise SimulationError(str(exc)) from None
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
         self.passes = int(self.sim.passes)
         return complete
 
@@ -204,7 +227,6 @@ class _Run:
         alloc = policies.resolve(config.alloc, self.fabric)
         options = policy_options(config)
         cols = first.columns
-        self.switches = bool(config.switches)
         try:
             self.sim = _core.Simulation(
                 self.fabric.core,
@@ -258,6 +280,7 @@ class _Run:
 
     def _step(self, before_s: int | None, progress: Callable[[int, int | None], None] | None) -> None:
         while not self.sim.step_until(before_s, max_instants=20_000):
+            self._check()
             if progress is not None:
                 progress(int(self.sim.submitted), None)
         if progress is not None:
