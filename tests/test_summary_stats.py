@@ -172,3 +172,24 @@ def test_large_runs_select_by_passes() -> None:
     cuts = rng.integers(0, n + 1, 9).tolist()
     for keep, gather in ((100, 10), (100, 0), (10**9, 10**9)):
         _check(_run(wait, bsld, aph, nodes, cuts, keep, gather), wait, bsld, aph, nodes)
+
+
+def test_keep_all_is_the_same_as_passes() -> None:
+    """The whole replay keeps every key (keep_all); the streamed one selects by passes over
+    the rows beyond KEEP_ROWS: the same statistics, bit for bit."""
+    rng = np.random.default_rng(11)
+    n = 3000
+    chunk = {
+        "wait_s": np.where(rng.random(n) < 0.5, 0, rng.integers(0, 10**7, n)).astype(np.int64),
+        "bounded_slowdown": 1.0 + rng.exponential(30.0, n),
+        "aph": np.where(rng.random(n) < 0.2, np.nan, rng.random(n) * 4),
+        "nodes": rng.integers(1, 2000, n).astype(np.int64),
+    }
+    saved = ss.KEEP_ROWS
+    ss.KEEP_ROWS = 10
+    try:
+        by_passes = summary_stats(lambda: [chunk])
+        kept = summary_stats(lambda: [chunk], keep_all=True)
+    finally:
+        ss.KEEP_ROWS = saved
+    assert repr(kept) == repr(by_passes)

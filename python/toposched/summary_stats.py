@@ -218,8 +218,10 @@ def _p95_of(values: list[Any], n: int, dtype: np.dtype[Any]) -> float:
         return float(np.add(a, diff * t, dtype=np.float64))
 
 
-#: Rows up to which the accumulators keep every key (24 bytes a row, both the whole and
-#: the streamed path): medians and p95s then need no pass over the rows again.
+#: Rows up to which the streamed replay's accumulators keep every key (24 bytes a row):
+#: medians and p95s then need no pass over the rows again. The whole replay keeps them
+#: all (its columns are in memory anyway: a pass per 16 bits would cost it seconds at
+#: millions of jobs). Either way the same order statistics, exactly.
 KEEP_ROWS = 1 << 19
 
 #: A selection bucket of at most this many keys is gathered in one pass and finished by
@@ -271,13 +273,15 @@ class SummaryStats:
     bins: dict[int, dict[str, _Acc]] = field(default_factory=dict)
     nodes_max: dict[int, int] = field(default_factory=dict)
     rows: int = 0
+    #: keep every key however many rows (the whole replay), not only up to KEEP_ROWS
+    keep_all: bool = False
 
     def add(self, chunk: Chunk) -> None:
         nodes = np.asarray(chunk["nodes"], dtype=np.int64)
         if len(nodes) == 0:
             return
         self.rows += len(nodes)
-        keep = self.rows <= KEEP_ROWS
+        keep = self.keep_all or self.rows <= KEEP_ROWS
         order, slices = _by_bin(nodes)
         nodes = nodes if order is None else nodes[order]
         for c in _STAT_COLUMNS:
@@ -368,10 +372,11 @@ def stats_empty() -> dict[str, float | None]:
     return {"mean": None, "median": None, "p95": None, "max": None}
 
 
-def summary_stats(chunks: Source) -> dict[str, Any]:
+def summary_stats(chunks: Source, *, keep_all: bool = False) -> dict[str, Any]:
     """The statistics blocks of the summary for the rows ``chunks()`` yields (called
-    once, then once per selection pass when the run is large)."""
-    acc = SummaryStats()
+    once, then once per selection pass when the run is large and ``keep_all`` is not
+    set)."""
+    acc = SummaryStats(keep_all=keep_all)
     for chunk in chunks():
         acc.add(chunk)
     return acc.finish(chunks)
