@@ -3,6 +3,12 @@
 
     python benches/bench_stream_memory.py --jobs 10000000            # streamed
     python benches/bench_stream_memory.py --jobs 1000000 --whole     # the whole log at once
+    python benches/bench_stream_memory.py --jobs 10000000 --write-swf big.swf   # the same jobs as a log
+
+With ``--write-swf PATH`` it replays nothing: it writes the same synthetic jobs as an SWF
+log (plain text, about 60 bytes a job, in submit order; header MaxNodes = MaxProcs, so a
+processor is a node) for ``toposched simulate --stream --trace PATH --system cab`` under
+``/usr/bin/time -v`` (BENCHMARKS.md, the whole command in bounded memory).
 
 Not a test (pytest never collects it). Synthetic jobs on `cab` under EASY + linear, one
 submitted a minute (about 40 % load: the queue stays short), 1-32 nodes, requested
@@ -40,12 +46,36 @@ def chunk(rng: np.random.Generator, first: int, m: int) -> list[np.ndarray]:
     return [rows, submit, nodes, walltime, runtime]
 
 
+#: One SWF record: job, submit, wait (-1), run time, allocated processors, CPU time and
+#: memory (-1), requested processors, requested time, memory (-1), status 1, user, group
+#: 1, executable (-1), queue 1, partition 1, preceding job and think time (-1).
+_RECORD = "%d %d -1 %d %d -1 -1 %d %d -1 1 %d 1 -1 1 1 -1 -1\n"
+
+
+def write_swf(path: Path, n: int, size: int) -> int:
+    """The jobs of :func:`chunk` (same seed, so the same jobs as a replay here) as SWF."""
+    rng = np.random.default_rng(1)
+    t0 = time.perf_counter()
+    with open(path, "w") as fh:
+        fh.write(f"; synthetic log: benches/bench_stream_memory.py --jobs {n} --write-swf\n; MaxNodes: 1296\n; MaxProcs: 1296\n")
+        for k in range(0, n, size):
+            rows, submit, nodes, walltime, runtime = chunk(rng, k, min(size, n - k))
+            user = rows % 97 + 1
+            cols = np.stack([rows + 1, submit, runtime, nodes, nodes, walltime, user], axis=1)
+            fh.write((_RECORD * len(rows)) % tuple(cols.ravel().tolist()))
+    print(json.dumps({"bench": "stream_memory", "wrote": str(path), "jobs": n, "bytes": path.stat().st_size, "wall_s": round(time.perf_counter() - t0, 2)}))
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--jobs", type=int, default=10_000_000)
     ap.add_argument("--chunk", type=int, default=100_000)
     ap.add_argument("--whole", action="store_true", help="one Simulation with every job (the reference)")
+    ap.add_argument("--write-swf", metavar="PATH", help="write the jobs as an SWF log instead of replaying them")
     args = ap.parse_args()
+    if args.write_swf:
+        return write_swf(Path(args.write_swf), args.jobs, args.chunk)
 
     from toposched import _core
     from toposched.topology import load_fabric

@@ -15,32 +15,23 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import __version__
+from . import __version__, summary_stats
 from .config import RunConfig
 from .files import RESULT_FILES, file_mode, foreign_entries, replace_dir
 from .files import write_atomic as _atomic
 from .nodelists import NODE_RANGES, ranges_array, span_counts, table_ranges
 from .startup import column_numpy
 from .topology import Fabric
-from .utilization import CHUNK_SAMPLES, UtilizationSeries
+from .utilization import CHUNK_SAMPLES, SampledUtilization, UtilizationSeries
 from .utilization import SCHEMA as UTILIZATION_SCHEMA
 from .workload.model import Workload
 
 #: Bounded-slowdown threshold (seconds), as in Feitelson's definition.
 BSLD_TAU_S = 10
 
-#: Job-size bins of the summary: (label, smallest, largest nodes).
-SIZE_BINS: tuple[tuple[str, int, int], ...] = (
-    ("1", 1, 1),
-    ("2-4", 2, 4),
-    ("5-16", 5, 16),
-    ("17-64", 17, 64),
-    ("65-128", 65, 128),
-    ("129-256", 129, 256),
-    ("257-512", 257, 512),
-    ("513-1024", 513, 1024),
-    (">1024", 1025, 2**62),
-)
+#: Job-size bins of the summary (label, smallest, largest nodes): defined with the
+#: statistics that use them.
+SIZE_BINS = summary_stats.SIZE_BINS
 
 
 
@@ -78,7 +69,7 @@ class SimResult:
     config: RunConfig
     jobs: pa.Table
     #: busy nodes over time, as changes (sampled only when written: see utilization.py)
-    utilization_series: UtilizationSeries
+    utilization_series: SampledUtilization
     skipped: pa.Table
     summary: dict[str, Any]
     reservations: dict[str, np.ndarray] = field(default_factory=dict)
@@ -151,36 +142,60 @@ class SimResult:
         into a staging directory beside it, which then takes its place. A directory that
         holds other files as well (a sweep's run directory) gets each file atomically
         instead, summary.json last."""
-        out = Path(out_dir)
         run_id = self.run_id()
         self.summary["run_id"] = run_id
         meta = {RUN_ID_KEY: run_id.encode()}
+        return write_result(
+            out_dir,
+            run_id,
+            lambda p: pq.write_table(_with_meta(self.jobs, meta), p, row_group_size=JOBS_ROW_GROUP, **JOBS_WRITE_OPTIONS),
+            self.utilization_series,
+            self.skipped,
+            self.fabric,
+            self.summary,
+        )
 
-        file_mode()  # the umask read once, here: its fallback (no /proc) is not thread-safe
 
-        def write_files(d: Path) -> None:
-            # jobs.parquet on a second thread, beside the other files: Arrow encodes and
-            # writes without the interpreter lock, so on two cores the two largest files
-            # take the time of the longer (each file's bytes are the same either way)
-            # row groups of 2^17 jobs: the writer buffers one group's encoded node lists
-            # (runs up to 131,072 jobs give the same file as one group)
-            jobs = _Background(lambda: _atomic(d / "jobs.parquet", lambda p: pq.write_table(_with_meta(self.jobs, meta), p, row_group_size=JOBS_ROW_GROUP, **JOBS_WRITE_OPTIONS)))
-            try:
-                _atomic(d / "utilization.parquet", lambda p: _write_utilization(self.utilization_series, p, meta))
-                _atomic(d / "skipped.parquet", lambda p: pq.write_table(_with_meta(self.skipped, meta), p))
-                fabric = {"run_id": run_id, **self.fabric.describe()}
-                fabric_text = json.dumps(fabric, indent=1) + "\n"
-                summary_text = json.dumps(self.summary, indent=2, sort_keys=True) + "\n"
-                _atomic(d / "fabric.json", lambda p: _write_text(p, fabric_text))
-            finally:
-                jobs.join()  # its error first, as when it was written first
-            _atomic(d / "summary.json", lambda p: _write_text(p, summary_text))  # last
+def write_result(
+    out_dir: str | Path,
+    run_id: str,
+    write_jobs: Callable[[str], object],
+    utilization: SampledUtilization,
+    skipped: pa.Table,
+    fabric: Fabric,
+    summary: dict[str, Any],
+) -> dict[str, Path]:
+    """The files of :meth:`SimResult.write` (its docstring says how they are written):
+    ``write_jobs(path)`` writes jobs.parquet (with the run id in its metadata); the
+    whole and the streamed replay (toposched.stream) both write through here."""
+    out = Path(out_dir)
+    meta = {RUN_ID_KEY: run_id.encode()}
 
-        if out.is_dir() and foreign_entries(out):
-            write_files(out)
-        else:
-            replace_dir(out, write_files)
-        return {name.split(".")[0]: out / name for name in RESULT_FILES}
+    file_mode()  # the umask read once, here: its fallback (no /proc) is not thread-safe
+
+    def write_files(d: Path) -> None:
+        # jobs.parquet on a second thread, beside the other files: Arrow encodes and
+        # writes without the interpreter lock, so on two cores the two largest files
+        # take the time of the longer (each file's bytes are the same either way)
+        # row groups of 2^17 jobs: the writer buffers one group's encoded node lists
+        # (runs up to 131,072 jobs give the same file as one group)
+        jobs = _Background(lambda: _atomic(d / "jobs.parquet", write_jobs))
+        try:
+            _atomic(d / "utilization.parquet", lambda p: _write_utilization(utilization, p, meta))
+            _atomic(d / "skipped.parquet", lambda p: pq.write_table(_with_meta(skipped, meta), p))
+            fabric_doc = {"run_id": run_id, **fabric.describe()}
+            fabric_text = json.dumps(fabric_doc, indent=1) + "\n"
+            summary_text = json.dumps(summary, indent=2, sort_keys=True) + "\n"
+            _atomic(d / "fabric.json", lambda p: _write_text(p, fabric_text))
+        finally:
+            jobs.join()  # its error first, as when it was written first
+        _atomic(d / "summary.json", lambda p: _write_text(p, summary_text))  # last
+
+    if out.is_dir() and foreign_entries(out):
+        write_files(out)
+    else:
+        replace_dir(out, write_files)
+    return {name.split(".")[0]: out / name for name in RESULT_FILES}
 
 
 class _Background:
@@ -233,7 +248,7 @@ def _with_meta(table: pa.Table, meta: dict[bytes, bytes]) -> pa.Table:
 UTILIZATION_WRITE_OPTIONS: dict[str, Any] = {"use_dictionary": ["busy_nodes", "utilization"], "column_encoding": {"time_s": "DELTA_BINARY_PACKED"}}
 
 
-def _write_utilization(series: UtilizationSeries, path: str, meta: dict[bytes, bytes]) -> None:
+def _write_utilization(series: SampledUtilization, path: str, meta: dict[bytes, bytes]) -> None:
     """utilization.parquet a chunk (one row group) at a time: the same file as
     ``pq.write_table`` of the whole table (with the same options), without holding it."""
     schema = UTILIZATION_SCHEMA.with_metadata(meta)
@@ -246,40 +261,25 @@ def _write_text(path: str, text: str) -> None:
     Path(path).write_text(text)
 
 
-def _stats(x: np.ndarray) -> dict[str, float | None]:
-    if len(x) == 0:
-        return {"mean": None, "median": None, "p95": None, "max": None}
-    return {
-        "mean": float(np.mean(x)),
-        "median": _median(x),
-        "p95": float(np.percentile(x, 95)),
-        "max": float(np.max(x)),
-    }
+@dataclass
+class FinishedJobs:
+    """jobs.parquet's rows for the finished jobs among some rows of a replay, and the
+    columns the utilization and the summary are made of."""
+
+    table: pa.Table
+    start: np.ndarray
+    end: np.ndarray
+    nodes: np.ndarray
+    wait: np.ndarray
+    bsld: np.ndarray
+    aph: np.ndarray  # NaN: no APH (a null in the table)
+    killed: int
 
 
-def _median(x: np.ndarray) -> float:
-    """``float(np.median(x))``, bit for bit, partitioned at two positions instead of one.
-    With one position NumPy 2 takes a SIMD selection that slows 40-70x on columns holding
-    long runs of one value (HPC2N's waits are two thirds 0: 42 ms for one median, against
-    0.7 ms at two positions). Either way the middle positions hold the middle order
-    statistics, of which NumPy takes the mean: the same values, in the same order
-    (tests/test_results_stats.py)."""
-    n = len(x)
-    half = n // 2
-    lo = half if n % 2 else half - 1
-    part = np.partition(x, [lo, min(lo + 1, n - 1)])
-    middle = part[lo : half + 1]
-    if x.dtype.kind != "i" and (np.isnan(x).any() or not np.all(middle)):
-        # NaN (np.median gives NaN), or a zero in the middle: -0.0 and 0.0 are equal, so
-        # which of them lands there may differ between the two partitions
-        return float(np.median(x))
-    return float(np.mean(middle))
-
-
-def collect(sim: Outcome, workload: Workload, fabric: Fabric, config: RunConfig, complete: bool) -> SimResult:
-    """Tables and summary of a replay from its :class:`Outcome`."""
-    r = sim.results
-    cols = workload.columns
+def finished_jobs(r: dict[str, np.ndarray], cols: dict[str, np.ndarray], fabric: Fabric) -> FinishedJobs:
+    """The rows of ``r`` (the engine's results arrays: ``results()`` of a whole replay, or
+    one ``drain()`` of a streamed one) whose job is done, as jobs.parquet's rows, in row
+    order; ``cols`` are the same rows' workload columns."""
     done = r["status"] == 2
     idx = np.flatnonzero(done)
     every = len(idx) == len(done)
@@ -308,6 +308,8 @@ def collect(sim: Outcome, workload: Workload, fabric: Fabric, config: RunConfig,
     leaf_of = fabric.core.leaf_of_nodes()
     pod_of_leaf = fabric.core.pod_of_leaves()
     leaves_used, pods_used = _span_counts(roff, first, count, leaf_of, pod_of_leaf)
+    aph = pick(r["aph"])
+    killed = pick(r["killed"])
     jobs = pa.table(
         {
             "job_id": pa.array(pick(cols["job_id"])),
@@ -319,15 +321,26 @@ def collect(sim: Outcome, workload: Workload, fabric: Fabric, config: RunConfig,
             "walltime_s": pa.array(pick(cols["walltime_s"])),
             "runtime_s": pa.array(run),
             "log_runtime_s": pa.array(pick(cols["runtime_s"])),
-            "killed": pa.array(pick(r["killed"])),
+            "killed": pa.array(killed),
             "bounded_slowdown": pa.array(bsld),
-            "aph": pa.array(pick(r["aph"]), mask=np.isnan(pick(r["aph"]))),
+            "aph": pa.array(aph, mask=np.isnan(aph)),
             "alloc_class": pa.array(pick(r["alloc_class"])),
             "leaves": pa.array(leaves_used),
             "pods": pa.array(pods_used),
             NODE_RANGES: ranges_array(roff, first, count),
         }
     )
+    return FinishedJobs(jobs, start, end, nodes, wait, bsld, np.asarray(aph, dtype=float), int(np.sum(killed)) if len(killed) else 0)
+
+
+def collect(sim: Outcome, workload: Workload, fabric: Fabric, config: RunConfig, complete: bool) -> SimResult:
+    """Tables and summary of a replay from its :class:`Outcome`."""
+    r = sim.results
+    cols = workload.columns
+    done = r["status"] == 2
+    idx = np.flatnonzero(done)
+    part = finished_jobs(r, cols, fabric)
+    jobs, start, end, nodes = part.table, part.start, part.end, part.nodes
     net_summary = None
     if sim.network is not None:
         from .network_spec import network_columns
@@ -348,15 +361,7 @@ def collect(sim: Outcome, workload: Workload, fabric: Fabric, config: RunConfig,
         # node-seconds lost to predicted slowdown (busy minus useful; toposched frontier's axis)
         net_summary["interference_node_s"] = float(node_s.sum() - useful.sum())
     skipped_rows = [row for row, _ in sim.skipped]
-    skipped_reasons = [why for _, why in sim.skipped]
-    skipped = pa.table(
-        {
-            "job_id": pa.array(cols["job_id"][skipped_rows] if skipped_rows else np.zeros(0, np.int64)),
-            "submit_s": pa.array(cols["submit_s"][skipped_rows] if skipped_rows else np.zeros(0, np.int64)),
-            "nodes": pa.array(cols["nodes"][skipped_rows] if skipped_rows else np.zeros(0, np.int64)),
-            "reason": pa.array(skipped_reasons, pa.string()),
-        }
-    )
+    skipped = skipped_table(cols, skipped_rows, [why for _, why in sim.skipped])
     step = config.utilization_step_s
     if len(idx):
         t0 = int(cols["submit_s"][0])
@@ -364,11 +369,41 @@ def collect(sim: Outcome, workload: Workload, fabric: Fabric, config: RunConfig,
     else:
         t0, t1 = 0, -1
     utilization = UtilizationSeries.from_jobs(start, end, nodes, t0, t1, step, fabric.n_nodes)
-    summary = _summary(workload, fabric, config, jobs, skipped, utilization, t0, t1, complete, sim)
+    # mean, median, p95, max overall and per size bin: the same code as the streamed
+    # replay's (toposched.summary_stats), so both write the same summary
+    # (every key kept: the columns are in memory already, no pass over them again)
+    stats = summary_stats.summary_stats(lambda: [{"wait_s": part.wait, "bounded_slowdown": part.bsld, "aph": part.aph, "nodes": nodes}], keep_all=True)
+    summary = summary_of(
+        workload.describe(),
+        over_walltime=int(np.sum(workload["runtime_s"] > workload["walltime_s"])),
+        fabric=fabric,
+        config=config,
+        replayed=len(jobs),
+        killed=part.killed,
+        skipped_reasons=skipped.column("reason").to_pylist(),
+        stats=stats,
+        util=utilization,
+        t0=t0,
+        t1=t1,
+        complete=complete,
+        passes=sim.passes,
+    )
     if net_summary is not None:
         summary["network"] = net_summary
     reservations = sim.reservations if config.record_reservations else {}
     return SimResult(workload, fabric, config, jobs, utilization, skipped, summary, reservations)
+
+
+def skipped_table(cols: dict[str, np.ndarray], rows: list[int], reasons: list[str]) -> pa.Table:
+    """skipped.parquet's rows: the jobs at ``rows`` of ``cols`` and why each never ran."""
+    return pa.table(
+        {
+            "job_id": pa.array(cols["job_id"][rows] if rows else np.zeros(0, np.int64)),
+            "submit_s": pa.array(cols["submit_s"][rows] if rows else np.zeros(0, np.int64)),
+            "nodes": pa.array(cols["nodes"][rows] if rows else np.zeros(0, np.int64)),
+            "reason": pa.array(reasons, pa.string()),
+        }
+    )
 
 
 def _span_counts(roff: np.ndarray, first: np.ndarray, count: np.ndarray, leaf_of: np.ndarray, pod_of_leaf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -392,68 +427,53 @@ def _policy_block(config: RunConfig) -> dict[str, Any]:
     return block
 
 
-def _summary(
-    workload: Workload,
+def summary_of(
+    input_block: dict[str, Any],
+    *,
+    over_walltime: int,
     fabric: Fabric,
     config: RunConfig,
-    jobs: pa.Table,
-    skipped: pa.Table,
-    util: UtilizationSeries,
+    replayed: int,
+    killed: int,
+    skipped_reasons: list[str],
+    stats: dict[str, Any],
+    util: SampledUtilization,
     t0: int,
     t1: int,
     complete: bool,
-    sim: Outcome,
+    passes: int,
 ) -> dict[str, Any]:
-    wait = column_numpy(jobs.column("wait_s"))
-    bsld = column_numpy(jobs.column("bounded_slowdown"))
-    nodes = column_numpy(jobs.column("nodes"))
-    aph = column_numpy(jobs.column("aph"))
-    aph = np.asarray(aph, dtype=float)
-    by_size = []
-    for label, lo, hi in SIZE_BINS:
-        m = (nodes >= lo) & (nodes <= hi)
-        if not m.any():
-            continue
-        a = aph[m]
-        by_size.append(
-            {
-                "bin": label,
-                "min_nodes": lo,
-                "max_nodes": min(hi, int(nodes[m].max())),
-                "jobs": int(m.sum()),
-                "wait_s": _stats(wait[m]),
-                "bounded_slowdown": _stats(bsld[m]),
-                "aph": _stats(a[~np.isnan(a)]),
-            }
-        )
+    """summary.json (without its run id) of a replay, from what both the whole and the
+    streamed replay gather: the input's description (``Workload.describe()``), jobs
+    whose log run time exceeds their request, the finished jobs' count, kills and
+    statistics (:mod:`toposched.summary_stats`), the skipped jobs' reasons, the
+    utilization and its span ``t0``..``t1``."""
     reasons: dict[str, int] = {}
-    for why in skipped.column("reason").to_pylist():
+    for why in skipped_reasons:
         key = why.split(";")[0]
         reasons[key] = reasons.get(key, 0) + 1
-    killed = int(np.sum(column_numpy(jobs.column("killed")))) if len(jobs) else 0
-    over = int(np.sum(workload["runtime_s"] > workload["walltime_s"]))
     fab = fabric.describe()
     return {
         "toposched_version": __version__,
         "complete": complete,
-        "input": workload.describe(),
+        "input": input_block,
         "fabric": {k: fab[k] for k in ("name", "source", "levels", "nodes", "leaves", "pods", "nodes_per_leaf", "max_pod_nodes", "uplinks_per_leaf", "uplinks_per_l2", "notes")},
         "policy": _policy_block(config),
         "jobs": {
-            "in_workload": len(workload),
-            "replayed": len(jobs),
-            "skipped_never_fit": len(skipped),
-            "runtime_over_walltime": over,
+            "in_workload": input_block["jobs"],
+            "replayed": replayed,
+            "skipped_never_fit": len(skipped_reasons),
+            "runtime_over_walltime": over_walltime,
             "killed_at_walltime": killed,
         },
         "skipped_reasons": dict(sorted(reasons.items())),
-        "first_submit_s": int(t0) if len(jobs) else None,
-        "last_end_s": int(t1) if len(jobs) else None,
-        "makespan_s": int(t1 - t0) if len(jobs) else None,
+        "first_submit_s": int(t0) if replayed else None,
+        "last_end_s": int(t1) if replayed else None,
+        "makespan_s": int(t1 - t0) if replayed else None,
         "utilization": {"mean": util.mean(), "step_s": config.utilization_step_s, "samples": util.n_samples},
-        "wait_s": _stats(wait),
-        "bounded_slowdown": _stats(bsld),
-        "aph": _stats(aph[~np.isnan(aph)]),
-        "by_size": by_size,
-        "scheduling_passes": int(sim.passes),
+        "wait_s": stats["wait_s"],
+        "bounded_slowdown": stats["bounded_slowdown"],
+        "aph": stats["aph"],
+        "by_size": stats["by_size"],
+        "scheduling_passes": int(passes),
     }

@@ -24,12 +24,15 @@ examples:
       --queue easy --alloc isolated --out out/atlas-isolated
   toposched simulate --trace KTH-SP2-1996-2.1-cln.swf.gz --system fattree:K=20,S=5,P=1 --out out/kth
   toposched simulate --trace sacct.log --system topology.conf --alloc linear --out out/site
+  toposched simulate --trace big.swf --system cab --stream --out out/big   # any length, bounded memory
 
 --system takes a preset (toposched systems lists them), fattree:K=..,S=..,P=..[,W1=..][,W2=..][,nodes=..]
 (K nodes per leaf, S leaves per pod, P pods, W1 uplinks per leaf, W2 uplinks per L2 switch), or a Slurm
 topology.conf file. Outputs: jobs.parquet (one row per job), utilization.parquet (every simulated
 minute), skipped.parquet (jobs that could never run, with the reason), summary.json, fabric.json.
 See docs/semantics.md for the exact scheduling rules and docs/workloads.md for how logs are normalized.
+--stream reads, replays and writes a chunk of jobs at a time: the same files, in memory that does not
+grow with the log (SWF in submit order; docs/workloads.md, "Streamed replays").
 """
 
 
@@ -97,6 +100,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("output")
     g.add_argument("--out", required=True, type=output_dir, metavar="DIR", help="directory for the results: new, empty, or the results of an earlier run (replaced as a whole when this run ends)")
     g.add_argument("--allow-long-span", action="store_true", help="accept logs spanning more than 50 years, and run times as long (docs/reliability.md)")
+    g.add_argument(
+        "--stream", action="store_true",
+        help="replay the log a chunk of jobs at a time, writing finished jobs as they leave the engine: memory stays bounded "
+        "however long the log (10 M jobs: see BENCHMARKS.md), the output files are the same, byte for byte. SWF logs in submit "
+        "order only; not with --network, --queue slurm/slurm-bf, --alloc as-logged, --transform or policies written in Python "
+        "(docs/workloads.md, streamed replays)",
+    )
+    g.add_argument("--stream-chunk-jobs", type=_positive_int, default=None, metavar="N", help="with --stream: log records read per chunk (default: 100000); any value gives the same files")
     g.add_argument("--quiet", action="store_true", help="print nothing but errors")
     g.add_argument("-v", "--verbose", action="count", default=0, help="more detail in the log lines")
 
@@ -119,6 +130,10 @@ def _run(args: argparse.Namespace, imports: BackgroundImports) -> int:
     from ..files import check_output_dir
 
     _check_policy_options(args)
+    if args.stream_chunk_jobs is not None and not args.stream:
+        from ..errors import InputError
+
+        raise InputError("--stream-chunk-jobs", "applies to --stream only")
     check_output_dir(args.out)
     console = None
     if not args.quiet:  # rich and the report cost tens of ms to import: only to print
@@ -135,6 +150,8 @@ def _run(args: argparse.Namespace, imports: BackgroundImports) -> int:
     }
     if args.cores_per_node is not None:
         options["cores_per_node"] = args.cores_per_node
+    if args.stream:
+        return _run_streamed(args, options, console, imports)
     from ..readahead import discard_prefetched, prefetch
 
     # the log's bytes while NumPy is being imported (no NumPy needed; their errors are
@@ -176,6 +193,33 @@ def _run(args: argparse.Namespace, imports: BackgroundImports) -> int:
         console.print(terminal_summary(result, read_s=t_read, sim_s=t_sim))
         console.print(f"results in {Path(args.out)}/ ({', '.join(p.name for p in paths.values())})")
     if not result.summary["complete"]:
+        print("interrupted: the results hold the jobs finished so far (summary.json says complete: false)", file=sys.stderr)
+        return 130
+    return 0
+
+
+def _run_streamed(args: argparse.Namespace, options: dict[str, Any], console: Any, imports: BackgroundImports) -> int:
+    """``--stream``: toposched.stream reads, replays and writes in one go."""
+    from ..config import RunConfig
+    from ..progress import Progress
+    from ..stream import DEFAULT_CHUNK_JOBS, check_streamable, simulate_stream
+    from ..topology import load_fabric
+
+    config = RunConfig(queue=args.queue, alloc=args.alloc, **run_options(args, queues=[args.queue], allocs=[args.alloc]))
+    check_streamable(config, format=args.format, transforms=list(args.transform))
+    fabric = load_fabric(args.system, lenient=args.lenient)
+    imports.wait()
+    t0 = time.perf_counter()
+    with Progress("replaying (streamed)", total=None, unit="jobs submitted", console=console, quiet=args.quiet) as bar:
+        run = simulate_stream(args.trace, fabric, config, args.out, chunk_jobs=args.stream_chunk_jobs or DEFAULT_CHUNK_JOBS, read_options=options, progress=bar.update, format=args.format)
+    t_sim = time.perf_counter() - t0
+    if console is not None:
+        from ..reporting.terminal import terminal_summary
+
+        console.print(terminal_summary(run))
+        console.print(f"read, replayed and written in {t_sim:.2f} s (streamed)")
+        console.print(f"results in {Path(args.out)}/ ({', '.join(p.name for p in run.paths.values())})")
+    if not run.summary["complete"]:
         print("interrupted: the results hold the jobs finished so far (summary.json says complete: false)", file=sys.stderr)
         return 130
     return 0

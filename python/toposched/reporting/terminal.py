@@ -8,6 +8,7 @@ from rich.table import Table
 
 if TYPE_CHECKING:
     from ..simulate import SimResult
+    from ..stream import StreamedRun
 
 
 def fmt_number(x: float | None, digits: int = 1) -> str:
@@ -22,7 +23,7 @@ def _duration(x: float | None) -> str:
     return fmt_duration(x)
 
 
-def terminal_summary(result: "SimResult", *, read_s: float | None = None, sim_s: float | None = None) -> Table:
+def terminal_summary(result: "SimResult | StreamedRun", *, read_s: float | None = None, sim_s: float | None = None) -> Table:
     """A short table: input, repairs, policies, and the headline metrics."""
     s = result.summary
     inp = s["input"]

@@ -107,6 +107,7 @@ def normalize(
     allow_long_span: bool = False,
     field_names: dict[str, str] | None = None,
     names: dict[str, list[str]] | None = None,
+    submit_span: list[int] | None = None,
 ) -> Workload:
     """Apply the rules of this module to ``raw`` (arrays named in :data:`RAW_COLUMNS`).
 
@@ -115,7 +116,8 @@ def normalize(
     to the format's own field names, for error messages. ``extra`` holds optional per-job
     arrays (same length as ``raw``) that follow the rows through filtering and sorting;
     those named in :data:`~toposched.workload.model.ID_COLUMNS` become the Workload's id
-    columns, whose names (if any) are ``names``.
+    columns, whose names (if any) are ``names``. ``submit_span``: see :func:`check_ranges`
+    (a log normalized a chunk at a time).
     """
     repairs = dict(repairs or {})
     skipped = dict(skipped or {})
@@ -130,6 +132,7 @@ def normalize(
         allow_long_span=allow_long_span,
         field_names=field_names or {},
         examples=out_of_range,
+        submit_span=submit_span,
     )
 
     cpn = int(settings.cores_per_node)
@@ -259,10 +262,19 @@ def check_ranges(
     allow_long_span: bool,
     field_names: dict[str, str],
     examples: list[str] | None = None,
+    submit_span: list[int] | None = None,
 ) -> np.ndarray:
     """Rows whose values are within the documented limits (module docstring). Without
     ``lenient`` the first row out of range raises a TraceFormatError naming its line and
-    field (and the flag that would accept it); with ``lenient`` such rows are left out."""
+    field (and the flag that would accept it); with ``lenient`` such rows are left out.
+
+    ``submit_span`` (a log read a chunk at a time, ``simulate --stream``): the outlier
+    rule needs the median submit of the whole log, which a chunk does not know. Instead,
+    the smallest and largest submit the rule would look at are kept in it (``[]`` at
+    first, then ``[min, max]``) across chunks: while they are at most the limit apart, no
+    submit can be that far from the median (which lies between them) and the rule leaves
+    out nothing, as on the whole log; beyond, the read stops with one line saying to drop
+    --stream (never a different choice of outliers)."""
     n = len(cols["job_id"])
     max_time = MAX_SPAN_LONG_S if allow_long_span else MAX_SPAN_S
     span_hint = "" if allow_long_span else "; pass --allow-long-span to accept it"
@@ -299,7 +311,22 @@ def check_ranges(
     # One stray timestamp (a year typed 2300, a field cut short) would stretch the replay
     # over centuries: submits far from the median one are outliers.
     kept = known & ok
-    if kept.any():
+    if submit_span is not None:
+        if kept.any():
+            lo_s, hi_s = int(submit[kept].min()), int(submit[kept].max())
+            if submit_span:
+                lo_s, hi_s = min(lo_s, submit_span[0]), max(hi_s, submit_span[1])
+            submit_span[:] = [lo_s, hi_s]
+            if hi_s - lo_s > max_time:
+                i = int(np.flatnonzero(kept & ((submit == lo_s) | (submit == hi_s)))[0])
+                raise TraceFormatError(
+                    source,
+                    f"the submits span more than {years(max_time)} (from {lo_s} s to {hi_s} s): outliers are found from the median submit of the whole log, "
+                    "which --stream does not know; replay without --stream" + ("" if allow_long_span else " (or pass --allow-long-span)"),
+                    line=int(line[i]),
+                    field=field_names.get("submit_s", "submit_s"),
+                )
+    elif kept.any():
         median = int(np.median(submit[kept]))
         far = kept & (np.abs(submit - median) > max_time)
         refuse(

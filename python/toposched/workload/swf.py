@@ -491,7 +491,54 @@ def read_swf(
     # Leading header block: comment and blank lines before the first record, read line by
     # line (a few dozen lines). Comments later in the body go through the slow path.
     pos = 3 if data.startswith(b"\xef\xbb\xbf") else 0  # tolerate a UTF-8 byte-order mark
-    line_no = 1
+    pos, line_no = _header_block(data, pos, 1, col)
+
+    # Body, in chunks of whole lines.
+    n = len(data)
+    while pos < n:
+        nl = data.find(b"\n", min(pos + _CHUNK_BYTES, n))
+        end = n if nl < 0 else nl + 1
+        line_no += _body_chunk(data[pos:end], line_no, col)
+        pos = end
+
+    if col.records == 0:
+        raise TraceFormatError(spath, "no job records found")
+    if not col.rows:
+        raise col.tally.no_valid_records()
+
+    table = col.rows[0] if len(col.rows) == 1 else np.concatenate(col.rows)
+    line = col.lines[0] if len(col.lines) == 1 else np.concatenate(col.lines)
+    settings, note, origin = _header_settings(col, cores_per_node, size_field, missing_walltime, missing_runtime)
+    if lenient:
+        note["lenient_examples"] = list(col.tally.examples)
+    if col.extended_lines:
+        note["extended_fields_ignored"] = col.extended_lines
+    raw, extra = _raw_columns(table, line)
+    skipped = dict(col.tally.skipped)  # {"malformed_line": n}, or empty
+    return normalize(
+        raw,
+        source=spath,
+        fmt="swf",
+        settings=settings,
+        records=col.records,
+        skipped=skipped,
+        header=col.header.values,
+        time_origin_epoch_s=origin,
+        extra=extra,
+        settings_note=note,
+        lenient=lenient,
+        allow_long_span=allow_long_span,
+        field_names=FIELD_NAMES_OF_COLUMNS,
+    )
+
+
+#: The SWF fields behind the raw columns, for normalize's error messages.
+FIELD_NAMES_OF_COLUMNS = {"submit_s": "submit time (field 2)", "runtime_s": "run time (field 4)", "walltime_s": "requested time (field 9)", "procs_alloc": "allocated processors (field 5)", "procs_req": "requested processors (field 8)"}
+
+
+def _header_block(data: bytes, pos: int, line_no: int, col: _Collector) -> tuple[int, int]:
+    """Feed the comment and blank lines from ``pos`` up to the first record (or the end
+    of ``data``) to the header; the position and line number where they stop."""
     n = len(data)
     while pos < n:
         nl = data.find(b"\n", pos)
@@ -503,29 +550,29 @@ def read_swf(
             col.header.feed(s)
         pos = end
         line_no += 1
+    return pos, line_no
 
-    # Body, in chunks of whole lines.
-    while pos < n:
-        nl = data.find(b"\n", min(pos + _CHUNK_BYTES, n))
-        end = n if nl < 0 else nl + 1
-        chunk = data[pos:end]
-        n_lines = _fast_chunk(chunk, line_no, col)
-        if n_lines is None:
-            n_lines = _tidy_fast_chunk(chunk, line_no, col)
-        if n_lines is None:
-            n_lines = _slow_chunk(chunk, line_no, col)
-        line_no += n_lines
-        pos = end
 
-    if col.records == 0:
-        raise TraceFormatError(spath, "no job records found")
-    if not col.rows:
-        raise col.tally.no_valid_records()
+def _body_chunk(chunk: bytes, line_no: int, col: _Collector) -> int:
+    """Parse whole lines of the body into ``col``: the fast path, then the fast path
+    without comments and extended fields, then line by line. The lines read."""
+    n_lines = _fast_chunk(chunk, line_no, col)
+    if n_lines is None:
+        n_lines = _tidy_fast_chunk(chunk, line_no, col)
+    if n_lines is None:
+        n_lines = _slow_chunk(chunk, line_no, col)
+    return n_lines
 
-    table = col.rows[0] if len(col.rows) == 1 else np.concatenate(col.rows)
-    line = col.lines[0] if len(col.lines) == 1 else np.concatenate(col.lines)
 
-    header = col.header.values
+def _header_settings(
+    col: _Collector,
+    cores_per_node: int | None,
+    size_field: Literal["auto", "allocated", "requested"],
+    missing_walltime: Literal["runtime"] | int,
+    missing_runtime: Literal["skip", "zero"],
+) -> tuple[NormalizeSettings, dict[str, Any], int | None]:
+    """What the header (read so far) and the options decide: the normalize settings, the
+    notes the summary records about them, and the log's time origin."""
     note: dict[str, Any] = {}
     if cores_per_node is not None:
         cpn = int(cores_per_node)
@@ -539,22 +586,21 @@ def read_swf(
     overuse = allow_overuse_from_header(col.header.first)
     if overuse is not None:
         note["allow_overuse"] = overuse
-    if lenient:
-        note["lenient_examples"] = list(col.tally.examples)
-    if col.extended_lines:
-        note["extended_fields_ignored"] = col.extended_lines
     settings = NormalizeSettings(
         cores_per_node=cpn,
         size_field=size_field,
         missing_walltime=missing_walltime,
         missing_runtime=missing_runtime,
     )
-
     origin = None
     m = _INT_RE.match(col.header.first.get("UnixStartTime", ""))
     if m:
         origin = int(m.group(1))
+    return settings, note, origin
 
+
+def _raw_columns(table: np.ndarray, line: np.ndarray) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """normalize's raw columns and extra columns of parsed records (rows of _USED fields)."""
     submit = table[:, _SUBMIT]
     wait = table[:, _WAIT]
     # The log's own start time, for comparing replayed schedules with the real one.
@@ -584,19 +630,4 @@ def read_swf(
         "qos_id": table[:, _QUEUE],
         "partition_id": table[:, _PART],
     }
-    skipped = dict(col.tally.skipped)  # {"malformed_line": n}, or empty
-    return normalize(
-        raw,
-        source=spath,
-        fmt="swf",
-        settings=settings,
-        records=col.records,
-        skipped=skipped,
-        header=header,
-        time_origin_epoch_s=origin,
-        extra=extra,
-        settings_note=note,
-        lenient=lenient,
-        allow_long_span=allow_long_span,
-        field_names={"submit_s": "submit time (field 2)", "runtime_s": "run time (field 4)", "walltime_s": "requested time (field 9)", "procs_alloc": "allocated processors (field 5)", "procs_req": "requested processors (field 8)"},
-    )
+    return raw, extra
