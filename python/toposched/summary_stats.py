@@ -197,8 +197,10 @@ def _ranks(n: int) -> tuple[list[int], list[int]]:
 
 
 def _median_of(values: list[Any], dtype: np.dtype[Any]) -> float:
-    """np.median of the middle order statistic(s): NumPy takes their mean."""
-    return float(np.mean(np.array(values, dtype=dtype)))
+    """np.median of the middle order statistic(s): NumPy takes their mean (inf past the
+    float limit, as np.median gives, without its warning)."""
+    with np.errstate(all="ignore"):
+        return float(np.mean(np.array(values, dtype=dtype)))
 
 
 def _p95_of(values: list[Any], n: int, dtype: np.dtype[Any]) -> float:
