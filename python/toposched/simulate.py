@@ -66,15 +66,8 @@ def simulate(
     target = registry.python_target(config.alloc) if isinstance(config.alloc, str) else None
     alloc = policies.resolve(target or config.alloc, fabric)
     order = policies.resolve(config.queue_order, fabric) if config.queue_order is not None else None
-    options = policy_options(config)  # before the try: its errors name their flag
-    try:
-        sim = _new_simulation(_core, fabric, workload, config, options, alloc, order, down_nodes)
-    except ValueError as exc:
-        raise _construction_error(workload, str(exc)) from None
-    except OverflowError as exc:  # an integer setting (seed, queue depth) beyond 64 bits
-        raise InputError("settings", f"a number is out of range ({exc}): --seed takes 0 to 2^64 - 1") from None
-    except RuntimeError as exc:
-        raise SimulationError(str(exc)) from None
+    options = policy_options(config)  # before the construction: its errors name their flag
+    sim = new_simulation(_core, fabric, workload, config, options, alloc, order, down_nodes)
     network = None
     if config.network:
         from .network_spec import attach_network
@@ -121,7 +114,23 @@ def _input_error(workload: Workload, message: str) -> InputError:
     return InputError(workload.source, message)
 
 
-def _new_simulation(
+def new_simulation(
+    _core: Any, fabric: Fabric, workload: Workload, config: RunConfig, options: dict[str, Any], alloc: Any, order: Any, down_nodes: list[int] | None
+) -> Any:
+    """The native Simulation of ``workload`` (the whole log, or a streamed replay's first
+    chunk) under ``config``; its refusals as one-line errors naming the log's line or the
+    setting's flag."""
+    try:
+        return _native_simulation(_core, fabric, workload, config, options, alloc, order, down_nodes)
+    except ValueError as exc:
+        raise _construction_error(workload, str(exc)) from None
+    except OverflowError as exc:  # an integer setting (seed, queue depth) beyond 64 bits
+        raise InputError("settings", f"a number is out of range ({exc}): --seed takes 0 to 2^64 - 1") from None
+    except RuntimeError as exc:
+        raise SimulationError(str(exc)) from None
+
+
+def _native_simulation(
     _core: Any, fabric: Fabric, workload: Workload, config: RunConfig, options: dict[str, Any], alloc: Any, order: Any, down_nodes: list[int] | None
 ) -> Any:
     cols = workload.columns

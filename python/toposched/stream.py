@@ -217,7 +217,7 @@ class _Run:
 
     def _start(self, first: Workload | None) -> None:
         from . import _core, policies
-        from .simulate import _construction_error, _switch_columns, kill_at_walltime
+        from .simulate import kill_at_walltime, new_simulation
 
         if first is None:  # no job to replay: an engine with none, as the whole replay's
             first = Workload(columns={c: np.zeros(0, np.int64) for c in ("job_id", "submit_s", "nodes", "walltime_s", "runtime_s", "procs", "line")}, source=self.stream.path, format="swf", settings=self.stream.settings)
@@ -226,34 +226,10 @@ class _Run:
         config = self.config
         alloc = policies.resolve(config.alloc, self.fabric)
         options = policy_options(config)
+        # record_reservations and queue_order are refused above (refusals), so the
+        # engine is the whole replay's
+        self.sim = new_simulation(_core, self.fabric, first, config, options, alloc, None, self.down_nodes)
         cols = first.columns
-        try:
-            self.sim = _core.Simulation(
-                self.fabric.core,
-                cols["job_id"],
-                cols["submit_s"],
-                cols["nodes"],
-                cols["walltime_s"],
-                cols["runtime_s"],
-                queue=config.queue,
-                alloc=alloc,
-                options=options,
-                queue_order=None,
-                kill_at_walltime=bool(kill),
-                queue_depth=config.queue_depth,
-                record_reservations=False,
-                check_interference_free=config.check_interference_free,
-                event_order=config.event_order,
-                down=self.down_nodes,
-                **_switch_columns(first, config),
-                **{c: cols[c] for c in ID_COLUMNS if c in cols},
-            )
-        except ValueError as exc:
-            raise _construction_error(first, str(exc)) from None
-        except OverflowError as exc:
-            raise InputError("settings", f"a number is out of range ({exc}): --seed takes 0 to 2^64 - 1") from None
-        except RuntimeError as exc:
-            raise SimulationError(str(exc)) from None
         spill = self.jobs_path.parent / "utilization.changes"
         self.util = BusySamples(int(cols["submit_s"][0]) if len(first) else 0, config.utilization_step_s, self.fabric.n_nodes, spill)
         self._hold(first)

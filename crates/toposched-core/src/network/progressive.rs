@@ -135,9 +135,10 @@ struct WaterFill {
     rounds: u64,
 }
 
-/// A fill level, ordered by `total_cmp` (levels are finite and positive).
+/// A fill level, ordered by `total_cmp` (levels are finite and positive); the water
+/// filling here and the grouped one of [`super::queueing`] keep their heaps of it.
 #[derive(Clone, Copy, Debug, PartialEq)]
-struct Level(f64);
+pub(super) struct Level(pub(super) f64);
 impl Eq for Level {}
 impl PartialOrd for Level {
     fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {

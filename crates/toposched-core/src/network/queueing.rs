@@ -19,6 +19,7 @@
 //! `Network::evaluate` (`interfere`) uses it; the replay's closed loop does not.
 
 use super::demand::{check_traffic, for_each_node_flow, Traffic};
+use super::progressive::Level;
 use super::routing::Router;
 
 /// Mean M/D/1 waiting time in service times (packets) at utilization `rho` (clamped to
@@ -158,20 +159,6 @@ impl PairFlows {
     }
 }
 
-/// A fill level, ordered by `total_cmp` (levels are finite and positive).
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Level(f64);
-impl Eq for Level {}
-impl PartialOrd for Level {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Level {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.total_cmp(&other.0)
-    }
-}
 
 /// A job's load alone on each of `links` (ascending link ids): the per-flow max-min rates
 /// of its flows crossing the link, summed, over the link's capacity (`cap` by link id).
