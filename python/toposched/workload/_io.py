@@ -10,17 +10,24 @@ from typing import IO
 from ..errors import TraceFormatError
 from ..readahead import log_file, read_bytes
 
-__all__ = ["open_text", "read_bytes"]
+__all__ = ["open_binary", "open_text", "read_bytes"]
 
 
-def open_text(path: str | Path) -> IO[str]:
-    """Open ``path`` for reading text, decompressing ``.gz`` files (detected by magic bytes)."""
+def open_binary(path: str | Path) -> IO[bytes]:
+    """Open ``path`` for reading bytes, decompressing gzip files (detected by magic bytes)."""
     p = log_file(path)
     try:
-        with open(p, "rb") as fh:
-            magic = fh.read(2)
+        fh = open(p, "rb")
+        magic = fh.read(2)
+        fh.seek(0)
     except OSError as exc:
         raise TraceFormatError(str(p), f"cannot read: {exc.strerror or exc}") from None
     if magic == b"\x1f\x8b":
-        return io.TextIOWrapper(gzip.open(p, "rb"), encoding="utf-8", errors="replace", newline=None)
-    return open(p, encoding="utf-8", errors="replace", newline=None)
+        fh.close()  # a GzipFile given a file object would not close it: let gzip own the file
+        return gzip.open(p, "rb")  # type: ignore[return-value]  # a binary stream
+    return fh
+
+
+def open_text(path: str | Path) -> IO[str]:
+    """Open ``path`` for reading text, decompressing gzip files (detected by magic bytes)."""
+    return io.TextIOWrapper(open_binary(path), encoding="utf-8", errors="replace", newline=None)

@@ -438,6 +438,16 @@ def allow_overuse_from_header(first: dict[str, str]) -> bool | None:
     return None
 
 
+def check_read_options(cores_per_node: int | None, size_field: str, missing_walltime: Any, missing_runtime: str) -> None:
+    """Refuse bad reading options (ValueError) before any time is spent on the file: the
+    whole read's and the streamed read's check."""
+    if cores_per_node is not None and (
+        isinstance(cores_per_node, bool) or int(cores_per_node) != cores_per_node or cores_per_node < 1
+    ):
+        raise ValueError(f"cores_per_node must be a positive integer, got {cores_per_node!r}")
+    NormalizeSettings(size_field=size_field, missing_walltime=missing_walltime, missing_runtime=missing_runtime)  # type: ignore[arg-type]
+
+
 def read_swf(
     path: str | Path,
     *,
@@ -472,14 +482,7 @@ def read_swf(
             not a number, or a non-integral value in a field that must be an integer.
     """
     spath = str(path)
-    if cores_per_node is not None and (
-        isinstance(cores_per_node, bool) or int(cores_per_node) != cores_per_node or cores_per_node < 1
-    ):
-        raise ValueError(f"cores_per_node must be a positive integer, got {cores_per_node!r}")
-    # Check the other options before spending time on the file.
-    NormalizeSettings(
-        size_field=size_field, missing_walltime=missing_walltime, missing_runtime=missing_runtime
-    )
+    check_read_options(cores_per_node, size_field, missing_walltime, missing_runtime)
     data = read_bytes(path)
     # Lone carriage returns (old Mac line ends) would glue records into one long line,
     # which would then pass as an extended-SWF record: make them line breaks. "\r\n" is

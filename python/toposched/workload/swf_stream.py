@@ -37,16 +37,15 @@ in turn, where the whole read quotes them rule by rule.
 
 from __future__ import annotations
 
-import gzip
 import zlib
 from dataclasses import asdict
 from pathlib import Path
-from typing import IO, Any, Iterator, Literal
+from typing import Any, Iterator, Literal
 
 import numpy as np
 
 from ..errors import TraceFormatError
-from ..readahead import log_file
+from ._io import open_binary
 from .model import Workload
 from .normalize import _MAX_EXAMPLES, NormalizeSettings, normalize
 from .swf import (
@@ -56,6 +55,7 @@ from .swf import (
     _header_block,
     _header_settings,
     _raw_columns,
+    check_read_options,
 )
 
 __all__ = ["SwfStream"]
@@ -84,13 +84,9 @@ class SwfStream:
         missing_runtime: Literal["skip", "zero"] = "skip",
         allow_long_span: bool = False,
     ) -> None:
-        if cores_per_node is not None and (
-            isinstance(cores_per_node, bool) or int(cores_per_node) != cores_per_node or cores_per_node < 1
-        ):
-            raise ValueError(f"cores_per_node must be a positive integer, got {cores_per_node!r}")
+        check_read_options(cores_per_node, size_field, missing_walltime, missing_runtime)
         if chunk_rows < 1:
             raise ValueError(f"chunk_rows must be at least 1, got {chunk_rows}")
-        NormalizeSettings(size_field=size_field, missing_walltime=missing_walltime, missing_runtime=missing_runtime)
         self.path = str(path)
         self.chunk_rows = int(chunk_rows)
         self.lenient = lenient
@@ -254,23 +250,10 @@ class SwfStream:
         }
 
 
-def _open(path: str) -> IO[bytes]:
-    p = log_file(path)
-    try:
-        fh = open(p, "rb")
-        magic = fh.read(2)
-        fh.seek(0)
-    except OSError as exc:
-        raise TraceFormatError(str(p), f"cannot read: {exc.strerror or exc}") from None
-    if magic == b"\x1f\x8b":
-        return gzip.GzipFile(fileobj=fh, mode="rb")  # type: ignore[return-value]  # a binary stream
-    return fh
-
-
 def _blocks(path: str) -> Iterator[bytes]:
     """The file's bytes (decompressed) as blocks of whole lines, lone carriage returns
     made line breaks as read_swf does, a UTF-8 byte-order mark dropped."""
-    fh = _open(path)
+    fh = open_binary(path)
     pending = b""
     first = True
     try:
