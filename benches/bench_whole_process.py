@@ -7,7 +7,10 @@ Issue 17's first target: `toposched simulate` EASY + linear on the whole HPC2N l
 (interpreter start-up, imports, reading, replay, Parquet and JSON writing), at least 10x
 faster than `reference_easy_swf.py` (reading the log itself, then tests/reference_easy.py)
 in its own process. Both run alternately in one run, each a fresh process, best of
---repeat; the reference's start times are compared job by job with jobs.parquet's, so
+--repeat, after compiling both sides' modules to bytecode (``compileall``: what an
+installed package has, and what any second run of a module finds cached; without it,
+every timing would include compiling toposched's modules, 0.04-0.06 s, on machines where
+Python does not write .pyc files, e.g. with PYTHONDONTWRITEBYTECODE set); the reference's start times are compared job by job with jobs.parquet's, so
 both did the same work. Prints one JSON object (commit, machine, load averages, every
 time) and a one-line verdict.
 """
@@ -39,6 +42,18 @@ def _timed(cmd: list[str]) -> float:
     return time.perf_counter() - t0
 
 
+def _compile_modules() -> None:
+    """Both sides' modules as bytecode, as an installed package has them (the reference's
+    script itself, like ``python -m toposched.cli``'s entry module, is compiled at each
+    run by the interpreter either way)."""
+    import compileall
+
+    import toposched
+
+    compileall.compile_dir(str(Path(toposched.__file__).parent), quiet=1)
+    compileall.compile_file(str(HERE.parent / "tests" / "reference_easy.py"), quiet=1)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=5)
@@ -49,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {trace}: not found (--trace-dir or TOPOSCHED_TRACES)", file=sys.stderr)
         return 2
     toposched = [sys.executable, "-m", "toposched.cli"]
+    _compile_modules()
     load_before = os.getloadavg()
     ours, ref = [], []
     with tempfile.TemporaryDirectory() as tmp:
