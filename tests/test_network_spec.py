@@ -271,7 +271,7 @@ def test_per_rule_counts_and_columns_of_a_replay(tmp_path):
     # an explicit phi is the job's phi; rule 0's jobs do not communicate
     assert all(p == 0.4 for p, k in zip(jobs["net_phi"], want) if k == 2)
     assert all(p == 0.0 for p, k in zip(jobs["net_phi"], want) if k == 0)
-    assert net["bins"][1] == {"max_nodes": UNBOUNDED, "partition": "2", "pattern": "pairs", "comm_fraction": 0.1, "jobs": want.count(1)}
+    assert net["bins"][1] == {"max_nodes": None, "partition": "2", "pattern": "pairs", "comm_fraction": 0.1, "jobs": want.count(1)}
     assert net["file_sha256"] == hashlib.sha256(f.read_bytes()).hexdigest()
 
 
