@@ -155,6 +155,7 @@ BAD = [
     ("m.csv", "max_nodes,pattern,comm_fraction\n1,none,0\n16,pairs,0.3\n", ("m.csv", "field 'bins'", "jobs match no rule (the first: job ", "a rule without conditions")),
     ("n.csv", "account,pattern\n7,pairs\n,none\n", ("n.csv:2", "field 'account'", "has no account")),
     ("o.csv", "partition,pattern\ngpu,pairs\n,none\n", ("o.csv:2", "field 'partition'", "numbers, not names; got 'gpu'")),
+    ("p.csv", "app,pattern\nlammps,pairs\n,none\n", ("p.csv:2", "field 'app'", "gives app as numbers (the SWF executable number, field 14), not names; got 'lammps'")),
     ("c.json", json.dumps({"bins": [{"partition": "gpu", "pattern": "pairs"}, {"pattern": "none"}]}), ("c.json", "field 'bins[0].partition'", "numbers, not names")),
 ]
 
