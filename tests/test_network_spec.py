@@ -155,6 +155,7 @@ BAD = [
     ("m.csv", "max_nodes,pattern,comm_fraction\n1,none,0\n16,pairs,0.3\n", ("m.csv", "field 'bins'", "jobs match no rule (the first: job ", "a rule without conditions")),
     ("n.csv", "account,pattern\n7,pairs\n,none\n", ("n.csv:2", "field 'account'", "has no account")),
     ("o.csv", "partition,pattern\ngpu,pairs\n,none\n", ("o.csv:2", "field 'partition'", "numbers, not names; got 'gpu'")),
+    ("p.csv", "app,pattern\nlammps,pairs\n,none\n", ("p.csv:2", "field 'app'", "gives app as numbers (the SWF executable number, field 14), not names; got 'lammps'")),
     ("c.json", json.dumps({"bins": [{"partition": "gpu", "pattern": "pairs"}, {"pattern": "none"}]}), ("c.json", "field 'bins[0].partition'", "numbers, not names")),
 ]
 
@@ -271,7 +272,7 @@ def test_per_rule_counts_and_columns_of_a_replay(tmp_path):
     # an explicit phi is the job's phi; rule 0's jobs do not communicate
     assert all(p == 0.4 for p, k in zip(jobs["net_phi"], want) if k == 2)
     assert all(p == 0.0 for p, k in zip(jobs["net_phi"], want) if k == 0)
-    assert net["bins"][1] == {"max_nodes": UNBOUNDED, "partition": "2", "pattern": "pairs", "comm_fraction": 0.1, "jobs": want.count(1)}
+    assert net["bins"][1] == {"max_nodes": None, "partition": "2", "pattern": "pairs", "comm_fraction": 0.1, "jobs": want.count(1)}
     assert net["file_sha256"] == hashlib.sha256(f.read_bytes()).hexdigest()
 
 

@@ -35,8 +35,9 @@ UNBOUNDED = 2**62
 
 #: The job features a rule of a site's mix can test for equality, and the Workload column
 #: each reads (docs/network.md, "A site's own mix"): the id columns every reader fills
-#: (sacct: names, matched by name; SWF: the log's numbers) and ``app``, SWF's executable
-#: (application) number (field 14), kept by the SWF reader as ``extra["app"]``.
+#: (sacct, PBS: names, matched by name; SWF: the log's numbers) and ``app``,
+#: ``extra["app"]``: the job's name for sacct (``JobName``) and PBS (``jobname``), with
+#: its names in ``Workload.names["app"]``; SWF's executable (application) number (field 14).
 RULE_FEATURES: dict[str, str] = {
     "partition": "partition_id",
     "account": "account_id",
@@ -68,12 +69,15 @@ class Rule(NamedTuple):
     where: tuple[tuple[str, str], ...] = ()
 
     def describe(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"max_nodes": self.max_nodes}
+        """The rule as summary.json's ``network.bins`` shows it: ``max_nodes`` always,
+        ``null`` for no bound (not the internal :data:`UNBOUNDED`, a meaningless number to
+        a reader); the other bounds only when the rule sets them."""
+        d: dict[str, Any] = {"max_nodes": None if self.max_nodes >= UNBOUNDED else self.max_nodes}
         if self.min_nodes != 1:
             d["min_nodes"] = self.min_nodes
         if self.min_walltime_s != 0:
             d["min_walltime_s"] = self.min_walltime_s
-        if self.max_walltime_s != UNBOUNDED:
+        if self.max_walltime_s < UNBOUNDED:
             d["max_walltime_s"] = self.max_walltime_s
         d.update(self.where)
         d["pattern"] = self.pattern
@@ -694,9 +698,19 @@ def _feature_column(workload: Any, column: str) -> np.ndarray | None:
     return col if isinstance(col, np.ndarray) and len(col) == len(workload) else None
 
 
+#: Where each format's readers find a job's application (``app``), for the error naming it.
+_APP_SOURCE: dict[str, str] = {
+    "swf": "the SWF executable (application) number, field 14,",
+    "swf-nodes": "the SWF executable (application) number, field 14,",
+    "sacct": "the job name, sacct's JobName column,",
+    "pbs": "the job name, the jobname attribute of E records,",
+}
+
+
 def _feature_equals(workload: Any, feature: str, value: str, src: str, where: str, line: int | None) -> np.ndarray:
     """Which jobs have ``feature`` equal to ``value``: by name where the log names them
-    (sacct: ``workload.names``), else by the log's number (SWF)."""
+    (sacct, PBS: ``workload.names``; their ``app`` is the job name), else by the log's
+    number (SWF; its ``app`` is the executable number)."""
     column = RULE_FEATURES[feature]
 
     def bad(message: str) -> InputError:
@@ -704,7 +718,7 @@ def _feature_equals(workload: Any, feature: str, value: str, src: str, where: st
 
     values = _feature_column(workload, column)
     if values is None or not (values >= 0).any():
-        what = "the SWF executable (application) number, field 14" if feature == "app" else f"the {column} column"
+        what = _APP_SOURCE.get(workload.format, 'extra["app"]') if feature == "app" else f"the {column} column"
         raise bad(f"the rule tests {feature}, but this workload ({workload.format}) has no {feature}: {what} is unknown for every job")
     names = workload.names.get(column)
     if names:
@@ -714,7 +728,8 @@ def _feature_equals(workload: Any, feature: str, value: str, src: str, where: st
     try:
         number = int(value)
     except ValueError:
-        raise bad(f"this workload ({workload.format}) gives {feature} as numbers, not names; got {value!r}") from None
+        what = " (the SWF executable number, field 14)" if feature == "app" and workload.format in ("swf", "swf-nodes") else ""
+        raise bad(f"this workload ({workload.format}) gives {feature} as numbers{what}, not names; got {value!r}") from None
     return np.asarray(values == number, dtype=bool)
 
 

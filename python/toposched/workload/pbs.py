@@ -256,7 +256,9 @@ def read_pbs(
     ``exit_status`` (strings, ``""`` when absent). Id columns: ``user_id`` from ``user``,
     ``account_id`` from ``account`` (not ``group``, a Unix group), ``partition_id`` from
     ``queue`` (ids in order of first appearance, their names in ``Workload.names``; -1
-    when absent); ``qos_id`` is -1 (PBS logs have no QOS).
+    when absent); ``qos_id`` is -1 (PBS logs have no QOS). The application,
+    ``extra["app"]``, is the job's ``jobname``, numbered the same way (names in
+    ``Workload.names["app"]``; -1 when absent).
 
     Args:
         path: the log (``.gz`` is decompressed).
@@ -304,6 +306,7 @@ def read_pbs(
     queue_col: list[str] = []
     user_col: list[str] = []
     account_col: list[str] = []
+    jobname_col: list[str] = []
     exit_col: list[str] = []
     seen: set[tuple[int, str, int, int, int]] = set()
 
@@ -364,6 +367,7 @@ def read_pbs(
         queue_col.append(attrs.get("queue", ""))
         user_col.append(attrs.get("user", ""))
         account_col.append(attrs.get("account", ""))
+        jobname_col.append(attrs.get("jobname", "").strip())
         exit_col.append(attrs.get("Exit_status", ""))
 
     if records == 0:
@@ -405,7 +409,8 @@ def read_pbs(
     # the id columns priority/multifactor and a site's network mix read, by name as sacct's
     # (PBS has no QOS; its queue is the partition; the group is not an account)
     names: dict[str, list[str]] = {}
-    for name, texts in (("user_id", user_col), ("account_id", account_col), ("partition_id", queue_col)):
+    # the application is the job's name (what --network rules call `app`, matched by name)
+    for name, texts in (("user_id", user_col), ("account_id", account_col), ("partition_id", queue_col), ("app", jobname_col)):
         extra[name], names[name] = ids_of_names(texts)
     note: dict[str, Any] = {"record_types_ignored": dict(sorted(other_types.items()))}
     if runtime_disagrees:

@@ -237,6 +237,9 @@ class Columns:
     user: int | None
     account: int | None
     qos: int | None
+    # JobName, a free-text column: read when it can be told apart (Splitter's ``text``),
+    # never needed to read a record; None when absent or named twice in the header
+    jobname: int | None = None
 
     @classmethod
     def of(cls, path: str, layout: Layout) -> Columns:
@@ -251,7 +254,7 @@ class Columns:
                     path,
                     f"the header has no {label} column; run sacct with "
                     "--format=JobIDRaw,JobID,Submit,Start,End,Elapsed,Timelimit,NNodes,AllocCPUS,"
-                    "ReqCPUS,NodeList,State,Partition,User (or --format=ALL)",
+                    "ReqCPUS,NodeList,State,Partition,User,Account,QOS,JobName (or --format=ALL)",
                     line=layout.header_line,
                     field=alternatives[0],
                 )
@@ -281,13 +284,20 @@ class Columns:
             user=layout.col("User"),
             account=layout.col("Account"),
             qos=layout.col("QOS"),
+            # two JobName columns could hold different names: which is the job's cannot be
+            # told, and the name is not needed to replay the job, so it is unknown
+            jobname=layout.col("JobName") if [n.lower() for n in layout.names].count("jobname") == 1 else None,
         )
 
     def used(self) -> list[int]:
-        """The columns in use, each once, in the order of the fields above (the splitter
-        reports the first column it cannot locate in this order)."""
-        found = (getattr(self, f.name) for f in fields(self))
+        """The typed columns in use, each once, in the order of the fields above (the
+        splitter reports the first column it cannot locate in this order)."""
+        found = (getattr(self, f.name) for f in fields(self) if f.name != "jobname")
         return list(dict.fromkeys(c for c in found if c is not None))
+
+    def text(self) -> list[int]:
+        """The free-text columns read when they can be located (JobName)."""
+        return [] if self.jobname is None else [self.jobname]
 
     def field_names(self, names: list[str]) -> dict[str, str]:
         """The column name behind each raw column of :func:`normalize` (for its messages)."""
@@ -324,6 +334,10 @@ class _Jobs:
         self.users: list[str] = []
         self.accounts: list[str] = []
         self.qoses: list[str] = []
+        self.apps: list[str] = []
+        #: job records whose JobName could not be told apart (a '|' that could belong to it
+        #: or to another text column): their application is unknown
+        self.apps_not_located = 0
         self.switches: list[tuple[int, int]] = []
         self._seen: set[tuple[Any, ...]] = set()
 
@@ -343,6 +357,9 @@ class _Jobs:
         self.users.append(vals[cols.user].strip() if cols.user is not None else "")
         self.accounts.append(vals[cols.account].strip() if cols.account is not None else "")
         self.qoses.append(vals[cols.qos].strip() if cols.qos is not None else "")
+        if cols.jobname is not None and cols.jobname not in vals:
+            self.apps_not_located += 1
+        self.apps.append(vals.get(cols.jobname, "").strip() if cols.jobname is not None else "")
         return True
 
     def columns(self) -> tuple[int | None, dict[str, np.ndarray], dict[str, Any], dict[str, list[str]]]:
@@ -382,7 +399,10 @@ class _Jobs:
             "switch_wait_s": col([w for _, w in self.switches]),
         }
         names: dict[str, list[str]] = {}
-        for name, texts in (("user_id", self.users), ("account_id", self.accounts), ("qos_id", self.qoses), ("partition_id", self.partitions)):
+        # the job's application is its JobName, numbered as the id columns are (what
+        # --network rules call `app`, matched by name); not an id column: the engine has
+        # no use for it
+        for name, texts in (("user_id", self.users), ("account_id", self.accounts), ("qos_id", self.qoses), ("partition_id", self.partitions), ("app", self.apps)):
             ids, names[name] = ids_of_names(texts)
             extra[name] = ids
         return origin, raw, extra, names
@@ -430,7 +450,11 @@ def read_sacct(
     ``partition`` and ``user`` (as printed, "" when the column is absent). Id columns:
     ``user_id``, ``account_id``, ``qos_id``, ``partition_id`` from ``User``, ``Account``,
     ``QOS``, ``Partition`` (ids in order of first appearance, their names in
-    ``Workload.names``; -1 when the column is absent or empty).
+    ``Workload.names``; -1 when the column is absent or empty). The application,
+    ``extra["app"]``, is the job's ``JobName``, numbered the same way (names in
+    ``Workload.names["app"]``); -1 when the column is absent or empty, or when a ``|``
+    in the record leaves the name's extent in doubt (counted in
+    ``settings["jobname_not_located"]``). Step records give no names.
 
     Args:
         path: the log (``.gz`` is decompressed).
@@ -463,7 +487,7 @@ def read_sacct(
     skipped: dict[str, int] = {}
     tally = Tally(src, lenient, skipped)
     jobs = _Jobs()
-    for first0, last0, pieces, status, detail in Splitter(layout, cols.used(), lines).records(data_start):
+    for first0, last0, pieces, status, detail in Splitter(layout, cols.used(), lines, cols.text()).records(data_start):
         records += 1
         first, last = first0 + 1, last0 + 1
         if status != "ok":
@@ -497,6 +521,8 @@ def read_sacct(
 
     origin, raw, extra, names = jobs.columns()
     note: dict[str, Any] = {"layout": layout.kind}
+    if jobs.apps_not_located:
+        note["jobname_not_located"] = jobs.apps_not_located
     if lenient:
         note["lenient_examples"] = tally.examples
     return normalize(

@@ -27,7 +27,9 @@ seen in real logs:
   such that each typed column gets a value of its shape. If the fields the reader uses
   land on the same pieces in every such way, the record is read; if not (or if there is
   no such way), the record is malformed: an error, or skipped and counted with
-  ``lenient=True``. Nothing is guessed.
+  ``lenient=True``. Nothing is guessed. A free-text column the reader would like to have
+  (``JobName``) is taken only when it gets the same pieces in every such way; otherwise
+  it is unknown, and the record is read all the same.
 
 Both at once (a text field with ``|`` before a line break) can end a record too early;
 such a record cannot be split, and is extended line by line until it can (see
@@ -47,7 +49,7 @@ from typing import Any, Literal
 from ..errors import TraceFormatError
 from ._io import read_bytes
 
-__all__ = ["FREE", "FREE_TEXT", "XDMOD_FIELDS", "Layout", "Splitter", "positions", "read_layout", "read_lines", "split_message"]
+__all__ = ["FREE", "FREE_TEXT", "XDMOD_FIELDS", "Layout", "Splitter", "positions", "read_layout", "read_lines", "split_message", "split_positions"]
 
 #: Open XDMoD's shredder field order (``docs/resource-manager-slurm.md`` of xdmod), with the
 #: names sacct's header would use for them.
@@ -229,6 +231,16 @@ def positions(tokens: list[str], kinds: list[Any], need: list[int]) -> dict[int,
     when there is no valid split. Dynamic programming over (column, piece): O(columns x
     pieces), run only for records whose piece count differs from the header's.
     """
+    found = split_positions(tokens, kinds, need, [])
+    return None if found is None else found[0]
+
+
+def split_positions(
+    tokens: list[str], kinds: list[Any], need: list[int], text: list[int]
+) -> tuple[dict[int, list[int]], dict[int, list[tuple[int, int]]]] | None:
+    """:func:`positions`, and for each free-text column of ``text`` the spans of pieces
+    ``(first, end)`` (``tokens[first:end]``) it takes in at least one valid split (at most
+    two are listed: one span means the column is located, two that it is not)."""
     n_tok, n_col = len(tokens), len(kinds)
 
     def fits(c: int, i: int) -> bool:
@@ -274,7 +286,25 @@ def positions(tokens: list[str], kinds: list[Any], need: list[int]) -> dict[int,
         if kinds[c] is FREE:
             raise AssertionError("free-text columns are never needed")
         out[c] = [i for i in range(n_tok) if fwd[c][i] and bwd[c + 1][i + 1] and fits(c, i)]
-    return out
+    spans: dict[int, list[tuple[int, int]]] = {}
+    for c in text:
+        if kinds[c] is not FREE:
+            raise AssertionError("only free-text columns are located as spans")
+        # a free-text column takes pieces [i, j), any text, when the columns before it can
+        # take [0, i) and those after it [j, n_tok)
+        starts = [i for i in range(n_tok) if fwd[c][i]]
+        ends = [j for j in range(1, n_tok + 1) if bwd[c + 1][j]]
+        found: list[tuple[int, int]] = []
+        for i in starts:
+            for j in ends:
+                if j > i:
+                    found.append((i, j))
+                    if len(found) == 2:
+                        break
+            if len(found) == 2:
+                break
+        spans[c] = found
+    return out, spans
 
 
 class Splitter:
@@ -290,12 +320,17 @@ class Splitter:
     3. A '|' inside a text field that also holds a line break can make rule 1 stop too
        early; the record then cannot be split. It is extended line by line, while the
        next line is not itself a complete record, until it can.
+
+    ``text``: free-text columns whose value is wanted when it can be told (``JobName``).
+    They never decide where a record ends or whether it is read: a record's value holds
+    such a column only when every valid split gives it the same pieces (joined back with
+    '|'), and leaves it out otherwise.
     """
 
     #: how far rule 3 looks ahead, in physical lines
     MAX_EXTEND = 1000
 
-    def __init__(self, layout: Layout, need: list[int], lines: list[str]) -> None:
+    def __init__(self, layout: Layout, need: list[int], lines: list[str], text: list[int] | None = None) -> None:
         # A needed column cannot be a free-text one (the reader needs none), but a header
         # could repeat a name; treat such a column as untyped rather than free.
         for c in need:
@@ -303,6 +338,7 @@ class Splitter:
                 layout.kinds[c] = None
         self.layout = layout
         self.need = need
+        self.text = [c for c in (text or []) if layout.kinds[c] is FREE and c not in need]
         self.lines = lines
         self.n_col = len(layout.names)
         self.relaxed_kinds = list(layout.kinds)
@@ -320,7 +356,8 @@ class Splitter:
         splits with every shape honoured.
         """
         if not multi and len(pieces) == self.n_col:
-            return "ok", ({c: pieces[c] for c in self.need}, False), True
+            # one piece per column: every column, free-text ones included, is its piece
+            return "ok", ({c: pieces[c] for c in (*self.need, *self.text)}, False), True
         status, detail = self._locate_dp(pieces, self.layout.kinds)
         if status == "ok":
             return status, (detail, False), True
@@ -333,13 +370,18 @@ class Splitter:
         return status, detail, False
 
     def _locate_dp(self, pieces: list[str], kinds: list[Any]) -> tuple[str, Any]:
-        pos = positions(pieces, kinds, self.need)
-        if pos is None:
+        found = split_positions(pieces, kinds, self.need, [c for c in self.text if kinds[c] is FREE])
+        if found is None:
             return "nosplit", None
+        pos, spans = found
         for c, p in pos.items():
             if len(p) != 1:
                 return "ambiguous", c
-        return "ok", {c: pieces[p[0]] for c, p in pos.items()}
+        values = {c: pieces[p[0]] for c, p in pos.items()}
+        for c, s in spans.items():
+            if len(s) == 1:
+                values[c] = "|".join(pieces[s[0][0] : s[0][1]])
+        return "ok", values
 
     def is_record(self, j: int) -> bool:
         """Whether physical line ``j`` (0-based) is, on its own, a complete record.
