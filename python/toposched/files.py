@@ -51,21 +51,15 @@ def read_parquet(path: str | Path, columns: Sequence[str] | None = None) -> "pa.
 
 
 def column_numpy(table: "pa.Table", name: str) -> "np.ndarray":
-    """Column ``name`` of ``table`` as a new NumPy array. Number columns without nulls
-    are read straight from their Arrow data buffers: pyarrow's ``to_numpy`` (and
-    ``np.asarray`` on an Arrow array) imports pandas, a third of a second in every report
-    process. Anything else (nulls, strings, booleans) goes through ``to_numpy``, with the
-    same result."""
+    """Column ``name`` of ``table`` as a new NumPy array, without pandas (pyarrow's
+    ``to_numpy`` imports it: a third of a second in every report process): the one
+    conversion of :func:`toposched.startup.column_numpy` (a null in a floating column is
+    NaN), copied so that the caller owns it."""
     import numpy as np
-    import pyarrow as pa
 
-    col = table.column(name)
-    kind = "i" if pa.types.is_signed_integer(col.type) else "u" if pa.types.is_unsigned_integer(col.type) else "f" if pa.types.is_floating(col.type) else ""
-    if not kind or col.null_count or not col.num_chunks:
-        return np.array(col.to_numpy(zero_copy_only=False))
-    dtype = np.dtype(f"<{kind}{col.type.bit_width // 8}")
-    parts = [np.frombuffer(c.buffers()[1], dtype=dtype)[c.offset : c.offset + len(c)] for c in col.chunks]
-    return np.concatenate(parts)
+    from .startup import column_numpy as numpy_of
+
+    return np.array(numpy_of(table.column(name)))
 
 
 def write_atomic(path: str | Path, write: Callable[[str], object]) -> Path:

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 import numpy as np
-from ..files import read_parquet
+from ..files import column_numpy, read_parquet
 from ..files import write_text_atomic as _write_atomic
 
 if TYPE_CHECKING:
@@ -625,12 +625,13 @@ def network_rows(data: Any) -> tuple[list[str], list[list[Any]]] | None:
     for r in runs:
         net = r.summary["network"]
         sd = net.get("slowdown", {})
-        t = read_parquet(r.dir / "jobs.parquet", columns=["nodes", "start_s", "end_s", "log_runtime_s", "leaves"]).to_pandas()
-        ok = t.log_runtime_s > 0
-        ran = (t.end_s - t.start_s).astype(float)
-        node_ratio = float((ran[ok] * t.nodes[ok]).sum() / max(1.0, float((t.log_runtime_s[ok] * t.nodes[ok]).sum())))
-        multi = ok & (t.leaves > 1)
-        multi_ratio = float((ran[multi] / t.log_runtime_s[multi]).mean()) if multi.any() else None
+        table = read_parquet(r.dir / "jobs.parquet", columns=["nodes", "start_s", "end_s", "log_runtime_s", "leaves"])
+        nodes, start, end, logged, leaves = (column_numpy(table, c) for c in table.column_names)
+        ok = logged > 0
+        ran = (end - start).astype(float)
+        node_ratio = float((ran[ok] * nodes[ok]).sum() / max(1.0, float((logged[ok] * nodes[ok]).sum())))
+        multi = ok & (leaves > 1)
+        multi_ratio = float((ran[multi] / logged[multi]).mean()) if multi.any() else None
         useful = net.get("useful_utilization")
         base_useful = base.summary["network"].get("useful_utilization")
         rows.append(
@@ -660,8 +661,9 @@ def _network_section(data: Any) -> str | None:
     for r in data.runs:
         if not r.summary.get("network"):
             continue
-        t = read_parquet(r.dir / "jobs.parquet", columns=["leaves", "net_slowdown"]).to_pandas()
-        v = t.net_slowdown[(t.leaves > 1) & t.net_slowdown.notna()]
+        table = read_parquet(r.dir / "jobs.parquet", columns=["leaves", "net_slowdown"])
+        leaves, slowdown = column_numpy(table, "leaves"), column_numpy(table, "net_slowdown")
+        v = slowdown[(leaves > 1) & ~np.isnan(slowdown)]
         traces.append({"boxpoints": False, "marker": {"color": r.color}, "name": f"{r.label}", "y": v.tolist(), "type": "box"})
     fig = plotly_figure_dict(traces, {"margin": {"l": 60, "r": 20, "t": 30, "b": 50}, "yaxis": {"title": {"text": "predicted slowdown (multi-leaf jobs)"}}})
     spec = next(r.summary["network"].get("spec") for r in data.runs if r.summary.get("network"))
