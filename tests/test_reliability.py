@@ -560,3 +560,24 @@ def test_replacement_without_atomic_exchange(tmp_path: Path, capsys, monkeypatch
     assert json.loads((out / "summary.json").read_text())["policy"]["queue"] == "fcfs"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["o"]
     assert run_cli(["check", str(out)], capsys)[0] == 0
+
+
+@pytest.mark.parametrize("command", [["systems"], ["simulate", "--trace", str(SWF_OK), "--system", FABRIC, "--out", "OUT"]])
+def test_stdout_closed_by_its_reader_ends_quietly_with_sigpipe_status(command: list[str], tmp_path: Path) -> None:
+    """`toposched systems | head -1`: the reader closes the pipe. Was `error: Broken pipe`,
+    status 1 (print) or a silent status 1 (rich's console); now silent, 141 (128 +
+    SIGPIPE, what shells show for other tools), and a replay's results are written."""
+    out = tmp_path / "o"
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader has gone before the first write
+    try:
+        p = subprocess.run(
+            [sys.executable, "-m", "toposched.cli", *[str(out) if a == "OUT" else a for a in command]],
+            stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120,
+        )
+    finally:
+        os.close(write_end)
+    assert p.returncode == 141, p.stderr
+    assert [ln for ln in p.stderr.splitlines() if ln.startswith("error") or "Traceback" in ln] == []
+    if command[0] == "simulate":
+        assert json.loads((out / "summary.json").read_text())["complete"] is True
