@@ -145,6 +145,28 @@ def test_check_schedule_catches_a_shared_node_and_a_broken_invariant():
     assert any("leaf (two spanning jobs on) 1" in p for p in problems)
 
 
+def test_check_schedule_catches_nodes_off_the_fabric_miscounted_lists_and_missing_values():
+    """Tampered outputs that `toposched check` called sound (or crashed on: a node id past
+    the fabric made --interference-free an IndexError, an internal error)."""
+    import pyarrow as pa
+
+    w = make_workload([0, 0], [5, 5], [10, 10], [10, 10])
+    fabric = load_fabric("toy18")
+    r = simulate(w, fabric, RunConfig(alloc="linear"))
+    assert check_schedule(r.jobs, fabric.describe()) == []
+    at = r.jobs.schema.get_field_index("node_ranges")
+    off = r.jobs.set_column(at, "node_ranges", ranges_array_of_lists([[0, 1, 2, 3, 4], [5, 6, 7, 8, 18]]))
+    for free in (False, True):
+        assert check_schedule(off, fabric.describe(), interference_free=free) == ["job 2 holds nodes beyond the fabric's 18 (ids 0 to 17)"]
+    short = r.jobs.set_column(at, "node_ranges", ranges_array_of_lists([[0, 1, 2, 3, 4], [5, 6, 7, 8]]))
+    assert check_schedule(short, fabric.describe()) == ["job 2 lists 4 nodes, but its nodes column says 5"]
+    i = r.jobs.schema.get_field_index("start_s")
+    holes = r.jobs.set_column(i, "start_s", pa.array([None, 0], pa.int64()))
+    assert check_schedule(holes, fabric.describe()) == ["1 job(s) have no start_s: the other checks need every value"]
+    described = dict(fabric.describe(), nodes=17)
+    assert check_schedule(r.jobs, described) == ["fabric.json says 17 nodes but gives the leaf of 18"]
+
+
 def _digest(path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 

@@ -203,6 +203,25 @@ def test_a_key_the_mapping_would_ignore_is_refused_not_dropped(tmp_path, capsys)
         assert parse_network_spec(spec) is not None
 
 
+@pytest.mark.parametrize(
+    "spec, field, expect",
+    [
+        # were internal errors (ValueError from float())
+        ("bins,service_levels=zz", "model.service_levels", "unknown table 'zz'"),
+        ("bins,bytes=abc", "bytes", "expected a positive number, got 'abc'"),
+        # were taken silently, the later one winning
+        ("bins,reference=alone,reference=ideal", "reference", "given twice ('reference=alone' and 'reference=ideal')"),
+        ("random,comm=0.2,comm_fraction=0.3", "comm_fraction", "given twice ('comm=0.2' and 'comm_fraction=0.3')"),
+        ("heavy,comm=0.5", "comm", "given twice ('heavy' and 'comm=0.5')"),
+        ("bins,random", "mapping", "given twice ('bins' and 'random')"),
+    ],
+)
+def test_a_spec_with_a_bad_or_repeated_key_is_one_line(tmp_path, capsys, spec, field, expect):
+    status = main(["simulate", "--trace", str(WINDOW), "--system", "cab", "--out", str(tmp_path / "out"), "--network", spec, "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1 and err[0].startswith(f"error: --network: field '{field}': {expect}"), err
+
+
 # ----------------------------------------------------------------------------- matching
 
 

@@ -232,7 +232,10 @@ def test_bad_out_is_refused_before_the_replay(tmp_path: Path, capsys, monkeypatc
     other = tmp_path / "notes"
     other.mkdir()
     (other / "mine.txt").write_text("keep me")
-    for out, message in ((a_file, "not a directory"), (a_file / "sub", "is a file"), (other, "not results of a run")):
+    # names too long (NAME_MAX 255): 300 characters failed os.stat with status 1; 240 passed
+    # the check and failed after the replay, its staging name being 32 characters longer
+    too_long = (tmp_path / ("x" * 300), "the name is too long"), (tmp_path / ("y" * 240), "the name is too long")
+    for out, message in ((a_file, "not a directory"), (a_file / "sub", "is a file"), (other, "not results of a run"), *too_long):
         code, _, err = run_cli(["simulate", "--trace", str(SWF_OK), "--system", FABRIC, "--out", str(out)], capsys)
         assert code == 2 and message in one_clean_line(err), err
     assert (other / "mine.txt").read_text() == "keep me"
@@ -557,3 +560,24 @@ def test_replacement_without_atomic_exchange(tmp_path: Path, capsys, monkeypatch
     assert json.loads((out / "summary.json").read_text())["policy"]["queue"] == "fcfs"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["o"]
     assert run_cli(["check", str(out)], capsys)[0] == 0
+
+
+@pytest.mark.parametrize("command", [["systems"], ["simulate", "--trace", str(SWF_OK), "--system", FABRIC, "--out", "OUT"]])
+def test_stdout_closed_by_its_reader_ends_quietly_with_sigpipe_status(command: list[str], tmp_path: Path) -> None:
+    """`toposched systems | head -1`: the reader closes the pipe. Was `error: Broken pipe`,
+    status 1 (print) or a silent status 1 (rich's console); now silent, 141 (128 +
+    SIGPIPE, what shells show for other tools), and a replay's results are written."""
+    out = tmp_path / "o"
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader has gone before the first write
+    try:
+        p = subprocess.run(
+            [sys.executable, "-m", "toposched.cli", *[str(out) if a == "OUT" else a for a in command]],
+            stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120,
+        )
+    finally:
+        os.close(write_end)
+    assert p.returncode == 141, p.stderr
+    assert [ln for ln in p.stderr.splitlines() if ln.startswith("error") or "Traceback" in ln] == []
+    if command[0] == "simulate":
+        assert json.loads((out / "summary.json").read_text())["complete"] is True

@@ -314,6 +314,10 @@ def test_refuse_token_without_equals():
         ("SwitchName=l0 Nodes=n[3-1]\n", "Nodes", "bad host list 'n[3-1]': start > stop"),
         ("SwitchName=l0 Nodes=\n", "Nodes", "Nodes= lists no nodes"),
         ("SwitchName=l0 Nodes=n1\nSwitchName=t Switches=l[0-\n", "Switches", "bad host list 'l[0-': unbalanced brackets"),
+        # a comma for a space: was a node named 'Switches=s1', silently (and a switch
+        # 'LinkSpeed=10' said to be undefined)
+        ("SwitchName=l0 Nodes=n[1-4],Switches=s1\n", "Nodes", "node name 'Switches=s1' holds '=': separate keys with spaces, not commas"),
+        ("SwitchName=l0 Nodes=n1\nSwitchName=t Switches=l0,LinkSpeed=10\n", "Switches", "switch name 'LinkSpeed=10' holds '=': separate keys with spaces, not commas"),
     ],
 )
 def test_refuse_bad_hostlist(text, field, message):

@@ -191,6 +191,34 @@ def test_bad_transform_strings_name_the_string_and_what_is_expected(spec):
     assert "expected one of scale:K, days:N, days:N@START, cores:C, cap[:N], drop[:N]" in msg
 
 
+@pytest.mark.parametrize(
+    "spec",
+    ["scale:1e300", "scale:2147483648", "scale:0.1234567890123", "cores:1e20", "cap:1e20", "drop:2147483648"],
+)
+def test_absurd_transform_numbers_are_input_errors_not_overflows(spec):
+    """These raised OverflowError (an internal error) from int64 arithmetic, or, for
+    drop, were taken as is."""
+    with pytest.raises(InputError) as err:
+        apply_transforms(make([1, 2]), [spec])
+    assert repr(spec) in str(err.value)
+
+
+def test_scale_past_2_31_nodes_names_the_job_and_never_wraps():
+    """1,140 x 10^16 wraps in int64 (to a negative product, then "at least 1" node): the
+    job must not silently become a 1-node job. Expected values by hand."""
+    w = make([1, 1140, 3])
+    with pytest.raises(InputError) as err:
+        apply_transforms(w, ["scale:2000000"])
+    msg = str(err.value)
+    assert msg.startswith("inline:2: field 'nodes': ") and "2,280,000,000" in msg
+    # Below the limit: exact, not wrapped (procs 8 per node may pass 2^31; they fit int64).
+    t = apply_transforms(w, ["scale:1000000"])
+    assert t["nodes"].tolist() == [1_000_000, 1_140_000_000, 3_000_000]
+    assert t["procs"].tolist() == [8_000_000, 9_120_000_000, 24_000_000]
+    with pytest.raises(InputError):
+        apply_transforms(w, ["scale:50000", "scale:50000"])
+
+
 # ----------------------------------------------------------------------- scenarios
 
 

@@ -95,6 +95,13 @@ def check_schedule(jobs: pa.Table, fabric: dict[str, Any], *, interference_free:
     """Problems found in a schedule (empty when it is sound): the first ``limit`` of each
     kind, an "and N more" line for each kind cut short, and ``.total`` for all of them."""
     problems = Problems()
+    # a missing value would read as NaN and pass every comparison below
+    for name in ("job_id", "submit_s", "start_s", "end_s"):
+        nulls = jobs.column(name).null_count
+        if nulls:
+            problems.add([f"{nulls:,} job(s) have no {name}: the other checks need every value"], nulls, f"jobs without {name}")
+    if problems:
+        return problems
     job_id = jobs.column("job_id").to_numpy()
     submit = jobs.column("submit_s").to_numpy()
     start = jobs.column("start_s").to_numpy()
@@ -104,6 +111,29 @@ def check_schedule(jobs: pa.Table, fabric: dict[str, Any], *, interference_free:
     backwards = np.flatnonzero(end < start)
     problems.add([f"job {int(job_id[i])} ends at {int(end[i])}, before its start {int(start[i])}" for i in backwards[:limit]], len(backwards), "jobs ending before their start")
     ranges = table_ranges(jobs) if len(jobs) else (np.zeros(1, np.int64), np.zeros(0, np.uint32), np.zeros(0, np.uint32))
+    range_offsets, first, count = ranges
+    job_of_range = np.repeat(np.arange(len(job_id)), np.diff(range_offsets))
+    # every node on the fabric (else the leaf and pod lookups below fail too)
+    n_nodes = len(fabric["node_leaf"])
+    if isinstance(fabric.get("nodes"), int) and fabric["nodes"] != n_nodes:
+        problems.add([f"fabric.json says {fabric['nodes']:,} nodes but gives the leaf of {n_nodes:,}"], 1, "fabric descriptions at odds")
+    outside = np.unique(job_of_range[first.astype(np.int64) + count.astype(np.int64) > n_nodes])
+    problems.add(
+        [f"job {int(job_id[i])} holds nodes beyond the fabric's {n_nodes:,} (ids 0 to {n_nodes - 1:,})" for i in outside[:limit]],
+        len(outside),
+        "jobs holding nodes not on the fabric",
+    )
+    if "nodes" in jobs.column_names:
+        listed = np.bincount(job_of_range, weights=count, minlength=len(job_id)).astype(np.int64)
+        said = jobs.column("nodes").to_numpy(zero_copy_only=False)
+        differ = np.flatnonzero(listed != said)
+        problems.add(
+            [f"job {int(job_id[i])} lists {int(listed[i]):,} nodes, but its nodes column says {int(said[i]):,}" for i in differ[:limit]],
+            len(differ),
+            "jobs whose node list and node count differ",
+        )
+    if len(outside):
+        return problems
     if not interference_free and _ranges_never_shared(*ranges, start, end):
         return problems  # no node held twice: shown on the ranges, nodes never expanded
     # one entry per node: exact per-node reports (and the leaf and pod invariants)

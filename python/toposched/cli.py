@@ -11,7 +11,7 @@ status 2, as argparse does for usage errors (a policy written in Python that fai
 answers wrongly is input too); a run that fails otherwise (a bug caught in the engine,
 the machine: memory, disk) prints ``error: ...`` and exits with 1;
 Ctrl-C anywhere exits with 130 (an interrupted replay first writes what it finished,
-marked incomplete). No traceback reaches the terminal unless ``--debug`` is given.
+marked incomplete); a stdout closed by its reader (``| head -1``) ends quietly with 141. No traceback reaches the terminal unless ``--debug`` is given.
 """
 
 from __future__ import annotations
@@ -89,6 +89,29 @@ def _add_debug(p: argparse.ArgumentParser, default: object) -> None:
 EXIT_INPUT = 2
 EXIT_FAILURE = 1
 EXIT_INTERRUPTED = 130
+#: 128 + SIGPIPE: what a shell shows for a tool that a closed pipe ended.
+EXIT_BROKEN_PIPE = 141
+
+
+def _stdout_gone() -> bool:
+    """Whether standard output is a pipe whose reader has closed it (poll: POLLERR)."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # no real file descriptor (a test's capture)
+        return False
+
+
+def _stdout_is_devnull() -> bool:
+    """Whether standard output is /dev/null (where rich points it at a broken pipe)."""
+    try:
+        out, null = os.fstat(sys.stdout.fileno()), os.stat(os.devnull)
+    except (OSError, ValueError, AttributeError):
+        return False
+    return (out.st_dev, out.st_ino, out.st_rdev) == (null.st_dev, null.st_ino, null.st_rdev)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -104,7 +127,21 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except SystemExit as exc:
+        # rich's consoles meet a closed stdout with SystemExit(1) (Console.on_broken_pipe,
+        # after pointing stdout at /dev/null): the same event as the BrokenPipeError below
+        if exc.code == 1 and _stdout_is_devnull():
+            return EXIT_BROKEN_PIPE
+        raise
     except Exception as exc:  # noqa: BLE001 - the one place every error becomes one line
+        if isinstance(exc, BrokenPipeError) and _stdout_gone():
+            # The reader of our output left (`toposched systems | head -1`): what was asked
+            # is done (a replay writes its results before printing them), so end quietly,
+            # as Unix tools do, with SIGPIPE's status; stdout goes to /dev/null so that the
+            # interpreter's flush at exit does not fail again. (Another broken pipe, a
+            # socket's, is an error like any other.)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return EXIT_BROKEN_PIPE
         if debug:
             raise
         status, message = describe_error(exc)

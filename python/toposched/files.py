@@ -9,6 +9,7 @@ one, or a ``.NAME.*.tmp`` file that nothing reads as a result.
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from functools import lru_cache
@@ -111,6 +112,25 @@ def check_output_dir(out: str | Path, flag: str = "--out") -> Path:
     if text.strip() == "":
         raise InputError(flag, "the output directory is empty; give a directory name, e.g. --out out/run1")
     path = Path(text)
+    try:
+        return _check_output_dir(path, text, flag)
+    except OSError as exc:
+        # a name too long, a loop of links, no permission to look: the directory cannot be
+        # used, which is bad input (status 2), found before any work
+        if exc.errno == errno.ENAMETOOLONG:
+            extra = len(_staging_prefix("")) + len("PID-XXXXXXXX")
+            why = (
+                "the name is too long for the file system (a run first writes beside it, into "
+                f".NAME{STAGING_PREFIX}PID-XXXXXXXX, {extra} characters longer)"
+            )
+        else:
+            why = exc.strerror or str(exc)
+        raise InputError(text, f"cannot write here: {why}; give {flag} another directory") from None
+
+
+def _check_output_dir(path: Path, text: str, flag: str) -> Path:
+    from .errors import InputError
+
     resolved = path.resolve()
     if resolved == Path.cwd().resolve() or resolved.parent == resolved or resolved == Path.home().resolve():
         raise InputError(text, f"is the current, home or root directory, which a run cannot replace; give {flag} a subdirectory, e.g. {flag} out/run1")
@@ -130,12 +150,11 @@ def check_output_dir(out: str | Path, flag: str = "--out") -> Path:
                 f"holds files that are not results of a run ({shown}); give {flag} a new or empty directory "
                 "(a run replaces its directory as a whole)",
             )
-    try:
-        path.absolute().parent.mkdir(parents=True, exist_ok=True)
-        probe = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=path.absolute().parent))
-        probe.rmdir()
-    except OSError as exc:
-        raise InputError(text, f"cannot write here: {exc.strerror or exc}") from None
+    path.absolute().parent.mkdir(parents=True, exist_ok=True)
+    # the name replace_dir will stage under, so that a name too long for it fails now, not
+    # after the replay
+    probe = Path(tempfile.mkdtemp(prefix=f"{_staging_prefix(path.name)}{os.getpid()}-", dir=path.absolute().parent))
+    probe.rmdir()
     return path
 
 

@@ -240,20 +240,33 @@ def parse_network_spec(text: str) -> NetworkSpec:
         except InputError as exc:
             raise _flagged(exc) from None
     items: dict[str, str] = {}
+    # Which item set each key, to refuse a key given twice (the later one would silently
+    # win: "bins,reference=alone,reference=ideal"); aliases count as their key.
+    given: dict[str, str] = {}
+
+    def put(key: str, value: str, part: str) -> None:
+        canonical = {"comm": "comm_fraction", "sl": "service_levels"}.get(key, key)
+        if canonical in given:
+            raise field_error(src, key, f"given twice ({given[canonical]!r} and {part!r})")
+        given[canonical] = part
+        items[key] = value
+
     for part in filter(None, (x.strip() for x in text.split(","))):
         key, sep, value = part.partition("=")
         if not sep:
             if key in ("on", "default", "bins", "random"):
-                items["mapping"] = "bins" if key in ("on", "default") else key
+                put("mapping", "bins" if key in ("on", "default") else key, part)
             elif key == "heavy":
                 # seed 000's experiment: random Chatterbug patterns, pure communication
-                items.update({"mapping": "random", "comm_fraction": "1"})
+                put("mapping", "random", part)
+                put("comm_fraction", "1", part)
             elif key.startswith("column:"):
-                items["mapping"], items["column"] = "column", key.split(":", 1)[1]
+                put("mapping", "column", part)
+                put("column", key.split(":", 1)[1], part)
             else:
                 raise field_error(src, key, "expected bins, random, heavy, column:NAME or KEY=VALUE")
             continue
-        items[key.strip()] = value.strip()
+        put(key.strip(), value.strip(), part)
     obj: dict[str, Any] = {}
     model: dict[str, Any] = {}
     for key, value in items.items():
@@ -266,7 +279,11 @@ def parse_network_spec(text: str) -> NetworkSpec:
                 raise field_error(src, key, f"expected a number or host+leaf+core, got {value!r}") from None
             model[key] = b[0] if len(b) == 1 else b
         elif key in ("service_levels", "sl"):
-            model["service_levels"] = value if value in SL_PRESETS else [float(x) for x in value.split("+")]
+            try:
+                model["service_levels"] = value if value in SL_PRESETS else [float(x) for x in value.split("+")]
+            except ValueError:
+                # neither a table's name nor weights: the settings reader names the tables
+                model["service_levels"] = value
         elif key == "patterns":
             obj[key] = value.split("+")
         elif key in ("seed", "ranks_per_node"):
@@ -275,7 +292,10 @@ def parse_network_spec(text: str) -> NetworkSpec:
             except ValueError:
                 raise field_error(src, key, f"expected a whole number, got {value!r}") from None
         elif key == "bytes":
-            obj[key] = float(value)
+            try:
+                obj[key] = float(value)
+            except ValueError:
+                raise field_error(src, key, f"expected a positive number, got {value!r}") from None
         elif key in ("phi", "comm_fraction", "comm"):
             obj["comm_fraction" if key == "comm" else key] = _phi_value(value, src, key if key != "comm" else "comm_fraction")
         elif key in ("mapping", "column", "sl_column", "reference", "overrun"):

@@ -137,6 +137,12 @@ def _expand(path: str, value: str, line: int, key: str, what: str) -> list[str]:
         raise TopologyError(path, f"{key}= lists no {what}s" if what == "node" else f"{key}= lists no switches", line=line, field=key)
     seen: set[str] = set()
     for n in names:
+        if "=" in n:
+            # "Nodes=n[1-4],Switches=s2": a comma where a space belongs made a key part of
+            # the list; no host or switch name holds '='
+            raise TopologyError(
+                path, f"{what} name {n!r} holds '=': separate keys with spaces, not commas", line=line, field=key
+            )
         if n in seen:
             raise TopologyError(path, f"{what} {n!r} is listed twice", line=line, field=key)
         seen.add(n)

@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from .errors import InputError
+from .limits import MAX_COUNT
 from .workload.model import Workload
 
 DAY_S = 86_400
@@ -66,6 +67,12 @@ V2_MID_RANGE = (5, 128)
 V_FULL_NODES = 512
 
 TRANSFORM_HELP = "scale:K, days:N, days:N@START, cores:C, cap[:N], drop[:N]"
+
+#: Largest denominator of a scale factor (9 decimals). With it and node counts below
+#: ``MAX_COUNT`` (2^31), ``nodes * numerator`` stays below 2^63 for any factor whose
+#: results are themselves in range, so the int64 arithmetic of :func:`scale_nodes`
+#: cannot wrap (a wrapped product would silently become a 1-node job).
+MAX_SCALE_DENOMINATOR = 10**9
 
 
 # --------------------------------------------------------------------------- helpers
@@ -113,9 +120,14 @@ def scale_nodes(w: Workload, k: float | int | str | Fraction) -> Workload:
     f = _fraction(k)
     if f <= 0:
         raise ValueError(f"scale factor must be positive, got {k}")
+    if f.denominator > MAX_SCALE_DENOMINATOR:
+        raise InputError("--transform", f"cannot read 'scale:{k}': the scale factor may have at most 9 decimals")
     p, q = f.numerator, f.denominator
     out = _copy(w)
     nodes = out.columns["nodes"]
+    _check_scaled_max(w, "nodes", nodes, f, MAX_COUNT, "2^31")
+    # Processor counts only need to fit int64 (a later cores:C checks the nodes it makes).
+    _check_scaled_max(w, "procs", out.columns["procs"], f, 2**63, "2^63")
     new = np.maximum(-((-nodes * p) // q), 1)
     procs = out.columns["procs"]
     known = procs > 0
@@ -126,6 +138,27 @@ def scale_nodes(w: Workload, k: float | int | str | Fraction) -> Workload:
     out.columns["procs"] = new_procs
     out.settings["transforms"].append(f"scale:{_num_text(f)}")
     return out
+
+
+def _check_scaled_max(w: Workload, field: str, values: np.ndarray, f: Fraction, limit: int, limit_text: str) -> None:
+    """Refuse a scale factor that takes a count to ``limit`` or more, naming the largest
+    job, before any int64 product is formed (see ``MAX_SCALE_DENOMINATOR``)."""
+    if not len(values):
+        return
+    i = int(np.argmax(values))
+    top = int(values[i])
+    scaled = -((-top * f.numerator) // f.denominator)
+    if scaled < limit:
+        return
+    job = w.columns["job_id"][i] if "job_id" in w.columns else i
+    line = int(w.columns["line"][i]) if "line" in w.columns else None
+    raise InputError(
+        w.source or "log",
+        f"scale:{_num_text(f)} makes job {job}'s {top:,} {field} {scaled:,}, not below {limit_text}",
+        line=line,
+        field=field,
+        hint="--transform: a smaller scale factor",
+    )
 
 
 def time_window(w: Workload, days: float, start_days: float = 0) -> Workload:
@@ -201,6 +234,8 @@ def _positive(spec: str, text: str, what: str, *, whole: bool = False) -> Fracti
         raise _bad(spec, f"{what} must be a {'whole ' if whole else ''}number, got {text!r}") from None
     if v <= 0 or (whole and v.denominator != 1):
         raise _bad(spec, f"{what} must be a {'whole number' if whole else 'number'} above 0, got {text!r}")
+    if whole and v >= MAX_COUNT:
+        raise _bad(spec, f"{what} must be below 2^31, got {text!r}")
     return v
 
 
@@ -241,7 +276,12 @@ def parse_transform(raw: str) -> Transform:
     if name == "scale":
         if not sep:
             raise _bad(spec, "scale needs a factor, e.g. scale:2")
-        return Transform("scale", _positive(spec, arg, "the scale factor"))
+        factor = _positive(spec, arg, "the scale factor")
+        if factor.denominator > MAX_SCALE_DENOMINATOR:
+            raise _bad(spec, f"the scale factor may have at most 9 decimals, got {arg.strip()!r}")
+        if factor >= MAX_COUNT:  # even a 1-node job would have 2^31 nodes
+            raise _bad(spec, f"the scale factor must be below 2^31, got {arg.strip()!r}")
+        return Transform("scale", factor)
     if name == "days":
         if not sep:
             raise _bad(spec, "days needs a number of days, e.g. days:30 or days:30@60")
