@@ -46,17 +46,23 @@ struct Chunk {
 }
 
 /// What the thread read: the whole log, decompressed, and its body's chunks (none when
-/// the bytes need the reader's CR repair, or the read-ahead was cancelled).
+/// the bytes need the reader's CR repair, or the read-ahead was cancelled). `bytes`: the
+/// log as a Python object, once [`SwfReadAhead::data`] has made it; `data` is None from
+/// the moment it is being copied (a failed copy leaves neither: the reader reads itself).
 struct Fetched {
-    data: Vec<u8>,
+    data: Option<Vec<u8>>,
+    bytes: Option<Py<PyBytes>>,
     chunks: Vec<Chunk>,
 }
 
 enum State {
     Running(JoinHandle<Option<Fetched>>),
-    /// None: failed (the reader reads the file itself), or already taken.
+    /// None: failed (the reader reads the file itself), cancelled, or taken.
     Finished(Option<Fetched>),
 }
+
+/// Chunks as Python gets them: (start, end, `swf_plain_chunk`'s result or None).
+type PyChunks<'py> = Vec<(usize, usize, Option<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>, usize)>)>;
 
 /// A log file read, decompressed and parsed ahead on a thread (see the module doc).
 #[pyclass(frozen, module = "toposched._core")]
@@ -85,51 +91,73 @@ impl SwfReadAhead {
         SwfReadAhead { state: Mutex::new(state), cancel }
     }
 
-    /// Wait for the thread (without the interpreter lock) and hand over what it read:
-    /// (the decompressed log, its body chunks as (start, end, parsed)), `parsed` being
-    /// `swf_plain_chunk`'s result for `data[start:end]`, chunks in file order; with
-    /// `chunks=False`, the bytes and an empty list. None when the read-ahead failed or
-    /// was taken already: the reader reads the file itself.
+    /// The decompressed log as a bytes object, made once (the same object every time):
+    /// waits for the thread, then copies the bytes into a new Python object, both
+    /// without the interpreter lock, so that a command can have it made while another
+    /// thread imports. None when the read-ahead failed, was cancelled or taken.
+    fn data<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        py.allow_threads(|| self.finish());
+        let native = {
+            let mut state = self.lock();
+            let State::Finished(Some(fetched)) = &mut *state else { return Ok(None) };
+            if let Some(bytes) = &fetched.bytes {
+                return Ok(Some(bytes.bind(py).clone()));
+            }
+            match fetched.data.take() {
+                Some(native) => native, // out of the lock while it is copied
+                None => return Ok(None), // another caller is copying it (or failed to)
+            }
+        };
+        // The one copy of the log (the header walk and the reader's other paths need a
+        // real bytes object); the object is nobody else's until it is returned.
+        let bytes = PyBytes::new_with(py, native.len(), |buf| {
+            py.allow_threads(|| buf.copy_from_slice(&native));
+            Ok(())
+        })?;
+        drop(native);
+        if let State::Finished(Some(fetched)) = &mut *self.lock() {
+            fetched.bytes = Some(bytes.clone().unbind());
+        }
+        Ok(Some(bytes))
+    }
+
+    /// Hand over what the thread read, once: (the decompressed log as :meth:`data` gives
+    /// it, its body chunks as (start, end, parsed)), `parsed` being `swf_plain_chunk`'s
+    /// result for `data[start:end]` or None, chunks in file order; with `chunks=False`,
+    /// the bytes and an empty list. None when the read-ahead failed, was cancelled or
+    /// taken already: the reader reads the file itself.
     #[pyo3(signature = (*, chunks))]
-    #[allow(clippy::type_complexity)]
-    fn take<'py>(
-        &self,
-        py: Python<'py>,
-        chunks: bool,
-    ) -> Option<(Bound<'py, PyBytes>, Vec<(usize, usize, Option<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>, usize)>)>)> {
-        let read = py.allow_threads(|| self.finish(true))?;
-        // One copy into a Python bytes object (~5 ms for 19 MB); the header walk and the
-        // fallback paths need real bytes.
-        let data = PyBytes::new(py, &read.data);
-        drop(read.data);
-        let parsed = if chunks {
-            read.chunks
+    fn take<'py>(&self, py: Python<'py>, chunks: bool) -> PyResult<Option<(Bound<'py, PyBytes>, PyChunks<'py>)>> {
+        let Some(data) = self.data(py)? else { return Ok(None) };
+        let fetched = match &mut *self.lock() {
+            State::Finished(fetched) => fetched.take(),
+            State::Running(_) => None, // (data() has joined it)
+        };
+        let parsed = match fetched {
+            Some(fetched) if chunks => fetched
+                .chunks
                 .into_iter()
                 .map(|c| {
                     let arrays = c.parsed.map(|(values, lines, n_lines)| (PyArray1::from_vec(py, values), PyArray1::from_vec(py, lines), n_lines));
                     (c.start, c.end, arrays)
                 })
-                .collect()
-        } else {
-            Vec::new()
+                .collect(),
+            _ => Vec::new(),
         };
-        Some((data, parsed))
+        Ok(Some((data, parsed)))
     }
 
     /// Wait (without the interpreter lock) until the thread has finished.
     fn wait(&self, py: Python<'_>) {
-        py.allow_threads(|| {
-            self.finish(false);
-        });
+        py.allow_threads(|| self.finish());
     }
 
     /// Ask the thread to stop parsing (nobody will take what it read) and drop what it
     /// has read.
     fn cancel(&self) {
         self.cancel.store(true, Ordering::Relaxed);
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if let State::Finished(read) = &mut *state {
-            *read = None;
+        if let State::Finished(fetched) = &mut *self.lock() {
+            *fetched = None;
         }
         // a running thread is not waited for: it stops at its next chunk, and its result
         // is dropped with this object
@@ -137,18 +165,19 @@ impl SwfReadAhead {
 }
 
 impl SwfReadAhead {
-    /// Join the thread if it runs; with `take`, move its result out.
-    fn finish(&self, take: bool) -> Option<Fetched> {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Join the thread if it runs (call without the interpreter lock: the lock is held
+    /// meanwhile, and other callers take it holding the interpreter's).
+    fn finish(&self) {
+        let mut state = self.lock();
         if matches!(*state, State::Running(_)) {
             if let State::Running(handle) = std::mem::replace(&mut *state, State::Finished(None)) {
                 // a panic on the thread is a failed read-ahead: the reader reads itself
                 *state = State::Finished(handle.join().ok().flatten());
             }
-        }
-        match &mut *state {
-            State::Finished(read) if take => read.take(),
-            _ => None,
         }
     }
 }
@@ -158,7 +187,7 @@ fn read_ahead(path: &Path, layout: &Layout, cancel: &AtomicBool) -> Option<Fetch
     let raw = std::fs::read(path).ok()?;
     let data = if raw.starts_with(&[0x1f, 0x8b]) { gunzip(&raw)? } else { raw };
     let chunks = if needs_cr_repair(&data) { Vec::new() } else { swf_chunks(&data, layout, cancel) };
-    Some(Fetched { data, chunks })
+    Some(Fetched { data: Some(data), bytes: None, chunks })
 }
 
 /// Every member of a gzip file, inflated, as `gzip.decompress` gives them; None for
