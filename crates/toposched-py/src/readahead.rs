@@ -209,8 +209,8 @@ fn gunzip(compressed: &[u8]) -> Option<Vec<u8>> {
 /// Whether `read_swf` rewrites the line ends (a CR that does not start a CRLF): then the
 /// chunks of these bytes are not the reader's, and none are parsed.
 fn needs_cr_repair(data: &[u8]) -> bool {
-    let crs = data.iter().filter(|&&b| b == b'\r').count();
-    crs != 0 && crs != data.windows(2).filter(|w| w == b"\r\n").count()
+    // (memchr: a plain byte count runs at a quarter of the speed, and most logs hold no CR)
+    memchr::memchr(b'\r', data).is_some() && memchr::memchr_iter(b'\r', data).count() != memchr::memmem::find_iter(data, b"\r\n").count()
 }
 
 /// A blank for Python's `bytes.strip()`.
@@ -220,7 +220,7 @@ fn is_py_space(b: u8) -> bool {
 
 /// One past the first '\n' at or after `from`, or the end.
 fn line_end(data: &[u8], from: usize) -> usize {
-    data[from..].iter().position(|&b| b == b'\n').map_or(data.len(), |i| from + i + 1)
+    memchr::memchr(b'\n', &data[from..]).map_or(data.len(), |i| from + i + 1)
 }
 
 /// The body's chunks as `read_swf` cuts them (after a byte-order mark and the leading
@@ -290,5 +290,8 @@ mod tests {
         assert!(!needs_cr_repair(b"1 2 3\r\n4 5 6\r\n"));
         assert!(needs_cr_repair(b"1 2 3\r4 5 6\r\n"));
         assert!(!needs_cr_repair(b""));
+        assert!(needs_cr_repair(b"\r"));
+        assert!(!needs_cr_repair(b"\r\n\r\n"));
+        assert!(needs_cr_repair(b"\r\r\n"));
     }
 }
