@@ -103,6 +103,20 @@ def test_plain_logs_take_every_chunk_parsed_ahead(monkeypatch: pytest.MonkeyPatc
         restore()
 
 
+def test_chunks_cut_elsewhere_are_read_by_the_reader(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read-ahead that cut other chunks than the reader (here: another chunk size)
+    leaves every chunk to the reader, with the same result."""
+    calls = _body_chunk_calls(monkeypatch)
+    monkeypatch.setattr(swf_layout, "CHUNK_BYTES", 5000)  # the read-ahead's
+    monkeypatch.setattr(swf, "_CHUNK_BYTES", 7000)  # the reader's
+    ahead = _outcome(KTH, True)
+    assert len(calls) > 50
+    monkeypatch.setattr(swf_layout, "CHUNK_BYTES", 7000)
+    calls.clear()
+    _assert_same(ahead, _outcome(KTH, True))
+    assert calls == []
+
+
 def test_chunks_parsed_ahead_are_read_swf_s_chunks() -> None:
     """The read-ahead cuts where read_swf cuts: its first chunk starts after read_swf's
     header block, each ends at a line end at or past the chunk size, the last at the end,
