@@ -92,19 +92,6 @@ def _native_read_ahead(path: str) -> SwfReadAhead | None:
     return ahead
 
 
-def prepare(path: str | Path) -> None:
-    """Have the read-ahead of ``path`` (if one runs) finished and its bytes made into a
-    Python object now: both happen mostly without the interpreter lock, so a command
-    calls this while another thread imports NumPy, instead of the reader paying for the
-    copy later. Raises nothing: a failed read-ahead is the reader's to report."""
-    hit = _PREFETCHED.get(str(path))
-    if hit is not None and not isinstance(hit[1], (bytes, Exception)):
-        try:
-            hit[1].data()
-        except MemoryError:
-            pass  # the read-ahead is spent: the reader reads the file, and meets it itself
-
-
 def discard_prefetched(path: str | Path) -> None:
     """Forget what :func:`prefetch` read of ``path`` and nobody asked for (an error
     stopped the command before its reader ran); a read-ahead still running stops

@@ -46,12 +46,9 @@ struct Chunk {
 }
 
 /// What the thread read: the whole log, decompressed, and its body's chunks (none when
-/// the bytes need the reader's CR repair, or the read-ahead was cancelled). `bytes`: the
-/// log as a Python object, once [`SwfReadAhead::data`] has made it; `data` is None from
-/// the moment it is being copied (a failed copy leaves neither: the reader reads itself).
+/// the bytes need the reader's CR repair, or the read-ahead was cancelled).
 struct Fetched {
-    data: Option<Vec<u8>>,
-    bytes: Option<Py<PyBytes>>,
+    data: Vec<u8>,
     chunks: Vec<Chunk>,
 }
 
@@ -91,58 +88,39 @@ impl SwfReadAhead {
         SwfReadAhead { state: Mutex::new(state), cancel }
     }
 
-    /// The decompressed log as a bytes object, made once (the same object every time):
-    /// waits for the thread, then copies the bytes into a new Python object, both
-    /// without the interpreter lock, so that a command can have it made while another
-    /// thread imports. None when the read-ahead failed, was cancelled or taken.
-    fn data<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
-        py.allow_threads(|| self.finish());
-        let native = {
-            let mut state = self.lock();
-            let State::Finished(Some(fetched)) = &mut *state else { return Ok(None) };
-            if let Some(bytes) = &fetched.bytes {
-                return Ok(Some(bytes.bind(py).clone()));
-            }
-            match fetched.data.take() {
-                Some(native) => native, // out of the lock while it is copied
-                None => return Ok(None), // another caller is copying it (or failed to)
-            }
-        };
-        // The one copy of the log (the header walk and the reader's other paths need a
-        // real bytes object); the object is nobody else's until it is returned.
-        let bytes = PyBytes::new_with(py, native.len(), |buf| {
-            py.allow_threads(|| buf.copy_from_slice(&native));
-            Ok(())
-        })?;
-        drop(native);
-        if let State::Finished(Some(fetched)) = &mut *self.lock() {
-            fetched.bytes = Some(bytes.clone().unbind());
-        }
-        Ok(Some(bytes))
-    }
-
-    /// Hand over what the thread read, once: (the decompressed log as :meth:`data` gives
-    /// it, its body chunks as (start, end, parsed)), `parsed` being `swf_plain_chunk`'s
-    /// result for `data[start:end]` or None, chunks in file order; with `chunks=False`,
-    /// the bytes and an empty list. None when the read-ahead failed, was cancelled or
-    /// taken already: the reader reads the file itself.
+    /// Hand over what the thread read, once: (the decompressed log, its body chunks as
+    /// (start, end, parsed)), `parsed` being `swf_plain_chunk`'s result for
+    /// `data[start:end]` or None, chunks in file order; with `chunks=False`, the bytes and
+    /// an empty list. Waits for the thread without the interpreter lock. None when the
+    /// read-ahead failed, was cancelled or taken already: the reader reads the file itself.
     #[pyo3(signature = (*, chunks))]
     fn take<'py>(&self, py: Python<'py>, chunks: bool) -> PyResult<Option<(Bound<'py, PyBytes>, PyChunks<'py>)>> {
-        let Some(data) = self.data(py)? else { return Ok(None) };
-        let fetched = match &mut *self.lock() {
+        py.allow_threads(|| self.finish());
+        let Some(fetched) = (match &mut *self.lock() {
             State::Finished(fetched) => fetched.take(),
-            State::Running(_) => None, // (data() has joined it)
+            State::Running(_) => None, // (finish() has joined it)
+        }) else {
+            return Ok(None);
         };
-        let parsed = match fetched {
-            Some(fetched) if chunks => fetched
+        // The one copy of the log (the header walk and the reader's other paths need a
+        // real bytes object), without the interpreter lock: the object is nobody else's
+        // until it is returned, and the import thread goes on meanwhile.
+        let data = PyBytes::new_with(py, fetched.data.len(), |buf| {
+            py.allow_threads(|| buf.copy_from_slice(&fetched.data));
+            Ok(())
+        })?;
+        drop(fetched.data);
+        let parsed = if chunks {
+            fetched
                 .chunks
                 .into_iter()
                 .map(|c| {
                     let arrays = c.parsed.map(|(values, lines, n_lines)| (PyArray1::from_vec(py, values), PyArray1::from_vec(py, lines), n_lines));
                     (c.start, c.end, arrays)
                 })
-                .collect(),
-            _ => Vec::new(),
+                .collect()
+        } else {
+            Vec::new()
         };
         Ok(Some((data, parsed)))
     }
@@ -187,7 +165,7 @@ fn read_ahead(path: &Path, layout: &Layout, cancel: &AtomicBool) -> Option<Fetch
     let raw = std::fs::read(path).ok()?;
     let data = if raw.starts_with(&[0x1f, 0x8b]) { gunzip(&raw)? } else { raw };
     let chunks = if needs_cr_repair(&data) { Vec::new() } else { swf_chunks(&data, layout, cancel) };
-    Some(Fetched { data: Some(data), bytes: None, chunks })
+    Some(Fetched { data, chunks })
 }
 
 /// Every member of a gzip file, inflated, as `gzip.decompress` gives them; None for

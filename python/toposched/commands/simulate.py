@@ -161,11 +161,6 @@ def _run(args: argparse.Namespace, imports: BackgroundImports) -> int:
         options["cores_per_node"] = args.cores_per_node
     if args.stream:
         return _run_streamed(args, options, console, imports)
-    from ..readahead import prepare
-
-    # the log's bytes made a Python object while NumPy is still being imported (the
-    # next import needs it)
-    prepare(args.trace)
     from ..topology import load_fabric
     from ..workload import read_trace
 
