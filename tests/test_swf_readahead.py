@@ -192,6 +192,23 @@ def test_discard_take_and_cancel(tmp_path: Path) -> None:
     assert _core.SwfReadAhead(str(tmp_path), *args[1:]).take(chunks=True) is None
 
 
+def test_without_the_native_read_ahead_prefetch_reads_on_the_calling_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An extension built before SwfReadAhead: prefetch reads and inflates at once, and
+    the reader gets those bytes (or that error) as before."""
+    monkeypatch.setattr(readahead, "_native_read_ahead", lambda path: None)
+    cut = tmp_path / "cut.swf.gz"
+    cut.write_bytes(KTH.read_bytes()[:-40])
+    for path in (KTH, cut):
+        readahead.prefetch(path)
+        got = readahead._PREFETCHED[str(path)][1]
+        assert isinstance(got, (bytes, TraceFormatError))
+        try:
+            first = read_swf(path)
+        except TraceFormatError as e:
+            first = (type(e).__name__, str(e), e.line, e.field)
+        _assert_same(first, _outcome(path, False))
+
+
 def test_non_regular_files_are_left_to_the_reader(tmp_path: Path) -> None:
     fifo = tmp_path / "pipe.swf"
     os.mkfifo(fifo)
