@@ -145,6 +145,27 @@ def test_slow_path_agrees_with_fast_path_on_whole_logs(name: str, monkeypatch: p
         slow.records, slow.repairs, slow.skipped, slow.header, slow.settings)
 
 
+@pytest.mark.parametrize("name", sorted(TRACE_FACTS))
+def test_the_read_ahead_reads_whole_logs_the_same(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After the native read-ahead (what `simulate` starts), the same Workload, every
+    body chunk taken from the read-ahead (these logs are plain SWF past their header)."""
+    from toposched import readahead
+
+    calls: list[int] = []
+    real = swf._body_chunk
+    monkeypatch.setattr(swf, "_body_chunk", lambda *a: calls.append(0) or real(*a))
+    readahead.prefetch(TRACES / name)
+    ahead = read_swf(TRACES / name)
+    assert calls == [] or name.startswith("alea_")  # Alea's files: extended SWF, comments
+    plain = load(name)
+    for c in plain.columns:
+        np.testing.assert_array_equal(ahead[c], plain[c], err_msg=c)
+    for k, v in plain.extra.items():
+        np.testing.assert_array_equal(ahead.extra[k], v, err_msg=k)
+    assert (ahead.records, ahead.repairs, ahead.skipped, ahead.header, ahead.settings) == (
+        plain.records, plain.repairs, plain.skipped, plain.header, plain.settings)
+
+
 # --------------------------------------------------------------------------- tests/data
 
 

@@ -159,6 +159,17 @@ def swf_plain_chunk(
     chunk: bytes, used: list[int], n_fields: int, max_digits: int
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], int] | None: ...
 
+@final
+class SwfReadAhead:
+    """A log file read, decompressed and parsed ahead on a thread (crates/toposched-py/src/readahead.rs)."""
+
+    def __init__(self, path: str, chunk_bytes: int, used: list[int], n_fields: int, max_digits: int) -> None: ...
+    def take(
+        self, *, chunks: bool
+    ) -> tuple[bytes, list[tuple[int, int, tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], int] | None]]] | None: ...
+    def wait(self) -> None: ...
+    def cancel(self) -> None: ...
+
 # ---- network model (crates/toposched-py/src/network.rs; docs/network.md) ----
 
 

@@ -1,10 +1,19 @@
-"""A log's bytes read ahead (issue 17: the whole `simulate` command).
+"""A log read ahead (issue 17: the whole `simulate` command).
 
-A command may call :func:`prefetch` early, while another thread imports NumPy and
-PyArrow: reading a file and zlib's inflating run without the interpreter lock, so on two
-cores the two overlap. The reader's :func:`read_bytes` then returns those bytes, or
-raises that error, at its own time, so the order of a command's errors does not change.
-This module imports no NumPy (the readers' package does): that is the point.
+A command calls :func:`prefetch` as soon as it knows the log's path. With the native
+extension, a Rust thread (``_core.SwfReadAhead``) then reads the file, inflates it if it
+is gzip and parses the body of an SWF log into the very chunks
+:func:`toposched.workload.swf.read_swf` cuts, all without the interpreter lock, while
+the main thread loads the fabric and another one imports NumPy and PyArrow. Without the
+extension, :func:`prefetch` reads and inflates the file on the calling thread (zlib too
+runs without the lock).
+
+The reader's :func:`read_bytes` (or :func:`read_swf_bytes`) then returns what was read,
+or raises the error, at its own time, so the order of a command's errors does not
+change. Whatever the read-ahead could not do (a read error, gzip data it declines)
+the reader does itself, with its own error messages; the SWF reader uses a parsed chunk
+only where its own walk cuts the same one. This module imports no NumPy (the readers'
+package does): that is the point.
 """
 
 from __future__ import annotations
@@ -14,11 +23,22 @@ import os
 import stat
 import zlib
 from pathlib import Path
+from typing import TYPE_CHECKING, Union
 
 from .errors import TraceFormatError
 
-#: What :func:`prefetch` read: path -> (the file's stat stamp then, its bytes or the error).
-_PREFETCHED: dict[str, tuple[tuple[int, int, int, int], bytes | Exception]] = {}
+if TYPE_CHECKING:  # annotations only: importing NumPy is what this module avoids
+    import numpy as np
+    import numpy.typing as npt
+
+    from ._core import SwfReadAhead
+
+    #: A body chunk parsed ahead: (start, end, the native parser's result or None).
+    Chunk = tuple[int, int, tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], int] | None]
+
+#: What :func:`prefetch` started or read: path -> (the file's stat stamp then, the native
+#: read-ahead, or the bytes or the error read on the calling thread).
+_PREFETCHED: dict[str, tuple[tuple[int, int, int, int], Union["SwfReadAhead", bytes, Exception]]] = {}
 
 
 def _stamp(path: str) -> tuple[int, int, int, int] | None:
@@ -34,15 +54,21 @@ def _stamp(path: str) -> tuple[int, int, int, int] | None:
 
 
 def prefetch(path: str | Path) -> None:
-    """Read (and decompress) ``path`` now, for the next :func:`read_bytes` of it, which
-    then returns those bytes, or raises that error, at its own time: so the order of a
-    command's errors does not change. A command calls it while another thread imports
-    (reading and zlib run without the interpreter lock). If the file has changed in
-    between (device, inode, size, modification time), it is read again."""
+    """Start reading (decompressing, and parsing if it is SWF) ``path`` for the next
+    :func:`read_bytes` or :func:`read_swf_bytes` of it, which then returns what was read,
+    or raises that error, at its own time: so the order of a command's errors does not
+    change. If the file has changed in between (device, inode, size, modification time),
+    it is read again. Returns at once with the native extension; without it, reads and
+    inflates the file first."""
     key = str(path)
+    discard_prefetched(key)
     stamp = _stamp(key)
     if stamp is None:
         return  # not a regular file: read_bytes reads it (or says why not)
+    ahead = _native_read_ahead(key)
+    if ahead is not None:
+        _PREFETCHED[key] = (stamp, ahead)
+        return
     try:
         result: bytes | Exception = _read_bytes(key)
     except Exception as exc:  # noqa: BLE001 - raised by read_bytes, where it was raised before
@@ -50,21 +76,63 @@ def prefetch(path: str | Path) -> None:
     _PREFETCHED[key] = (stamp, result)
 
 
+def _native_read_ahead(path: str) -> SwfReadAhead | None:
+    """The native read-ahead of ``path``, started; None without the extension (or with
+    one built before it)."""
+    try:
+        from . import _core
+    except ImportError:
+        return None
+    cls = getattr(_core, "SwfReadAhead", None)
+    if cls is None:
+        return None
+    from .swf_layout import CHUNK_BYTES, MAX_FAST_DIGITS, N_FIELDS, USED
+
+    ahead: SwfReadAhead = cls(path, CHUNK_BYTES, list(USED), N_FIELDS, MAX_FAST_DIGITS)
+    return ahead
+
+
 def discard_prefetched(path: str | Path) -> None:
     """Forget what :func:`prefetch` read of ``path`` and nobody asked for (an error
-    stopped the command before its reader ran)."""
-    _PREFETCHED.pop(str(path), None)
+    stopped the command before its reader ran); a read-ahead still running stops
+    parsing."""
+    hit = _PREFETCHED.pop(str(path), None)
+    if hit is not None and not isinstance(hit[1], (bytes, Exception)):
+        hit[1].cancel()
 
 
 def read_bytes(path: str | Path) -> bytes:
     """The whole file, decompressed if it is gzip (what :func:`prefetch` read of it, if
     the file has not changed since)."""
-    hit = _PREFETCHED.pop(str(path), None)
-    if hit is not None and hit[0] == _stamp(str(path)):
-        if isinstance(hit[1], Exception):
-            raise hit[1]
-        return hit[1]
-    return _read_bytes(path)
+    return _take(path, chunks=False)[0]
+
+
+def read_swf_bytes(path: str | Path) -> tuple[bytes, list[Chunk]]:
+    """:func:`read_bytes`, and the body chunks the native read-ahead parsed, in file
+    order (none without one)."""
+    return _take(path, chunks=True)
+
+
+def _take(path: str | Path, *, chunks: bool) -> tuple[bytes, list[Chunk]]:
+    key = str(path)
+    hit = _PREFETCHED.pop(key, None)
+    if hit is not None:
+        stamp, got = hit
+        fresh = stamp == _stamp(key)
+        if isinstance(got, Exception):
+            if fresh:
+                raise got
+        elif isinstance(got, bytes):
+            if fresh:
+                return got, []
+        elif not fresh:
+            got.cancel()
+        else:
+            taken = got.take(chunks=chunks)
+            if taken is not None:
+                return taken
+            # the read-ahead failed: the reader reads the file, and reports why not
+    return _read_bytes(key), []
 
 
 def log_file(path: str | Path) -> Path:

@@ -5,6 +5,7 @@ mod json;
 mod live;
 mod network;
 mod policies;
+mod readahead;
 mod readers;
 
 use numpy::{PyArray1, PyReadonlyArray1};
@@ -703,6 +704,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ideal_aph, m)?)?;
     m.add_function(wrap_pyfunction!(busy_nodes_sampled, m)?)?;
     m.add_function(wrap_pyfunction!(readers::swf_plain_chunk, m)?)?;
+    m.add_class::<readahead::SwfReadAhead>()?;
     m.add("PRESETS", toposched_core::topology::PRESETS.to_vec())?;
     m.add("ALLOCATORS", registry::alloc_names())?;
     m.add("QUEUES", registry::queue_names())?;

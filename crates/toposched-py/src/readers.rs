@@ -40,7 +40,7 @@ fn is_blank(b: u8) -> bool {
 /// (three passes and a second look at every token before: 130 MB/s on HPC2N). Declines
 /// exactly what the rules above decline; any decline is `None`, so the order in which
 /// rules are found broken does not matter.
-fn parse_plain(chunk: &[u8], used: &[usize], n_fields: usize, max_digits: usize) -> Option<(Vec<i64>, Vec<i64>, usize)> {
+pub(crate) fn parse_plain(chunk: &[u8], used: &[usize], n_fields: usize, max_digits: usize) -> Option<(Vec<i64>, Vec<i64>, usize)> {
     if chunk.len() >= (1 << 31) - 2 {
         return None;
     }

@@ -113,6 +113,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..readahead import discard_prefetched, prefetch
+
+    # The log read ahead, first thing: a native thread reads, inflates and parses it
+    # without the interpreter lock (no NumPy needed); what it found, errors included,
+    # comes out where the reader asks for it, after the options' and the fabric's errors
+    # (a streamed replay reads the log its own way)
+    if not args.stream:
+        prefetch(args.trace)
     # PyArrow (and NumPy, which it imports) are needed only once the log is read:
     # imported meanwhile on a second thread
     imports = BackgroundImports()
@@ -120,6 +128,7 @@ def run(args: argparse.Namespace) -> int:
         return _run(args, imports)
     finally:
         imports.close()  # also when an error ends the command early
+        discard_prefetched(args.trace)  # when an error came before the reader
 
 
 def _run(args: argparse.Namespace, imports: BackgroundImports) -> int:
@@ -152,24 +161,16 @@ def _run(args: argparse.Namespace, imports: BackgroundImports) -> int:
         options["cores_per_node"] = args.cores_per_node
     if args.stream:
         return _run_streamed(args, options, console, imports)
-    from ..readahead import discard_prefetched, prefetch
+    from ..topology import load_fabric
+    from ..workload import read_trace
 
-    # the log's bytes while NumPy is being imported (no NumPy needed; their errors are
-    # raised where the reader asks for them: after the fabric's)
-    prefetch(args.trace)
-    try:
-        from ..topology import load_fabric
-        from ..workload import read_trace
+    # the fabric first: a bad --system is reported before a long log is read
+    fabric = load_fabric(args.system, lenient=args.lenient)
+    if args.network:  # and a bad --network (a site's mix file, say)
+        from ..network_spec import parse_network_spec
 
-        # the fabric first: a bad --system is reported before a long log is read
-        fabric = load_fabric(args.system, lenient=args.lenient)
-        if args.network:  # and a bad --network (a site's mix file, say)
-            from ..network_spec import parse_network_spec
-
-            parse_network_spec(args.network)
-        workload = read_trace(args.trace, format=args.format, **options)
-    finally:
-        discard_prefetched(args.trace)
+        parse_network_spec(args.network)
+    workload = read_trace(args.trace, format=args.format, **options)
     t_read = time.perf_counter() - t0
     imports.wait()
     from ..simulate import simulate

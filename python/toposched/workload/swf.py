@@ -35,45 +35,22 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import TraceFormatError
-from ._io import read_bytes
+from ..readahead import read_swf_bytes
+from ..swf_layout import CHUNK_BYTES, FIELD_NAMES, MAX_FAST_DIGITS, N_FIELDS, USED
 from .model import Workload
 from .normalize import NormalizeSettings, normalize
 from .tally import Tally
 
 __all__ = ["FIELD_NAMES", "N_FIELDS", "parse_header_line", "read_swf"]
 
-#: Names of the 18 SWF fields, in order, as used in error messages.
-FIELD_NAMES: tuple[str, ...] = (
-    "job_number",
-    "submit_time",
-    "wait_time",
-    "run_time",
-    "allocated_processors",
-    "average_cpu_time",
-    "used_memory",
-    "requested_processors",
-    "requested_time",
-    "requested_memory",
-    "status",
-    "user_id",
-    "group_id",
-    "executable_number",
-    "queue_number",
-    "partition_number",
-    "preceding_job",
-    "think_time",
-)
-N_FIELDS = len(FIELD_NAMES)
-
-# 0-based indices of the fields we keep, all of which must hold integers. The others
-# (6 average CPU time, 7 used memory, 10 requested memory, 17, 18) are only checked to be
-# numbers; 6, 7 and 10 are often decimal.
-_USED = (0, 1, 2, 3, 4, 7, 8, 10, 11, 12, 13, 14, 15)
+# FIELD_NAMES, the fields kept (_USED), the chunk size and the digit limit are defined in
+# toposched.swf_layout, which the native read-ahead uses too.
+_USED = USED
 _USED_SET = frozenset(_USED)
 # Position of each kept field in the per-record rows we collect.
 _JOB, _SUBMIT, _WAIT, _RUN, _PALLOC, _PREQ, _REQTIME, _STATUS, _USER, _GROUP, _EXEC, _QUEUE, _PART = range(len(_USED))
 
-_CHUNK_BYTES = 1 << 20  # fast-path chunk size; ~1 MiB keeps temporaries in cache
+_CHUNK_BYTES = CHUNK_BYTES  # fast-path chunk size (a name tests can patch)
 
 # Bytes the fast path accepts in a chunk: digits, '-', '.', and the whitespace that
 # separates tokens. Anything else (letters, ';', '+', 'e', non-ASCII) sends the chunk to
@@ -81,7 +58,7 @@ _CHUNK_BYTES = 1 << 20  # fast-path chunk size; ~1 MiB keeps temporaries in cach
 _FAST_BYTES = b"0123456789-. \t\r\n"
 _WHITESPACE = b" \t\r\n"
 _POW10 = 10 ** np.arange(19, dtype=np.int64)  # exact up to 10**18 < 2**63
-_MAX_FAST_DIGITS = 18  # 18 digits always fit in int64; longer numbers go to the slow path
+_MAX_FAST_DIGITS = MAX_FAST_DIGITS  # longer numbers go to the slow path
 
 # The number syntax the slow path accepts (Python's float() also takes "nan", "inf" and
 # "1_000", which are not numbers in a job log).
@@ -241,6 +218,12 @@ def _fast_chunk(chunk: bytes, first_line: int, col: _Collector) -> int | None:
     parsed = parse(chunk, list(_USED), N_FIELDS, _MAX_FAST_DIGITS)
     if parsed is None:
         return None
+    return _record_plain(parsed, first_line, col)
+
+
+def _record_plain(parsed: _Parsed, first_line: int, col: _Collector) -> int:
+    """Record the native parser's result for a chunk starting at line ``first_line``
+    (parsed now, or ahead by the read-ahead); the number of lines read."""
     values, data_lines, n_lines = parsed
     if len(data_lines):
         col.records += len(data_lines)
@@ -251,7 +234,8 @@ def _fast_chunk(chunk: bytes, first_line: int, col: _Collector) -> int | None:
 
 # _core.swf_plain_chunk: (chunk, used fields, fields per line, max digits) -> (values, data
 # line offsets, lines read), or None when the chunk is not plain SWF.
-_PlainChunk = Callable[[bytes, list[int], int, int], tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], int] | None]
+_Parsed = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], int]
+_PlainChunk = Callable[[bytes, list[int], int, int], _Parsed | None]
 
 
 def _native_plain_chunk() -> _PlainChunk | None:
@@ -483,12 +467,17 @@ def read_swf(
     """
     spath = str(path)
     check_read_options(cores_per_node, size_field, missing_walltime, missing_runtime)
-    data = read_bytes(path)
+    # The bytes, and the body chunks the read-ahead parsed if one ran (commands/simulate)
+    data, ahead = read_swf_bytes(path)
     # Lone carriage returns (old Mac line ends) would glue records into one long line,
     # which would then pass as an extended-SWF record: make them line breaks. "\r\n" is
     # fine as it is ('\r' is just a blank at the end of a line).
     if b"\r" in data and data.count(b"\r") != data.count(b"\r\n"):
         data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        ahead = []  # parsed from the bytes before the repair
+    # A chunk parsed ahead is used only where this walk cuts the same chunk (start and
+    # end), and only if the native parser took it: every other chunk is read here.
+    parsed_at = {start: (end, parsed) for start, end, parsed in ahead if parsed is not None}
     col = _Collector(spath, lenient)
 
     # Leading header block: comment and blank lines before the first record, read line by
@@ -501,7 +490,11 @@ def read_swf(
     while pos < n:
         nl = data.find(b"\n", min(pos + _CHUNK_BYTES, n))
         end = n if nl < 0 else nl + 1
-        line_no += _body_chunk(data[pos:end], line_no, col)
+        got = parsed_at.get(pos)
+        if got is not None and got[0] == end:
+            line_no += _record_plain(got[1], line_no, col)
+        else:
+            line_no += _body_chunk(data[pos:end], line_no, col)
         pos = end
 
     if col.records == 0:
