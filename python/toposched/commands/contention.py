@@ -135,6 +135,14 @@ def run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     say: Callable[[str], None] = (lambda _m: None) if args.quiet else (lambda m: print(m))
     schedule = _load_schedule(args, out, say)
+    if args.uplinks and max(args.uplinks) > schedule.full_uplinks:
+        from ..errors import InputError
+
+        raise InputError(
+            "--uplinks",
+            f"{max(args.uplinks)} uplinks left per leaf is more than the {schedule.full_uplinks} of this fabric's "
+            "nonblocking leaf (R counts the uplinks left: at most K)",
+        )
     cores = None if args.cores_sweep == [] else args.cores_sweep
     tick = time.perf_counter()
     analysis, doc = run_contention(
