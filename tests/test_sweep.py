@@ -297,10 +297,14 @@ def test_network_axis_only_where_supported(tmp_path):
     from toposched.simulate import RunConfig
     from toposched.sweep import SweepSpecError, parse_sweep
 
-    text = f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\n[[fabrics]]\nsystem = "cab"\n[scenarios]\nnetwork = ["off"]\n'
+    text = f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\n[[fabrics]]\nsystem = "cab"\n[scenarios]\nnetwork = ["bins"]\n'
     if "network" in RunConfig.__dataclass_fields__:
         sweep = parse_sweep(text, "n.toml")
-        assert sweep.runs[0].spec["config"]["network"] == "off"
+        assert sweep.runs[0].spec["config"]["network"] == "bins"
+        # a spec --network would refuse fails the file, once: it failed every run of the
+        # sweep (each with its traceback) while a dry run called the file sound
+        with pytest.raises(SweepSpecError, match=r"scenarios.network: 'off': field 'off': expected bins, random, heavy"):
+            parse_sweep(text.replace('["bins"]', '["bins", "off"]'), "n.toml")
     else:
         with pytest.raises(SweepSpecError, match=r"scenarios.network: network settings are not supported by this version"):
             parse_sweep(text, "n.toml")

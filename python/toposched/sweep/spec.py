@@ -657,7 +657,23 @@ def _scenarios(c: _Checker, raw: Any) -> tuple[list[str], list[int], list[str] |
             c.err("scenarios.network", f"network settings are not supported by this version of toposched ({__version__}): RunConfig has no 'network' field")
         else:
             networks = _choices(c, t, "network", "scenarios", None, [])
+            _check_networks(c, networks)
     return speedups, seeds, networks
+
+
+def _check_networks(c: "_Checker", networks: list[Any]) -> None:
+    """Read each network spec now, as --network would: a spec that does not read fails
+    here, once, not in every run of the sweep after the others have started."""
+    from ..errors import InputError
+    from ..network_spec import parse_network_spec
+
+    for n in networks:
+        if not isinstance(n, str) or not n:
+            continue  # "" runs without the model; other types are _choices' to refuse
+        try:
+            parse_network_spec(n)
+        except InputError as exc:
+            c.err("scenarios.network", f"{n!r}: {str(exc).removeprefix('--network: ')}")
 
 
 def _run_axes(c: _Checker, raw: Any) -> dict[str, list[Any]]:
