@@ -188,6 +188,12 @@ def test_runs_command_filters_and_formats(sweep8, capsys):
     assert code == 0 and "8 runs" in stdout and "wait_mean_s" in stdout
     code, _, err = _cli(["runs", out, "--where", "no_such_column = 1"], capsys)
     assert code == 2 and "SQL error" in err and "no_such_column" in err
+    # one line: DuckDB's message spans three or four (the query echoed, a caret under it)
+    assert len(err.strip().splitlines()) == 1 and "LINE 1" not in err, err
+    with pytest.raises(SystemExit) as usage:  # argparse's usage error
+        main(["runs", str(out), "--limit", "-1"])
+    err = capsys.readouterr().err
+    assert usage.value.code == 2 and err.strip().splitlines()[-1] == "toposched runs: error: argument --limit: must be at least 0, got -1", err
 
 
 def test_failing_run_is_reported_and_the_others_complete(tmp_path, capsys):
