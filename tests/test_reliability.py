@@ -193,6 +193,24 @@ def test_options_of_the_policy_in_use_are_accepted(tmp_path: Path, capsys) -> No
     assert s["policy"]["leaf_order"] == "paper" and s["policy"]["seed"] == 0 and s["policy"]["tie_break"] == "name"
 
 
+def test_a_log_from_a_pipe_reads_with_format_and_says_why_not_without(tmp_path: Path, capsys) -> None:
+    """`zcat log | toposched simulate --trace /dev/stdin`: the format guess opens the log
+    once, the read again, and the second open of a pipe failed with "cannot read: File or
+    stream is not seekable."; with --format the pipe is read once, and works."""
+    fifo = tmp_path / "log.fifo"
+    os.mkfifo(fifo)
+    for extra, want in (([], 2), (["--format", "swf"], 0)):
+        writer = subprocess.Popen(["sh", "-c", f"cat '{SWF_OK}' > '{fifo}'"], stderr=subprocess.DEVNULL)
+        try:
+            code, _, err = run_cli(["simulate", "--trace", str(fifo), *extra, "--system", FABRIC, "--out", str(tmp_path / "o"), "--quiet"], capsys)
+        finally:
+            writer.kill()
+            writer.wait()
+        assert code == want, err
+        if want:
+            assert one_clean_line(err) == f"error: {fifo}: is a pipe, which can be read only once: give --format, so that its format is not guessed from it first, or save it to a file (--stream needs a file)"
+
+
 def test_bad_trace_paths(tmp_path: Path, capsys) -> None:
     code, _, err = run_cli(["simulate", "--trace", str(tmp_path), "--system", FABRIC, "--out", str(tmp_path / "o")], capsys)
     assert code == 2 and "is a directory" in one_clean_line(err)
