@@ -448,6 +448,15 @@ def test_interfere_command_writes_the_documented_result(tmp_path, capsys):
     # --system re-evaluates on another fabric
     assert main(["interfere", str(scen), "--system", T288, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["jobs"][0]["slowdown"] == 1.0
+    # --out a directory, or under a file: one line naming it (were the temporary file's
+    # name, "Is a directory", and "File exists" of the file)
+    capsys.readouterr()
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    for bad, expect in ((tmp_path, f"error: {tmp_path}: is a directory; give a file name"), (a_file / "sub" / "r.json", f"error: {a_file}: is a file, not a directory")):
+        assert main(["interfere", str(scen), "--out", str(bad), "--quiet"]) == 2
+        assert capsys.readouterr().err.strip().splitlines() == [expect]
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
     scen.write_text("{not json")
     assert main(["interfere", str(scen)]) == 2
     with pytest.raises(InputError):

@@ -607,8 +607,8 @@ def evaluate_scenario(obj: dict[str, Any], *, source: str = "<scenario>") -> dic
 
 def write_result(result: dict[str, Any], path: str | Path) -> Path:
     """Write a result as JSON, atomically."""
-    from .files import write_text_atomic
+    from .files import make_parent, write_text_atomic
 
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
+    make_parent(p)
     return write_text_atomic(p, json.dumps(result, indent=1) + "\n")
