@@ -129,10 +129,16 @@ def _expand(path: str, value: str, line: int, key: str, what: str) -> list[str]:
         raise TopologyError(
             path, f"the host list names {size:,} {what}s, more than the {MAX_FABRIC_NODES:,} toposched supports (docs/reliability.md)", line=line, field=key
         )
+    # python-hostlist refuses ranges of more than its MAX_SIZE (100,000) names ("range too
+    # large"); the count above already bounds this list by the fabric limit
+    limit = hostlist.MAX_SIZE
+    hostlist.MAX_SIZE = max(limit, MAX_FABRIC_NODES)
     try:
         names: list[str] = hostlist.expand_hostlist(value, allow_duplicates=True)  # hostlist is untyped
     except hostlist.BadHostlist as exc:
         raise TopologyError(path, f"bad host list {value!r}: {exc}", line=line, field=key) from None
+    finally:
+        hostlist.MAX_SIZE = limit
     if not names:
         raise TopologyError(path, f"{key}= lists no {what}s" if what == "node" else f"{key}= lists no switches", line=line, field=key)
     seen: set[str] = set()
