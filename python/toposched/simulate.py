@@ -65,7 +65,10 @@ def simulate(
     # a policy written in Python and registered under a name runs as its module:Class
     target = registry.python_target(config.alloc) if isinstance(config.alloc, str) else None
     alloc = policies.resolve(target or config.alloc, fabric)
+    policies.check_methods(alloc, "select", "nodes, free")
     order = policies.resolve(config.queue_order, fabric) if config.queue_order is not None else None
+    if order is not None:
+        policies.check_methods(order, "key", "job_id, submit_s, nodes, walltime_s, now_s")
     options = policy_options(config)  # before the construction: its errors name their flag
     sim = new_simulation(_core, fabric, workload, config, options, alloc, order, down_nodes)
     network = None
