@@ -599,3 +599,20 @@ def test_stdout_closed_by_its_reader_ends_quietly_with_sigpipe_status(command: l
     assert [ln for ln in p.stderr.splitlines() if ln.startswith("error") or "Traceback" in ln] == []
     if command[0] == "simulate":
         assert json.loads((out / "summary.json").read_text())["complete"] is True
+
+
+def test_an_out_that_is_a_file_is_named_as_one(tmp_path: Path, capsys) -> None:
+    """sweep, compare, frontier, contention and core-replay with --out an existing file
+    said "FILE: File exists", or "FILE/runs: Not a directory"."""
+    from conftest import REPO
+
+    from toposched.cli import describe_error
+
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    code, _, err = run_cli(["sweep", str(REPO / "examples" / "sweep-small.toml"), "--out", str(a_file), "--quiet"], capsys)
+    assert code == 2 and one_clean_line(err) == f"error: {a_file}: is a file, not a directory; give a directory that is new or the command's own"
+    status, message = describe_error(NotADirectoryError(20, "Not a directory", str(a_file / "runs")))
+    assert (status, message) == (2, f"{a_file}: is a file, not a directory (in the way of {a_file / 'runs'})")
+    # a missing file is still what it was
+    assert describe_error(NotADirectoryError(20, "Not a directory", str(tmp_path / "gone" / "x")))[1].endswith("Not a directory")
