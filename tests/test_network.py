@@ -457,6 +457,10 @@ def test_interfere_command_writes_the_documented_result(tmp_path, capsys):
         assert main(["interfere", str(scen), "--out", str(bad), "--quiet"]) == 2
         assert capsys.readouterr().err.strip().splitlines() == [expect]
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    # a key given twice: JSON kept the last (here: another fabric), silently
+    scen.write_text('{"fabric": "cab", "fabric": "toy18", "jobs": [{"name": "A", "nodes": "0-3", "pattern": "a2a"}]}')
+    assert main(["interfere", str(scen), "--quiet"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [f"error: {scen}: field 'fabric': given twice in one object (JSON would keep the last silently)"]
     scen.write_text("{not json")
     assert main(["interfere", str(scen)]) == 2
     with pytest.raises(InputError):

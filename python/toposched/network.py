@@ -531,10 +531,23 @@ def _flows(value: Any, src: str, where: str) -> list[tuple[int, int, float]]:
 def load_scenario(path: str | Path, *, system: str | None = None) -> Scenario:
     """Read a scenario JSON file (docs/network.md)."""
     p = Path(path)
+    repeated: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        # JSON lets the last of two equal keys win, silently: remember the first repeat
+        out: dict[str, Any] = {}
+        for key, value in items:
+            if key in out and not repeated:
+                repeated.append(key)
+            out[key] = value
+        return out
+
     try:
-        obj = json.loads(p.read_text())
+        obj = json.loads(p.read_text(), object_pairs_hook=pairs)
     except json.JSONDecodeError as exc:
         raise InputError(str(p), f"not valid JSON: {exc.msg}", line=exc.lineno) from None
+    if repeated:
+        raise InputError(str(p), "given twice in one object (JSON would keep the last silently)", field=repeated[0])
     return parse_scenario(obj, source=str(p), system=system)
 
 
