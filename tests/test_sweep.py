@@ -196,6 +196,19 @@ def test_runs_command_filters_and_formats(sweep8, capsys):
     assert usage.value.code == 2 and err.strip().splitlines()[-1] == "toposched runs: error: argument --limit: must be at least 0, got -1", err
 
 
+@pytest.mark.parametrize("fmt", ["table", "csv"])
+def test_runs_into_a_closed_pipe_ends_like_every_command(sweep8, fmt):
+    """`toposched runs DIR | head`: 141 and nothing on stderr, as the CLI's boundary does
+    for every command (runs had its own handler, which exited 0)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        p = subprocess.run([sys.executable, "-m", "toposched.cli", "runs", str(sweep8["out"]), "--format", fmt], stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write_end)
+    assert p.returncode == 141 and p.stderr == "", p.stderr
+
+
 def test_failing_run_is_reported_and_the_others_complete(tmp_path, capsys):
     (tmp_path / "bad.conf").write_text(BAD_CONF)
     toml = tmp_path / "fail.toml"

@@ -120,12 +120,8 @@ def run(args: argparse.Namespace) -> int:
             names, rows = query_runs(args.dir, where=args.where, columns=cols, order_by=args.order_by, limit=args.limit, rebuild=args.rebuild)
     except duckdb.Error as exc:
         raise ToposchedError(f"{args.dir}: SQL error: {_one_line(str(exc))}") from None
-    try:
-        _print(args, names, rows)
-    except BrokenPipeError:  # e.g. piped into head
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    # piped into head: the CLI's boundary ends quietly with 141, as for every command
+    _print(args, names, rows)
     return 0
 
 
