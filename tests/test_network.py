@@ -423,7 +423,11 @@ def test_interleaved_generates_several_jobs():
         ({"place": {"random": 99}}, "jobs[0].place.random"),
         ({"nodes": [0], "place": {"random": 1}}, "jobs[0]"),
         ({"bully": "bogus"}, "jobs[0].bully"),
-        ({"nodes": [0, 1], "flows": [[0, 5, 1.0]]}, "jobs"),
+        # a rank past nodes x ranks_per_node, and bytes NaN (which JSON reads): the flow
+        # itself is named (the engine's own check named only "jobs")
+        ({"nodes": [0, 1], "flows": [[0, 5, 1.0]]}, "jobs[0].flows[0]"),
+        ({"nodes": [0, 1], "ranks_per_node": 2, "flows": [[0, 3, 1.0], [4, 0, 1.0]]}, "jobs[0].flows[1]"),
+        ({"nodes": [0, 1], "flows": [[0, 1, float("nan")]]}, "jobs[0].flows[0]"),
     ],
 )
 def test_bad_scenarios_name_the_field(job, field):

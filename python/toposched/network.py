@@ -461,6 +461,14 @@ def parse_scenario(obj: dict[str, Any], *, source: str = "<scenario>", system: s
         flows = None
         if "flows" in j:
             flows = _flows(j["flows"], src, f"{where}.flows")
+            # ranks are numbered over the job's nodes x ranks_per_node (the engine's check
+            # would name only "jobs")
+            n_ranks = len(flat) * int(common["ranks_per_node"])
+            for k, (a, b, _) in enumerate(flows):
+                if max(a, b) >= n_ranks:
+                    raise field_error(
+                        src, f"{where}.flows[{k}]", f"rank {max(a, b)} is not below the job's {n_ranks} ranks ({len(flat)} nodes x {common['ranks_per_node']} ranks per node)"
+                    )
             pattern = "explicit"
         else:
             check_pattern(pattern, src, f"{where}.pattern")
@@ -522,8 +530,8 @@ def _flows(value: Any, src: str, where: str) -> list[tuple[int, int, float]]:
         if not (isinstance(f, list) and len(f) == 3 and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in f)):
             raise field_error(src, f"{where}[{k}]", "expected [source rank, destination rank, bytes]")
         s, d, b = f
-        if int(s) != s or int(d) != d or s < 0 or d < 0 or b < 0:
-            raise field_error(src, f"{where}[{k}]", "ranks are whole numbers >= 0 and bytes >= 0")
+        if not all(math.isfinite(x) for x in f) or int(s) != s or int(d) != d or s < 0 or d < 0 or b < 0:
+            raise field_error(src, f"{where}[{k}]", "ranks are whole numbers >= 0 and bytes a finite number >= 0")
         out.append((int(s), int(d), float(b)))
     return out
 
