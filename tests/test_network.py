@@ -412,6 +412,20 @@ def test_interleaved_generates_several_jobs():
 
 
 @pytest.mark.parametrize(
+    "model, field",
+    [
+        ({"overhead_us": -1}, "model.overhead_us"),  # was reported as model.link_gbps
+        ({"link_gbps": float("inf")}, "model.link_gbps"),  # was taken (JSON reads Infinity)
+        ({"link_gbps": 0}, "model.link_gbps"),
+    ],
+)
+def test_bad_job_model_timing_names_its_own_key(model, field):
+    with pytest.raises(InputError) as e:
+        parse_scenario({"fabric": "toy18", "model": model, "jobs": [{"nodes": [0, 3], "pattern": "a2a"}]}, source="s.json")
+    assert e.value.field == field
+
+
+@pytest.mark.parametrize(
     "job, field",
     [
         ({"nodes": [0, 0]}, "jobs[0].nodes"),

@@ -197,8 +197,10 @@ def parse_settings(obj: Any, src: str = "<scenario>", where: str = "model") -> M
     timing = None
     if "link_gbps" in obj or "overhead_us" in obj:
         gbps, over = obj.get("link_gbps", 32.0), obj.get("overhead_us", 1.0)
-        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in (gbps, over)):
-            raise field_error(src, f"{where}.link_gbps", "link_gbps and overhead_us are positive numbers")
+        for key, v in (("link_gbps", gbps), ("overhead_us", over)):
+            if not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0):
+                # name the one at fault (overhead_us = -1 was reported as link_gbps)
+                raise field_error(src, f"{where}.{key}", f"link_gbps and overhead_us are positive numbers, got {v!r}")
         timing = FabricTiming(link_bytes_per_s=float(gbps) * 1e9 / 8, overhead_s=float(over) * 1e-6)
     bw = obj.get("bandwidth", 1.0)
     if isinstance(bw, (int, float)):
