@@ -303,6 +303,21 @@ alloc = "linear"
     assert code == 2 and err.startswith(f"error: {toml}:3: not valid TOML")
 
 
+def test_an_exclude_that_can_match_no_run_is_refused(tmp_path):
+    """A misspelt value excluded nothing, silently (12 runs of 12); a key that is not an
+    axis, likewise."""
+    from toposched.sweep import SweepSpecError, parse_sweep
+
+    text = (REPO / "examples" / "sweep-small.toml").read_text()
+    base = REPO / "examples"
+    ok = parse_sweep(text + '[[exclude]]\nalloc = ["isolated", "isolatd"]\nfabric = "cab"\n', tmp_path / "s.toml", base=base)
+    assert len(ok.runs) == 6  # one known value is enough
+    with pytest.raises(SweepSpecError, match=r"exclude\[0\]\.alloc: 'isolatd' is not a value of the matrix, so this exclude leaves every run in; the matrix has 'linear', 'isolated'"):
+        parse_sweep(text + '[[exclude]]\nalloc = "isolatd"\n', tmp_path / "s.toml", base=base)
+    with pytest.raises(SweepSpecError, match=r"exclude\[0\]\.queue_depth: 'queue_depth' is not an axis of this matrix"):
+        parse_sweep(text + "[[exclude]]\nqueue_depth = 5\n", tmp_path / "s.toml", base=base)
+
+
 def test_the_example_sweep_file_is_valid():
     from toposched.sweep import load_sweep
 
