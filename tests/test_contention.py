@@ -475,6 +475,10 @@ def test_cli_refuses_more_uplinks_than_a_leaf_has_and_a_damaged_run(tmp_path, ca
     assert main(["contention", "--run", str(run_dir), "--out", str(tmp_path / "c"), "--uplinks", "13,6", *common]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["error: --uplinks: 13 uplinks left per leaf is more than the 12 of this fabric's nonblocking leaf (R counts the uplinks left: at most K)"]
+    # with --trace, before the replay (nothing written)
+    argv = ["contention", "--trace", str(DATA / "atlas-window-120.swf"), "--system", "fattree:K=12,S=96,P=1", "--uplinks", "13"]
+    assert main([*argv, "--out", str(tmp_path / "c3"), *common]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == err and not (tmp_path / "c3").exists()
     jobs = pq.read_table(run_dir / "jobs.parquet")
     lists = [[0]] + [[i] for i in range(1, len(jobs))]
     lists[0] = [12 * 96]  # one past the last node
