@@ -11,7 +11,7 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import EXAMPLE_TRACE, HPC2N_SUBSET, SLURM
+from conftest import DATA, EXAMPLE_TRACE, HPC2N_SUBSET, SLURM
 from toposched.cli import main
 
 HEADER = "; MaxNodes: 16\n; MaxProcs: 16\n"
@@ -103,6 +103,18 @@ def test_a_policy_option_out_of_range_names_the_flag_not_the_log(tmp_path, capsy
     assert line.startswith("error: settings: ") and "out of range" in line and f"set with {flag}" in line, err
     assert str(EXAMPLE_TRACE) not in err
     assert not (tmp_path / "o" / "jobs.parquet").exists()
+
+
+@pytest.mark.parametrize("queue,flag", [("slurm", "--partitions"), ("slurm-bf", "--sched-partitions")])
+def test_a_job_in_a_partition_the_option_does_not_define_names_the_line_and_flag(tmp_path, capsys, queue, flag):
+    """Was "error: queue slurm: job row 0 asks for partition 1; ..." with neither the log's
+    line nor the flag. The window's first record (line 35) is in partition 1."""
+    trace = DATA / "atlas-window-120.swf"
+    code, _, err = run(["simulate", "--trace", str(trace), "--system", "cab", "--queue", queue, flag, "2=0-10", "--out", str(tmp_path / "o"), "--quiet"], capsys)
+    assert code == 2
+    assert err.strip().splitlines() == [
+        f"error: {trace}:35: queue {queue}: job row 0 asks for partition 1; the partitions option defines 2 (set with {flag})"
+    ]
 
 
 def test_lenient_skips_and_counts_malformed_lines(tmp_path, capsys):

@@ -169,6 +169,13 @@ def test_cli_compare_bad_inputs(tmp_path, capsys):
     assert main(base + ["--transform", "days:1@10000"]) == 2
     assert "no jobs left to replay" in capsys.readouterr().err
     assert not (tmp_path / "x" / "compare.json").exists()
+    # what would fail every run of a policy fails once, before any run (each run failed
+    # on its own, with a traceback file, after the others had run)
+    assert main(base + ["--allocs", "linear,as-logged"]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith("as-logged needs the hosts and start time of every job, and this swf log gives none; node lists come from extended SWF (a {n,n,...} 19th field), sacct (NodeList) and PBS (exec_host)")
+    assert main(base + ["--allocs", "linear,no_such_module_here:P"]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == "error: policy 'no_such_module_here:P': cannot import module 'no_such_module_here': No module named 'no_such_module_here'"
+    assert not (tmp_path / "x" / "runs").exists()
 
 
 def test_demo_runs_the_bundled_trace(tmp_path, capsys):

@@ -460,3 +460,30 @@ def test_write_outputs_files_figures_and_page(tmp_path):
     assert (tmp_path / "figures" / "crossbar_size.svg").exists()
     assert {p.name for p in written} >= {"leaf_demand.parquet", "job_slowdowns.parquet", "job_exposure.parquet", "sweeps.parquet", "contention.json", "report.html"}
     assert json.loads((tmp_path / "contention.json").read_text())["exposed_jobs"] == 2
+
+
+def test_cli_refuses_more_uplinks_than_a_leaf_has_and_a_damaged_run(tmp_path, capsys):
+    """--uplinks above K gave a sweep row with 'removed: -1' and a taper above 1; a run
+    directory holding a node past its fabric was an internal error (ValueError)."""
+    from conftest import DATA
+    from toposched.nodelists import ranges_array_of_lists
+
+    run_dir = tmp_path / "run"
+    assert main(["simulate", "--trace", str(DATA / "atlas-window-120.swf"), "--system", "fattree:K=12,S=96,P=1", "--out", str(run_dir), "--quiet"]) == 0
+    capsys.readouterr()
+    common = ["--crossbar-sizes", "none", "--cores-sweep", "none", "--no-figures", "--no-report", "--quiet"]
+    assert main(["contention", "--run", str(run_dir), "--out", str(tmp_path / "c"), "--uplinks", "13,6", *common]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: --uplinks: 13 uplinks left per leaf is more than the 12 of this fabric's nonblocking leaf (R counts the uplinks left: at most K)"]
+    # with --trace, before the replay (nothing written)
+    argv = ["contention", "--trace", str(DATA / "atlas-window-120.swf"), "--system", "fattree:K=12,S=96,P=1", "--uplinks", "13"]
+    assert main([*argv, "--out", str(tmp_path / "c3"), *common]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == err and not (tmp_path / "c3").exists()
+    jobs = pq.read_table(run_dir / "jobs.parquet")
+    lists = [[0]] + [[i] for i in range(1, len(jobs))]
+    lists[0] = [12 * 96]  # one past the last node
+    at = jobs.schema.get_field_index("node_ranges")
+    pq.write_table(jobs.set_column(at, "node_ranges", ranges_array_of_lists(lists)).replace_schema_metadata(jobs.schema.metadata), run_dir / "jobs.parquet")
+    assert main(["contention", "--run", str(run_dir), "--out", str(tmp_path / "c2"), *common]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {run_dir / 'jobs.parquet'}: is not a schedule on ") and "node ids must lie in [0, 1152)" in err[0], err

@@ -412,6 +412,20 @@ def test_interleaved_generates_several_jobs():
 
 
 @pytest.mark.parametrize(
+    "model, field",
+    [
+        ({"overhead_us": -1}, "model.overhead_us"),  # was reported as model.link_gbps
+        ({"link_gbps": float("inf")}, "model.link_gbps"),  # was taken (JSON reads Infinity)
+        ({"link_gbps": 0}, "model.link_gbps"),
+    ],
+)
+def test_bad_job_model_timing_names_its_own_key(model, field):
+    with pytest.raises(InputError) as e:
+        parse_scenario({"fabric": "toy18", "model": model, "jobs": [{"nodes": [0, 3], "pattern": "a2a"}]}, source="s.json")
+    assert e.value.field == field
+
+
+@pytest.mark.parametrize(
     "job, field",
     [
         ({"nodes": [0, 0]}, "jobs[0].nodes"),
@@ -423,7 +437,11 @@ def test_interleaved_generates_several_jobs():
         ({"place": {"random": 99}}, "jobs[0].place.random"),
         ({"nodes": [0], "place": {"random": 1}}, "jobs[0]"),
         ({"bully": "bogus"}, "jobs[0].bully"),
-        ({"nodes": [0, 1], "flows": [[0, 5, 1.0]]}, "jobs"),
+        # a rank past nodes x ranks_per_node, and bytes NaN (which JSON reads): the flow
+        # itself is named (the engine's own check named only "jobs")
+        ({"nodes": [0, 1], "flows": [[0, 5, 1.0]]}, "jobs[0].flows[0]"),
+        ({"nodes": [0, 1], "ranks_per_node": 2, "flows": [[0, 3, 1.0], [4, 0, 1.0]]}, "jobs[0].flows[1]"),
+        ({"nodes": [0, 1], "flows": [[0, 1, float("nan")]]}, "jobs[0].flows[0]"),
     ],
 )
 def test_bad_scenarios_name_the_field(job, field):
@@ -448,6 +466,19 @@ def test_interfere_command_writes_the_documented_result(tmp_path, capsys):
     # --system re-evaluates on another fabric
     assert main(["interfere", str(scen), "--system", T288, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["jobs"][0]["slowdown"] == 1.0
+    # --out a directory, or under a file: one line naming it (were the temporary file's
+    # name, "Is a directory", and "File exists" of the file)
+    capsys.readouterr()
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    for bad, expect in ((tmp_path, f"error: {tmp_path}: is a directory; give a file name"), (a_file / "sub" / "r.json", f"error: {a_file}: is a file, not a directory")):
+        assert main(["interfere", str(scen), "--out", str(bad), "--quiet"]) == 2
+        assert capsys.readouterr().err.strip().splitlines() == [expect]
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    # a key given twice: JSON kept the last (here: another fabric), silently
+    scen.write_text('{"fabric": "cab", "fabric": "toy18", "jobs": [{"name": "A", "nodes": "0-3", "pattern": "a2a"}]}')
+    assert main(["interfere", str(scen), "--quiet"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [f"error: {scen}: field 'fabric': given twice in one object (JSON would keep the last silently)"]
     scen.write_text("{not json")
     assert main(["interfere", str(scen)]) == 2
     with pytest.raises(InputError):

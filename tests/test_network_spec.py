@@ -222,6 +222,24 @@ def test_a_spec_with_a_bad_or_repeated_key_is_one_line(tmp_path, capsys, spec, f
     assert status == 2 and len(err) == 1 and err[0].startswith(f"error: --network: field '{field}': {expect}"), err
 
 
+@pytest.mark.parametrize(
+    "name, text, expect",
+    [
+        # JSON kept the last of two equal keys, silently (TOML refuses them itself)
+        ("dup.json", '{"mapping": "random", "seed": 1, "seed": 2}', "field 'seed': given twice"),
+        # true / false read as 1 / 0
+        ("bool.toml", 'mapping = "random"\nphi = true\n', "field 'phi': expected a number in [0, 1] or [low, high], got true"),
+        ("bool.json", '{"mapping": "random", "comm_fraction": false}', "field 'comm_fraction': expected a number in [0, 1] or [low, high], got false"),
+    ],
+)
+def test_a_spec_file_with_a_repeated_key_or_a_boolean_fraction_is_refused(tmp_path, capsys, name, text, expect):
+    spec = tmp_path / name
+    spec.write_text(text)
+    status = main(["simulate", "--trace", str(WINDOW), "--system", "cab", "--out", str(tmp_path / "out"), "--network", str(spec), "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and err == [f"error: {spec}: {expect} (given with --network)"], err
+
+
 # ----------------------------------------------------------------------------- matching
 
 

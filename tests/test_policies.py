@@ -117,6 +117,28 @@ def test_cli_loads_a_policy_by_import_path(tmp_path):
     assert missing.returncode == 2 and "cannot import module 'nosuch'" in missing.stderr
 
 
+def test_a_policy_module_that_fails_lacks_its_method_or_fails_setup_is_the_users_error(tmp_path, capsys, monkeypatch):
+    """These were "internal error: ... (a bug in toposched: ...)", status 1."""
+    from toposched.cli import main
+
+    (tmp_path / "polboom.py").write_text("raise RuntimeError('boom at import')\n")
+    (tmp_path / "polshapes.py").write_text(
+        "class NoSelect:\n    pass\n"
+        "class SetupFails:\n    def setup(self, fabric):\n        raise KeyError('nope')\n    def select(self, nodes, free):\n        return None\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cases = [
+        (["--alloc", "polboom:P"], "error: policy 'polboom:P': importing module 'polboom' failed: RuntimeError: boom at import"),
+        (["--alloc", "polshapes:NoSelect"], "error: policy polshapes:NoSelect: has no select(nodes, free) method (docs/python-policies.md)"),
+        (["--queue-order", "polshapes:NoSelect"], "error: policy polshapes:NoSelect: has no key(job_id, submit_s, nodes, walltime_s, now_s) method (docs/python-policies.md)"),
+        (["--alloc", "polshapes:SetupFails"], "error: policy polshapes:SetupFails: setup(fabric) raised KeyError: 'nope'"),
+    ]
+    for flags, expect in cases:
+        code = main(["simulate", "--trace", str(EXAMPLE_TRACE), "--system", "cab", *flags, "--out", str(tmp_path / "o"), "--quiet"])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and err == [expect], (flags, err)
+
+
 def test_jobs_larger_than_the_machine_are_skipped_for_python_policies_too():
     w = read_trace(EXAMPLE_TRACE).take(np.arange(300))
     fabric = load_fabric("fattree:K=8,S=2,P=1")  # 16 nodes: many Atlas jobs are larger

@@ -193,6 +193,24 @@ def test_options_of_the_policy_in_use_are_accepted(tmp_path: Path, capsys) -> No
     assert s["policy"]["leaf_order"] == "paper" and s["policy"]["seed"] == 0 and s["policy"]["tie_break"] == "name"
 
 
+def test_a_log_from_a_pipe_reads_with_format_and_says_why_not_without(tmp_path: Path, capsys) -> None:
+    """`zcat log | toposched simulate --trace /dev/stdin`: the format guess opens the log
+    once, the read again, and the second open of a pipe failed with "cannot read: File or
+    stream is not seekable."; with --format the pipe is read once, and works."""
+    fifo = tmp_path / "log.fifo"
+    os.mkfifo(fifo)
+    for extra, want in (([], 2), (["--format", "swf"], 0)):
+        writer = subprocess.Popen(["sh", "-c", f"cat '{SWF_OK}' > '{fifo}'"], stderr=subprocess.DEVNULL)
+        try:
+            code, _, err = run_cli(["simulate", "--trace", str(fifo), *extra, "--system", FABRIC, "--out", str(tmp_path / "o"), "--quiet"], capsys)
+        finally:
+            writer.kill()
+            writer.wait()
+        assert code == want, err
+        if want:
+            assert one_clean_line(err) == f"error: {fifo}: is a pipe, which can be read only once: give --format, so that its format is not guessed from it first, or save it to a file (--stream needs a file)"
+
+
 def test_bad_trace_paths(tmp_path: Path, capsys) -> None:
     code, _, err = run_cli(["simulate", "--trace", str(tmp_path), "--system", FABRIC, "--out", str(tmp_path / "o")], capsys)
     assert code == 2 and "is a directory" in one_clean_line(err)
@@ -586,3 +604,20 @@ def test_stdout_closed_by_its_reader_ends_quietly_with_sigpipe_status(command: l
     assert [ln for ln in p.stderr.splitlines() if ln.startswith("error") or "Traceback" in ln] == []
     if command[0] == "simulate":
         assert json.loads((out / "summary.json").read_text())["complete"] is True
+
+
+def test_an_out_that_is_a_file_is_named_as_one(tmp_path: Path, capsys) -> None:
+    """sweep, compare, frontier, contention and core-replay with --out an existing file
+    said "FILE: File exists", or "FILE/runs: Not a directory"."""
+    from conftest import REPO
+
+    from toposched.cli import describe_error
+
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    code, _, err = run_cli(["sweep", str(REPO / "examples" / "sweep-small.toml"), "--out", str(a_file), "--quiet"], capsys)
+    assert code == 2 and one_clean_line(err) == f"error: {a_file}: is a file, not a directory; give a directory that is new or the command's own"
+    status, message = describe_error(NotADirectoryError(20, "Not a directory", str(a_file / "runs")))
+    assert (status, message) == (2, f"{a_file}: is a file, not a directory (in the way of {a_file / 'runs'})")
+    # a missing file is still what it was
+    assert describe_error(NotADirectoryError(20, "Not a directory", str(tmp_path / "gone" / "x")))[1].endswith("Not a directory")

@@ -279,6 +279,19 @@ def test_size_from_cpus_when_nnodes_absent(tmp_path):
     assert w.repairs == {"nodes_rounded_up": 1}
 
 
+def test_a_count_past_2_31_names_its_own_field_and_value(tmp_path):
+    """AllocCPUS past 2^31 beside NNodes=2 was reported as "field 'NNodes': 2 is out of
+    range": the wrong field and a value that is fine."""
+    p = write(tmp_path, row(cpus="3000000000"))
+    with pytest.raises(TraceFormatError) as err:
+        read_sacct(p)
+    assert (err.value.line, err.value.field) == (2, "AllocCPUS") and err.value.message.startswith("3000000000 is out of range")
+    p = write(tmp_path, row(nnodes="3000000000"))
+    with pytest.raises(TraceFormatError) as err:
+        read_sacct(p)
+    assert (err.value.line, err.value.field) == (2, "NNodes") and err.value.message.startswith("3000000000 is out of range")
+
+
 def test_never_started_and_still_running(tmp_path):
     p = write(
         tmp_path,

@@ -188,6 +188,25 @@ def test_runs_command_filters_and_formats(sweep8, capsys):
     assert code == 0 and "8 runs" in stdout and "wait_mean_s" in stdout
     code, _, err = _cli(["runs", out, "--where", "no_such_column = 1"], capsys)
     assert code == 2 and "SQL error" in err and "no_such_column" in err
+    # one line: DuckDB's message spans three or four (the query echoed, a caret under it)
+    assert len(err.strip().splitlines()) == 1 and "LINE 1" not in err, err
+    with pytest.raises(SystemExit) as usage:  # argparse's usage error
+        main(["runs", str(out), "--limit", "-1"])
+    err = capsys.readouterr().err
+    assert usage.value.code == 2 and err.strip().splitlines()[-1] == "toposched runs: error: argument --limit: must be at least 0, got -1", err
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv"])
+def test_runs_into_a_closed_pipe_ends_like_every_command(sweep8, fmt):
+    """`toposched runs DIR | head`: 141 and nothing on stderr, as the CLI's boundary does
+    for every command (runs had its own handler, which exited 0)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        p = subprocess.run([sys.executable, "-m", "toposched.cli", "runs", str(sweep8["out"]), "--format", fmt], stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write_end)
+    assert p.returncode == 141 and p.stderr == "", p.stderr
 
 
 def test_failing_run_is_reported_and_the_others_complete(tmp_path, capsys):
@@ -284,6 +303,21 @@ alloc = "linear"
     assert code == 2 and err.startswith(f"error: {toml}:3: not valid TOML")
 
 
+def test_an_exclude_that_can_match_no_run_is_refused(tmp_path):
+    """A misspelt value excluded nothing, silently (12 runs of 12); a key that is not an
+    axis, likewise."""
+    from toposched.sweep import SweepSpecError, parse_sweep
+
+    text = (REPO / "examples" / "sweep-small.toml").read_text()
+    base = REPO / "examples"
+    ok = parse_sweep(text + '[[exclude]]\nalloc = ["isolated", "isolatd"]\nfabric = "cab"\n', tmp_path / "s.toml", base=base)
+    assert len(ok.runs) == 6  # one known value is enough
+    with pytest.raises(SweepSpecError, match=r"exclude\[0\]\.alloc: 'isolatd' is not a value of the matrix, so this exclude leaves every run in; the matrix has 'linear', 'isolated'"):
+        parse_sweep(text + '[[exclude]]\nalloc = "isolatd"\n', tmp_path / "s.toml", base=base)
+    with pytest.raises(SweepSpecError, match=r"exclude\[0\]\.queue_depth: 'queue_depth' is not an axis of this matrix"):
+        parse_sweep(text + "[[exclude]]\nqueue_depth = 5\n", tmp_path / "s.toml", base=base)
+
+
 def test_the_example_sweep_file_is_valid():
     from toposched.sweep import load_sweep
 
@@ -297,10 +331,14 @@ def test_network_axis_only_where_supported(tmp_path):
     from toposched.simulate import RunConfig
     from toposched.sweep import SweepSpecError, parse_sweep
 
-    text = f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\n[[fabrics]]\nsystem = "cab"\n[scenarios]\nnetwork = ["off"]\n'
+    text = f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\n[[fabrics]]\nsystem = "cab"\n[scenarios]\nnetwork = ["bins"]\n'
     if "network" in RunConfig.__dataclass_fields__:
         sweep = parse_sweep(text, "n.toml")
-        assert sweep.runs[0].spec["config"]["network"] == "off"
+        assert sweep.runs[0].spec["config"]["network"] == "bins"
+        # a spec --network would refuse fails the file, once: it failed every run of the
+        # sweep (each with its traceback) while a dry run called the file sound
+        with pytest.raises(SweepSpecError, match=r"scenarios.network: 'off': field 'off': expected bins, random, heavy"):
+            parse_sweep(text.replace('["bins"]', '["bins", "off"]'), "n.toml")
     else:
         with pytest.raises(SweepSpecError, match=r"scenarios.network: network settings are not supported by this version"):
             parse_sweep(text, "n.toml")

@@ -347,3 +347,24 @@ def test_missing_file():
     with pytest.raises(TopologyError) as info:
         read_topology_conf("/nonexistent/topology.conf")
     assert info.value.message == "no such file"
+
+
+def test_a_range_past_python_hostlists_100000_names_loads_up_to_the_fabric_limit():
+    """'n[1-150000]' was refused ("bad host list ...: results too large": python-hostlist's
+    own cap of 100,000) although the documented limit is 1,000,000 nodes."""
+    import hostlist
+
+    spec = read_topology_conf_text("SwitchName=s0 Nodes=n[1-150000]\nSwitchName=s1 Nodes=m[1-3]\nSwitchName=t Switches=s[0-1]\n", "big.conf")
+    assert spec.n_nodes == 150_003
+    assert hostlist.MAX_SIZE == 100_000  # the library's own limit is left as it was
+
+
+@pytest.mark.parametrize("name", ["bnl-sdcc_nsls2_slurm.conf", "ucr-hpcc_biocluster_slurm.conf"])
+def test_a_slurm_conf_given_for_a_topology_conf_says_so(name):
+    """The real slurm.conf files of the data set (one writes 'SlurmctldHost = master1',
+    with spaces), given where a topology.conf belongs."""
+    from conftest import SLURM
+
+    with pytest.raises(TopologyError) as err:
+        read_topology_conf(SLURM / name)
+    assert err.value.message.endswith("(this looks like a slurm.conf: --system takes the topology.conf beside it)")

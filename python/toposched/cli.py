@@ -22,6 +22,7 @@ import os
 import pkgutil
 import sys
 import zlib
+from pathlib import Path
 from types import ModuleType
 
 from . import __version__, commands
@@ -158,6 +159,14 @@ def describe_error(exc: BaseException) -> tuple[int, str]:
         return EXIT_INPUT, str(exc)
     if isinstance(exc, MemoryError):
         return EXIT_FAILURE, "out of memory; try a smaller workload (transforms, --queue-depth) or a machine with more memory"
+    if isinstance(exc, FileExistsError) and exc.filename and os.path.exists(exc.filename) and not os.path.isdir(exc.filename):
+        # mkdir(exist_ok=True) of an --out that is a file says only "File exists"
+        return EXIT_INPUT, f"{exc.filename}: is a file, not a directory; give a directory that is new or the command's own"
+    if isinstance(exc, NotADirectoryError) and exc.filename:
+        # "out/x: Not a directory": name the file in the way, not the path under it
+        file_above = next((p for p in Path(exc.filename).parents if p.exists() and not p.is_dir()), None)
+        if file_above is not None:
+            return EXIT_INPUT, f"{file_above}: is a file, not a directory (in the way of {exc.filename})"
     if isinstance(exc, (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError, FileExistsError)):
         where = f"{exc.filename}: " if exc.filename else ""
         return EXIT_INPUT, f"{where}{exc.strerror or exc}"

@@ -287,6 +287,21 @@ def load_workload(
     return w
 
 
+def _check_allocs_here(plan: list[tuple[str, str]], workload: Workload, fabric: Any) -> None:
+    """What would fail every run of a policy fails here, once, before any run: as-logged
+    on a log without node lists, a policy written in Python that does not import or lacks
+    select (each run failed on its own, with its traceback file)."""
+    from . import policies
+
+    for alloc in _dedupe([a for a, _ in plan]):
+        if alloc == "as-logged":
+            from .aslogged import map_hosts
+
+            map_hosts(workload, fabric)
+        elif ":" in alloc:
+            policies.check_methods(policies.resolve(alloc, fabric), "select", "nodes, free")
+
+
 def run_compare(
     trace: str | Path,
     system: str,
@@ -339,6 +354,7 @@ def run_compare(
     plan = plan_runs(allocs, scenarios)
     fabric = load_fabric(system, lenient=lenient)  # fail early on a bad --system
     workload = load_workload(trace, transforms=transforms, fabric_nodes=fabric.n_nodes, format=format, lenient=lenient)
+    _check_allocs_here(plan, workload, fabric)
     read_s = time.perf_counter() - t_start
 
     out = Path(out_dir)

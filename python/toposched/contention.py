@@ -241,7 +241,14 @@ class Schedule:
             name = f"{Path(src).name if src else d.name} on {fabric.get('name', '?')}"
         else:
             name = f"{d.name} on {fabric.get('name', '?')}"
-        return cls.from_jobs_table(jobs, fabric, cores_per_node=cpn, name=name)
+        try:
+            return cls.from_jobs_table(jobs, fabric, cores_per_node=cpn, name=name)
+        except ValueError as exc:
+            # a damaged or hand-edited result (a node past the fabric, an end before its
+            # start): bad input, named, not an internal error
+            from .errors import InputError
+
+            raise InputError(str(d / "jobs.parquet"), f"is not a schedule on {d / 'fabric.json'}: {exc}") from None
 
     @classmethod
     def from_result(cls, result: "SimResult") -> "Schedule":

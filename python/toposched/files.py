@@ -67,6 +67,9 @@ def write_atomic(path: str | Path, write: Callable[[str], object]) -> Path:
     """Call ``write(tmp_path)`` to produce the file (what it returns is ignored), then move
     it to ``path``."""
     path = Path(path)
+    if path.is_dir():
+        # os.replace would fail naming the temporary file, not the path given
+        raise IsADirectoryError(errno.EISDIR, "is a directory; give a file name", str(path))
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
@@ -77,6 +80,18 @@ def write_atomic(path: str | Path, write: Callable[[str], object]) -> Path:
         if os.path.exists(tmp):
             os.unlink(tmp)
     return path
+
+
+def make_parent(path: str | Path) -> None:
+    """Create the missing directories above ``path``; one of them being a file is a
+    NotADirectoryError naming that file (mkdir says "File exists" of the whole path)."""
+    parent = Path(path).absolute().parent
+    for p in (parent, *parent.parents):
+        if p.exists():
+            if not p.is_dir():
+                raise NotADirectoryError(errno.ENOTDIR, "is a file, not a directory", str(p))
+            break
+    parent.mkdir(parents=True, exist_ok=True)
 
 
 def write_text_atomic(path: str | Path, text: str) -> Path:

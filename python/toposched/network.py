@@ -197,8 +197,10 @@ def parse_settings(obj: Any, src: str = "<scenario>", where: str = "model") -> M
     timing = None
     if "link_gbps" in obj or "overhead_us" in obj:
         gbps, over = obj.get("link_gbps", 32.0), obj.get("overhead_us", 1.0)
-        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in (gbps, over)):
-            raise field_error(src, f"{where}.link_gbps", "link_gbps and overhead_us are positive numbers")
+        for key, v in (("link_gbps", gbps), ("overhead_us", over)):
+            if not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0):
+                # name the one at fault (overhead_us = -1 was reported as link_gbps)
+                raise field_error(src, f"{where}.{key}", f"link_gbps and overhead_us are positive numbers, got {v!r}")
         timing = FabricTiming(link_bytes_per_s=float(gbps) * 1e9 / 8, overhead_s=float(over) * 1e-6)
     bw = obj.get("bandwidth", 1.0)
     if isinstance(bw, (int, float)):
@@ -461,6 +463,14 @@ def parse_scenario(obj: dict[str, Any], *, source: str = "<scenario>", system: s
         flows = None
         if "flows" in j:
             flows = _flows(j["flows"], src, f"{where}.flows")
+            # ranks are numbered over the job's nodes x ranks_per_node (the engine's check
+            # would name only "jobs")
+            n_ranks = len(flat) * int(common["ranks_per_node"])
+            for k, (a, b, _) in enumerate(flows):
+                if max(a, b) >= n_ranks:
+                    raise field_error(
+                        src, f"{where}.flows[{k}]", f"rank {max(a, b)} is not below the job's {n_ranks} ranks ({len(flat)} nodes x {common['ranks_per_node']} ranks per node)"
+                    )
             pattern = "explicit"
         else:
             check_pattern(pattern, src, f"{where}.pattern")
@@ -522,8 +532,8 @@ def _flows(value: Any, src: str, where: str) -> list[tuple[int, int, float]]:
         if not (isinstance(f, list) and len(f) == 3 and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in f)):
             raise field_error(src, f"{where}[{k}]", "expected [source rank, destination rank, bytes]")
         s, d, b = f
-        if int(s) != s or int(d) != d or s < 0 or d < 0 or b < 0:
-            raise field_error(src, f"{where}[{k}]", "ranks are whole numbers >= 0 and bytes >= 0")
+        if not all(math.isfinite(x) for x in f) or int(s) != s or int(d) != d or s < 0 or d < 0 or b < 0:
+            raise field_error(src, f"{where}[{k}]", "ranks are whole numbers >= 0 and bytes a finite number >= 0")
         out.append((int(s), int(d), float(b)))
     return out
 
@@ -531,10 +541,23 @@ def _flows(value: Any, src: str, where: str) -> list[tuple[int, int, float]]:
 def load_scenario(path: str | Path, *, system: str | None = None) -> Scenario:
     """Read a scenario JSON file (docs/network.md)."""
     p = Path(path)
+    repeated: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        # JSON lets the last of two equal keys win, silently: remember the first repeat
+        out: dict[str, Any] = {}
+        for key, value in items:
+            if key in out and not repeated:
+                repeated.append(key)
+            out[key] = value
+        return out
+
     try:
-        obj = json.loads(p.read_text())
+        obj = json.loads(p.read_text(), object_pairs_hook=pairs)
     except json.JSONDecodeError as exc:
         raise InputError(str(p), f"not valid JSON: {exc.msg}", line=exc.lineno) from None
+    if repeated:
+        raise InputError(str(p), "given twice in one object (JSON would keep the last silently)", field=repeated[0])
     return parse_scenario(obj, source=str(p), system=system)
 
 
@@ -607,8 +630,8 @@ def evaluate_scenario(obj: dict[str, Any], *, source: str = "<scenario>") -> dic
 
 def write_result(result: dict[str, Any], path: str | Path) -> Path:
     """Write a result as JSON, atomically."""
-    from .files import write_text_atomic
+    from .files import make_parent, write_text_atomic
 
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
+    make_parent(p)
     return write_text_atomic(p, json.dumps(result, indent=1) + "\n")

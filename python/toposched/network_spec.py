@@ -374,10 +374,26 @@ def _spec_from_text(text: str, suffix: str, src: str) -> NetworkSpec:
         lines = tuple(headers) if isinstance(bins, list) and len(headers) == len(bins) else ()
         return _spec_from_obj(loaded, src, lines)
     try:
-        loaded = json.loads(text)
+        loaded = json.loads(text, object_pairs_hook=_refuse_repeated_keys)
     except json.JSONDecodeError as exc:
         raise InputError(src, f"not valid JSON: {exc.msg}", line=exc.lineno) from None
+    except _RepeatedKey as exc:
+        # JSON lets the last of two equal keys win, silently; TOML refuses them
+        raise field_error(src, str(exc), "given twice") from None
     return _spec_from_obj(loaded, src)
+
+
+class _RepeatedKey(Exception):
+    pass
+
+
+def _refuse_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _RepeatedKey(key)
+        out[key] = value
+    return out
 
 
 _TOML_BINS = re.compile(r"\s*\[\[\s*bins\s*\]\]\s*(#.*)?$")
@@ -584,6 +600,8 @@ def _spec_from_obj(obj: Any, src: str, bin_lines: tuple[int, ...] = ()) -> Netwo
             phi = _phi_value(phi, src, key)
         elif isinstance(phi, list) and len(phi) == 2 and all(_is_number(x) for x in phi):
             phi = (float(phi[0]), float(phi[1]))
+        if isinstance(phi, bool):  # true/false would read as 1/0
+            raise field_error(src, key, f"expected a number in [0, 1] or [low, high], got {str(phi).lower()}")
         if isinstance(phi, (int, float)):
             phi = float(phi)
             if not 0 <= phi <= 1:

@@ -104,6 +104,8 @@ def load_policy(spec: str) -> Any:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise ToposchedError(f"policy {spec!r}: cannot import module {module_name!r}: {exc}") from None
+    except Exception as exc:  # the user's module failed as it ran: theirs to fix, not a bug here
+        raise ToposchedError(f"policy {spec!r}: importing module {module_name!r} failed: {type(exc).__name__}: {exc}") from None
     try:
         cls = getattr(module, attr)
     except AttributeError:
@@ -121,8 +123,18 @@ def resolve(policy: Any, fabric: Any) -> Any:
     obj = load_policy(policy) if isinstance(policy, str) else policy
     setup = getattr(obj, "setup", None)
     if callable(setup):
-        setup(fabric)
+        try:
+            setup(fabric)
+        except Exception as exc:  # a user's setup: report it as theirs, not as a bug here
+            raise ToposchedError(f"policy {describe(obj)}: setup(fabric) raised {type(exc).__name__}: {exc}") from None
     return obj
+
+
+def check_methods(policy: Any, method: str, signature: str) -> None:
+    """Refuse a policy written in Python that lacks the method the engine calls (the
+    binding's TypeError would read as a bug in toposched)."""
+    if not isinstance(policy, str) and not callable(getattr(policy, method, None)):
+        raise ToposchedError(f"policy {describe(policy)}: has no {method}({signature}) method (docs/python-policies.md)")
 
 
 def describe(policy: Any) -> str | None:

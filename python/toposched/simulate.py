@@ -23,7 +23,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .config import RunConfig, policy_options
-from .errors import InputError, SimulationError
+from .errors import InputError, SimulationError, ToposchedError
 from .limits import SLURM_MAX_SWITCH_WAIT_S
 from .results import BSLD_TAU_S, SIZE_BINS, Outcome, SimResult, collect
 from .topology import Fabric
@@ -65,7 +65,10 @@ def simulate(
     # a policy written in Python and registered under a name runs as its module:Class
     target = registry.python_target(config.alloc) if isinstance(config.alloc, str) else None
     alloc = policies.resolve(target or config.alloc, fabric)
+    policies.check_methods(alloc, "select", "nodes, free")
     order = policies.resolve(config.queue_order, fabric) if config.queue_order is not None else None
+    if order is not None:
+        policies.check_methods(order, "key", "job_id, submit_s, nodes, walltime_s, now_s")
     options = policy_options(config)  # before the construction: its errors name their flag
     sim = new_simulation(_core, fabric, workload, config, options, alloc, order, down_nodes)
     network = None
@@ -85,10 +88,27 @@ def simulate(
     except KeyboardInterrupt:
         complete = False
     except RuntimeError as exc:
-        raise SimulationError(str(exc)) from None
+        raise _step_error(workload, str(exc)) from None
     result = collect(Outcome.of_simulation(sim, network), workload, fabric, config, complete)
     result.summary["policy"]["kill_at_walltime_rule"] = kill_rule
     return result
+
+
+def _step_error(workload: Workload, message: str) -> ToposchedError:
+    """An error the engine stopped the replay with. A queue policy refusing a job of the
+    log ("queue slurm: job row 0 asks for partition 1; the partitions option defines 2")
+    is bad input: it names the log's file and line and the option's flag; anything else
+    (a policy written in Python, a caught panic) stays a SimulationError."""
+    m = re.match(r"queue ([\w-]+): job row (\d+) ", message)
+    if not m or int(m.group(2)) >= len(workload):
+        return SimulationError(message)
+    line = int(workload.columns["line"][int(m.group(2))])
+    from .registry import option
+
+    names = re.findall(r"\bthe (\w+) option\b", message)
+    prefix = "sched_" if m.group(1) == "slurm-bf" else ""
+    flags = [opt.flag for name in names if (opt := option(prefix + name) or option(name)) is not None]
+    return InputError(workload.source, message, line=line if line > 0 else None, hint=f"set with {', '.join(flags)}" if flags else None)
 
 
 def _construction_error(workload: Workload, message: str) -> InputError:

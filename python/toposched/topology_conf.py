@@ -63,6 +63,12 @@ class _Switch:
     keys: dict[str, str] = field(default_factory=dict)  # lower-case key -> key as written
 
 
+#: Keys of slurm.conf lines (lower case), to tell a slurm.conf given for a topology.conf.
+_SLURM_CONF_KEYS = frozenset(
+    {"clustername", "slurmctldhost", "controlmachine", "nodename", "partitionname", "schedulertype", "selecttype", "topologyplugin", "slurmuser", "authtype"}
+)
+
+
 def _logical_lines(text: str) -> list[tuple[int, str]]:
     """(first physical line, text) per logical line: comments cut, continuations joined."""
     out: list[tuple[int, str]] = []
@@ -129,10 +135,16 @@ def _expand(path: str, value: str, line: int, key: str, what: str) -> list[str]:
         raise TopologyError(
             path, f"the host list names {size:,} {what}s, more than the {MAX_FABRIC_NODES:,} toposched supports (docs/reliability.md)", line=line, field=key
         )
+    # python-hostlist refuses ranges of more than its MAX_SIZE (100,000) names ("range too
+    # large"); the count above already bounds this list by the fabric limit
+    limit = hostlist.MAX_SIZE
+    hostlist.MAX_SIZE = max(limit, MAX_FABRIC_NODES)
     try:
         names: list[str] = hostlist.expand_hostlist(value, allow_duplicates=True)  # hostlist is untyped
     except hostlist.BadHostlist as exc:
         raise TopologyError(path, f"bad host list {value!r}: {exc}", line=line, field=key) from None
+    finally:
+        hostlist.MAX_SIZE = limit
     if not names:
         raise TopologyError(path, f"{key}= lists no {what}s" if what == "node" else f"{key}= lists no switches", line=line, field=key)
     seen: set[str] = set()
@@ -160,7 +172,8 @@ def _parse(path: str, text: str, lenient: bool, notes: list[str]) -> dict[str, _
         pairs: dict[str, tuple[str, str]] = {}  # lower key -> (key as written, value)
         for tok in tokens:
             if "=" not in tok:
-                raise TopologyError(path, f"expected Key=value, got {tok!r}", line=line)
+                hint = " (this looks like a slurm.conf: --system takes the topology.conf beside it)" if tok.lower() in _SLURM_CONF_KEYS else ""
+                raise TopologyError(path, f"expected Key=value, got {tok!r}{hint}", line=line)
             key, value = tok.split("=", 1)
             low = key.lower()
             if low in pairs:
@@ -170,6 +183,8 @@ def _parse(path: str, text: str, lenient: bool, notes: list[str]) -> dict[str, _
             hint = ""
             if "blockname" in pairs:
                 hint = " (BlockName= lines are for topology/block, which is not a tree)"
+            elif pairs.keys() & _SLURM_CONF_KEYS:
+                hint = " (this looks like a slurm.conf: --system takes the topology.conf beside it)"
             raise TopologyError(
                 path, f"a line must start a switch with SwitchName=, got {content.strip()!r}{hint}", line=line
             )

@@ -131,10 +131,18 @@ def run(args: argparse.Namespace) -> int:
     if args.trace and not args.system:
         print("error: --trace needs --system", file=sys.stderr)
         return 2
+    if args.trace and args.uplinks:
+        # before the replay: the fabric alone says how many uplinks a leaf has
+        from ..topology import load_fabric
+
+        fabric = load_fabric(args.system, lenient=args.lenient).describe()
+        _check_uplinks(args.uplinks, max(int(fabric["nodes_per_leaf"]), int(fabric.get("uplinks_per_leaf") or 0)))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     say: Callable[[str], None] = (lambda _m: None) if args.quiet else (lambda m: print(m))
     schedule = _load_schedule(args, out, say)
+    if args.uplinks:
+        _check_uplinks(args.uplinks, schedule.full_uplinks)
     cores = None if args.cores_sweep == [] else args.cores_sweep
     tick = time.perf_counter()
     analysis, doc = run_contention(
@@ -155,6 +163,16 @@ def run(args: argparse.Namespace) -> int:
         _print_summary(doc)
         say(f"results in {out}/ ({', '.join(sorted({p.name for p in paths if p.parent == out}))})")
     return 0
+
+
+def _check_uplinks(uplinks: list[int], full: int) -> None:
+    if max(uplinks) > full:
+        from ..errors import InputError
+
+        raise InputError(
+            "--uplinks",
+            f"{max(uplinks)} uplinks left per leaf is more than the {full} of this fabric's nonblocking leaf (R counts the uplinks left: at most K)",
+        )
 
 
 def _print_summary(doc: dict[str, Any]) -> None:

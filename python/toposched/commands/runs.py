@@ -35,10 +35,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--where", metavar="SQL", help="keep the runs for which this SQL condition holds, e.g. \"alloc='isolated'\"")
     parser.add_argument("--columns", metavar="COLS", help="comma-separated columns or SQL expressions to show ('*' for all)")
     parser.add_argument("--order-by", metavar="SQL", help="sort order (default: the sweep's matrix order)")
-    parser.add_argument("--limit", type=int, metavar="N", help="show at most N runs")
+    parser.add_argument("--limit", type=_count, metavar="N", help="show at most N runs")
     parser.add_argument("--sql", metavar="QUERY", help="run this query on the catalog instead (tables: runs; views: jobs, utilization)")
     parser.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output format (default: table)")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the catalog from the run directories first")
+
+
+def _count(text: str) -> int:
+    """``--limit``: a whole number >= 0 (DuckDB refuses a negative LIMIT in three lines)."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {v}")
+    return v
+
+
+def _one_line(message: str) -> str:
+    """DuckDB's message on one line: its lines joined, less the echo of the query and the
+    caret under it (the query is the user's own --where/--columns/--order-by/--sql)."""
+    kept = [ln.strip() for ln in message.splitlines() if ln.strip() and not ln.lstrip().startswith("LINE ") and set(ln.strip()) != {"^"}]
+    return " ".join(kept)
 
 
 def _split_columns(text: str) -> list[str]:
@@ -101,13 +119,9 @@ def run(args: argparse.Namespace) -> int:
             cols = _split_columns(args.columns) if args.columns else None
             names, rows = query_runs(args.dir, where=args.where, columns=cols, order_by=args.order_by, limit=args.limit, rebuild=args.rebuild)
     except duckdb.Error as exc:
-        raise ToposchedError(f"{args.dir}: SQL error: {str(exc).strip()}") from None
-    try:
-        _print(args, names, rows)
-    except BrokenPipeError:  # e.g. piped into head
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise ToposchedError(f"{args.dir}: SQL error: {_one_line(str(exc))}") from None
+    # piped into head: the CLI's boundary ends quietly with 141, as for every command
+    _print(args, names, rows)
     return 0
 
 

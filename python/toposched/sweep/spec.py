@@ -657,7 +657,23 @@ def _scenarios(c: _Checker, raw: Any) -> tuple[list[str], list[int], list[str] |
             c.err("scenarios.network", f"network settings are not supported by this version of toposched ({__version__}): RunConfig has no 'network' field")
         else:
             networks = _choices(c, t, "network", "scenarios", None, [])
+            _check_networks(c, networks)
     return speedups, seeds, networks
+
+
+def _check_networks(c: "_Checker", networks: list[Any]) -> None:
+    """Read each network spec now, as --network would: a spec that does not read fails
+    here, once, not in every run of the sweep after the others have started."""
+    from ..errors import InputError
+    from ..network_spec import parse_network_spec
+
+    for n in networks:
+        if not isinstance(n, str) or not n:
+            continue  # "" runs without the model; other types are _choices' to refuse
+        try:
+            parse_network_spec(n)
+        except InputError as exc:
+            c.err("scenarios.network", f"{n!r}: {str(exc).removeprefix('--network: ')}")
 
 
 def _run_axes(c: _Checker, raw: Any) -> dict[str, list[Any]]:
@@ -760,6 +776,19 @@ def _excludes(c: _Checker, raw: Any) -> list[dict[str, list[Any]]]:
     return out
 
 
+def _check_excludes(c: _Checker, excludes: list[dict[str, list[Any]]], axis_values: dict[str, list[Any]]) -> None:
+    """An [[exclude]] key none of whose values the matrix has can never match: a typo
+    (alloc = "isolatd") that would leave every run in, silently."""
+    for i, ex in enumerate(excludes):
+        for key, vs in ex.items():
+            have = axis_values.get(key)
+            if have is None:
+                c.err(f"exclude[{i}].{key}", f"'{key}' is not an axis of this matrix (set it in [run] to vary it)")
+            elif not any(v in have for v in vs):
+                shown = ", ".join(repr(v) for v in vs)
+                c.err(f"exclude[{i}].{key}", f"{shown} is not a value of the matrix, so this exclude leaves every run in; the matrix has {', '.join(repr(v) for v in have)}")
+
+
 def _excluded(values: dict[str, Any], excludes: list[dict[str, list[Any]]]) -> bool:
     return any(all(values.get(k) in vs for k, vs in ex.items()) for ex in excludes)
 
@@ -804,6 +833,15 @@ def parse_sweep(text: str, path: str | Path = "<sweep>", *, base: str | Path | N
 
     cfg_keys = list(run_axes)
     net_choices: list[str | None] = list(networks) if networks else [None]  # None: the run's default network
+    axis_values: dict[str, list[Any]] = {
+        "workload": [wl["name"] for wl in itertools.chain.from_iterable(workloads)],
+        "fabric": [fab["name"] for fab in itertools.chain.from_iterable(fabrics)],
+        "queue": list(queues), "alloc": list(allocs), "speedup": list(speedups), "seed": list(seeds), "network": net_choices,
+        **{k: list(v) for k, v in run_axes.items()},
+    }  # fmt: skip
+    _check_excludes(c, excludes, axis_values)
+    if c.problems:
+        raise SweepSpecError(shown, c.problems)
     net_sha256 = {n: _network_file_sha256(n) for n in net_choices if n is not None}
     runs: list[RunSpec] = []
     seen: set[str] = set()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import gzip
 import io
 from pathlib import Path
@@ -21,6 +22,14 @@ def open_binary(path: str | Path) -> IO[bytes]:
         magic = fh.read(2)
         fh.seek(0)
     except OSError as exc:
+        if isinstance(exc, io.UnsupportedOperation) or exc.errno == errno.ESPIPE:
+            # /dev/stdin or a FIFO, opened a second time: once to guess the format from
+            # its first lines, then to read it (a streamed replay opens it twice too)
+            raise TraceFormatError(
+                str(p),
+                "is a pipe, which can be read only once: give --format, so that its format is not "
+                "guessed from it first, or save it to a file (--stream needs a file)",
+            ) from None
         raise TraceFormatError(str(p), f"cannot read: {exc.strerror or exc}") from None
     if magic == b"\x1f\x8b":
         fh.close()  # a GzipFile given a file object would not close it: let gzip own the file

@@ -156,9 +156,14 @@ def normalize(
     too_big = in_range & ((nodes >= MAX_COUNT) | (procs >= MAX_COUNT))
     for i in np.flatnonzero(too_big)[: 1 if not lenient else _MAX_EXAMPLES - len(out_of_range)]:
         i = int(i)
-        if from_nodes[i]:
+        # name the field that is too big: the node count when the size comes from it and
+        # it is the one (a processor count past 2^31 beside a small NNodes was reported
+        # as "NNodes: 32 is out of range"), else the processor field the size comes from
+        if from_nodes[i] and nodes[i] >= MAX_COUNT:
             column = "nodes_alloc"
-        elif settings.size_field == "requested" or (settings.size_field == "auto" and cols["procs_alloc"][i] <= 0):
+        elif settings.size_field == "requested" or (
+            settings.size_field == "auto" and cols["procs_alloc"][i] <= 0 and cols["procs_req"][i] > 0 and cols["nodes_alloc"][i] <= 0
+        ):
             column = "procs_req"
         else:
             column = "procs_alloc"
