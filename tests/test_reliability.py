@@ -178,6 +178,7 @@ def test_bad_fabrics(system: str, message: str, tmp_path: Path, capsys) -> None:
         (["--alloc", "linear", "--seed", "3"], "--seed"),
         (["--queue", "fcfs", "--alloc", "isolated", "--flux-window"], "--flux-window"),
         (["--alloc", "linear", "--check-invariants"], "--check-invariants"),
+        (["--queue", "conservative", "--queue-depth", "5"], "--queue-depth"),
     ],
 )
 def test_options_of_another_policy_are_refused(args: list[str], flag: str, tmp_path: Path, capsys) -> None:
@@ -621,3 +622,16 @@ def test_an_out_that_is_a_file_is_named_as_one(tmp_path: Path, capsys) -> None:
     assert (status, message) == (2, f"{a_file}: is a file, not a directory (in the way of {a_file / 'runs'})")
     # a missing file is still what it was
     assert describe_error(NotADirectoryError(20, "Not a directory", str(tmp_path / "gone" / "x")))[1].endswith("Not a directory")
+
+
+def test_queue_depth_is_accepted_where_it_applies(tmp_path: Path, capsys) -> None:
+    for queue in ("fcfs", "easy"):
+        code, _, err = run_cli(["simulate", "--trace", str(SWF_OK), "--system", FABRIC, "--out", str(tmp_path / queue), "--quiet", "--queue", queue, "--queue-depth", "5"], capsys)
+        assert code == 0, err
+
+
+def test_no_jobs_left_after_the_transforms_is_an_input_error(tmp_path: Path, capsys) -> None:
+    # as compare says it: an empty replay is not a result (was exit 0 with empty files)
+    code, _, err = run_cli(["simulate", "--trace", str(SWF_OK), "--system", FABRIC, "--out", str(tmp_path / "o"), "--transform", "days:1@9999"], capsys)
+    assert code == 2 and "no jobs left to replay after the transforms days:1@9999" in one_clean_line(err), err
+    assert not (tmp_path / "o").exists()

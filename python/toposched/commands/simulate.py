@@ -179,6 +179,10 @@ def _run(args: argparse.Namespace, imports: BackgroundImports) -> int:
         from ..transforms import apply_transforms
 
         workload = apply_transforms(workload, list(args.transform), fabric_nodes=fabric.n_nodes)
+        if len(workload) == 0:  # as compare says it: an empty replay is not a result
+            from ..errors import InputError
+
+            raise InputError(str(args.trace), "no jobs left to replay after the transforms " + ", ".join(args.transform))
     config = RunConfig(queue=args.queue, alloc=args.alloc, **run_options(args, queues=[args.queue], allocs=[args.alloc]))
     t1 = time.perf_counter()
     from ..progress import Progress, log
@@ -246,6 +250,8 @@ def _check_policy_options(args: argparse.Namespace) -> None:
         # only the isolated policy promises interference-free placements (a policy written
         # in Python may, and is checked)
         "--check-invariants": (args.check_invariants, args.alloc == "isolated" or python_alloc, "--alloc isolated"),
+        # conservative reserves every queued job (docs/semantics.md: the depth does not apply)
+        "--queue-depth": (args.queue_depth is not None, args.queue != "conservative", "every queue but conservative"),
     }
     for flag, (used, applies, needs) in given.items():
         if used and not applies:
