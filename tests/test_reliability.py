@@ -635,3 +635,27 @@ def test_no_jobs_left_after_the_transforms_is_an_input_error(tmp_path: Path, cap
     code, _, err = run_cli(["simulate", "--trace", str(SWF_OK), "--system", FABRIC, "--out", str(tmp_path / "o"), "--transform", "days:1@9999"], capsys)
     assert code == 2 and "no jobs left to replay after the transforms days:1@9999" in one_clean_line(err), err
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["simulate", "--trace", "x", "--system", "cab", "--missing-walltime", "abc", "--out", "o"], "argument --missing-walltime: expected 'runtime' or a number of seconds, got 'abc'"),
+        (["simulat"], "argument COMMAND: invalid choice: 'simulat'"),
+        (["simulate", "--system", "cab"], "the following arguments are required: --trace, --out"),
+        (["simulate", "--trace", "x", "--system", "cab", "--out", "o", "--no-such-flag"], "unrecognized arguments: --no-such-flag"),
+    ],
+)
+def test_usage_errors_are_one_line(argv: list[str], says: str, capsys) -> None:
+    # argparse printed its whole usage (some 60 lines for simulate) above the line that matters
+    with pytest.raises(SystemExit) as usage:
+        main(argv)
+    out, err = capsys.readouterr()
+    assert usage.value.code == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and says in lines[0] and lines[0].endswith("--help' lists the options)"), err
+
+
+def test_the_bare_command_lists_the_commands(capsys) -> None:
+    code, out, err = run_cli([], capsys)
+    assert code == 2 and "simulate" in err and "COMMAND" in err

@@ -24,6 +24,7 @@ import sys
 import zlib
 from pathlib import Path
 from types import ModuleType
+from typing import NoReturn
 
 from . import __version__, commands
 from .errors import SimulationError, ToposchedError
@@ -59,9 +60,19 @@ def _requested_command(raw: list[str]) -> str | None:
     return None
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser with a usage error on one line (docs/reliability.md): argparse
+    prints the whole usage first, some 60 lines for simulate's options, above the one line
+    that says what is wrong. Subcommand parsers are of this class too (add_subparsers
+    takes the parent's)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_INPUT, f"{self.prog}: error: {message} ('{self.prog} --help' lists the options)\n")
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The ``toposched`` parser: every subcommand, or only the module ``only``."""
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="toposched",
         description="Topology-aware HPC scheduling simulator: replay real job logs on fat-tree fabrics.",
     )
@@ -120,6 +131,9 @@ def main(argv: list[str] | None = None) -> int:
     debug = "--debug" in raw
     if debug:
         os.environ["TOPOSCHED_DEBUG"] = "1"  # the engine then prints its panics as well
+    if not raw:  # a newcomer typing the bare command gets the commands, not an error line
+        build_parser().print_help(sys.stderr)
+        return EXIT_INPUT
     try:
         args = build_parser(_requested_command(raw)).parse_args(raw)
         return int(args._run(args))
