@@ -659,3 +659,28 @@ def test_usage_errors_are_one_line(argv: list[str], says: str, capsys) -> None:
 def test_the_bare_command_lists_the_commands(capsys) -> None:
     code, out, err = run_cli([], capsys)
     assert code == 2 and "simulate" in err and "COMMAND" in err
+
+
+def test_the_import_threads_stderr_is_dropped_and_the_rest_passes() -> None:
+    # a Ctrl-C in the main thread's NumPy import left NumPy unloadable, and PyArrow's init on
+    # the import thread printed that ImportError's traceback (from C) above "interrupted"
+    import io
+    import threading
+
+    from toposched.startup import BackgroundImports, _QuietThread
+
+    sink = io.StringIO()
+    quiet = _QuietThread(sink)
+    go = threading.Event()
+    t = threading.Thread(target=lambda: (go.wait(), quiet.write("from the import thread\n")))
+    t.start()
+    quiet.quiet_ident = t.ident
+    go.set()
+    t.join()
+    quiet.write("from the main thread\n")
+    assert sink.getvalue() == "from the main thread\n"
+    before = sys.stderr
+    imports = BackgroundImports()
+    assert isinstance(sys.stderr, _QuietThread) and sys.stderr.stream is before
+    imports.close()
+    assert sys.stderr is before  # restored

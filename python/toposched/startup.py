@@ -11,7 +11,7 @@ it explicitly (``Table.to_pandas``), so nothing is lost.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # annotations only: importing them is what this module avoids
     import numpy as np
@@ -71,10 +71,17 @@ class BackgroundImports:
         # waits up to the switch interval (5 ms) for an importing thread to let go.
         self._interval = sys.getswitchinterval()
         sys.setswitchinterval(min(self._interval, SWITCH_INTERVAL_S))
+        # What the import thread writes to stderr is dropped: a failed import is imported
+        # again by the main thread, which reports it. (A Ctrl-C that interrupts the main
+        # thread's NumPy import leaves NumPy unloadable; PyArrow's init then prints that
+        # ImportError's traceback itself, from C, above the one line "interrupted".)
+        self._stderr = _QuietThread(sys.stderr)
+        sys.stderr = self._stderr
         # not a daemon: an early error exit waits for the import instead of tearing the
         # interpreter down under it
         self._thread = threading.Thread(target=self._work, name="toposched-imports")
         self._thread.start()
+        self._stderr.quiet_ident = self._thread.ident
 
     def _work(self) -> None:
         import importlib
@@ -92,9 +99,29 @@ class BackgroundImports:
         keep_pandas_unloaded()
 
     def close(self) -> None:
-        """Join the thread and restore the switch interval (again: a no-op)."""
+        """Join the thread and restore the switch interval and stderr (again: a no-op)."""
         self._thread.join()
         sys.setswitchinterval(self._interval)
+        if sys.stderr is self._stderr:
+            sys.stderr = self._stderr.stream
+
+
+class _QuietThread:
+    """A stream that drops what one thread (``quiet_ident``) writes and passes on the rest."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.quiet_ident: int | None = None
+
+    def write(self, text: str) -> int:
+        import threading
+
+        if self.quiet_ident is not None and threading.get_ident() == self.quiet_ident:
+            return len(text)
+        return int(self.stream.write(text))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
 
 
 def column_numpy(column: "pa.ChunkedArray | pa.Array") -> "np.ndarray":

@@ -191,6 +191,28 @@ fn panic_message(what: &str, payload: Box<dyn std::any::Any + Send>) -> String {
     format!("internal error in the engine while {what} (a bug in toposched; please report it with the input): {text}")
 }
 
+/// Load NumPy's C API now, as a Python error if it fails. The numpy crate loads it on
+/// first use by running Python code (importing numpy, building its version object) and
+/// panics if that raises; a Ctrl-C landing there reached Python as a PanicException with a
+/// traceback (seen with `simulate`'s read-ahead, whose `take` can be the first to make an
+/// array while the import thread still imports NumPy). Called before a function makes its
+/// first arrays; once loaded it is a check of a cached pointer.
+pub(crate) fn numpy_api(py: Python<'_>) -> PyResult<()> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        PyArray1::<i64>::zeros(py, 0, false);
+    })) {
+        Ok(()) => Ok(()),
+        Err(payload) => {
+            let text = panic_message("loading NumPy's C API", payload);
+            if text.contains("KeyboardInterrupt") {
+                Err(pyo3::exceptions::PyKeyboardInterrupt::new_err(()))
+            } else {
+                Err(pyo3::exceptions::PyImportError::new_err(text))
+            }
+        }
+    }
+}
+
 /// Keep panic messages for [`guarded`] instead of printing them; TOPOSCHED_DEBUG=1 prints
 /// them as well (with RUST_BACKTRACE, a backtrace).
 fn install_panic_hook() {

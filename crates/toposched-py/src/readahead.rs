@@ -96,6 +96,9 @@ impl SwfReadAhead {
     #[pyo3(signature = (*, chunks))]
     fn take<'py>(&self, py: Python<'py>, chunks: bool) -> PyResult<Option<(Bound<'py, PyBytes>, PyChunks<'py>)>> {
         py.allow_threads(|| self.finish());
+        if chunks {
+            crate::numpy_api(py)?; // before anything is taken: a Ctrl-C here leaves it all in place
+        }
         let Some(fetched) = (match &mut *self.lock() {
             State::Finished(fetched) => fetched.take(),
             State::Running(_) => None, // (finish() has joined it)

@@ -26,6 +26,7 @@ pub fn swf_plain_chunk<'py>(
     n_fields: usize,
     max_digits: usize,
 ) -> PyResult<Option<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>, usize)>> {
+    crate::numpy_api(py)?;
     let parsed = py.allow_threads(|| parse_plain(chunk, &used, n_fields, max_digits));
     Ok(parsed.map(|(values, lines, n_lines)| (PyArray1::from_vec(py, values), PyArray1::from_vec(py, lines), n_lines)))
 }
