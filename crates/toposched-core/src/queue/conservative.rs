@@ -39,8 +39,9 @@
 //!
 //! `--queue-depth` does not apply: every queued job holds a reservation.
 //!
-//! *Cost*: fungible policies search a [`Planner`] (free nodes over time) built once per
-//! pass: O(breakpoints) per reservation made or moved. Non-fungible policies project the
+//! *Cost*: fungible policies search a [`Planner`] (free nodes over time) built at most
+//! once per pass, at its first use: O(breakpoints) per reservation made or moved. The
+//! engine is asked once per reservation to wake at its start, not at every pass. Non-fungible policies project the
 //! node state at each candidate start (the planner's [`Projection`]): an allocation call
 //! per candidate.
 
@@ -64,6 +65,12 @@ struct Reservation {
     /// this one's start), so it moves with time and waking at it would only move it
     /// again (see step 4).
     drifting: bool,
+    /// The engine was asked to wake at `start` (step 4). The engine keeps a wake-up until
+    /// its instant is reached and `start` never changes while this is set (a moved
+    /// reservation is a new one), so asking again would only re-insert the same instant:
+    /// once per reservation, not once per reservation per pass (a BTreeSet insert each,
+    /// a quarter of a congested run's time).
+    woken: bool,
 }
 
 pub static POLICY: QueueEntry = QueueEntry {
@@ -75,6 +82,23 @@ pub static POLICY: QueueEntry = QueueEntry {
         Ok(Box::new(Conservative::new()))
     },
 };
+
+/// A pass's [`Planner`], sorted and built at its first use: a pass that makes and moves no
+/// reservation (a wake-up that only starts jobs) needs none, and building it (a sort of
+/// every running job and reservation) was most of such a pass. Its inputs are taken at the
+/// pass start, so it is the same planner whenever it is built.
+struct LazyPlan {
+    now: i64,
+    free_now: i64,
+    changes: Vec<(i64, i64)>,
+    plan: Option<Planner>,
+}
+
+impl LazyPlan {
+    fn get(&mut self) -> &mut Planner {
+        self.plan.get_or_insert_with(|| Planner::new(self.now, self.free_now, &mut self.changes))
+    }
+}
 
 #[derive(Clone, Debug, Default)]
 pub struct Conservative {
@@ -106,7 +130,7 @@ impl Conservative {
     /// The free node counts over time this pass starts from: running jobs end at their
     /// expected end (a job past its limit, possible only with run-on, within a second),
     /// every queued job's reservation holds its nodes over its window.
-    fn planner(&self, ctx: &PassCtx) -> Planner {
+    fn planner(&self, ctx: &PassCtx) -> LazyPlan {
         let now = ctx.now();
         let mut changes: Vec<(i64, i64)> = Vec::with_capacity(ctx.running().len() + 2 * ctx.queue().len());
         for &(expected_end, r) in ctx.running() {
@@ -119,7 +143,7 @@ impl Conservative {
                 changes.push((res.end, n));
             }
         }
-        Planner::new(now, ctx.n_free() as i64, &mut changes)
+        LazyPlan { now, free_now: ctx.n_free() as i64, changes, plan: None }
     }
 
     /// Counts: the earliest start in `[now, limit]` for `job`, with its current
@@ -134,7 +158,7 @@ impl Conservative {
         match plan.earliest(n, spec.walltime_s, ctx.now(), limit) {
             Some(start) => {
                 plan.add(start, spec.walltime_s, -n);
-                Some(Reservation { start, end: start + spec.walltime_s, nodes: Vec::new(), class: SpanClass::Leaf, drifting: false })
+                Some(Reservation { start, end: start + spec.walltime_s, nodes: Vec::new(), class: SpanClass::Leaf, drifting: false, woken: false })
             }
             None => {
                 if let Some(h) = held {
@@ -214,7 +238,7 @@ impl Conservative {
                 let (start, mut nodes) = self.earliest_nodes(ctx, job, limit)?;
                 nodes.sort_unstable();
                 let class = ctx.topo.span_class(&nodes);
-                Reservation { start, end: start + walltime, nodes, class, drifting: false }
+                Reservation { start, end: start + walltime, nodes, class, drifting: false, woken: false }
             }
         };
         r.drifting = self.rests_on_overrun(ctx, job, r.start);
@@ -259,6 +283,7 @@ impl QueuePolicy for Conservative {
             if let Some(r) = self.reservations[q as usize].as_mut().filter(|r| r.start < now) {
                 r.end = now + (r.end - r.start);
                 r.start = now;
+                r.woken = false;
             }
         }
         // built after the shift above: it projects the reservations as they now stand
@@ -277,7 +302,7 @@ impl QueuePolicy for Conservative {
                     continue;
                 }
                 let held = self.reservations[q as usize].clone();
-                if let Some(better) = self.reserve(plan.as_mut(), ctx, q, held.as_ref(), start - 1) {
+                if let Some(better) = self.reserve(plan.as_mut().map(LazyPlan::get), ctx, q, held.as_ref(), start - 1) {
                     ctx.log_reservation(now, q, better.start);
                     self.reservations[q as usize] = Some(better);
                 }
@@ -286,7 +311,7 @@ impl QueuePolicy for Conservative {
         // 1. new jobs, in queue order
         for &q in &queue {
             if self.reservations[q as usize].is_none() {
-                match self.reserve(plan.as_mut(), ctx, q, None, i64::MAX) {
+                match self.reserve(plan.as_mut().map(LazyPlan::get), ctx, q, None, i64::MAX) {
                     Some(r) => {
                         ctx.log_reservation(now, q, r.start);
                         self.reservations[q as usize] = Some(r);
@@ -338,7 +363,7 @@ impl QueuePolicy for Conservative {
                 // Only with --run-on (a job past its limit still holds nodes it was
                 // expected to free; such jobs are assumed to end within a second), or when
                 // the job's --switches limit refuses the reserved nodes for now.
-                let mut again = self.reserve(plan.as_mut(), ctx, q, Some(&res), i64::MAX).expect("an empty machine fits every queued job");
+                let mut again = self.reserve(plan.as_mut().map(LazyPlan::get), ctx, q, Some(&res), i64::MAX).expect("an empty machine fits every queued job");
                 // its new start rests on the job past its limit (which blocked this one)
                 again.drifting |= Self::overrun(ctx);
                 ctx.log_reservation(now, q, again.start);
@@ -351,8 +376,15 @@ impl QueuePolicy for Conservative {
         // after one another from there: they drift. Waking at them would re-run the pass
         // every few seconds of the overrun (10^8 passes for a 10^9 s overrun); the job's
         // real end is an event of its own and brings the pass that can start them.
-        let starts: Vec<i64> =
-            ctx.queue().iter().filter_map(|&q| self.reservations[q as usize].as_ref().filter(|r| !r.drifting).map(|r| r.start)).collect();
+        // Only reservations not yet woken for: the others' starts are still in the engine's
+        // wake-ups (see `Reservation::woken`).
+        let mut starts: Vec<i64> = Vec::new();
+        for &q in ctx.queue() {
+            if let Some(r) = self.reservations[q as usize].as_mut().filter(|r| !r.drifting && !r.woken) {
+                r.woken = true;
+                starts.push(r.start);
+            }
+        }
         for s in starts {
             ctx.wake_at(s);
         }
