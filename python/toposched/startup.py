@@ -118,7 +118,8 @@ class _QuietThread:
 
         if self.quiet_ident is not None and threading.get_ident() == self.quiet_ident:
             return len(text)
-        return int(self.stream.write(text))
+        written = self.stream.write(text)
+        return len(text) if written is None else int(written)  # some consoles return None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.stream, name)
