@@ -77,9 +77,12 @@ class BackgroundImports:
         # ImportError's traceback itself, from C, above the one line "interrupted".)
         self._stderr = _QuietThread(sys.stderr)
         sys.stderr = self._stderr
-        # not a daemon: an early error exit waits for the import instead of tearing the
-        # interpreter down under it
-        self._thread = threading.Thread(target=self._work, name="toposched-imports")
+        # A daemon, so that the interpreter's exit does not wait for it: a Ctrl-C that
+        # lands inside an import on the main thread can leave that module's import lock
+        # held (CPython releases it in Python code the interrupt cut short), and this thread
+        # then waits for it forever. An early error exit still waits for the import
+        # (close() joins) instead of tearing the interpreter down under it.
+        self._thread = threading.Thread(target=self._work, name="toposched-imports", daemon=True)
         self._thread.start()
         self._stderr.quiet_ident = self._thread.ident
 
@@ -98,9 +101,12 @@ class BackgroundImports:
         self.close()
         keep_pandas_unloaded()
 
-    def close(self) -> None:
-        """Join the thread and restore the switch interval and stderr (again: a no-op)."""
-        self._thread.join()
+    def close(self, timeout_s: float | None = None) -> None:
+        """Join the thread (at most ``timeout_s``: a Ctrl-C that cut an import short on the
+        main thread, even one turned into another error by an extension's init, can leave
+        the thread waiting for ever) and restore the switch interval and stderr (again: a
+        no-op)."""
+        self._thread.join(timeout_s)
         sys.setswitchinterval(self._interval)
         if sys.stderr is self._stderr:
             sys.stderr = self._stderr.stream

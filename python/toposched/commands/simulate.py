@@ -127,8 +127,15 @@ def run(args: argparse.Namespace) -> int:
     try:
         return _run(args, imports)
     finally:
-        imports.close()  # also when an error ends the command early
+        # also when an error ends the command early (a finished run has joined it already),
+        # but not for ever: see BackgroundImports.close
+        imports.close(timeout_s=EARLY_EXIT_JOIN_S)
         discard_prefetched(args.trace)  # when an error came before the reader
+
+
+#: How long a command that ends early (an error, a Ctrl-C) waits for the import thread
+#: before exiting without it (the imports take about 0.15 s).
+EARLY_EXIT_JOIN_S = 2.0
 
 
 def _run(args: argparse.Namespace, imports: BackgroundImports) -> int:
