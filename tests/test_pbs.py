@@ -320,3 +320,45 @@ def test_columns_are_int64_and_sorted(tmp_path: Path) -> None:
     assert w.repairs == {"submit_unsorted": 1}
     assert all(w[c].dtype == np.int64 for c in w.columns)
     assert w.extra["logged_start_s"].tolist() == [100, 500]
+
+
+# ---------------------------------------------------------------- the message's pairs
+
+
+def _pairs_by_hand(message: str) -> dict[str, str]:
+    """An independent statement of the rule for a message without quotes: walk the words;
+    one with '=' and a non-empty key opens a pair, any other continues the last value."""
+    out: dict[str, str] = {}
+    order: list[str] = []
+    for word in message.split():
+        if "=" in word and not word.startswith("="):
+            key = word[: word.index("=")]
+            out[key] = word[word.index("=") + 1 :]
+            order.append(key)
+        elif order:
+            out[order[-1]] += " " + word
+    return out
+
+
+def test_split_message_matches_the_rule_by_hand() -> None:
+    """``_split_message`` takes one dict() call for the usual record and the general walk
+    otherwise: both agree with the rule written out independently, on random messages of
+    words with and without '=' (empty keys, empty values, '=' inside values, blank runs)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from toposched.workload.pbs import _split_message
+
+    word = st.text(alphabet="ab=.:-x1 \t", min_size=0, max_size=8)
+
+    @settings(max_examples=400, deadline=None)
+    @given(st.lists(word, max_size=8))
+    def check(words: list[str]) -> None:
+        message = " ".join(words)
+        assert _split_message(message) == _pairs_by_hand(message)
+
+    check()
+    assert _split_message("user=a Resource_List.neednodes=1:ppn=4 jobname=x y=") == {
+        "user": "a", "Resource_List.neednodes": "1:ppn=4", "jobname": "x", "y": ""}
+    assert _split_message("jobname=my job user=a") == {"jobname": "my job", "user": "a"}
+    assert _split_message('jobname="a b c" user=u') == {"jobname": "a b c", "user": "u"}
