@@ -418,7 +418,7 @@ def render(r: dict) -> str:
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    records=st.lists(RECORD, min_size=1, max_size=40),
+    records=st.lists(RECORD, min_size=1, max_size=40, unique_by=lambda r: r["job"]),  # SWF numbers jobs uniquely
     header=st.booleans(),
     chunk=st.sampled_from([64, 300, 1 << 20]),
     final_newline=st.booleans(),
@@ -533,3 +533,23 @@ def test_id_columns_reach_the_engine_and_bad_ids_are_unknown(tmp_path: Path) -> 
     _core.Simulation(load_fabric("toy18").core, *cols, account_id=w["account_id"])
     with pytest.raises(ValueError, match=r"job row 1 \(id 2\): field 'qos_id' out of range: 4294967295"):
         _core.Simulation(load_fabric("toy18").core, *cols, qos_id=np.array([1, 2**32 - 1, 0], dtype=np.int64))
+
+
+def test_repeated_job_numbers_are_counted(tmp_path: Path) -> None:
+    """A job number an earlier record has: the same record again (a repeated line, logs
+    put together) is left out as duplicate_record, as sacct and PBS do; another job with
+    that number is kept and counted as repair duplicate_job_id. -1 is unknown, not an id."""
+    lines = [rec(1), rec(2, submit=10), rec(1), rec(1, submit=20, run=50), rec(-1, submit=30), rec(-1, submit=30), rec(3, submit=40)]
+    p = write(tmp_path, HEADER + "\n".join(lines) + "\n")
+    for chunk in (1 << 20, 60):  # the fast path, and chunks of about one line
+        old = swf._CHUNK_BYTES
+        swf._CHUNK_BYTES = chunk
+        try:
+            w = read_swf(p)
+        finally:
+            swf._CHUNK_BYTES = old
+        assert (w.records, len(w)) == (7, 6)
+        assert w.skipped == {"duplicate_record": 1}
+        assert w.repairs == {"duplicate_job_id": 1}
+        assert w["job_id"].tolist() == [1, 2, 1, -1, -1, 3]
+        assert w["line"].tolist() == [6, 7, 9, 10, 11, 12]  # the header is 5 lines; line 8 repeats line 6

@@ -509,14 +509,17 @@ def read_swf(
         note["lenient_examples"] = list(col.tally.examples)
     if col.extended_lines:
         note["extended_fields_ignored"] = col.extended_lines
-    raw, extra = _raw_columns(table, line)
     skipped = dict(col.tally.skipped)  # {"malformed_line": n}, or empty
+    repairs: dict[str, int] = {}
+    table, line = repeated_records(table, line, skipped, repairs)
+    raw, extra = _raw_columns(table, line)
     return normalize(
         raw,
         source=spath,
         fmt="swf",
         settings=settings,
         records=col.records,
+        repairs=repairs,
         skipped=skipped,
         header=col.header.values,
         time_origin_epoch_s=origin,
@@ -530,6 +533,55 @@ def read_swf(
 
 #: The SWF fields behind the raw columns, for normalize's error messages.
 FIELD_NAMES_OF_COLUMNS = {"submit_s": "submit time (field 2)", "runtime_s": "run time (field 4)", "walltime_s": "requested time (field 9)", "procs_alloc": "allocated processors (field 5)", "procs_req": "requested processors (field 8)"}
+
+
+def repeated_records(
+    table: np.ndarray, line: np.ndarray, skipped: dict[str, int], repairs: dict[str, int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Records whose job number an earlier record already has (SWF numbers jobs with a
+    counter, so a repeat is a repeated line or logs put together), treated as the sacct
+    and PBS readers treat theirs: a record equal to an earlier one with its number in
+    every field we read is the same job printed again, left out and counted in
+    ``skipped["duplicate_record"]``; one that differs is another job and is kept, counted
+    in ``repairs["duplicate_job_id"]`` (its ``job_id`` is then not unique in the
+    outputs). Numbers below 0 are unknown, not ids. The rows kept, in file order.
+
+    >>> t = np.array([[1, 0], [2, 5], [1, 0], [1, 9], [-1, 3], [-1, 3]]); sk, rep = {}, {}
+    >>> kept, _ = repeated_records(t, np.arange(1, 7), sk, rep)
+    >>> kept[:, 0].tolist(), sk, rep
+    ([1, 2, 1, -1, -1], {'duplicate_record': 1}, {'duplicate_job_id': 1})
+    """
+    ids = table[:, _JOB]
+    if len(ids) < 2 or bool((ids[1:] > ids[:-1]).all()):
+        return table, line  # numbers increasing (every archive log): no repeat, one pass
+    known = np.flatnonzero(ids >= 0)
+    order = known[np.argsort(ids[known], kind="stable")]
+    s = ids[order]
+    again = np.zeros(len(ids), dtype=bool)  # the number is shared with another record
+    same = np.flatnonzero(s[1:] == s[:-1])
+    if not same.size:
+        return table, line
+    again[order[same]] = True
+    again[order[same + 1]] = True
+    drop: list[int] = []
+    other_jobs = 0
+    seen: dict[int, set[tuple[int, ...]]] = {}
+    for i in np.flatnonzero(again).tolist():  # file order
+        row = tuple(table[i].tolist())
+        earlier = seen.setdefault(row[_JOB], set())
+        if row in earlier:
+            drop.append(i)
+        elif earlier:
+            other_jobs += 1
+        earlier.add(row)
+    if other_jobs:
+        repairs["duplicate_job_id"] = repairs.get("duplicate_job_id", 0) + other_jobs
+    if not drop:
+        return table, line
+    skipped["duplicate_record"] = skipped.get("duplicate_record", 0) + len(drop)
+    keep = np.ones(len(ids), dtype=bool)
+    keep[drop] = False
+    return table[keep], line[keep]
 
 
 def _header_block(data: bytes, pos: int, line_no: int, col: _Collector) -> tuple[int, int]:
