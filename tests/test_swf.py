@@ -221,13 +221,51 @@ def test_options_pass_through(tmp_path: Path) -> None:
 
 
 def test_header_only_cpn_edge_cases(tmp_path: Path) -> None:
-    p = write(tmp_path, "; MaxNodes: 0\n; MaxProcs: 16\n" + rec() + "\n")
+    p = write(tmp_path, "; MaxProcs: 16\n" + rec() + "\n")  # MaxNodes missing: no ratio
     assert read_swf(p).settings["cores_per_node_from"] == "default"
-    p = write(tmp_path, "; MaxNodes: 32\n; MaxProcs: 16\n; UnixStartTime: soon\n" + rec() + "\n")
+    p = write(tmp_path, "; MaxNodes: 32\n; MaxProcs: 16\n; UnixStartTime: 5\n" + rec() + "\n")
     w = read_swf(p)
     assert w.settings["cores_per_node"] == 1  # max(1, 16 // 32)
     assert w.settings["cores_per_node_from"] == "header MaxProcs/MaxNodes"
-    assert w.time_origin_epoch_s is None
+    assert w.time_origin_epoch_s == 5
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("; MaxNodes: abc", "field 'MaxNodes': expected a positive integer (a note may follow it), got 'abc' (--cores-per-node N"),
+        ("; MaxNodes: 0", "field 'MaxNodes': expected a positive integer"),
+        (";MaxProcs:", "field 'MaxProcs': expected a positive integer (a note may follow it), got ''"),
+        ("; UnixStartTime: soon", "field 'UnixStartTime': expected an integer (Unix time of submit time 0), got 'soon' (--lenient reads the log without it)"),
+        ("; AllowOveruse: maybe", "field 'AllowOveruse': expected yes or no, got 'maybe' (--lenient"),
+    ],
+)
+def test_header_fields_used_must_read(tmp_path: Path, line: str, message: str) -> None:
+    """A header value the reader uses but cannot read is one line naming its line, field and
+    way out, not a silent default (it would change every job's size, or the time origin);
+    --lenient reads the log without it and lists it in settings["header_ignored"]; a value
+    not used (MaxNodes with --cores-per-node, an unused key) is not looked at."""
+    good = {"MaxNodes": "; MaxNodes: 4", "MaxProcs": "; MaxProcs: 16", "UnixStartTime": "; UnixStartTime: 1000", "AllowOveruse": "; AllowOveruse: no"}
+    key = line.lstrip("; ").split(":")[0]
+    header = [good[k] for k in good if k != key] + [line, "; Note: anything at all", "; MaxJobs: many"]
+    p = write(tmp_path, "\n".join(header) + "\n" + rec() + "\n" + rec(2, 5) + "\n")
+    with pytest.raises(TraceFormatError) as exc:
+        read_swf(p)
+    assert str(exc.value).startswith(f"{p}:4: {message}")
+    w = read_swf(p, lenient=True)
+    assert w.settings["header_ignored"] == [f"line 4: field {key}: {exc.value.message}"]
+    assert len(w) == 2 and w.skipped == {}
+    if key.startswith("Max"):
+        w = read_swf(p, cores_per_node=2)  # the pair is not used: nothing to say
+        assert w.settings["cores_per_node_from"] == "option" and "header_ignored" not in w.settings
+    else:
+        assert w.settings["cores_per_node"] == 4
+    # --stream stops at the same line
+    from toposched.workload.swf_stream import SwfStream
+
+    with pytest.raises(TraceFormatError) as streamed:
+        list(SwfStream(p).chunks())
+    assert str(streamed.value) == str(exc.value)
 
 
 def test_gzip_file_reads_like_plain(tmp_path: Path) -> None:

@@ -97,14 +97,16 @@ class _Header:
 
     values: dict[str, str] = field(default_factory=dict)
     first: dict[str, str] = field(default_factory=dict)
+    first_line: dict[str, int] = field(default_factory=dict)  # 1-based line of each key's first value
     last_key: str | None = None
 
-    def feed(self, raw: bytes) -> None:
+    def feed(self, raw: bytes, line: int) -> None:
         text = raw.decode("utf-8", errors="replace").strip()
         kv = parse_header_line(text)
         if kv is not None:
             key, value = kv
             self.first.setdefault(key, value)
+            self.first_line.setdefault(key, line)
             old = self.values.get(key)
             self.values[key] = value if old is None else f"{old}\n{value}"
             self.last_key = key
@@ -176,7 +178,7 @@ def _slow_chunk(chunk: bytes, first_line: int, col: _Collector) -> int:
             continue
         line_no = first_line + offset
         if s[:1] == b";":
-            col.header.feed(s)
+            col.header.feed(s, line_no)
             continue
         col.records += 1
         toks = s.split()
@@ -339,12 +341,12 @@ def _tidy_fast_chunk(chunk: bytes, first_line: int, col: _Collector) -> int | No
     failure nothing is recorded and the caller falls back to :func:`_slow_chunk`.
     """
     lines = chunk.split(b"\n")
-    comments: list[bytes] = []
+    comments: list[tuple[bytes, int]] = []
     extended = 0
     for i, raw in enumerate(lines):
         s = raw.lstrip()
         if s[:1] == b";":
-            comments.append(s)
+            comments.append((s, first_line + i))
             lines[i] = b""
             continue
         toks = raw.split()
@@ -354,8 +356,8 @@ def _tidy_fast_chunk(chunk: bytes, first_line: int, col: _Collector) -> int | No
     n_lines = _fast_chunk(b"\n".join(lines), first_line, col)
     if n_lines is None:
         return None
-    for c in comments:
-        col.header.feed(c)
+    for c, at in comments:
+        col.header.feed(c, at)
     col.extended_lines += extended
     return n_lines
 
@@ -484,6 +486,7 @@ def read_swf(
     # line (a few dozen lines). Comments later in the body go through the slow path.
     pos = 3 if data.startswith(b"\xef\xbb\xbf") else 0  # tolerate a UTF-8 byte-order mark
     pos, line_no = _header_block(data, pos, 1, col)
+    _checked_header(col, cores_per_node)  # a bad value there stops the read before the body, as --stream's
 
     # Body, in chunks of whole lines.
     n = len(data)
@@ -595,7 +598,7 @@ def _header_block(data: bytes, pos: int, line_no: int, col: _Collector) -> tuple
         if s and s[:1] != b";":
             break
         if s:
-            col.header.feed(s)
+            col.header.feed(s, line_no)
         pos = end
         line_no += 1
     return pos, line_no
@@ -622,16 +625,19 @@ def _header_settings(
     """What the header (read so far) and the options decide: the normalize settings, the
     notes the summary records about them, and the log's time origin."""
     note: dict[str, Any] = {}
+    first, ignored = _checked_header(col, cores_per_node)
+    if ignored:
+        note["header_ignored"] = ignored
     if cores_per_node is not None:
         cpn = int(cores_per_node)
         note["cores_per_node_from"] = "option"
     else:
-        derived = _cores_per_node_from_header(col.header.first)
+        derived = _cores_per_node_from_header(first)
         cpn, note["cores_per_node_from"] = derived if derived is not None else (1, "default")
-    types = node_types_from_header(col.header.first)
+    types = node_types_from_header(first)
     if types is not None:
         note["node_types"] = types
-    overuse = allow_overuse_from_header(col.header.first)
+    overuse = allow_overuse_from_header(first)
     if overuse is not None:
         note["allow_overuse"] = overuse
     settings = NormalizeSettings(
@@ -641,10 +647,50 @@ def _header_settings(
         missing_runtime=missing_runtime,
     )
     origin = None
-    m = _INT_RE.match(col.header.first.get("UnixStartTime", ""))
+    m = _INT_RE.match(first.get("UnixStartTime", ""))
     if m:
         origin = int(m.group(1))
     return settings, note, origin
+
+
+def _positive_leading_int(value: str) -> bool:
+    n = _leading_int(value)
+    return n is not None and n > 0
+
+
+def _yes_or_no(value: str) -> bool:
+    return bool(value.split()) and value.split()[0].lower() in _YES + _NO
+
+
+#: The header fields the reader uses: (key, value accepted, what is expected, the flag
+#: that makes the value irrelevant, None when only --lenient does).
+_USED_HEADER: tuple[tuple[str, Callable[[str], bool], str, str | None], ...] = (
+    ("MaxNodes", _positive_leading_int, "a positive integer (a note may follow it)", "--cores-per-node N sets the size of a node instead"),
+    ("MaxProcs", _positive_leading_int, "a positive integer (a note may follow it)", "--cores-per-node N sets the size of a node instead"),
+    ("UnixStartTime", lambda v: _INT_RE.match(v) is not None, "an integer (Unix time of submit time 0)", None),
+    ("AllowOveruse", _yes_or_no, "yes or no", None),
+)
+
+
+def _checked_header(col: _Collector, cores_per_node: int | None) -> tuple[dict[str, str], list[str]]:
+    """The first value of each header key, without the values of fields the reader uses
+    that it cannot read (``MaxNodes: abc``): those stop the read with one line naming the
+    line, the field and the way out, or with ``lenient`` are left out and listed (the
+    second result, for ``settings["header_ignored"]``). MaxNodes and MaxProcs are not
+    looked at when ``cores_per_node`` is given: they are not used then."""
+    first = dict(col.header.first)
+    ignored: list[str] = []
+    for key, ok, expected, way_out in _USED_HEADER:
+        if key not in first or ok(first[key]) or (way_out is not None and cores_per_node is not None):
+            continue
+        message = f"expected {expected}, got {_token_text(first[key].encode())!r}"
+        line = col.header.first_line[key]
+        if not col.lenient:
+            hint = "--lenient reads the log without it" if way_out is None else f"{way_out}, or --lenient reads the log without it"
+            raise TraceFormatError(col.path, message, line=line, field=key, hint=hint)
+        ignored.append(f"line {line}: field {key}: {message}")
+        del first[key]
+    return first, ignored
 
 
 def _raw_columns(table: np.ndarray, line: np.ndarray) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
