@@ -315,10 +315,11 @@ def test_not_a_number(tmp_path: Path, token: str) -> None:
 def test_decimal_values(tmp_path: Path) -> None:
     # Integral decimals and decimal ignored fields are fine ...
     ok = rec(1, requested_time="3600.0", average_cpu_time="12.75", requested_memory="0.5") + "\n"
-    ok += rec(2, submit="1e1", run_time="-1.000", used_memory="-.5") + "\n"
+    ok += rec(2, submit="+10", run_time="-1.000", wait_time=".0", used_memory="-.5e1") + "\n"
     w = read_swf(write(tmp_path, ok), missing_runtime="zero")
     assert w["walltime_s"].tolist() == [3600, 200]
     assert w["submit_s"].tolist() == [0, 10]
+    assert w.extra["logged_start_s"].tolist() == [5, 10]
     assert w.repairs["runtime_set_zero"] == 1
     # ... a fraction in a field we use is not rounded silently.
     p = write(tmp_path, ok + rec(3, requested_time="3600.5") + "\n")
@@ -327,6 +328,33 @@ def test_decimal_values(tmp_path: Path) -> None:
     assert (ei.value.line, ei.value.field) == (3, "requested_time")
     assert ei.value.message == "expected an integer, got '3600.5'"
     assert read_swf(p, lenient=True, missing_runtime="zero").skipped == {"malformed_line": 1}
+
+
+@pytest.mark.parametrize(
+    ("token", "message"),
+    [
+        ("1e3", "expected an integer, got '1e3' (an integer is written in digits, without an exponent)"),
+        ("3.6E3", "expected an integer, got '3.6E3' (an integer is written in digits, without an exponent)"),
+        ("100.5", "expected an integer, got '100.5'"),
+        # through a float this was 1.0, an integer: accepted as 1 while 100.5 was refused
+        ("1.0000000000000001", "expected an integer, got '1.0000000000000001'"),
+    ],
+)
+def test_kept_fields_are_integers_as_written(tmp_path: Path, token: str, message: str) -> None:
+    """One rule for the fields we keep: an integer in digits (a zero fraction at most), as
+    the SWF standard writes them; a fraction or an exponent is refused with the same kind
+    of line (no archive log writes either there: only field 6 holds decimals)."""
+    p = write(tmp_path, rec(1) + "\n" + rec(2, run_time=token) + "\n")
+    with pytest.raises(TraceFormatError) as ei:
+        read_swf(p)
+    assert (ei.value.line, ei.value.field, ei.value.message) == (2, "run_time", message)
+    assert str(ei.value).endswith("(--lenient skips and counts such records)")
+    assert len(read_swf(p, lenient=True)) == 1
+    # an ignored field only has to be a number
+    assert len(read_swf(write(tmp_path, rec(1, average_cpu_time=token) + "\n"))) == 1
+    # exact digits, not a float: 2^53 + 1 written with a zero fraction keeps its last digit
+    w = read_swf(write(tmp_path, rec(9007199254740993, wait_time="0.00") + "\n"))
+    assert w["job_id"].tolist() == [9007199254740993]
 
 
 def test_huge_integers(tmp_path: Path) -> None:
@@ -509,7 +537,8 @@ def test_round_trip(tmp_path: Path, records: list[dict], header: bool, chunk: in
 
 
 TRICKY = st.sampled_from(
-    ["0", "-1", "-0", "007", "12", "1.", "1.0", "-1.000", "2.50", ".5", "-.5", "1e3", "+1", "abc", "1-2",
+    ["0", "-1", "-0", "007", "12", "1.", "1.0", "-1.000", "2.50", ".5", "-.5", "1e3", "1E3", "2.0e0", ".0", "-.00", "+1.0",
+     "1.0000000000000001", "9007199254740993.0", "+1", "abc", "1-2",
      "1.2.3", "-", ".", "--1", "1234567890123456789", "99999999999999999999", ";x", "{1,2}"]
 )
 LINE = st.one_of(

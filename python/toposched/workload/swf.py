@@ -54,7 +54,7 @@ _CHUNK_BYTES = CHUNK_BYTES  # fast-path chunk size (a name tests can patch)
 
 # Bytes the fast path accepts in a chunk: digits, '-', '.', and the whitespace that
 # separates tokens. Anything else (letters, ';', '+', 'e', non-ASCII) sends the chunk to
-# the slow path, which either accepts it (e.g. "1e3") or reports it precisely.
+# the slow path, which either accepts it (e.g. "+1", or "1e3" in an ignored field) or reports it precisely.
 _FAST_BYTES = b"0123456789-. \t\r\n"
 _WHITESPACE = b" \t\r\n"
 _POW10 = 10 ** np.arange(19, dtype=np.int64)  # exact up to 10**18 < 2**63
@@ -64,6 +64,10 @@ _MAX_FAST_DIGITS = MAX_FAST_DIGITS  # longer numbers go to the slow path
 # "1_000", which are not numbers in a job log).
 _NUMBER_RE = re.compile(rb"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z")
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+# What a kept field may hold: an integer in digits, a zero fraction at most ("3600.0",
+# "5."): the fast path's syntax (-?d+(.0*)?), plus a '+' and a ".0" without digits, which
+# send a chunk to the slow path. The value is group 1 (".0": "0").
+_INTEGER_RE = re.compile(rb"([+-]?\d+)\.?0*\Z|[+-]?\.0+\Z()")
 
 # `; Key: value`: a short key right after ";" (no space or one), then ':'. Indented lines
 # (";    http://...", ";\tsee: http://...") are continuations, and "http://x" is not a key
@@ -146,20 +150,22 @@ def _token_text(tok: bytes) -> str:
 def _parse_token(tok: bytes, index: int) -> tuple[int | None, str | None]:
     """Value of one token of field ``index`` (0-based), or ``(None, error message)``.
 
-    Kept fields must be integers; "3600" and "3600.0" (or "3.6e3") are, "3600.5" is not:
-    we refuse to round a time or a size silently. Ignored fields only need to be numbers.
+    Kept fields are integers, as the SWF standard writes them: digits, with a sign or a
+    zero fraction at most ("3600", "+5", "3600.0", "5."). "3600.5" is refused (we do not
+    round a time or a size silently), and so is "3.6e3": an exponent is a floating-point
+    spelling (rounded through a float, "1.0000000000000001" would pass as 1), and no log
+    of the archive writes one in these fields. Ignored fields only need to be numbers
+    (field 6 of several archive logs is "142.00", "0.03").
     """
     if not _NUMBER_RE.match(tok):
         return None, f"expected a number, got '{_token_text(tok)}'"
     if index not in _USED_SET:
         return 0, None
-    try:
-        value = int(tok)  # exact for plain integers of any length
-    except ValueError:
-        f = float(tok)
-        if f != f or f in (float("inf"), float("-inf")) or f != int(f):
-            return None, f"expected an integer, got '{_token_text(tok)}'"
-        value = int(f)
+    m = _INTEGER_RE.match(tok)
+    if m is None:
+        why = " (an integer is written in digits, without an exponent)" if b"e" in tok.lower() else ""
+        return None, f"expected an integer, got '{_token_text(tok)}'{why}"
+    value = int(m.group(1) or 0)  # exact, whatever the length (".0": 0)
     if not _INT64_MIN <= value <= _INT64_MAX:
         return None, f"integer out of range, got '{_token_text(tok)}'"
     return value, None
