@@ -620,3 +620,30 @@ def test_repeated_job_numbers_are_counted(tmp_path: Path) -> None:
         assert w.repairs == {"duplicate_job_id": 1}
         assert w["job_id"].tolist() == [1, 2, 1, -1, -1, 3]
         assert w["line"].tolist() == [6, 7, 9, 10, 11, 12]  # the header is 5 lines; line 8 repeats line 6
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("JobID|JobIDRaw|Submit|Start\n100|100|2021-01-01T00:00:00|2021-01-01T00:10:00\n",
+         "1: this is a Slurm sacct log (fields separated by '|', a 'JobID|...' header), not SWF: pass --format sacct"),
+        ("; Version: 2\n\n4103947|4103947|ub-hpc|general-compute|qos\n", "3: this is a Slurm sacct log (fields separated by '|'), not SWF: pass --format sacct"),
+        ("01/26/2016 00:00:37;E;3.srv;queue=q qtime=100\n",
+         "1: this is a PBS/Torque accounting log ('MM/DD/YYYY HH:MM:SS;T;job id;...'), not SWF: pass --format pbs"),
+    ],
+)
+def test_other_formats_read_as_swf_name_their_format(tmp_path: Path, text: str, message: str) -> None:
+    """A sacct or PBS log read as SWF (--format swf, or a .swf name) says which --format to
+    pass, in strict and lenient mode and streamed, not "--lenient skips such records"."""
+    from toposched.workload.swf_stream import SwfStream
+
+    p = write(tmp_path, text, "log.swf")
+    for read in (lambda: read_swf(p), lambda: read_swf(p, lenient=True), lambda: read_trace(p), lambda: list(SwfStream(p).chunks())):
+        with pytest.raises(TraceFormatError) as exc:
+            read()
+        assert str(exc.value) == f"{p}:{message}"
+    # an SWF record with a stray '|' is still a field error of that record
+    p = write(tmp_path, rec(1, run_time="10|0") + "\n" + rec(2) + "\n")
+    with pytest.raises(TraceFormatError, match=r":1: field 'run_time': expected a number, got '10\|0' \(--lenient"):
+        read_swf(p)
+    assert len(read_swf(p, lenient=True)) == 1

@@ -492,6 +492,8 @@ def read_swf(
     # line (a few dozen lines). Comments later in the body go through the slow path.
     pos = 3 if data.startswith(b"\xef\xbb\xbf") else 0  # tolerate a UTF-8 byte-order mark
     pos, line_no = _header_block(data, pos, 1, col)
+    nl = data.find(b"\n", pos, pos + 65536)
+    not_swf(data[pos : nl if nl >= 0 else pos + 65536], line_no, spath)
     _checked_header(col, cores_per_node)  # a bad value there stops the read before the body, as --stream's
 
     # Body, in chunks of whole lines.
@@ -591,6 +593,26 @@ def repeated_records(
     keep = np.ones(len(ids), dtype=bool)
     keep[drop] = False
     return table[keep], line[keep]
+
+
+# The first line of a Slurm sacct dump (`sacct -P`: '|' between fields, a header row
+# `JobID|...` or not) and of a PBS/Torque accounting log (`01/26/2016 00:00:37;E;...`):
+# never an SWF record, which holds only numbers and blanks.
+_PBS_LINE_RE = re.compile(rb"\s*\d\d/\d\d/\d{4} \d\d:\d\d:\d\d;[A-Za-z];")
+
+
+def not_swf(first_record: bytes, line: int, path: str) -> None:
+    """Refuse a log of another format read as SWF, from its first record (the line after
+    the header): one line naming the format to pass, rather than the first record's
+    field error and its advice to skip records with --lenient (which would skip them all)."""
+    if first_record.count(b"|") >= 2 and len(first_record.split()) < N_FIELDS:  # not an SWF record with a stray '|'
+        what = "a Slurm sacct log (fields separated by '|'" + (", a 'JobID|...' header)" if first_record.lstrip().lower().startswith(b"jobid") else ")")
+        fmt = "sacct"
+    elif _PBS_LINE_RE.match(first_record):
+        what, fmt = "a PBS/Torque accounting log ('MM/DD/YYYY HH:MM:SS;T;job id;...')", "pbs"
+    else:
+        return
+    raise TraceFormatError(path, f"this is {what}, not SWF: pass --format {fmt}", line=line)
 
 
 def _header_block(data: bytes, pos: int, line_no: int, col: _Collector) -> tuple[int, int]:

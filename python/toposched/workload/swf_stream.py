@@ -62,6 +62,7 @@ from .swf import (
     _header_settings,
     _raw_columns,
     check_read_options,
+    not_swf,
 )
 
 __all__ = ["SwfStream"]
@@ -127,6 +128,7 @@ class SwfStream:
                     continue
                 in_header = False
                 body = block[pos:]
+                not_swf(body[: body.find(b"\n")], line_no, self.path)  # a block ends with a newline
                 self._settings = _header_settings(col, *self._options)
                 self._first_keys = {k: col.header.first.get(k) for k in _SETTING_KEYS}
             line_no += _body_chunk(body, line_no, col)
