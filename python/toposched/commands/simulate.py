@@ -242,6 +242,7 @@ def _check_policy_options(args: argparse.Namespace) -> None:
     user believe a run used them."""
     from ..errors import InputError
 
+    from ..profiles import profile_flags
     from ..registry import policy
 
     python_alloc = ":" in args.alloc
@@ -263,4 +264,23 @@ def _check_policy_options(args: argparse.Namespace) -> None:
     for flag, (used, applies, needs) in given.items():
         if used and not applies:
             raise InputError(flag, f"has no effect with --queue {args.queue} --alloc {args.alloc}; it applies to {needs}")
+    # A profile's values are checked as the same flags given would be (a flag given
+    # overrides its value, and was checked above): a profile that sets what the run
+    # does not use would otherwise be taken for having been applied.
+    idle = [
+        (flag, value, given[flag][2])
+        for flag, value in profile_flags(args.profile).items()
+        if getattr(args, flag[2:].replace("-", "_")) in (None, False) and not given[flag][1]
+    ]
+    if idle:
+        sets = ", ".join(f"{flag} {value}" if value is not True else flag for flag, value, _ in idle)
+        by_need: dict[str, list[str]] = {}
+        for flag, _, n in idle:
+            by_need.setdefault(n, []).append(flag)
+        needs = "; ".join(f"{', '.join(flags)}: {n}" for n, flags in by_need.items())
+        raise InputError(
+            "--profile",
+            f"{args.profile} sets {sets}, which {'has' if len(idle) == 1 else 'have'} no effect with --queue {args.queue} --alloc {args.alloc} "
+            f"(they apply to {needs}); choose those policies, or give the flags that apply without the profile",
+        )
 
