@@ -162,6 +162,9 @@ def test_bad_values_are_usage_errors(args: list[str], message: str, tmp_path: Pa
         ("fattree:K=100000,S=100000,P=100000", "more than the 1,000,000"),
         ("fattree:K=0,S=2,P=2", "between 1 and"),
         (f"fattree:K={2**70},S=2,P=2", "between 1 and"),
+        # more uplinks than the switch has below it: K and W1 (S and W2) swapped, most likely
+        ("fattree:K=8,S=4,P=2,W1=16", "field 'W1': 16 uplinks per leaf is more than its 8 nodes (K): W1 = K (the default) is full bisection, W1 < K a taper"),
+        ("fattree:K=8,S=4,P=2,uplinks_per_l2=5", "field 'W2': 5 uplinks per L2 switch is more than its 4 leaves (S)"),
     ],
 )
 def test_bad_fabrics(system: str, message: str, tmp_path: Path, capsys) -> None:
