@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     # comes out where the reader asks for it, after the options' and the fabric's errors
     # (a streamed replay reads the log its own way)
     if not args.stream:
-        prefetch(args.trace)
+        prefetch(args.trace, format=args.format)  # an SWF log only
     # PyArrow (and NumPy, which it imports) are needed only once the log is read:
     # imported meanwhile on a second thread
     imports = BackgroundImports()
