@@ -128,7 +128,8 @@ class SwfStream:
                     continue
                 in_header = False
                 body = block[pos:]
-                not_swf(body[: body.find(b"\n")], line_no, self.path)  # a block ends with a newline
+                nl = body.find(b"\n")
+                not_swf(body if nl < 0 else body[:nl], line_no, self.path)
                 self._settings = _header_settings(col, *self._options)
                 self._first_keys = {k: col.header.first.get(k) for k in _SETTING_KEYS}
             line_no += _body_chunk(body, line_no, col)
