@@ -61,7 +61,7 @@ def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("what to replay")
     g.add_argument("--trace", required=True, metavar="LOG", help="job log: SWF (.swf, .swf.gz; extended SWF with node lists), Slurm sacct -P dump, or PBS/Torque accounting log")
     g.add_argument("--format", choices=FORMATS, help="log format (default: guessed from the file)")
-    g.add_argument("--lenient", action="store_true", help="skip and count malformed log records instead of stopping")
+    g.add_argument("--lenient", action="store_true", help="skip and count malformed log records instead of stopping (and read an SWF log without a header value it cannot read, listed in the summary)")
     g.add_argument("--system", required=True, metavar="FABRIC", help="preset, fattree:K=..,S=..,P=.. or topology.conf")
     g.add_argument(
         "--transform", action="extend", nargs="+", default=[], metavar="T",
