@@ -210,3 +210,13 @@ def test_a_failing_run_stops_the_comparison_with_its_name(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "error: run test_compare-BadPolicy__none:" in err
     assert not (tmp_path / "compare.json").exists()
+
+
+def test_an_empty_scenario_list_is_refused(tmp_path) -> None:
+    """`--scenarios ""` (a shell variable left empty) ran `none` alone without a word."""
+    with pytest.raises(InputError, match=r"^--scenarios: no scenario given; expected some of none, ta5"):
+        plan_runs(["linear"], [])
+    with pytest.raises(InputError, match="no scenario given"):
+        plan_runs(["linear"], [" ", ""])
+    assert main(["compare", "--trace", str(Path(__file__).parent / "data" / "atlas-window-120.swf"), "--system", "cab", "--scenarios", "", "--out", str(tmp_path / "o"), "--quiet"]) == 2
+    assert not (tmp_path / "o").exists()

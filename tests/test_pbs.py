@@ -218,6 +218,9 @@ def test_duplicates_need_same_times(tmp_path: Path) -> None:
     assert w.skipped == {"duplicate_record": 1}
     assert w["job_id"].tolist() == [7, 7, 7, 8]
     assert w.extra["log_job_id"] == ["7.srv", "7.other", "7[1].srv", "8"]
+    # "7.other" is another job numbered 7 (numbers wrap, servers restart): kept, counted;
+    # the array task 7[1] has a number of its own
+    assert w.repairs.get("duplicate_job_id") == 1
 
 
 def test_job_that_never_started(tmp_path: Path) -> None:

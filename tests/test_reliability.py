@@ -162,6 +162,9 @@ def test_bad_values_are_usage_errors(args: list[str], message: str, tmp_path: Pa
         ("fattree:K=100000,S=100000,P=100000", "more than the 1,000,000"),
         ("fattree:K=0,S=2,P=2", "between 1 and"),
         (f"fattree:K={2**70},S=2,P=2", "between 1 and"),
+        # more uplinks than the switch has below it: K and W1 (S and W2) swapped, most likely
+        ("fattree:K=8,S=4,P=2,W1=16", "field 'W1': 16 uplinks per leaf is more than its 8 nodes (K): W1 = K (the default) is full bisection, W1 < K a taper"),
+        ("fattree:K=8,S=4,P=2,uplinks_per_l2=5", "field 'W2': 5 uplinks per L2 switch is more than its 4 leaves (S)"),
     ],
 )
 def test_bad_fabrics(system: str, message: str, tmp_path: Path, capsys) -> None:
@@ -184,6 +187,37 @@ def test_bad_fabrics(system: str, message: str, tmp_path: Path, capsys) -> None:
 def test_options_of_another_policy_are_refused(args: list[str], flag: str, tmp_path: Path, capsys) -> None:
     code, _, err = run_cli(["simulate", "--trace", str(SWF_OK), "--system", FABRIC, "--out", str(tmp_path / "o"), *args], capsys)
     assert code == 2 and one_clean_line(err).startswith(f"error: {flag}: has no effect"), err
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--alloc", "linear"], "flux-sc18 sets --flux-window, --reserved-tiers-always, --leaf-order flux-topo, --tie-break name, which have no effect with --queue easy --alloc linear"),
+        (["--alloc", "capped"], "flux-sc18 sets --leaf-order flux-topo, --tie-break name, which have no effect with --queue easy --alloc capped (they apply to --leaf-order, --tie-break: --alloc isolated)"),
+        (["--queue", "conservative", "--alloc", "isolated"], "flux-sc18 sets --queue-depth 128, --flux-window, --reserved-tiers-always, which have no effect"),
+        # a flag given overrides the profile's value and is checked on its own
+        (["--queue", "conservative", "--alloc", "isolated", "--queue-depth", "4"], "--queue-depth: has no effect"),
+    ],
+)
+def test_a_profile_is_checked_as_its_flags(args: list[str], message: str, tmp_path: Path, capsys) -> None:
+    """--profile flux-sc18 stands for five flags: what the run does not read is refused as
+    those flags given would be, in one line naming the profile (it was accepted silently,
+    a profile's values being exempt)."""
+    code, _, err = run_cli(["simulate", "--trace", str(SWF_OK), "--system", FABRIC, "--out", str(tmp_path / "o"), "--profile", "flux-sc18", *args], capsys)
+    line = one_clean_line(err)
+    assert code == 2 and message in line, err
+    assert line.startswith("error: --queue-depth: " if "--queue-depth:" in message else "error: --profile: flux-sc18 sets ")
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_profile_with_its_policies_and_in_compare(tmp_path: Path, capsys) -> None:
+    code, _, err = run_cli(["simulate", "--trace", str(SWF_OK), "--system", FABRIC, "--out", str(tmp_path / "o"), "--quiet", "--profile", "flux-sc18", "--alloc", "isolated"], capsys)
+    assert code == 0, err
+    assert json.loads((tmp_path / "o" / "summary.json").read_text())["policy"]["leaf_order"] == "flux-topo"
+    # compare: refused only when no run reads a value (as a flag given is)
+    base = ["compare", "--trace", str(SWF_OK), "--system", FABRIC, "--profile", "flux-sc18", "--scenarios", "none"]
+    code, _, err = run_cli([*base, "--allocs", "linear,random", "--out", str(tmp_path / "c")], capsys)
+    assert code == 2 and "flux-sc18 sets --leaf-order flux-topo (for isolated), --tie-break name (for isolated), which no run of this command uses" in one_clean_line(err), err
 
 
 def test_options_of_the_policy_in_use_are_accepted(tmp_path: Path, capsys) -> None:

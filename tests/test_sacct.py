@@ -566,3 +566,22 @@ def test_switches_are_read_from_the_submit_line(tmp_path):
 
     cols = _switch_columns(w, RunConfig())
     assert cols["max_leaves"].tolist() == [1, 2, 0]
+
+
+def test_repeated_job_ids_are_counted(tmp_path):
+    """The same record again is a duplicate_record (left out); another job with an id
+    already read (ids wrap, a database reset, two dumps put together) is kept and counted
+    as repair duplicate_job_id, as the SWF and PBS readers do; array tasks are not
+    repeats (JobID tells them apart even where JobIDRaw does not)."""
+    p = write(
+        tmp_path,
+        row("100"),
+        row("100"),
+        row("100", submit="2021-02-01T00:00:00", start="2021-02-01T00:10:00", end="2021-02-01T01:10:00"),
+        row("200_1", raw="200", submit="2021-03-01T00:00:00", start="2021-03-01T00:10:00", end="2021-03-01T01:10:00"),
+        row("200_2", raw="200", submit="2021-03-01T00:00:00", start="2021-03-01T00:10:00", end="2021-03-01T01:10:00"),
+    )
+    w = read_sacct(p)
+    assert (w.records, len(w), w.skipped) == (5, 4, {"duplicate_record": 1})
+    assert w.repairs == {"duplicate_job_id": 1}
+    assert accounted(w)

@@ -221,13 +221,51 @@ def test_options_pass_through(tmp_path: Path) -> None:
 
 
 def test_header_only_cpn_edge_cases(tmp_path: Path) -> None:
-    p = write(tmp_path, "; MaxNodes: 0\n; MaxProcs: 16\n" + rec() + "\n")
+    p = write(tmp_path, "; MaxProcs: 16\n" + rec() + "\n")  # MaxNodes missing: no ratio
     assert read_swf(p).settings["cores_per_node_from"] == "default"
-    p = write(tmp_path, "; MaxNodes: 32\n; MaxProcs: 16\n; UnixStartTime: soon\n" + rec() + "\n")
+    p = write(tmp_path, "; MaxNodes: 32\n; MaxProcs: 16\n; UnixStartTime: 5\n" + rec() + "\n")
     w = read_swf(p)
     assert w.settings["cores_per_node"] == 1  # max(1, 16 // 32)
     assert w.settings["cores_per_node_from"] == "header MaxProcs/MaxNodes"
-    assert w.time_origin_epoch_s is None
+    assert w.time_origin_epoch_s == 5
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("; MaxNodes: abc", "field 'MaxNodes': expected a positive integer (a note may follow it), got 'abc' (--cores-per-node N"),
+        ("; MaxNodes: 0", "field 'MaxNodes': expected a positive integer"),
+        (";MaxProcs:", "field 'MaxProcs': expected a positive integer (a note may follow it), got ''"),
+        ("; UnixStartTime: soon", "field 'UnixStartTime': expected an integer (Unix time of submit time 0), got 'soon' (--lenient reads the log without it)"),
+        ("; AllowOveruse: maybe", "field 'AllowOveruse': expected yes or no, got 'maybe' (--lenient"),
+    ],
+)
+def test_header_fields_used_must_read(tmp_path: Path, line: str, message: str) -> None:
+    """A header value the reader uses but cannot read is one line naming its line, field and
+    way out, not a silent default (it would change every job's size, or the time origin);
+    --lenient reads the log without it and lists it in settings["header_ignored"]; a value
+    not used (MaxNodes with --cores-per-node, an unused key) is not looked at."""
+    good = {"MaxNodes": "; MaxNodes: 4", "MaxProcs": "; MaxProcs: 16", "UnixStartTime": "; UnixStartTime: 1000", "AllowOveruse": "; AllowOveruse: no"}
+    key = line.lstrip("; ").split(":")[0]
+    header = [good[k] for k in good if k != key] + [line, "; Note: anything at all", "; MaxJobs: many"]
+    p = write(tmp_path, "\n".join(header) + "\n" + rec() + "\n" + rec(2, 5) + "\n")
+    with pytest.raises(TraceFormatError) as exc:
+        read_swf(p)
+    assert str(exc.value).startswith(f"{p}:4: {message}")
+    w = read_swf(p, lenient=True)
+    assert w.settings["header_ignored"] == [f"line 4: field {key}: {exc.value.message}"]
+    assert len(w) == 2 and w.skipped == {}
+    if key.startswith("Max"):
+        w = read_swf(p, cores_per_node=2)  # the pair is not used: nothing to say
+        assert w.settings["cores_per_node_from"] == "option" and "header_ignored" not in w.settings
+    else:
+        assert w.settings["cores_per_node"] == 4
+    # --stream stops at the same line
+    from toposched.workload.swf_stream import SwfStream
+
+    with pytest.raises(TraceFormatError) as streamed:
+        list(SwfStream(p).chunks())
+    assert str(streamed.value) == str(exc.value)
 
 
 def test_gzip_file_reads_like_plain(tmp_path: Path) -> None:
@@ -277,10 +315,11 @@ def test_not_a_number(tmp_path: Path, token: str) -> None:
 def test_decimal_values(tmp_path: Path) -> None:
     # Integral decimals and decimal ignored fields are fine ...
     ok = rec(1, requested_time="3600.0", average_cpu_time="12.75", requested_memory="0.5") + "\n"
-    ok += rec(2, submit="1e1", run_time="-1.000", used_memory="-.5") + "\n"
+    ok += rec(2, submit="+10", run_time="-1.000", wait_time=".0", used_memory="-.5e1") + "\n"
     w = read_swf(write(tmp_path, ok), missing_runtime="zero")
     assert w["walltime_s"].tolist() == [3600, 200]
     assert w["submit_s"].tolist() == [0, 10]
+    assert w.extra["logged_start_s"].tolist() == [5, 10]
     assert w.repairs["runtime_set_zero"] == 1
     # ... a fraction in a field we use is not rounded silently.
     p = write(tmp_path, ok + rec(3, requested_time="3600.5") + "\n")
@@ -289,6 +328,33 @@ def test_decimal_values(tmp_path: Path) -> None:
     assert (ei.value.line, ei.value.field) == (3, "requested_time")
     assert ei.value.message == "expected an integer, got '3600.5'"
     assert read_swf(p, lenient=True, missing_runtime="zero").skipped == {"malformed_line": 1}
+
+
+@pytest.mark.parametrize(
+    ("token", "message"),
+    [
+        ("1e3", "expected an integer, got '1e3' (an integer is written in digits, without an exponent)"),
+        ("3.6E3", "expected an integer, got '3.6E3' (an integer is written in digits, without an exponent)"),
+        ("100.5", "expected an integer, got '100.5'"),
+        # through a float this was 1.0, an integer: accepted as 1 while 100.5 was refused
+        ("1.0000000000000001", "expected an integer, got '1.0000000000000001'"),
+    ],
+)
+def test_kept_fields_are_integers_as_written(tmp_path: Path, token: str, message: str) -> None:
+    """One rule for the fields we keep: an integer in digits (a zero fraction at most), as
+    the SWF standard writes them; a fraction or an exponent is refused with the same kind
+    of line (no archive log writes either there: only field 6 holds decimals)."""
+    p = write(tmp_path, rec(1) + "\n" + rec(2, run_time=token) + "\n")
+    with pytest.raises(TraceFormatError) as ei:
+        read_swf(p)
+    assert (ei.value.line, ei.value.field, ei.value.message) == (2, "run_time", message)
+    assert str(ei.value).endswith("(--lenient skips and counts such records)")
+    assert len(read_swf(p, lenient=True)) == 1
+    # an ignored field only has to be a number
+    assert len(read_swf(write(tmp_path, rec(1, average_cpu_time=token) + "\n"))) == 1
+    # exact digits, not a float: 2^53 + 1 written with a zero fraction keeps its last digit
+    w = read_swf(write(tmp_path, rec(9007199254740993, wait_time="0.00") + "\n"))
+    assert w["job_id"].tolist() == [9007199254740993]
 
 
 def test_huge_integers(tmp_path: Path) -> None:
@@ -418,7 +484,7 @@ def render(r: dict) -> str:
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    records=st.lists(RECORD, min_size=1, max_size=40),
+    records=st.lists(RECORD, min_size=1, max_size=40, unique_by=lambda r: r["job"]),  # SWF numbers jobs uniquely
     header=st.booleans(),
     chunk=st.sampled_from([64, 300, 1 << 20]),
     final_newline=st.booleans(),
@@ -471,7 +537,8 @@ def test_round_trip(tmp_path: Path, records: list[dict], header: bool, chunk: in
 
 
 TRICKY = st.sampled_from(
-    ["0", "-1", "-0", "007", "12", "1.", "1.0", "-1.000", "2.50", ".5", "-.5", "1e3", "+1", "abc", "1-2",
+    ["0", "-1", "-0", "007", "12", "1.", "1.0", "-1.000", "2.50", ".5", "-.5", "1e3", "1E3", "2.0e0", ".0", "-.00", "+1.0",
+     "1.0000000000000001", "9007199254740993.0", "+1", "abc", "1-2",
      "1.2.3", "-", ".", "--1", "1234567890123456789", "99999999999999999999", ";x", "{1,2}"]
 )
 LINE = st.one_of(
@@ -533,3 +600,50 @@ def test_id_columns_reach_the_engine_and_bad_ids_are_unknown(tmp_path: Path) -> 
     _core.Simulation(load_fabric("toy18").core, *cols, account_id=w["account_id"])
     with pytest.raises(ValueError, match=r"job row 1 \(id 2\): field 'qos_id' out of range: 4294967295"):
         _core.Simulation(load_fabric("toy18").core, *cols, qos_id=np.array([1, 2**32 - 1, 0], dtype=np.int64))
+
+
+def test_repeated_job_numbers_are_counted(tmp_path: Path) -> None:
+    """A job number an earlier record has: the same record again (a repeated line, logs
+    put together) is left out as duplicate_record, as sacct and PBS do; another job with
+    that number is kept and counted as repair duplicate_job_id. -1 is unknown, not an id."""
+    lines = [rec(1), rec(2, submit=10), rec(1), rec(1, submit=20, run=50), rec(-1, submit=30), rec(-1, submit=30), rec(3, submit=40)]
+    p = write(tmp_path, HEADER + "\n".join(lines) + "\n")
+    for chunk in (1 << 20, 60):  # the fast path, and chunks of about one line
+        old = swf._CHUNK_BYTES
+        swf._CHUNK_BYTES = chunk
+        try:
+            w = read_swf(p)
+        finally:
+            swf._CHUNK_BYTES = old
+        assert (w.records, len(w)) == (7, 6)
+        assert w.skipped == {"duplicate_record": 1}
+        assert w.repairs == {"duplicate_job_id": 1}
+        assert w["job_id"].tolist() == [1, 2, 1, -1, -1, 3]
+        assert w["line"].tolist() == [6, 7, 9, 10, 11, 12]  # the header is 5 lines; line 8 repeats line 6
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("JobID|JobIDRaw|Submit|Start\n100|100|2021-01-01T00:00:00|2021-01-01T00:10:00\n",
+         "1: this is a Slurm sacct log (fields separated by '|', a 'JobID|...' header), not SWF: pass --format sacct"),
+        ("; Version: 2\n\n4103947|4103947|ub-hpc|general-compute|qos\n", "3: this is a Slurm sacct log (fields separated by '|'), not SWF: pass --format sacct"),
+        ("01/26/2016 00:00:37;E;3.srv;queue=q qtime=100\n",
+         "1: this is a PBS/Torque accounting log ('MM/DD/YYYY HH:MM:SS;T;job id;...'), not SWF: pass --format pbs"),
+    ],
+)
+def test_other_formats_read_as_swf_name_their_format(tmp_path: Path, text: str, message: str) -> None:
+    """A sacct or PBS log read as SWF (--format swf, or a .swf name) says which --format to
+    pass, in strict and lenient mode and streamed, not "--lenient skips such records"."""
+    from toposched.workload.swf_stream import SwfStream
+
+    p = write(tmp_path, text, "log.swf")
+    for read in (lambda: read_swf(p), lambda: read_swf(p, lenient=True), lambda: read_trace(p), lambda: list(SwfStream(p).chunks())):
+        with pytest.raises(TraceFormatError) as exc:
+            read()
+        assert str(exc.value) == f"{p}:{message}"
+    # an SWF record with a stray '|' is still a field error of that record
+    p = write(tmp_path, rec(1, run_time="10|0") + "\n" + rec(2) + "\n")
+    with pytest.raises(TraceFormatError, match=r":1: field 'run_time': expected a number, got '10\|0' \(--lenient"):
+        read_swf(p)
+    assert len(read_swf(p, lenient=True)) == 1

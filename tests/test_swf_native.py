@@ -34,7 +34,7 @@ def test_the_native_path_is_used() -> None:
 # Tokens that are plain numbers, near misses of every rule, and the odd stray byte.
 _TOKENS = st.one_of(
     st.integers(-(10**19), 10**19).map(lambda v: str(v).encode()),
-    st.sampled_from([b"-1", b"0", b"3600.0", b"3600.00", b"3600.5", b"5.", b"-5.0", b".5", b"-", b"-.5", b"1-2", b"1.2.3", b"--1", b"7.-", b"0.000", b"12a", b"1e3", b"00012", b"1234567890123456789", b"-123456789012345678"]),
+    st.sampled_from([b"-1", b"0", b"3600.0", b"3600.00", b"3600.5", b"5.", b"-5.0", b".5", b"-", b"-.5", b"1-2", b"1.2.3", b"--1", b"7.-", b"0.000", b"12a", b"1e3", b"1E3", b"+7", b".0", b"1.0000000000000001", b"00012", b"1234567890123456789", b"-123456789012345678"]),
 )
 _BLANKS = st.sampled_from([b" ", b"  ", b"\t", b" \r"])
 

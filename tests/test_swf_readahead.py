@@ -303,3 +303,54 @@ def test_generated_logs_read_the_same_ahead(tmp_path: Path, data: bytes, chunk: 
         restore()
         swf._body_chunk = real
     event("some chunks parsed ahead" if ahead_calls < len(calls) - ahead_calls else "no chunk parsed ahead")
+
+
+def test_only_swf_logs_are_read_ahead(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The read-ahead parses SWF: a sacct or PBS log is left to its reader (its thread was
+    started for any log), whether --format says so or the reader's guess would; an SWF
+    log is read ahead by its name (no read) or, named otherwise, by its first line."""
+    from conftest import PBS_SAMPLE, SLURM
+    from toposched.workload import detect_format
+
+    started: list[str] = []
+    real = readahead._native_read_ahead
+    monkeypatch.setattr(readahead, "_native_read_ahead", lambda p: started.append(p) or real(p))
+    sacct = SLURM / "xdmod_ub-hpc_sacct-parsable2_accounting-logs.log"
+    swf_text = KTH.read_bytes()  # gzip
+    cases = {
+        sacct: False,
+        PBS_SAMPLE: False,
+        tmp_path / "sacct.gz": False,
+        tmp_path / "jobs.log": True,  # SWF with a name that does not say so
+        tmp_path / "jobs.gz": True,
+        tmp_path / "bare.txt": True,  # no header: a record first
+        tmp_path / "bom.txt": True,
+        KTH: True,
+    }
+    (tmp_path / "sacct.gz").write_bytes(gzip.compress(sacct.read_bytes()))
+    (tmp_path / "jobs.log").write_bytes(gzip.decompress(swf_text))
+    (tmp_path / "jobs.gz").write_bytes(swf_text)
+    (tmp_path / "bare.txt").write_text("\n\n" + rec(1) + "\n")
+    (tmp_path / "bom.txt").write_bytes(b"\xef\xbb\xbf; Version: 2\n" + rec(1).encode() + b"\n")
+    for path, is_swf in cases.items():
+        started.clear()
+        readahead.prefetch(path)
+        assert bool(started) == is_swf, path
+        assert (str(path) in readahead._PREFETCHED) == is_swf
+        readahead.discard_prefetched(path)
+        if path.name != "bom.txt":  # the guess does not take a byte-order mark
+            assert (detect_format(path) in ("swf", "swf-nodes")) == is_swf, path
+    # --format decides without a look at the file
+    for fmt, is_swf in (("sacct", False), ("pbs", False), ("swf", True), ("swf-nodes", True)):
+        started.clear()
+        readahead.prefetch(KTH, format=fmt)
+        assert bool(started) == is_swf
+        readahead.discard_prefetched(KTH)
+    # and simulate on a sacct log starts none
+    from toposched.cli import main
+
+    started.clear()
+    assert main(["simulate", "--trace", str(sacct), "--system", "cab", "--out", str(tmp_path / "o"), "--quiet"]) == 0
+    assert started == []
+    assert main(["simulate", "--trace", str(tmp_path / "jobs.log"), "--system", "cab", "--out", str(tmp_path / "o2"), "--quiet"]) == 0
+    assert started == [str(tmp_path / "jobs.log")]

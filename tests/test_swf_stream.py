@@ -155,3 +155,17 @@ def test_module_doctest() -> None:
     import doctest
 
     assert doctest.testmod(swf_stream).failed == 0
+
+
+@pytest.mark.parametrize("chunk_rows", [1, 2, 100])
+def test_repeated_job_number_is_refused(tmp_path: Path, chunk_rows: int) -> None:
+    """The whole read compares a repeated job number's records (tests/test_swf.py); the
+    stream keeps only the numbers seen and refuses, naming the line and --stream."""
+    p = tmp_path / "rep.swf"
+    p.write_text(_swf([(1, 0), (2, 10), (3, 20), (2, 30)]))
+    assert read_swf(p).repairs == {"duplicate_job_id": 1}
+    with pytest.raises(TraceFormatError, match=r"rep\.swf:6: field 'job_number': job number 2 is that of an earlier record.*without --stream"):
+        _streamed(p, chunk_rows)
+    # numbers not in order, without repeats, and unknown numbers (-1) stream as a whole read
+    p.write_text(_swf([(5, 0), (-1, 1), (1, 2), (-1, 3), (3, 4), (2, 5), (4, 6)]))
+    _assert_same(*_streamed(p, chunk_rows), read_swf(p))

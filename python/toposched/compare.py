@@ -84,6 +84,10 @@ def plan_runs(allocs: list[str] | tuple[str, ...], scenarios: list[str] | tuple[
     names = [run_name(a, "x") for a in allocs]
     if len(set(names)) < len(names):
         raise InputError("--allocs", "two policies would write to the same run directory: " + ", ".join(allocs))
+    if not scenarios:
+        # an empty list is most likely a shell variable left empty; it would run only
+        # `none`, which is what `--scenarios none` says
+        raise InputError("--scenarios", f"no scenario given; expected some of {', '.join(SCENARIOS)} (none: no speedup)")
     for s in scenarios:
         if s not in SCENARIOS:
             raise InputError("--scenarios", f"unknown scenario {s!r}; expected some of {', '.join(SCENARIOS)}")

@@ -33,3 +33,19 @@ def profile_settings(name: str | None) -> dict[str, Any]:
     if name not in PROFILES:
         raise InputError("--profile", f"unknown profile {name!r}; known: {', '.join(PROFILES)}")
     return dict(PROFILES[name])
+
+
+#: The flag of each RunConfig field a profile may set.
+PROFILE_FLAGS = {
+    "queue_depth": "--queue-depth",
+    "flux_window": "--flux-window",
+    "reserved_tiers_always": "--reserved-tiers-always",
+    "leaf_order": "--leaf-order",
+    "tie_break": "--tie-break",
+}
+
+
+def profile_flags(name: str | None) -> dict[str, Any]:
+    """The flags a profile stands for, with their values (True for a switch): what the
+    commands check, as if given, against the policies of the run."""
+    return {PROFILE_FLAGS[k]: v for k, v in profile_settings(name).items()}

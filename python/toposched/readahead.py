@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
 import stat
 import zlib
 from pathlib import Path
@@ -53,18 +54,24 @@ def _stamp(path: str) -> tuple[int, int, int, int] | None:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def prefetch(path: str | Path) -> None:
-    """Start reading (decompressing, and parsing if it is SWF) ``path`` for the next
+def prefetch(path: str | Path, format: str | None = None) -> None:
+    """Start reading (decompressing and parsing) the SWF log ``path`` for the next
     :func:`read_bytes` or :func:`read_swf_bytes` of it, which then returns what was read,
     or raises that error, at its own time: so the order of a command's errors does not
     change. If the file has changed in between (device, inode, size, modification time),
     it is read again. Returns at once with the native extension; without it, reads and
-    inflates the file first."""
+    inflates the file first.
+
+    Only an SWF log is read ahead: ``format`` (the command's ``--format``) says so, or,
+    when None, the reader's own guess (:func:`looks_like_swf`). A sacct or PBS log is
+    left to its reader: the read-ahead's thread would parse it as SWF for nothing."""
     key = str(path)
     discard_prefetched(key)
     stamp = _stamp(key)
     if stamp is None:
         return  # not a regular file: read_bytes reads it (or says why not)
+    if not (format in ("swf", "swf-nodes") if format is not None else looks_like_swf(key)):
+        return
     ahead = _native_read_ahead(key)
     if ahead is not None:
         _PREFETCHED[key] = (stamp, ahead)
@@ -74,6 +81,43 @@ def prefetch(path: str | Path) -> None:
     except Exception as exc:  # noqa: BLE001 - raised by read_bytes, where it was raised before
         result = exc
     _PREFETCHED[key] = (stamp, result)
+
+
+# The start of a PBS accounting line (workload/pbs.py's LINE_RE, which needs the package
+# and NumPy): "01/26/2016 00:00:37;E;".
+_PBS_START = re.compile(rb"\d\d/\d\d/\d{4} \d\d:\d\d:\d\d;[A-Za-z];")
+_SNIFF_BYTES = 1 << 16
+
+
+def looks_like_swf(path: str) -> bool:
+    """Whether :func:`toposched.workload.detect_format` would call ``path`` SWF: by its name
+    (``.swf``, ``.swf.gz``: no read), else by its first non-blank line, from at most 64 KiB
+    (inflated if gzip): a PBS line or a '|' is not SWF, a ';' or a number is. A wrong
+    answer only costs speed: the reader reads what was not read ahead."""
+    if path.lower().endswith((".swf", ".swf.gz")):
+        return True
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(_SNIFF_BYTES)
+    except OSError:
+        return False
+    if head[:2] == b"\x1f\x8b":
+        try:
+            head = zlib.decompressobj(wbits=31).decompress(head, _SNIFF_BYTES)
+        except zlib.error:
+            return False
+    for line in head.removeprefix(b"\xef\xbb\xbf").split(b"\n"):
+        s = line.strip()
+        if not s:
+            continue
+        if _PBS_START.match(s):
+            return False
+        if s.startswith(b";"):
+            return True
+        if b"|" in s:
+            return False
+        return s.split()[0].lstrip(b"-").isdigit()
+    return False
 
 
 def _native_read_ahead(path: str) -> SwfReadAhead | None:

@@ -166,6 +166,18 @@ def parse_fattree_params(text: str) -> FabricSpec:
     total = params["nodes_per_leaf"] * params["leaves_per_pod"] * params["pods"]
     if total > MAX_FABRIC_NODES:
         raise TopologyError(text, f"K x S x P = {total:,} nodes, more than the {MAX_FABRIC_NODES:,} toposched supports (docs/reliability.md)")
+    # More uplinks than the switch below has downlinks add nothing its nodes (leaves) can
+    # use; such a spec is most likely K and W1 (S and W2) swapped. W1 = K, W2 = S (the
+    # defaults) are full bisection, below that the tree is tapered (docs/fabrics.md).
+    for up, down, what, below in (("uplinks_per_leaf", "nodes_per_leaf", "leaf", "nodes"), ("uplinks_per_l2", "leaves_per_pod", "L2 switch", "leaves")):
+        if params.get(up, 0) > params[down]:
+            short = {"uplinks_per_leaf": "W1", "uplinks_per_l2": "W2", "nodes_per_leaf": "K", "leaves_per_pod": "S"}
+            raise TopologyError(
+                text,
+                f"{params[up]} uplinks per {what} is more than its {params[down]} {below} ({short[down]}): "
+                f"{short[up]} = {short[down]} (the default) is full bisection, {short[up]} < {short[down]} a taper",
+                field=short[up],
+            )
     name = f"fattree-{params['nodes_per_leaf']}x{params['leaves_per_pod']}x{params['pods']}"
     return regular_spec(name, params["nodes_per_leaf"], params["leaves_per_pod"], params["pods"],
                         uplinks_per_leaf=params.get("uplinks_per_leaf"), uplinks_per_l2=params.get("uplinks_per_l2"),

@@ -61,7 +61,7 @@ def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("what to replay")
     g.add_argument("--trace", required=True, metavar="LOG", help="job log: SWF (.swf, .swf.gz; extended SWF with node lists), Slurm sacct -P dump, or PBS/Torque accounting log")
     g.add_argument("--format", choices=FORMATS, help="log format (default: guessed from the file)")
-    g.add_argument("--lenient", action="store_true", help="skip and count malformed log records instead of stopping")
+    g.add_argument("--lenient", action="store_true", help="skip and count malformed log records instead of stopping (and read an SWF log without a header value it cannot read, listed in the summary)")
     g.add_argument("--system", required=True, metavar="FABRIC", help="preset, fattree:K=..,S=..,P=.. or topology.conf")
     g.add_argument(
         "--transform", action="extend", nargs="+", default=[], metavar="T",
@@ -89,7 +89,7 @@ def add_run_options(parser: argparse.ArgumentParser, *, seed_help: str = "seed o
     from ..profiles import PROFILES
 
     g = parser.add_argument_group("engine and policy settings (docs/semantics.md)")
-    g.add_argument("--profile", choices=tuple(PROFILES), help="set a published system's values at once; flags given override it (flux-sc18: the SC18 flux plugin = --queue-depth 128 --flux-window --reserved-tiers-always --leaf-order flux-topo --tie-break name)")
+    g.add_argument("--profile", choices=tuple(PROFILES), help="set a published system's values at once; flags given override it; a value the run's policies do not read is refused, as the flag would be (flux-sc18: the SC18 flux plugin = --queue-depth 128 --flux-window --reserved-tiers-always --leaf-order flux-topo --tie-break name, for --queue easy --alloc isolated)")
     g.add_argument("--queue-order", metavar="MODULE:CLASS", help="reorder the queue at every pass with a QueueOrder written in Python (docs/python-policies.md)")
     g.add_argument("--seed", type=seed, help=seed_help)
     g.add_argument("--switches", type=switches, metavar="N[@SECONDS]", help="Slurm --switches for every job: wait up to SECONDS (default 300) for an allocation on at most N leaves")
@@ -175,8 +175,8 @@ def run_options(
     """RunConfig fields (without queue and alloc) from the flags of :func:`add_run_options`:
     the profile's values, then every flag actually given. A policy option given explicitly
     while none of ``queues``/``allocs`` (the policies of the command's runs) declares it is
-    an error naming the policy it belongs to (a profile's values are exempt: a profile
-    describes a whole system)."""
+    an error naming the policy it belongs to; so is a profile's value that no run reads
+    (:func:`_check_profile`)."""
     from dataclasses import fields
 
     from ..errors import InputError
@@ -184,6 +184,8 @@ def run_options(
     from ..registry import options
 
     out = profile_settings(args.profile)
+    if queues is not None and allocs is not None:
+        _check_profile(args, out, set(queues) | set(allocs), queues)
     for dest, name in _RUN_FIELDS.items():
         value = getattr(args, dest)
         if value is not None and not (dest == "check_invariants" and value is False):
@@ -206,6 +208,29 @@ def run_options(
         else:
             out.setdefault("policy_options", {})[o.name] = value
     return out
+
+
+def _check_profile(args: argparse.Namespace, values: dict[str, Any], used: set[str], queues: list[str] | tuple[str, ...]) -> None:
+    """A profile's values are checked as the same flags given would be: one that no run
+    of the command reads (an option of a policy none uses; --queue-depth with only
+    conservative) is an error naming the profile. A flag given overrides its value."""
+    from ..errors import InputError
+    from ..profiles import PROFILE_FLAGS
+    from ..registry import options
+
+    owner = {o.name: o.policy for o in options()}
+    idle = []
+    for name, value in values.items():
+        if getattr(args, name, None) not in (None, False):
+            continue  # given: the flag's own check applies
+        if name == "queue_depth":
+            applies, needs = any(q != "conservative" for q in queues), "every queue but conservative"
+        else:
+            applies, needs = owner[name] in used, owner[name]
+        if not applies:
+            idle.append(f"{PROFILE_FLAGS[name]}" + ("" if value is True else f" {value}") + f" (for {needs})")
+    if idle:
+        raise InputError("--profile", f"{args.profile} sets {', '.join(idle)}, which no run of this command uses; choose those policies, or give the flags that apply without the profile")
 
 
 def seed(text: str) -> int:

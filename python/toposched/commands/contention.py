@@ -80,7 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--seed", type=seed, default=0, help="seed of the random policy (default: 0)")
     g.add_argument("--cores-per-node", type=_positive_int, help="processors per node to turn processor counts into nodes (default: from the log header)")
-    g.add_argument("--lenient", action="store_true", help="skip and count malformed log records instead of stopping")
+    g.add_argument("--lenient", action="store_true", help="skip and count malformed log records instead of stopping (and read an SWF log without a header value it cannot read, listed in the summary)")
     g.add_argument("--allow-long-span", action="store_true", help="accept logs spanning more than 50 years, and run times as long (docs/reliability.md)")
     g = parser.add_argument_group("the model")
     g.add_argument("--uplinks", type=_int_list, metavar="R,..", help="uplinks left per leaf to evaluate (default: every R from the nonblocking K down to 1)")

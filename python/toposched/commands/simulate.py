@@ -92,11 +92,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--alloc", default="linear", type=_alloc_name, metavar="POLICY", action=_AllocAction)
     add_run_options(parser)
     g = parser.add_argument_group("reading the log (see docs/workloads.md)")
-    g.add_argument("--cores-per-node", type=_positive_int, help="processors per node to turn processor counts into nodes (default: from the SWF header MaxProcs/MaxNodes, else 1)")
+    g.add_argument("--cores-per-node", type=_positive_int, help="processors per node to turn processor counts into nodes (default: from the SWF header MaxProcs/MaxNodes, which must then read as positive integers, else 1)")
     g.add_argument("--size-field", default="auto", choices=("auto", "allocated", "requested"), help="SWF processor field giving the job size (default: auto = allocated, else requested)")
     g.add_argument("--missing-walltime", default="runtime", type=_walltime_default, help="requested time for jobs without one: 'runtime' (default) or seconds")
     g.add_argument("--missing-runtime", default="skip", choices=("skip", "zero"), help="jobs without a run time: skip (default) or run 0 s")
-    g.add_argument("--lenient", action="store_true", help="skip and count malformed log records instead of stopping; let a topology.conf listing a node twice load (first leaf wins)")
+    g.add_argument("--lenient", action="store_true", help="skip and count malformed log records instead of stopping (and read an SWF log without a header value it cannot read, listed in the summary); let a topology.conf listing a node twice load (first leaf wins)")
     g = parser.add_argument_group("output")
     g.add_argument("--out", required=True, type=output_dir, metavar="DIR", help="directory for the results: new, empty, or the results of an earlier run (replaced as a whole when this run ends)")
     g.add_argument("--allow-long-span", action="store_true", help="accept logs spanning more than 50 years, and run times as long (docs/reliability.md)")
@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     # comes out where the reader asks for it, after the options' and the fabric's errors
     # (a streamed replay reads the log its own way)
     if not args.stream:
-        prefetch(args.trace)
+        prefetch(args.trace, format=args.format)  # an SWF log only
     # PyArrow (and NumPy, which it imports) are needed only once the log is read:
     # imported meanwhile on a second thread
     imports = BackgroundImports()
@@ -242,6 +242,7 @@ def _check_policy_options(args: argparse.Namespace) -> None:
     user believe a run used them."""
     from ..errors import InputError
 
+    from ..profiles import profile_flags
     from ..registry import policy
 
     python_alloc = ":" in args.alloc
@@ -263,4 +264,23 @@ def _check_policy_options(args: argparse.Namespace) -> None:
     for flag, (used, applies, needs) in given.items():
         if used and not applies:
             raise InputError(flag, f"has no effect with --queue {args.queue} --alloc {args.alloc}; it applies to {needs}")
+    # A profile's values are checked as the same flags given would be (a flag given
+    # overrides its value, and was checked above): a profile that sets what the run
+    # does not use would otherwise be taken for having been applied.
+    idle = [
+        (flag, value, given[flag][2])
+        for flag, value in profile_flags(args.profile).items()
+        if getattr(args, flag[2:].replace("-", "_")) in (None, False) and not given[flag][1]
+    ]
+    if idle:
+        sets = ", ".join(f"{flag} {value}" if value is not True else flag for flag, value, _ in idle)
+        by_need: dict[str, list[str]] = {}
+        for flag, _, n in idle:
+            by_need.setdefault(n, []).append(flag)
+        needs = "; ".join(f"{', '.join(flags)}: {n}" for n, flags in by_need.items())
+        raise InputError(
+            "--profile",
+            f"{args.profile} sets {sets}, which {'has' if len(idle) == 1 else 'have'} no effect with --queue {args.queue} --alloc {args.alloc} "
+            f"(they apply to {needs}); choose those policies, or give the flags that apply without the profile",
+        )
 

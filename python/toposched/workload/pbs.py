@@ -337,6 +337,7 @@ def read_pbs(
     jobname_col: list[str] = []
     exit_col: list[str] = []
     seen: set[tuple[int, str, int, int, int]] = set()
+    seen_ids: set[tuple[int, str]] = set()
 
     for line_no, raw in enumerate(text.split("\n"), start=1):
         line = raw.rstrip("\r")
@@ -376,6 +377,11 @@ def read_pbs(
             count(skipped, "duplicate_record")
             continue
         seen.add(key)
+        # another job with a number already read (numbers wrap, servers restart): kept,
+        # counted; array subjobs (123[4], 123[5]) differ by their index
+        if (jid, index) in seen_ids:
+            count(repairs, "duplicate_job_id")
+        seen_ids.add((jid, index))
         for f in fixes:
             count(repairs, f)
         runtime_disagrees += disagree

@@ -340,6 +340,9 @@ class _Jobs:
         self.apps_not_located = 0
         self.switches: list[tuple[int, int]] = []
         self._seen: set[tuple[Any, ...]] = set()
+        self._ids: set[str] = set()
+        #: jobs kept whose job id an earlier kept job has (repairs["duplicate_job_id"])
+        self.repeated_ids = 0
 
     def add(self, job: _Job, line: int, vals: dict[int, str], cols: Columns, raw_id: str, pieces: list[str]) -> bool:
         """Keep a job; False (and nothing kept) when it repeats one already kept."""
@@ -349,6 +352,12 @@ class _Jobs:
         if identity in self._seen:
             return False
         self._seen.add(identity)
+        # Another job with an id already read (ids wrap, databases are reset, clusters
+        # share a dump): kept, counted (its job_id is then not unique in the outputs)
+        # (the id as JobID prints it: array tasks share JobIDRaw's job number in some dumps)
+        if identity[0] in self._ids:
+            self.repeated_ids += 1
+        self._ids.add(identity[0])
         self.jobs.append(job)
         self.lines.append(line)
         self.switches.append(_switches_requested(pieces))
@@ -531,6 +540,7 @@ def read_sacct(
         fmt="sacct",
         settings=settings,
         records=records,
+        repairs={"duplicate_job_id": jobs.repeated_ids} if jobs.repeated_ids else None,
         skipped=skipped,
         header={},
         time_origin_epoch_s=origin,

@@ -54,7 +54,7 @@ _CHUNK_BYTES = CHUNK_BYTES  # fast-path chunk size (a name tests can patch)
 
 # Bytes the fast path accepts in a chunk: digits, '-', '.', and the whitespace that
 # separates tokens. Anything else (letters, ';', '+', 'e', non-ASCII) sends the chunk to
-# the slow path, which either accepts it (e.g. "1e3") or reports it precisely.
+# the slow path, which either accepts it (e.g. "+1", or "1e3" in an ignored field) or reports it precisely.
 _FAST_BYTES = b"0123456789-. \t\r\n"
 _WHITESPACE = b" \t\r\n"
 _POW10 = 10 ** np.arange(19, dtype=np.int64)  # exact up to 10**18 < 2**63
@@ -64,6 +64,10 @@ _MAX_FAST_DIGITS = MAX_FAST_DIGITS  # longer numbers go to the slow path
 # "1_000", which are not numbers in a job log).
 _NUMBER_RE = re.compile(rb"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z")
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+# What a kept field may hold: an integer in digits, a zero fraction at most ("3600.0",
+# "5."): the fast path's syntax (-?d+(.0*)?), plus a '+' and a ".0" without digits, which
+# send a chunk to the slow path. The value is group 1 (".0": "0").
+_INTEGER_RE = re.compile(rb"([+-]?\d+)\.?0*\Z|[+-]?\.0+\Z()")
 
 # `; Key: value`: a short key right after ";" (no space or one), then ':'. Indented lines
 # (";    http://...", ";\tsee: http://...") are continuations, and "http://x" is not a key
@@ -97,14 +101,16 @@ class _Header:
 
     values: dict[str, str] = field(default_factory=dict)
     first: dict[str, str] = field(default_factory=dict)
+    first_line: dict[str, int] = field(default_factory=dict)  # 1-based line of each key's first value
     last_key: str | None = None
 
-    def feed(self, raw: bytes) -> None:
+    def feed(self, raw: bytes, line: int) -> None:
         text = raw.decode("utf-8", errors="replace").strip()
         kv = parse_header_line(text)
         if kv is not None:
             key, value = kv
             self.first.setdefault(key, value)
+            self.first_line.setdefault(key, line)
             old = self.values.get(key)
             self.values[key] = value if old is None else f"{old}\n{value}"
             self.last_key = key
@@ -144,20 +150,22 @@ def _token_text(tok: bytes) -> str:
 def _parse_token(tok: bytes, index: int) -> tuple[int | None, str | None]:
     """Value of one token of field ``index`` (0-based), or ``(None, error message)``.
 
-    Kept fields must be integers; "3600" and "3600.0" (or "3.6e3") are, "3600.5" is not:
-    we refuse to round a time or a size silently. Ignored fields only need to be numbers.
+    Kept fields are integers, as the SWF standard writes them: digits, with a sign or a
+    zero fraction at most ("3600", "+5", "3600.0", "5."). "3600.5" is refused (we do not
+    round a time or a size silently), and so is "3.6e3": an exponent is a floating-point
+    spelling (rounded through a float, "1.0000000000000001" would pass as 1), and no log
+    of the archive writes one in these fields. Ignored fields only need to be numbers
+    (field 6 of several archive logs is "142.00", "0.03").
     """
     if not _NUMBER_RE.match(tok):
         return None, f"expected a number, got '{_token_text(tok)}'"
     if index not in _USED_SET:
         return 0, None
-    try:
-        value = int(tok)  # exact for plain integers of any length
-    except ValueError:
-        f = float(tok)
-        if f != f or f in (float("inf"), float("-inf")) or f != int(f):
-            return None, f"expected an integer, got '{_token_text(tok)}'"
-        value = int(f)
+    m = _INTEGER_RE.match(tok)
+    if m is None:
+        why = " (an integer is written in digits, without an exponent)" if b"e" in tok.lower() else ""
+        return None, f"expected an integer, got '{_token_text(tok)}'{why}"
+    value = int(m.group(1) or 0)  # exact, whatever the length (".0": 0)
     if not _INT64_MIN <= value <= _INT64_MAX:
         return None, f"integer out of range, got '{_token_text(tok)}'"
     return value, None
@@ -176,7 +184,7 @@ def _slow_chunk(chunk: bytes, first_line: int, col: _Collector) -> int:
             continue
         line_no = first_line + offset
         if s[:1] == b";":
-            col.header.feed(s)
+            col.header.feed(s, line_no)
             continue
         col.records += 1
         toks = s.split()
@@ -339,12 +347,12 @@ def _tidy_fast_chunk(chunk: bytes, first_line: int, col: _Collector) -> int | No
     failure nothing is recorded and the caller falls back to :func:`_slow_chunk`.
     """
     lines = chunk.split(b"\n")
-    comments: list[bytes] = []
+    comments: list[tuple[bytes, int]] = []
     extended = 0
     for i, raw in enumerate(lines):
         s = raw.lstrip()
         if s[:1] == b";":
-            comments.append(s)
+            comments.append((s, first_line + i))
             lines[i] = b""
             continue
         toks = raw.split()
@@ -354,8 +362,8 @@ def _tidy_fast_chunk(chunk: bytes, first_line: int, col: _Collector) -> int | No
     n_lines = _fast_chunk(b"\n".join(lines), first_line, col)
     if n_lines is None:
         return None
-    for c in comments:
-        col.header.feed(c)
+    for c, at in comments:
+        col.header.feed(c, at)
     col.extended_lines += extended
     return n_lines
 
@@ -484,6 +492,9 @@ def read_swf(
     # line (a few dozen lines). Comments later in the body go through the slow path.
     pos = 3 if data.startswith(b"\xef\xbb\xbf") else 0  # tolerate a UTF-8 byte-order mark
     pos, line_no = _header_block(data, pos, 1, col)
+    nl = data.find(b"\n", pos, pos + 65536)
+    not_swf(data[pos : nl if nl >= 0 else pos + 65536], line_no, spath)
+    _checked_header(col, cores_per_node)  # a bad value there stops the read before the body, as --stream's
 
     # Body, in chunks of whole lines.
     n = len(data)
@@ -509,14 +520,17 @@ def read_swf(
         note["lenient_examples"] = list(col.tally.examples)
     if col.extended_lines:
         note["extended_fields_ignored"] = col.extended_lines
-    raw, extra = _raw_columns(table, line)
     skipped = dict(col.tally.skipped)  # {"malformed_line": n}, or empty
+    repairs: dict[str, int] = {}
+    table, line = repeated_records(table, line, skipped, repairs)
+    raw, extra = _raw_columns(table, line)
     return normalize(
         raw,
         source=spath,
         fmt="swf",
         settings=settings,
         records=col.records,
+        repairs=repairs,
         skipped=skipped,
         header=col.header.values,
         time_origin_epoch_s=origin,
@@ -532,6 +546,75 @@ def read_swf(
 FIELD_NAMES_OF_COLUMNS = {"submit_s": "submit time (field 2)", "runtime_s": "run time (field 4)", "walltime_s": "requested time (field 9)", "procs_alloc": "allocated processors (field 5)", "procs_req": "requested processors (field 8)"}
 
 
+def repeated_records(
+    table: np.ndarray, line: np.ndarray, skipped: dict[str, int], repairs: dict[str, int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Records whose job number an earlier record already has (SWF numbers jobs with a
+    counter, so a repeat is a repeated line or logs put together), treated as the sacct
+    and PBS readers treat theirs: a record equal to an earlier one with its number in
+    every field we read is the same job printed again, left out and counted in
+    ``skipped["duplicate_record"]``; one that differs is another job and is kept, counted
+    in ``repairs["duplicate_job_id"]`` (its ``job_id`` is then not unique in the
+    outputs). Numbers below 0 are unknown, not ids. The rows kept, in file order.
+
+    >>> t = np.array([[1, 0], [2, 5], [1, 0], [1, 9], [-1, 3], [-1, 3]]); sk, rep = {}, {}
+    >>> kept, _ = repeated_records(t, np.arange(1, 7), sk, rep)
+    >>> kept[:, 0].tolist(), sk, rep
+    ([1, 2, 1, -1, -1], {'duplicate_record': 1}, {'duplicate_job_id': 1})
+    """
+    ids = table[:, _JOB]
+    if len(ids) < 2 or bool((ids[1:] > ids[:-1]).all()):
+        return table, line  # numbers increasing (every archive log): no repeat, one pass
+    known = np.flatnonzero(ids >= 0)
+    order = known[np.argsort(ids[known], kind="stable")]
+    s = ids[order]
+    again = np.zeros(len(ids), dtype=bool)  # the number is shared with another record
+    same = np.flatnonzero(s[1:] == s[:-1])
+    if not same.size:
+        return table, line
+    again[order[same]] = True
+    again[order[same + 1]] = True
+    drop: list[int] = []
+    other_jobs = 0
+    seen: dict[int, set[tuple[int, ...]]] = {}
+    for i in np.flatnonzero(again).tolist():  # file order
+        row = tuple(table[i].tolist())
+        earlier = seen.setdefault(row[_JOB], set())
+        if row in earlier:
+            drop.append(i)
+        elif earlier:
+            other_jobs += 1
+        earlier.add(row)
+    if other_jobs:
+        repairs["duplicate_job_id"] = repairs.get("duplicate_job_id", 0) + other_jobs
+    if not drop:
+        return table, line
+    skipped["duplicate_record"] = skipped.get("duplicate_record", 0) + len(drop)
+    keep = np.ones(len(ids), dtype=bool)
+    keep[drop] = False
+    return table[keep], line[keep]
+
+
+# The first line of a Slurm sacct dump (`sacct -P`: '|' between fields, a header row
+# `JobID|...` or not) and of a PBS/Torque accounting log (`01/26/2016 00:00:37;E;...`):
+# never an SWF record, which holds only numbers and blanks.
+_PBS_LINE_RE = re.compile(rb"\s*\d\d/\d\d/\d{4} \d\d:\d\d:\d\d;[A-Za-z];")
+
+
+def not_swf(first_record: bytes, line: int, path: str) -> None:
+    """Refuse a log of another format read as SWF, from its first record (the line after
+    the header): one line naming the format to pass, rather than the first record's
+    field error and its advice to skip records with --lenient (which would skip them all)."""
+    if first_record.count(b"|") >= 2 and len(first_record.split()) < N_FIELDS:  # not an SWF record with a stray '|'
+        what = "a Slurm sacct log (fields separated by '|'" + (", a 'JobID|...' header)" if first_record.lstrip().lower().startswith(b"jobid") else ")")
+        fmt = "sacct"
+    elif _PBS_LINE_RE.match(first_record):
+        what, fmt = "a PBS/Torque accounting log ('MM/DD/YYYY HH:MM:SS;T;job id;...')", "pbs"
+    else:
+        return
+    raise TraceFormatError(path, f"this is {what}, not SWF: pass --format {fmt}", line=line)
+
+
 def _header_block(data: bytes, pos: int, line_no: int, col: _Collector) -> tuple[int, int]:
     """Feed the comment and blank lines from ``pos`` up to the first record (or the end
     of ``data``) to the header; the position and line number where they stop."""
@@ -543,7 +626,7 @@ def _header_block(data: bytes, pos: int, line_no: int, col: _Collector) -> tuple
         if s and s[:1] != b";":
             break
         if s:
-            col.header.feed(s)
+            col.header.feed(s, line_no)
         pos = end
         line_no += 1
     return pos, line_no
@@ -570,16 +653,19 @@ def _header_settings(
     """What the header (read so far) and the options decide: the normalize settings, the
     notes the summary records about them, and the log's time origin."""
     note: dict[str, Any] = {}
+    first, ignored = _checked_header(col, cores_per_node)
+    if ignored:
+        note["header_ignored"] = ignored
     if cores_per_node is not None:
         cpn = int(cores_per_node)
         note["cores_per_node_from"] = "option"
     else:
-        derived = _cores_per_node_from_header(col.header.first)
+        derived = _cores_per_node_from_header(first)
         cpn, note["cores_per_node_from"] = derived if derived is not None else (1, "default")
-    types = node_types_from_header(col.header.first)
+    types = node_types_from_header(first)
     if types is not None:
         note["node_types"] = types
-    overuse = allow_overuse_from_header(col.header.first)
+    overuse = allow_overuse_from_header(first)
     if overuse is not None:
         note["allow_overuse"] = overuse
     settings = NormalizeSettings(
@@ -589,10 +675,50 @@ def _header_settings(
         missing_runtime=missing_runtime,
     )
     origin = None
-    m = _INT_RE.match(col.header.first.get("UnixStartTime", ""))
+    m = _INT_RE.match(first.get("UnixStartTime", ""))
     if m:
         origin = int(m.group(1))
     return settings, note, origin
+
+
+def _positive_leading_int(value: str) -> bool:
+    n = _leading_int(value)
+    return n is not None and n > 0
+
+
+def _yes_or_no(value: str) -> bool:
+    return bool(value.split()) and value.split()[0].lower() in _YES + _NO
+
+
+#: The header fields the reader uses: (key, value accepted, what is expected, the flag
+#: that makes the value irrelevant, None when only --lenient does).
+_USED_HEADER: tuple[tuple[str, Callable[[str], bool], str, str | None], ...] = (
+    ("MaxNodes", _positive_leading_int, "a positive integer (a note may follow it)", "--cores-per-node N sets the size of a node instead"),
+    ("MaxProcs", _positive_leading_int, "a positive integer (a note may follow it)", "--cores-per-node N sets the size of a node instead"),
+    ("UnixStartTime", lambda v: _INT_RE.match(v) is not None, "an integer (Unix time of submit time 0)", None),
+    ("AllowOveruse", _yes_or_no, "yes or no", None),
+)
+
+
+def _checked_header(col: _Collector, cores_per_node: int | None) -> tuple[dict[str, str], list[str]]:
+    """The first value of each header key, without the values of fields the reader uses
+    that it cannot read (``MaxNodes: abc``): those stop the read with one line naming the
+    line, the field and the way out, or with ``lenient`` are left out and listed (the
+    second result, for ``settings["header_ignored"]``). MaxNodes and MaxProcs are not
+    looked at when ``cores_per_node`` is given: they are not used then."""
+    first = dict(col.header.first)
+    ignored: list[str] = []
+    for key, ok, expected, way_out in _USED_HEADER:
+        if key not in first or ok(first[key]) or (way_out is not None and cores_per_node is not None):
+            continue
+        message = f"expected {expected}, got {_token_text(first[key].encode())!r}"
+        line = col.header.first_line[key]
+        if not col.lenient:
+            hint = "--lenient reads the log without it" if way_out is None else f"{way_out}, or --lenient reads the log without it"
+            raise TraceFormatError(col.path, message, line=line, field=key, hint=hint)
+        ignored.append(f"line {line}: field {key}: {message}")
+        del first[key]
+    return first, ignored
 
 
 def _raw_columns(table: np.ndarray, line: np.ndarray) -> tuple[dict[str, np.ndarray], dict[str, Any]]:

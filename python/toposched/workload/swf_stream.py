@@ -14,6 +14,11 @@ per row is checked instead of done:
   ``--stream``: it never orders jobs differently from the whole read.
 * **Outlier submits** (normalize.check_ranges: ``submit_span``): refused, with one line,
   when the log spans more than the limit.
+* **Repeated job numbers.** The whole read compares a record whose job number an earlier
+  record has with that record (the same: left out; another job: kept and counted), which
+  needs every record kept. The streamed read keeps only the numbers seen, as ranges
+  (one range for a log numbered 1, 2, 3, ...), and stops at the first repeat with one
+  line saying to drop ``--stream``.
 * **The header** is read before the jobs: a header line after the first job record that
   would change how the log is read (``MaxNodes``, ``MaxProcs``, ``UnixStartTime``,
   ``AllowOveruse``) stops the read with one line saying to drop ``--stream``.
@@ -49,6 +54,7 @@ from ._io import open_binary
 from .model import Workload
 from .normalize import _MAX_EXAMPLES, NormalizeSettings, normalize
 from .swf import (
+    FIELD_NAMES,
     FIELD_NAMES_OF_COLUMNS,
     _body_chunk,
     _Collector,
@@ -56,6 +62,7 @@ from .swf import (
     _header_settings,
     _raw_columns,
     check_read_options,
+    not_swf,
 )
 
 __all__ = ["SwfStream"]
@@ -103,6 +110,7 @@ class SwfStream:
         self._last_submit: int | None = None
         self._last_line = 0
         self._done = False
+        self._ids = _SeenIds()
 
     def chunks(self) -> Iterator[Workload]:
         """The normalized chunks, in file order (a chunk whose records were all left out
@@ -120,6 +128,8 @@ class SwfStream:
                     continue
                 in_header = False
                 body = block[pos:]
+                nl = body.find(b"\n")
+                not_swf(body if nl < 0 else body[:nl], line_no, self.path)
                 self._settings = _header_settings(col, *self._options)
                 self._first_keys = {k: col.header.first.get(k) for k in _SETTING_KEYS}
             line_no += _body_chunk(body, line_no, col)
@@ -162,6 +172,16 @@ class SwfStream:
     def _normalize(self, table: np.ndarray, lines: np.ndarray) -> Workload:
         assert self._settings is not None
         settings, note, origin = self._settings
+        repeat = self._ids.first_repeat(table[:, 0])
+        if repeat is not None:
+            raise TraceFormatError(
+                self.path,
+                f"job number {int(table[repeat, 0])} is that of an earlier record: the whole read compares the two records "
+                "(the same job printed again is left out, another job kept and counted), which --stream cannot; replay without --stream",
+                line=int(lines[repeat]),
+                field=FIELD_NAMES[0],
+            )
+        self._ids.add(table[:, 0])
         raw, extra = _raw_columns(table, lines)
         w = normalize(
             raw,
@@ -248,6 +268,53 @@ class SwfStream:
             "skipped": dict(sorted(skipped.items())),
             "settings": self.settings,
         }
+
+
+class _SeenIds:
+    """The job numbers seen so far, as sorted disjoint ranges ``lo[i]..hi[i]`` (inclusive,
+    not touching): a log numbered by a counter is one range, whatever its length.
+    Numbers below 0 are unknown, not ids (as :func:`~toposched.workload.swf.repeated_records`).
+
+    >>> s = _SeenIds(); s.add(np.array([1, 2, 3, 7])); (s.lo.tolist(), s.hi.tolist())
+    ([1, 7], [3, 7])
+    >>> s.first_repeat(np.array([4, 8, 7])), s.first_repeat(np.array([5, -1, 6, -1, 5])), s.first_repeat(np.array([4, 5]))
+    (2, 4, None)
+    """
+
+    def __init__(self) -> None:
+        self.lo = np.zeros(0, dtype=np.int64)
+        self.hi = np.zeros(0, dtype=np.int64)
+
+    def first_repeat(self, ids: np.ndarray) -> int | None:
+        """Index of the first of ``ids`` (in order) seen before or earlier in ``ids``."""
+        known = np.flatnonzero(ids >= 0)
+        if not known.size:
+            return None
+        order = known[np.argsort(ids[known], kind="stable")]
+        s = ids[order]
+        later = order[1:][s[1:] == s[:-1]]  # the stable sort puts the first occurrence first
+        hits = [int(later.min())] if later.size else []
+        if self.lo.size:
+            k = np.searchsorted(self.lo, ids[known], side="right") - 1
+            inside = (k >= 0) & (ids[known] <= self.hi[np.maximum(k, 0)])
+            if inside.any():
+                hits.append(int(known[np.argmax(inside)]))
+        return min(hits) if hits else None
+
+    def add(self, ids: np.ndarray) -> None:
+        u = np.unique(ids[ids >= 0])
+        if not u.size:
+            return
+        lo = np.concatenate([self.lo, u])
+        hi = np.concatenate([self.hi, u])
+        order = np.argsort(lo, kind="stable")
+        lo, hi = lo[order], hi[order]
+        reach = np.maximum.accumulate(hi)
+        # a range starts where it neither overlaps nor touches everything before it
+        # (lo >= 0, so lo - 1 cannot wrap)
+        starts = np.concatenate([[0], np.flatnonzero(lo[1:] - 1 > reach[:-1]) + 1])
+        ends = np.concatenate([starts[1:] - 1, [len(lo) - 1]])
+        self.lo, self.hi = lo[starts], reach[ends]
 
 
 def _blocks(path: str) -> Iterator[bytes]:
