@@ -172,6 +172,7 @@ impl Engine {
             node_ranges: Vec::new(),
             held_jobs: Vec::new(),
             running_log: None,
+            queue_edits: 0,
             free_slots: Vec::new(),
             kill_at_walltime: opts.kill_at_walltime,
             record_reservations: opts.record_reservations,

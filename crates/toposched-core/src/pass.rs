@@ -135,6 +135,10 @@ pub struct Core {
     /// ([`PassCtx::take_running_changes`]); None while unknown (before it first asks, and
     /// after too many piled up): nothing is logged then.
     pub(crate) running_log: Option<Vec<RunningChange>>,
+    /// Bumped whenever a queue policy may have changed the queue (`PassCtx::queue_mut`,
+    /// `PassCtx::hold`); the engine only appends between passes. Lets a policy keep an
+    /// index of the queue and bring it up to date by the rows appended since.
+    pub(crate) queue_edits: u64,
 }
 
 /// One change of the running set: a job started or ended, with its key there.
@@ -389,7 +393,14 @@ impl PassCtx<'_> {
     /// The queue, to remove the jobs a pass started (or, for a queue order, to permute it):
     /// the relative order of the others must not change and no job may be added.
     pub fn queue_mut(&mut self) -> &mut Vec<u32> {
+        self.core.queue_edits += 1;
         &mut self.core.queue
+    }
+    /// Counts the calls that may have changed the queue other than by the engine's appends
+    /// (`queue_mut`, `hold`): while it is unchanged since a policy's own last edit, the
+    /// queue is what the policy left followed by the rows submitted since, in row order.
+    pub fn queue_edits(&self) -> u64 {
+        self.core.queue_edits
     }
     /// Running jobs ordered by expected end `start + walltime`, then row.
     pub fn running(&self) -> &BTreeSet<(i64, u32)> {
@@ -448,6 +459,7 @@ impl PassCtx<'_> {
             panic!("hold: job row {job} is not queued");
         };
         self.core.queue.remove(i);
+        self.core.queue_edits += 1;
         self.core.outcomes[job as usize].status = JobStatus::Skipped;
         self.core.held_jobs.push((job, reason));
     }

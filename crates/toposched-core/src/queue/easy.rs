@@ -38,7 +38,14 @@
 //! exactly then as overlapping (brief §2.6 note 4); `reserved_tiers_always` closes the
 //! reservation's leaves/pods to spanning jobs even when they end before it (note 3).
 //!
-//! *Cost*: phase 1 and 2 are O(queue depth) allocation calls; the reservation (the
+//! *Cost*: phase 1 is one allocation call per job started and one for the head. Phase 2
+//! asks the allocation policy only about jobs rule 3 does not rule out by their size and
+//! end (and, on node sets, that no smaller failure of their class rules out): an index of
+//! the queue by row, kept across passes (`QueueIndex`), finds them in O(log rows) each, so
+//! a pass costs O((jobs tried + 1) log rows), not O(queue): with thousands queued (a log
+//! on a fabric smaller than its machine) the walk over every queued job was most of the
+//! replay (RICC and Curie on cab: BENCHMARKS.md, "EASY on a long queue"). A queue order that re-sorts the queue gets the
+//! plain walk (tests/easy_indexed.rs compares the two). The reservation (the
 //! planner's `shadow` on counts, its `Projection` for node sets: `crate::planner`) is
 //! O(running) for fungible policies, stopping at the shadow time, and O(running x
 //! allocation) from scratch otherwise; either is cached while the machine state does not
@@ -67,8 +74,10 @@ use crate::alloc::{Allocator, Guard, Reserved};
 use crate::options::{parse_options, schema_of};
 use crate::pass::{Core, RunningChange};
 use crate::planner::{shadow, Projection};
+use crate::rows::Rows;
 use crate::state::{ClusterState, NodeSet};
 use crate::topology::{SpanClass, Topology};
+use crate::workload::Job;
 
 /// Options of `easy`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
@@ -180,6 +189,209 @@ pub struct Easy {
     /// Reservations found by `update_kept`, and its steps back and forward (tests check
     /// that each path is taken).
     updated: [u64; 3],
+    /// How phase 2 finds its candidates (tests compare the ways).
+    scan: BackfillScan,
+    /// Phase 2's index of the queue by row, and what it covers: `(edits, len)` when it
+    /// holds exactly the rows of the queue this pass left, of length `len`, after which
+    /// the queue's edit count was `edits` (`PassCtx::queue_edits`); None: rebuilt at the
+    /// next pass.
+    index: ClassIndex,
+    known: Option<(u64, usize)>,
+    /// Scratch: the rows phase 2 started, in queue order.
+    backfilled: Vec<u32>,
+    /// Passes run with the index and with the plain scan (tests check both are taken).
+    scans: [u64; 2],
+}
+
+/// How phase 2 walks the queue. Not an option of the policy (both ways start the same
+/// jobs): tests compare them.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BackfillScan {
+    /// Through [`QueueIndex`] when the queue is in row order (no queue order re-sorts
+    /// it); else the plain scan.
+    #[default]
+    Indexed,
+    /// Every queued job behind the head in turn (what the index must equal).
+    Plain,
+}
+
+/// Phase 2's candidates on a long queue, found without looking at the others: the queued
+/// jobs by row (the queue is in row order unless a queue order re-sorts it: `Easy::pass`
+/// checks), as a segment tree holding over each range of rows the smallest node count and
+/// the smallest time limit of the queued jobs in it. Phase 2 skips, by rule 3 and without
+/// asking the allocation policy, every job larger than the free nodes and, on counts, every
+/// job that ends after the shadow time and needs more than the extra nodes; `first` finds
+/// the next job that is not skipped so, in queue order, in O(log rows) when the minima
+/// rule out whole ranges (a range is entered only if its minima leave a candidate
+/// possible). Rows not queued hold `u32::MAX` nodes (never a candidate). A pass costs
+/// O((jobs tried + 1) log rows) instead of O(queue): with thousands queued (a log on a
+/// fabric smaller than its machine) the plain walk was most of the replay.
+#[derive(Clone, Debug, Default)]
+struct QueueIndex {
+    /// The row of leaf 0.
+    base: u32,
+    /// Leaves, a power of two (0 before the first build); tree node 1 is the root, node
+    /// `v` has children `2v` and `2v + 1`, leaf `i` is node `cap + i`.
+    cap: usize,
+    /// Per tree node: the smallest node count and the smallest `walltime_s` of the queued
+    /// rows below it.
+    nodes: Vec<u32>,
+    wall_s: Vec<i64>,
+}
+
+impl QueueIndex {
+    const NONE: (u32, i64) = (u32::MAX, i64::MAX);
+
+    /// Index exactly the rows of `queue` (ascending), with room for as many rows again
+    /// after the last before a rebuild (amortized O(1) per row appended).
+    fn build(&mut self, queue: &[u32], jobs: Rows<'_, Job>) {
+        let (first, last) = (queue.first().copied().unwrap_or(0), queue.last().copied().unwrap_or(0));
+        let span = (last - first) as usize + 1;
+        self.base = first;
+        self.cap = (2 * span).next_power_of_two().max(1024);
+        self.nodes.clear();
+        self.nodes.resize(2 * self.cap, Self::NONE.0);
+        self.wall_s.clear();
+        self.wall_s.resize(2 * self.cap, Self::NONE.1);
+        for &row in queue {
+            let job = jobs[row as usize];
+            let v = self.cap + (row - first) as usize;
+            (self.nodes[v], self.wall_s[v]) = (job.nodes, job.walltime_s);
+        }
+        for v in (1..self.cap).rev() {
+            self.nodes[v] = self.nodes[2 * v].min(self.nodes[2 * v + 1]);
+            self.wall_s[v] = self.wall_s[2 * v].min(self.wall_s[2 * v + 1]);
+        }
+    }
+
+    /// Whether `row` has a leaf.
+    fn covers(&self, row: u32) -> bool {
+        row >= self.base && ((row - self.base) as usize) < self.cap
+    }
+
+    /// Set `row`'s leaf (a covered row) and the minima above it.
+    fn set(&mut self, row: u32, (nodes, wall_s): (u32, i64)) {
+        let mut v = self.cap + (row - self.base) as usize;
+        (self.nodes[v], self.wall_s[v]) = (nodes, wall_s);
+        while v > 1 {
+            v /= 2;
+            let (n, w) = (self.nodes[2 * v].min(self.nodes[2 * v + 1]), self.wall_s[2 * v].min(self.wall_s[2 * v + 1]));
+            if (n, w) == (self.nodes[v], self.wall_s[v]) {
+                break; // the minima above are unchanged too
+            }
+            (self.nodes[v], self.wall_s[v]) = (n, w);
+        }
+    }
+
+    /// The first queued row in `[from, to)` with `walltime_s <= wall_max_s` and `nodes <=
+    /// short`, or `walltime_s > wall_max_s` and `nodes <= long`.
+    fn first(&self, from: u32, to: u32, wall_max_s: i64, short: u32, long: u32) -> Option<u32> {
+        if self.cap == 0 || to <= self.base {
+            return None;
+        }
+        let lo = from.saturating_sub(self.base) as usize;
+        let hi = ((to - self.base) as usize).min(self.cap);
+        if lo >= hi {
+            return None;
+        }
+        // Necessary for a candidate below a node (its minima may come from two rows), and
+        // exact at a leaf.
+        let leaf = self.cap;
+        let may_hold = |v: usize| {
+            let (n, w) = (self.nodes[v], self.wall_s[v]);
+            if v >= leaf {
+                if w <= wall_max_s {
+                    n <= short
+                } else {
+                    n <= long
+                }
+            } else {
+                n <= long || (w <= wall_max_s && n <= short)
+            }
+        };
+        // Depth-first, left to right, over the nodes inside [lo, hi) that may hold one.
+        let mut stack = [(0usize, 0usize, 0usize); 66];
+        stack[0] = (1, 0, self.cap);
+        let mut top = 1;
+        while top > 0 {
+            top -= 1;
+            let (v, l, r) = stack[top];
+            if r <= lo || hi <= l || !may_hold(v) {
+                continue;
+            }
+            if r - l == 1 {
+                return Some(self.base + l as u32);
+            }
+            let m = (l + r) / 2;
+            stack[top] = (2 * v + 1, m, r);
+            stack[top + 1] = (2 * v, l, m);
+            top += 2;
+        }
+        None
+    }
+}
+
+/// [`QueueIndex`] per monotone class of the allocation policy
+/// (`Allocator::monotone_class`; one for every job on counts, where phase 2 does not use
+/// classes): with a node-set reservation a job of a class is hopeless once a job of that
+/// class no larger failed (`Hopeless`), a bound on the node count within the class, so the
+/// index leaves those jobs out too. The class of a node count is taken to depend on the
+/// fabric and the count only, as `Hopeless` takes it.
+#[derive(Clone, Debug, Default)]
+struct ClassIndex {
+    trees: Vec<(Option<u8>, QueueIndex)>,
+}
+
+impl ClassIndex {
+    fn class_of(ctx: &PassCtx, nodes: u32) -> Option<u8> {
+        if ctx.alloc.fungible() {
+            None
+        } else {
+            ctx.alloc.monotone_class(ctx.topo, nodes)
+        }
+    }
+
+    /// Index exactly the rows of `queue` (ascending).
+    fn build(&mut self, ctx: &PassCtx, queue: &[u32]) {
+        let mut rows: Vec<(Option<u8>, u32)> = queue.iter().map(|&row| (Self::class_of(ctx, ctx.jobs[row as usize].nodes), row)).collect();
+        rows.sort_by_key(|&(class, _)| class); // stable: rows ascend within a class
+        self.trees.retain(|(class, _)| rows.iter().any(|(c, _)| c == class));
+        for chunk in rows.chunk_by(|a, b| a.0 == b.0) {
+            let class_rows: Vec<u32> = chunk.iter().map(|&(_, row)| row).collect();
+            self.tree_mut(chunk[0].0).build(&class_rows, ctx.jobs);
+        }
+    }
+
+    fn tree_mut(&mut self, class: Option<u8>) -> &mut QueueIndex {
+        let i = match self.trees.iter().position(|(c, _)| *c == class) {
+            Some(i) => i,
+            None => {
+                self.trees.push((class, QueueIndex::default()));
+                self.trees.len() - 1
+            }
+        };
+        &mut self.trees[i].1
+    }
+
+    /// Index `row`, appended to `queue` (which holds it): rebuilds its class's tree when
+    /// the row is past the tree's room.
+    fn insert(&mut self, ctx: &PassCtx, queue: &[u32], row: u32) {
+        let job = ctx.jobs[row as usize];
+        let class = Self::class_of(ctx, job.nodes);
+        let tree = self.tree_mut(class);
+        if tree.covers(row) {
+            tree.set(row, (job.nodes, job.walltime_s));
+        } else {
+            let class_rows: Vec<u32> = queue.iter().copied().filter(|&r| Self::class_of(ctx, ctx.jobs[r as usize].nodes) == class).collect();
+            self.tree_mut(class).build(&class_rows, ctx.jobs);
+        }
+    }
+
+    fn remove(&mut self, ctx: &PassCtx, row: u32) {
+        let class = Self::class_of(ctx, ctx.jobs[row as usize].nodes);
+        self.tree_mut(class).set(row, QueueIndex::NONE);
+    }
 }
 
 /// The end instant of a running job: its expected end, or `now` if that has passed (run-on).
@@ -227,6 +439,19 @@ impl Easy {
     pub fn with_update(mut self, update: ReservationUpdate) -> Easy {
         self.update = update;
         self
+    }
+
+    /// Choose how phase 2 walks the queue (tests only: see [`BackfillScan`]).
+    #[doc(hidden)]
+    pub fn with_scan(mut self, scan: BackfillScan) -> Easy {
+        self.scan = scan;
+        self
+    }
+
+    /// Passes run with the queue index and with the plain scan (tests).
+    #[doc(hidden)]
+    pub fn scans(&self) -> [u64; 2] {
+        self.scans
     }
 
     /// How many reservations were found by what changed, not by the full search, and the
@@ -484,6 +709,14 @@ impl Hopeless {
         self.smallest_failed.iter().any(|&(k, n)| k == (class, kind) && nodes >= n)
     }
 
+    /// The smallest size of `class` that failed as `kind` in this state (`u32::MAX`: none).
+    fn smallest_failed(&self, version: u64, class: u8, kind: u8) -> u32 {
+        if version != self.version {
+            return u32::MAX;
+        }
+        self.smallest_failed.iter().find(|&&(k, _)| k == (class, kind)).map_or(u32::MAX, |&(_, n)| n)
+    }
+
     fn record(&mut self, version: u64, class: Option<u8>, kind: u8, nodes: u32) {
         let Some(class) = class else { return };
         debug_assert_eq!(version, self.version);
@@ -536,12 +769,156 @@ impl Easy {
     }
 }
 
-impl QueuePolicy for Easy {
-    fn name(&self) -> String {
-        "easy".into()
+impl Easy {
+    /// Rule 2: the head's reservation (None: even an empty machine could not place the
+    /// head now, which cannot happen for jobs that passed the submit check).
+    fn reserve(&mut self, ctx: &mut PassCtx, head: u32) -> Option<Reservation> {
+        if ctx.alloc.fungible() {
+            let head_nodes = ctx.jobs[head as usize].nodes;
+            Self::count_reservation(ctx, head_nodes).map(|(shadow_s, extra)| Reservation::Count { shadow_s, extra })
+        } else if self.node_reservation(ctx, head).is_some() {
+            // Taken out of the cache for the pass (so that starting jobs may borrow ctx
+            // mutably), put back after it.
+            self.cached.take().map(Reservation::Nodes)
+        } else {
+            None
+        }
     }
 
-    fn pass(&mut self, ctx: &mut PassCtx) {
+    /// Put a node reservation back in the cache after the pass.
+    fn keep(&mut self, res: Reservation) {
+        if let Reservation::Nodes(r) = res {
+            self.cached = Some(r);
+        }
+    }
+
+    /// Bring the index up to date with the queue: by the rows appended since the last pass
+    /// if nothing else changed it, else rebuilt. False if the queue is not in row order (a
+    /// queue order re-sorted it): the plain scan then.
+    fn sync_index(&mut self, ctx: &PassCtx) -> bool {
+        let queue = ctx.queue();
+        if let Some((edits, len)) = self.known {
+            // the engine appends rows in row order after the ones left
+            if edits == ctx.queue_edits() && len <= queue.len() && (len == 0 || len == queue.len() || queue[len - 1] < queue[len]) {
+                for &row in &queue[len..] {
+                    self.index.insert(ctx, queue, row);
+                }
+                return true;
+            }
+        }
+        self.known = None;
+        if !queue.windows(2).all(|w| w[0] < w[1]) {
+            return false;
+        }
+        self.index.build(ctx, queue);
+        true
+    }
+
+    /// The first row in `[from, to)` that phase 2 would not skip without asking the
+    /// allocation policy (`try_backfill` decides on it), with `free` nodes free: on counts
+    /// one ending by the shadow time within the free nodes, or any within the extra ones
+    /// too; on node sets one within the free nodes that no failure of its class covers
+    /// (`Hopeless`, for the kind its end gives it).
+    fn next_candidate(&self, ctx: &PassCtx, res: &Reservation, hopeless: &Hopeless, from: u32, to: u32, free: u32) -> Option<u32> {
+        let now = ctx.now();
+        let (wall_max_s, kinds) = match *res {
+            Reservation::Count { shadow_s, .. } => (shadow_s.saturating_sub(now), None),
+            // a job overlaps (kind 0) if it ends after the reservation starts (flux_window:
+            // at or after)
+            Reservation::Nodes(ref r) => {
+                let last_end_s = if self.opts.flux_window { r.start_s - 1 } else { r.start_s };
+                (last_end_s.saturating_sub(now), Some(if self.opts.reserved_tiers_always { 1 } else { 2 }))
+            }
+        };
+        let version = ctx.version();
+        let hopeless_apply = !ctx.has_switch_limits();
+        let mut best: Option<u32> = None;
+        for (class, tree) in &self.index.trees {
+            let (short, long) = match (res, kinds, class) {
+                (Reservation::Count { extra, .. }, _, _) => (free, (*extra).min(free)),
+                (_, Some(kind), &Some(class)) if hopeless_apply => {
+                    let below = |kind| hopeless.smallest_failed(version, class, kind).saturating_sub(1).min(free);
+                    (below(kind), below(0))
+                }
+                _ => (free, free),
+            };
+            let to = best.unwrap_or(to);
+            if let Some(row) = tree.first(from, to, wall_max_s, short, long) {
+                best = Some(row);
+            }
+        }
+        best
+    }
+
+    /// One pass with the index (the queue in row order): the plain scan's rules, each job
+    /// the plain scan would skip without asking the allocation policy left out by the
+    /// index instead.
+    fn pass_indexed(&mut self, ctx: &mut PassCtx) {
+        let len = ctx.queue().len();
+        let depth = len.min(ctx.queue_depth);
+        // Phase 1: the started jobs are the queue's first `head_pos`.
+        let mut head_pos = depth;
+        for i in 0..depth {
+            let job = ctx.queue()[i];
+            if !ctx.try_start(job, &Guard::NONE) {
+                head_pos = i;
+                break;
+            }
+        }
+        self.backfilled.clear();
+        if head_pos < depth {
+            let head = ctx.queue()[head_pos];
+            let now = ctx.now();
+            if let Some(mut res) = self.reserve(ctx, head) {
+                ctx.log_reservation(now, head, res.start_s());
+                // Phase 2 over the rows after the head up to the depth (the queue ascends).
+                let to = if depth < len { ctx.queue()[depth] } else { u32::MAX };
+                let mut hopeless = Hopeless::default();
+                let mut from = head + 1;
+                loop {
+                    let free = ctx.n_free();
+                    if free == 0 {
+                        break;
+                    }
+                    let Some(job) = self.next_candidate(ctx, &res, &hopeless, from, to, free) else { break };
+                    let end_s = now + ctx.jobs[job as usize].walltime_s;
+                    if self.try_backfill(ctx, &mut res, &mut hopeless, job, end_s) {
+                        self.backfilled.push(job);
+                    }
+                    from = job + 1;
+                }
+                self.keep(res);
+            }
+        }
+        // Take the started jobs out of the index and the queue (in place: the runs between
+        // them move down once).
+        if head_pos > 0 || !self.backfilled.is_empty() {
+            for i in 0..head_pos {
+                self.index.remove(ctx, ctx.queue()[i]);
+            }
+            for &row in &self.backfilled {
+                self.index.remove(ctx, row);
+            }
+            let queue = ctx.queue_mut();
+            let (mut write, mut read) = (0, head_pos);
+            for &row in &self.backfilled {
+                let at = read + queue[read..].binary_search(&row).expect("a backfilled job is queued");
+                if write != read {
+                    queue.copy_within(read..at, write);
+                }
+                write += at - read;
+                read = at + 1;
+            }
+            if write != read {
+                queue.copy_within(read..len, write);
+            }
+            queue.truncate(write + (len - read));
+        }
+        self.known = Some((ctx.queue_edits(), ctx.queue().len()));
+    }
+
+    /// One pass walking every queued job behind the head (any queue order).
+    fn pass_plain(&mut self, ctx: &mut PassCtx) {
         let queue = std::mem::take(ctx.queue_mut());
         let depth = queue.len().min(ctx.queue_depth);
         let mut started = vec![false; depth];
@@ -558,19 +935,7 @@ impl QueuePolicy for Easy {
         if head_pos < depth {
             let head = queue[head_pos];
             let now = ctx.now();
-            let head_nodes = ctx.jobs[head as usize].nodes;
-            // Taken out of the cache for the pass (so that starting jobs may borrow ctx
-            // mutably), put back after it.
-            let reservation = if ctx.alloc.fungible() {
-                Self::count_reservation(ctx, head_nodes).map(|(shadow_s, extra)| Reservation::Count { shadow_s, extra })
-            } else if self.node_reservation(ctx, head).is_some() {
-                self.cached.take().map(Reservation::Nodes)
-            } else {
-                None
-            };
-            // No reservation means even an empty machine could not place the head now (it
-            // cannot happen for jobs that passed the submit check): nothing is backfilled.
-            if let Some(mut res) = reservation {
+            if let Some(mut res) = self.reserve(ctx, head) {
                 ctx.log_reservation(now, head, res.start_s());
                 let mut hopeless = Hopeless::default();
                 for i in head_pos + 1..depth {
@@ -585,9 +950,7 @@ impl QueuePolicy for Easy {
                     }
                     started[i] = self.try_backfill(ctx, &mut res, &mut hopeless, job, now + spec.walltime_s);
                 }
-                if let Reservation::Nodes(r) = res {
-                    self.cached = Some(r);
-                }
+                self.keep(res);
             }
         }
         let mut rest = Vec::with_capacity(queue.len());
@@ -597,5 +960,81 @@ impl QueuePolicy for Easy {
             }
         }
         *ctx.queue_mut() = rest;
+        self.known = None;
+    }
+}
+
+impl QueuePolicy for Easy {
+    fn name(&self) -> String {
+        "easy".into()
+    }
+
+    fn pass(&mut self, ctx: &mut PassCtx) {
+        if self.scan == BackfillScan::Indexed && self.sync_index(ctx) {
+            self.scans[0] += 1;
+            self.pass_indexed(ctx);
+        } else {
+            self.scans[1] += 1;
+            self.pass_plain(ctx);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Rows of a queue as (row, nodes, walltime_s), ascending.
+    fn jobs_of(rows: &[(u32, u32, i64)]) -> Vec<Job> {
+        let last = rows.last().map_or(0, |r| r.0 as usize + 1);
+        let mut jobs = vec![Job::default(); last];
+        for &(row, nodes, walltime_s) in rows {
+            jobs[row as usize] = Job { nodes, walltime_s, ..Job::default() };
+        }
+        jobs
+    }
+
+    proptest! {
+        /// `QueueIndex::first` after a build, removals and appends (a rebuild when out of
+        /// room) = the first row of the queue meeting the condition, found by looking at each.
+        #[test]
+        fn first_equals_a_scan(
+            gaps in prop::collection::vec((1u32..40, 1u32..20, 1i64..100), 0..300),
+            removed in prop::collection::vec(any::<prop::sample::Index>(), 0..100),
+            split in any::<prop::sample::Index>(),
+            queries in prop::collection::vec((0u32..9000, 0u32..9000, 0i64..110, 0u32..22, 0u32..22), 1..40),
+        ) {
+            let mut row = 0;
+            let all: Vec<(u32, u32, i64)> = gaps.iter().map(|&(gap, n, w)| { row += gap; (row, n, w) }).collect();
+            let jobs = jobs_of(&all);
+            let view = Rows::new(0, &jobs);
+            // built on a prefix, the rest appended
+            let at = if all.is_empty() { 0 } else { split.index(all.len() + 1) };
+            let mut queue: Vec<u32> = all[..at].iter().map(|r| r.0).collect();
+            let mut index = QueueIndex::default();
+            index.build(&queue, view);
+            for &(row, n, w) in &all[at..] {
+                queue.push(row);
+                if index.covers(row) {
+                    index.set(row, (n, w));
+                } else {
+                    index.build(&queue, view);
+                }
+            }
+            for r in &removed {
+                if !queue.is_empty() {
+                    let row = queue.remove(r.index(queue.len()));
+                    index.set(row, QueueIndex::NONE);
+                }
+            }
+            for &(from, to, wall_max_s, short, long) in &queries {
+                let scan = queue.iter().copied().find(|&row| {
+                    let j = jobs[row as usize];
+                    row >= from && row < to && if j.walltime_s <= wall_max_s { j.nodes <= short } else { j.nodes <= long }
+                });
+                prop_assert_eq!(index.first(from, to, wall_max_s, short, long), scan);
+            }
+        }
     }
 }

@@ -12,7 +12,7 @@ pub mod multifactor;
 pub mod partitions;
 
 pub use conservative::Conservative;
-pub use easy::{Easy, EasyOptions, ReservationUpdate};
+pub use easy::{BackfillScan, Easy, EasyOptions, ReservationUpdate};
 pub use fcfs::Fcfs;
 pub use slurm_backfill::{SlurmOptions, SlurmSched};
 pub use slurm_bf::{SlurmBf, SlurmBfOptions};
