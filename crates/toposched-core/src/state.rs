@@ -209,10 +209,14 @@ pub struct ClusterState {
     tracker: Option<Box<dyn Tracker>>,
     /// Changes (to a number never used before) at every change of the state.
     stamp: u64,
-    /// The stamp before the last change (0: none known), and the leaves that change
-    /// touched (first, last).
-    last_change: (u64, u32, u32),
+    /// The last [`RECENT`] changes, newest first: the stamp before each (0: none known),
+    /// and the leaves it touched (first, last).
+    recent: [(u64, u32, u32); RECENT],
 }
+
+/// Changes a state remembers ([`ClusterState::changes_since`]): a reservation search takes
+/// or releases a few jobs between two questions, and each job is one change.
+const RECENT: usize = 16;
 
 impl Clone for ClusterState {
     fn clone(&self) -> ClusterState {
@@ -226,7 +230,7 @@ impl Clone for ClusterState {
             tracker: self.tracker.as_ref().map(|t| t.clone_box()),
             // Same contents, same stamp: the first change to either gives it a fresh one.
             stamp: self.stamp,
-            last_change: self.last_change,
+            recent: self.recent,
         }
     }
 }
@@ -244,7 +248,7 @@ impl ClusterState {
             pod_free: vec![0; topo.n_pods()],
             tracker: None,
             stamp: fresh_stamp(),
-            last_change: (0, 0, 0),
+            recent: [(0, 0, 0); RECENT],
         };
         for &d in down {
             if (d as usize) < n {
@@ -277,12 +281,34 @@ impl ClusterState {
     /// and their pods). None when not known (a new state, a tracker installed).
     #[inline]
     pub fn last_change(&self) -> Option<(u64, std::ops::RangeInclusive<u32>)> {
-        let (before, first, last) = self.last_change;
+        let (before, first, last) = self.recent[0];
         (before != 0).then_some((before, first..=last))
+    }
+    /// The leaves (an inclusive range) the changes since the state carried `stamp` touched,
+    /// if it did within its last few changes: nothing outside them differs from that state
+    /// (free nodes, owners, the tracker's counts of those leaves and their pods). Some
+    /// empty range (`1..=0`) if the state carries `stamp`; None when not known.
+    pub fn changes_since(&self, stamp: u64) -> Option<std::ops::RangeInclusive<u32>> {
+        if stamp == self.stamp {
+            #[allow(clippy::reversed_empty_ranges)] // no leaf: empty on purpose
+            return Some(1..=0);
+        }
+        let (mut first, mut last) = (u32::MAX, 0);
+        for &(before, f, l) in &self.recent {
+            if before == 0 {
+                return None;
+            }
+            (first, last) = (first.min(f), last.max(l));
+            if before == stamp {
+                return Some(first..=last);
+            }
+        }
+        None
     }
     /// A new stamp after a change that touched leaves `first..=last`.
     fn changed(&mut self, first: u32, last: u32) {
-        self.last_change = (self.stamp, first, last);
+        self.recent.copy_within(0..RECENT - 1, 1);
+        self.recent[0] = (self.stamp, first, last);
         self.stamp = fresh_stamp();
     }
     #[inline]
@@ -328,7 +354,7 @@ impl ClusterState {
         }
         self.tracker = Some(tracker);
         self.stamp = fresh_stamp();
-        self.last_change = (0, 0, 0);
+        self.recent = [(0, 0, 0); RECENT];
     }
     /// The installed tracker, if any.
     pub fn tracker(&self) -> Option<&dyn Tracker> {
@@ -596,13 +622,15 @@ mod tests {
         #[test]
         fn counters_follow_any_node_order(
             sizes in prop::collection::vec((1u32..5, 1u32..4), 1..4),
-            ops in prop::collection::vec((any::<bool>(), prop::collection::vec(0u32..64, 0..12)), 1..20),
+            ops in prop::collection::vec((any::<bool>(), prop::collection::vec(0u32..64, 0..12)), 1..40),
         ) {
             let pods: Vec<Vec<u32>> = sizes.iter().map(|&(k, l)| vec![k; l as usize]).collect();
             let t = Topology::from_leaf_sizes("t", 3, &pods, None, None, None, None).unwrap();
             let n = t.n_nodes() as u32;
             let mut s = ClusterState::new(&t, &[]);
             let mut held: Vec<(u32, Vec<u32>)> = vec![];
+            // every stamp the state carried, with the leaves changed since
+            let mut history: Vec<(u64, Vec<u32>)> = vec![];
             for (job, (release, picks)) in ops.into_iter().enumerate() {
                 let before = s.stamp();
                 let changed: Vec<u32> = if release && !held.is_empty() {
@@ -619,6 +647,26 @@ mod tests {
                     held.push((job as u32, nodes.clone()));
                     nodes
                 };
+                if history.last().map(|h| h.0) != Some(before) {
+                    history.push((before, vec![]));
+                }
+                if s.stamp() != before {
+                    let leaves: Vec<u32> = changed.iter().map(|&x| t.leaf_of(x)).collect();
+                    history.iter_mut().for_each(|h| h.1.extend(&leaves));
+                    history.push((s.stamp(), vec![]));
+                }
+                // the last RECENT changes are known, and cover every leaf changed since
+                for (k, (stamp, leaves)) in history.iter().rev().enumerate() {
+                    let since = s.changes_since(*stamp);
+                    if k > RECENT {
+                        prop_assert!(since.is_none());
+                        continue;
+                    }
+                    let since = since.unwrap();
+                    prop_assert!(leaves.iter().all(|l| since.contains(l)), "{:?} {:?}", leaves, since);
+                    prop_assert_eq!(since.is_empty(), leaves.is_empty());
+                }
+                prop_assert!(s.changes_since(u64::MAX).is_none());
                 if changed.is_empty() {
                     prop_assert_eq!(s.stamp(), before);
                 } else {
