@@ -29,8 +29,10 @@
 //! reservation's column hull (lowest to highest of its columns) on a leaf it touches, nor,
 //! if it spans pods, in a pod it touches. The reserved job can then still be placed at the
 //! reservation's start (the head never starts after its shadow time: tested).
-//! *Cost*: O(free nodes + leaves x W1) per call to count, then O(W1^2 x leaves) intervals
-//! (T2 per pod), with a sort of the usable leaves for shapes that hold the job.
+//! *Cost*: counts kept per (state, guard, tier), brought up to date by the leaves changed
+//! since (`ClusterState::changes_since`), interval totals kept leaf by leaf: a fit test is
+//! one comparison, a placement a counting sort of leaves, widest intervals first with a
+//! leaf-count bound; a state change costs O(W1^2) per changed leaf.
 //! *Reference*: S. Smith, D. Lowenthal, "Jigsaw: A High-Utilization, Interference-Free
 //! Job Scheduler for Fat-Tree Clusters", HPDC 2021 (the idea); this project (issue 18).
 
