@@ -473,6 +473,16 @@ def test_a_scenario_fabric_that_does_not_load_names_the_scenario(tmp_path, capsy
         assert main(["interfere", str(scen), "--system", "toy18", "--quiet"]) == 0
 
 
+def test_a_job_of_astronomically_many_flows_is_refused_at_once(tmp_path, capsys):
+    """a2a on 10 nodes x 100,000 ranks per node is 10^12 flows per iteration: interfere ran
+    until the kernel killed it for memory (exit 137); now one line, exit 2, at once."""
+    scen = tmp_path / "s.json"
+    scen.write_text(json.dumps({"fabric": "cab", "jobs": [{"name": "A", "nodes": "0-9", "pattern": "a2a", "ranks_per_node": 100_000}]}))
+    assert main(["interfere", str(scen)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {scen}: field 'jobs': pattern a2a on 10 nodes x 100000 ranks per node makes 999999000000 flows per iteration; at most 4294967296 (2^32) are evaluated: give fewer ranks_per_node or nodes\n"
+
+
 def test_interfere_command_writes_the_documented_result(tmp_path, capsys):
     scen = tmp_path / "s.json"
     scen.write_text(json.dumps({"fabric": T288_TAPER, "jobs": [{"name": "A", "nodes": A9, "pattern": "flood", "phi": 1}, {"name": "B", "nodes": B9, "pattern": "flood", "phi": 0.5}]}))
