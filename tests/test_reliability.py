@@ -718,3 +718,30 @@ def test_the_import_threads_stderr_is_dropped_and_the_rest_passes() -> None:
     assert isinstance(sys.stderr, _QuietThread) and sys.stderr.stream is before
     imports.close()
     assert sys.stderr is before  # restored
+
+
+@pytest.mark.parametrize(
+    "settings, field, why",
+    [
+        ({"kill_at_walltime": "no"}, "kill_at_walltime", "expected True or False, got 'no'"),
+        ({"queue_depth": 0}, "queue_depth", "must be between 1 and 2147483647, got 0 (as --queue-depth takes it)"),
+        ({"queue_depth": -3}, "queue_depth", "must be between 1 and 2147483647, got -3"),
+        ({"seed": -1}, "seed", "must be between 0 and 18446744073709551615, got -1 (as --seed takes it)"),
+        ({"seed": "1"}, "seed", "expected a whole number, got '1'"),
+        ({"seed": True}, "seed", "expected a whole number, got True"),
+        ({"utilization_step_s": 0}, "utilization_step_s", "must be between 1 and 2147483647, got 0"),
+        ({"event_order": "per-job"}, "event_order", "expected 'per-instant' or 'per-event', got 'per-job'"),
+        ({"flux_window": 1}, "flux_window", "expected True or False, got 1"),
+    ],
+)
+def test_run_config_from_python_checks_its_settings_as_the_flags_do(settings, field, why):
+    """From Python, RunConfig took anything: kill_at_walltime="no" killed jobs at their
+    limit (a non-empty string is true), queue_depth=0 replayed, a negative queue depth was
+    reported as a bad --seed, utilization_step_s=0 was a bare ValueError."""
+    from toposched.errors import InputError
+    from toposched.simulate import RunConfig
+
+    with pytest.raises(InputError) as e:
+        RunConfig(**settings)
+    assert e.value.field == field and str(e.value).startswith(f"RunConfig: field '{field}': {why}")
+    assert RunConfig(seed=np.int64(7), queue_depth=128, kill_at_walltime=None).seed == 7
