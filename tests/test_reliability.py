@@ -745,3 +745,21 @@ def test_run_config_from_python_checks_its_settings_as_the_flags_do(settings, fi
         RunConfig(**settings)
     assert e.value.field == field and str(e.value).startswith(f"RunConfig: field '{field}': {why}")
     assert RunConfig(seed=np.int64(7), queue_depth=128, kill_at_walltime=None).seed == 7
+
+
+def test_simulate_names_what_it_wants_for_each_argument():
+    """simulate(path, ...) or simulate(workload, "cab") ended in an AttributeError ('str'
+    object has no attribute 'settings' / 'core'); a dict for the config likewise."""
+    from conftest import DATA
+    from toposched.simulate import RunConfig, simulate
+    from toposched.topology import load_fabric
+    from toposched.workload import read_trace
+
+    w, f = read_trace(DATA / "atlas-window-120.swf"), load_fabric("toy18")
+    with pytest.raises(TypeError, match=r"^simulate\(\): fabric must be a Fabric \(toposched.topology.load_fabric\(name\)\), got str 'cab'$"):
+        simulate(w, "cab")
+    with pytest.raises(TypeError, match=r"^simulate\(\): workload must be a Workload \(toposched.workload.read_trace\(path\)\), got str"):
+        simulate(str(DATA / "atlas-window-120.swf"), f)
+    with pytest.raises(TypeError, match=r"^simulate\(\): config must be a RunConfig"):
+        simulate(w, f, {"queue": "easy"})
+    assert simulate(w, f, RunConfig()).jobs.num_rows > 0
