@@ -677,7 +677,11 @@ def test_no_jobs_left_after_the_transforms_is_an_input_error(tmp_path: Path, cap
         (["simulate", "--trace", "x", "--system", "cab", "--missing-walltime", "abc", "--out", "o"], "argument --missing-walltime: expected 'runtime' or a number of seconds, got 'abc'"),
         (["simulat"], "argument COMMAND: invalid choice: 'simulat'"),
         (["simulate", "--system", "cab"], "the following arguments are required: --trace, --out"),
-        (["simulate", "--trace", "x", "--system", "cab", "--out", "o", "--no-such-flag"], "unrecognized arguments: --no-such-flag"),
+        (["simulate", "--trace", "x", "--system", "cab", "--out", "o", "--no-such-flag"], "toposched simulate: error: unrecognized arguments: --no-such-flag ('toposched simulate --help'"),
+        # named after the command whose help lists its options (was 'toposched: error: ...
+        # ('toposched --help' lists the options)', the list of commands)
+        (["systems", "--json"], "toposched systems: error: unrecognized arguments: --json ('toposched systems --help' lists the options)"),
+        (["runs", "DIR", "--bogus", "x"], "toposched runs: error: unrecognized arguments: --bogus x ('toposched runs --help'"),
     ],
 )
 def test_usage_errors_are_one_line(argv: list[str], says: str, capsys) -> None:
