@@ -196,6 +196,14 @@ def test_runs_command_filters_and_formats(sweep8, capsys):
     assert usage.value.code == 2 and err.strip().splitlines() == ["toposched runs: error: argument --limit: must be at least 0, got -1 ('toposched runs --help' lists the options)"], err
 
 
+@pytest.mark.parametrize("flag", ["--sql", "--where", "--columns", "--order-by"])
+def test_runs_refuses_an_empty_query(tmp_path, capsys, flag):
+    """--sql '' listed the runs as if no query had been given (and --where '' every run)."""
+    code, stdout, err = _cli(["runs", tmp_path, flag, " "], capsys)
+    assert code == 2 and stdout == ""
+    assert err.startswith(f"error: {flag}: empty; give an SQL ") and err.endswith(f"or leave {flag} out\n"), err
+
+
 @pytest.mark.parametrize("fmt", ["table", "csv"])
 def test_runs_into_a_closed_pipe_ends_like_every_command(sweep8, fmt):
     """`toposched runs DIR | head`: 141 and nothing on stderr, as the CLI's boundary does
