@@ -441,6 +441,28 @@ def test_cli_replays_a_trace_first(tmp_path, capsys):
     assert doc["source"]["alloc"] == "linear"
 
 
+def test_cli_refuses_a_crossbar_larger_than_the_machine(tmp_path, capsys):
+    """--crossbar-sizes 99999999999 ran a sweep of R from K down to 1 and was killed for
+    memory (exit 137); a leaf larger than the machine holds all of it, as one of the
+    machine's size does. Up to the machine's size, or the largest default, it runs."""
+    from conftest import DATA
+
+    run_dir = tmp_path / "run"
+    assert main(["simulate", "--trace", str(DATA / "atlas-window-120.swf"), "--system", "fattree:K=12,S=8,P=1", "--out", str(run_dir), "--quiet"]) == 0
+    capsys.readouterr()
+    common = ["--cores-sweep", "none", "--comm-fractions", "none", "--no-figures", "--no-report", "--quiet"]
+    assert main(["contention", "--run", str(run_dir), "--out", str(tmp_path / "c"), "--crossbar-sizes", "8,99999999999", *common]) == 2
+    err = capsys.readouterr().err
+    assert err == "error: --crossbar-sizes: 99999999999 nodes per leaf is more than the 96 nodes of the schedule's machine: from there one leaf holds the whole machine and no uplink carries anything (give at most 96)\n"
+    # with --trace, before the replay (nothing written)
+    argv = ["contention", "--trace", str(DATA / "atlas-window-120.swf"), "--system", "fattree:K=12,S=8,P=1", "--crossbar-sizes", "97"]
+    assert main([*argv, "--out", str(tmp_path / "c2"), *common]) == 2
+    assert "97 nodes per leaf is more than the 96 nodes" in capsys.readouterr().err and not (tmp_path / "c2").exists()
+    assert main(["contention", "--run", str(run_dir), "--out", str(tmp_path / "c3"), "--crossbar-sizes", "96", *common]) == 0
+    doc = json.loads((tmp_path / "c3" / "contention.json").read_text())
+    assert [e["nodes_per_leaf"] for e in doc["crossbar_sweep"]] == [96] and len(doc["crossbar_sweep"][0]["uplink_sweep"]) == 96
+
+
 def test_cli_usage_errors(tmp_path, capsys):
     assert main(["contention", "--out", str(tmp_path)]) == 2
     assert main(["contention", "--trace", str(EXAMPLE_TRACE), "--out", str(tmp_path)]) == 2

@@ -111,6 +111,10 @@ def test_writes_need_the_token_and_change_nothing_without(svc):
         ({"job": "a", "nodes": 2, "walltime_s": 1, "reserve": "yes"}, "reserve"),
         ({"job": "a b", "nodes": 2, "walltime_s": 1}, "job"),
         ({"job": "a", "nodes": 2, "walltime_s": 1, "node": 3}, "node"),
+        # JSON integers beyond what the core takes: were 500 "internal error: OverflowError"
+        ({"job": "a", "nodes": 10**23, "walltime_s": 1}, "nodes"),
+        ({"job": "a", "nodes": 2**32, "walltime_s": 1}, "nodes"),
+        ({"job": "a", "nodes": 2, "walltime_s": 10**23}, "walltime_s"),
     ],
 )
 def test_malformed_allocations_name_the_field(svc, body, field):
@@ -244,6 +248,18 @@ def test_put_state_replaces_the_table(svc):
     assert code == 400 and "hype1 is given to both job x and job y" in err["error"]
     assert set(c.state()["allocations"]) == {"s1", "s2"}
     assert c.allocate("n", 91, 10)[0] == 409 and c.allocate("n", 91, 10, reserve=True)[0] == 202
+    # times beyond 64 bits (were a 500 OverflowError) or negative (were taken) are refused,
+    # naming the field, and nothing changes
+    for times, field, why in (
+        ({"start_s": 10**23, "walltime_s": 5}, "start_s", "must be at most 2^53, got 100000000000000000000000"),
+        ({"start_s": 5, "walltime_s": 10**23}, "walltime_s", "must be at most 2^53"),
+        ({"start_s": -5, "walltime_s": 5}, "start_s", "must not be negative"),
+        ({"start_s": 5, "walltime_s": -5}, "walltime_s", "must not be negative"),
+    ):
+        code, err = c.request("PUT", "/v1/state", {"allocations": {"x": {"nodes": ["hype20"], **times}}})
+        assert code == 400 and err["field"] == field and why in err["error"], err
+    assert c.request("POST", "/v1/satisfiable", {"nodes": 2**32})[0] == 400
+    assert set(c.state()["allocations"]) == {"s1", "s2"}
 
 
 def test_unix_socket(tmp_path):

@@ -442,6 +442,11 @@ def test_bad_job_model_timing_names_its_own_key(model, field):
         ({"nodes": [0, 1], "flows": [[0, 5, 1.0]]}, "jobs[0].flows[0]"),
         ({"nodes": [0, 1], "ranks_per_node": 2, "flows": [[0, 3, 1.0], [4, 0, 1.0]]}, "jobs[0].flows[1]"),
         ({"nodes": [0, 1], "flows": [[0, 1, float("nan")]]}, "jobs[0].flows[0]"),
+        # a sub-a2a group size the core refuses: named as the job's pattern, when the
+        # scenario is read (was "jobs", and only when evaluated)
+        ({"nodes": [0, 1], "pattern": "sub-a2a:0"}, "jobs[0].pattern"),
+        ({"nodes": [0, 1], "pattern": "sub-a2a:x"}, "jobs[0].pattern"),
+        ({"nodes": [0, 1], "pattern": "sub-a2a:4294967296"}, "jobs[0].pattern"),
     ],
 )
 def test_bad_scenarios_name_the_field(job, field):
@@ -450,6 +455,32 @@ def test_bad_scenarios_name_the_field(job, field):
 
         evaluate(parse_scenario({"fabric": "toy18", "jobs": [job]}, source="s.json"))
     assert e.value.field == field
+
+
+def test_a_scenario_fabric_that_does_not_load_names_the_scenario(tmp_path, capsys):
+    """The scenario's own "fabric" string: the error named only the string ("error: cabx:
+    not a preset ..."), not the scenario file or its field, nor --system."""
+    scen = tmp_path / "s.json"
+    for fabric, why in (("cabx", "'cabx': not a preset"), ("fattree:K=0,S=1,P=1", "'fattree:K=0,S=1,P=1': K must be between 1")):
+        scen.write_text(json.dumps({"fabric": fabric, "jobs": [{"name": "A", "nodes": [0, 1], "pattern": "flood"}]}))
+        assert main(["interfere", str(scen)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"error: {scen}: field 'fabric': {why}"), err
+        assert err.endswith("(--system FABRIC evaluates the scenario on another fabric)") and "\n" not in err
+        # --system's own error still names the string it was given
+        assert main(["interfere", str(scen), "--system", "nope"]) == 2
+        assert capsys.readouterr().err.startswith("error: nope: not a preset")
+        assert main(["interfere", str(scen), "--system", "toy18", "--quiet"]) == 0
+
+
+def test_a_job_of_astronomically_many_flows_is_refused_at_once(tmp_path, capsys):
+    """a2a on 10 nodes x 100,000 ranks per node is 10^12 flows per iteration: interfere ran
+    until the kernel killed it for memory (exit 137); now one line, exit 2, at once."""
+    scen = tmp_path / "s.json"
+    scen.write_text(json.dumps({"fabric": "cab", "jobs": [{"name": "A", "nodes": "0-9", "pattern": "a2a", "ranks_per_node": 100_000}]}))
+    assert main(["interfere", str(scen)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {scen}: field 'jobs': pattern a2a on 10 nodes x 100000 ranks per node makes 999999000000 flows per iteration; at most 4294967296 (2^32) are evaluated: give fewer ranks_per_node or nodes\n"
 
 
 def test_interfere_command_writes_the_documented_result(tmp_path, capsys):

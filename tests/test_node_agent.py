@@ -310,6 +310,13 @@ def test_bad_and_impossible_requests(cab_agent):
     assert c.state()["allocations"] == {}
     assert anon.query("CORES=2")["placement"]["radius"] == "l3"  # reads need no token
     assert c.release("never")[0] == 404
+    # a uid beyond 32 bits was a 500 from the store, which was then left inside its
+    # transaction: every later allocate and release failed until a restart
+    for uid in (2**64, 2**32 - 1, -1):
+        code, body = c.allocate("u", "CORES=1", uid=uid)
+        assert code == 400 and body["field"] == "uid" and "from 0 to 4294967294" in body["reason"], body
+    assert c.allocate("u", "CORES=1", uid=2**32 - 2)[0] == 200
+    assert c.release("u")[0] == 200
 
 
 def test_memory_per_numa_domain_is_promised(cab_agent):

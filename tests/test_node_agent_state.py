@@ -71,3 +71,24 @@ def test_acknowledged_allocations_survive_restarts_and_never_collide(tmp_path_fa
             assert agent.state.numa_free_bytes(n) >= 0
         assert all(parse_cpulist(c) <= frozenset(CAB.pus) for c in acked.values())
     agent.store.close()
+
+
+def test_a_failed_write_leaves_the_store_writable(tmp_path):
+    """An allocation the store could not write (a uid SQLite cannot hold) left the
+    connection inside its transaction: every later add and remove failed with "cannot
+    start a transaction within a transaction" until the agent was restarted; and the
+    failed allocation is not held."""
+    import pytest
+
+    agent = NodeAgent(CAB, AgentStore(tmp_path), None, log=lambda m: None)
+    agent.start()
+    with pytest.raises(OverflowError):
+        agent.allocate("big", "CORES=1", uid=2**70)
+    assert agent.snapshot()["allocations"] == {}
+    assert agent.allocate("a", "CORES=2", uid=1000)[0] == 200
+    assert agent.release("a")[0] == 200
+    assert agent.allocate("b", "CORES=2")[0] == 200
+    agent.store.close()
+    again = NodeAgent(CAB, AgentStore(tmp_path), None, log=lambda m: None)
+    again.start()
+    assert list(again.snapshot()["allocations"]) == ["b"]

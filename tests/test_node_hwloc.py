@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import doctest
 import importlib
+import json
 import shutil
 from pathlib import Path
 
@@ -115,3 +116,16 @@ def test_bad_requirements_name_the_field(text, field):
 def test_requirement_text_and_json_round_trip(req):
     assert parse_requirement(req.to_text()) == req
     assert parse_requirement(req.to_json()) == req
+    # the JSON object given as text, as `node-ctl --requirement '{"cores": 4}'` sends it
+    # (was read as KEY=VALUE: "requirement field '{"CORES": 4}': unknown key")
+    assert parse_requirement(json.dumps(req.to_json())) == req
+
+
+@pytest.mark.parametrize("text, why", [
+    ('{"cores": 4', "starts like a JSON object but does not read as one"),
+    ('{"colour": 1}', "requirement field 'COLOUR': unknown key"),
+])
+def test_a_requirement_given_as_json_text_is_read_as_json(text, why):
+    with pytest.raises(RequirementError) as exc:
+        parse_requirement(text)
+    assert why in str(exc.value)

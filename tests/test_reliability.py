@@ -677,7 +677,11 @@ def test_no_jobs_left_after_the_transforms_is_an_input_error(tmp_path: Path, cap
         (["simulate", "--trace", "x", "--system", "cab", "--missing-walltime", "abc", "--out", "o"], "argument --missing-walltime: expected 'runtime' or a number of seconds, got 'abc'"),
         (["simulat"], "argument COMMAND: invalid choice: 'simulat'"),
         (["simulate", "--system", "cab"], "the following arguments are required: --trace, --out"),
-        (["simulate", "--trace", "x", "--system", "cab", "--out", "o", "--no-such-flag"], "unrecognized arguments: --no-such-flag"),
+        (["simulate", "--trace", "x", "--system", "cab", "--out", "o", "--no-such-flag"], "toposched simulate: error: unrecognized arguments: --no-such-flag ('toposched simulate --help'"),
+        # named after the command whose help lists its options (was 'toposched: error: ...
+        # ('toposched --help' lists the options)', the list of commands)
+        (["systems", "--json"], "toposched systems: error: unrecognized arguments: --json ('toposched systems --help' lists the options)"),
+        (["runs", "DIR", "--bogus", "x"], "toposched runs: error: unrecognized arguments: --bogus x ('toposched runs --help'"),
     ],
 )
 def test_usage_errors_are_one_line(argv: list[str], says: str, capsys) -> None:
@@ -718,3 +722,48 @@ def test_the_import_threads_stderr_is_dropped_and_the_rest_passes() -> None:
     assert isinstance(sys.stderr, _QuietThread) and sys.stderr.stream is before
     imports.close()
     assert sys.stderr is before  # restored
+
+
+@pytest.mark.parametrize(
+    "settings, field, why",
+    [
+        ({"kill_at_walltime": "no"}, "kill_at_walltime", "expected True or False, got 'no'"),
+        ({"queue_depth": 0}, "queue_depth", "must be between 1 and 2147483647, got 0 (as --queue-depth takes it)"),
+        ({"queue_depth": -3}, "queue_depth", "must be between 1 and 2147483647, got -3"),
+        ({"seed": -1}, "seed", "must be between 0 and 18446744073709551615, got -1 (as --seed takes it)"),
+        ({"seed": "1"}, "seed", "expected a whole number, got '1'"),
+        ({"seed": True}, "seed", "expected a whole number, got True"),
+        ({"utilization_step_s": 0}, "utilization_step_s", "must be between 1 and 2147483647, got 0"),
+        ({"event_order": "per-job"}, "event_order", "expected 'per-instant' or 'per-event', got 'per-job'"),
+        ({"flux_window": 1}, "flux_window", "expected True or False, got 1"),
+    ],
+)
+def test_run_config_from_python_checks_its_settings_as_the_flags_do(settings, field, why):
+    """From Python, RunConfig took anything: kill_at_walltime="no" killed jobs at their
+    limit (a non-empty string is true), queue_depth=0 replayed, a negative queue depth was
+    reported as a bad --seed, utilization_step_s=0 was a bare ValueError."""
+    from toposched.errors import InputError
+    from toposched.simulate import RunConfig
+
+    with pytest.raises(InputError) as e:
+        RunConfig(**settings)
+    assert e.value.field == field and str(e.value).startswith(f"RunConfig: field '{field}': {why}")
+    assert RunConfig(seed=np.int64(7), queue_depth=128, kill_at_walltime=None).seed == 7
+
+
+def test_simulate_names_what_it_wants_for_each_argument():
+    """simulate(path, ...) or simulate(workload, "cab") ended in an AttributeError ('str'
+    object has no attribute 'settings' / 'core'); a dict for the config likewise."""
+    from conftest import DATA
+    from toposched.simulate import RunConfig, simulate
+    from toposched.topology import load_fabric
+    from toposched.workload import read_trace
+
+    w, f = read_trace(DATA / "atlas-window-120.swf"), load_fabric("toy18")
+    with pytest.raises(TypeError, match=r"^simulate\(\): fabric must be a Fabric \(toposched.topology.load_fabric\(name\)\), got str 'cab'$"):
+        simulate(w, "cab")
+    with pytest.raises(TypeError, match=r"^simulate\(\): workload must be a Workload \(toposched.workload.read_trace\(path\)\), got str"):
+        simulate(str(DATA / "atlas-window-120.swf"), f)
+    with pytest.raises(TypeError, match=r"^simulate\(\): config must be a RunConfig"):
+        simulate(w, f, {"queue": "easy"})
+    assert simulate(w, f, RunConfig()).jobs.num_rows > 0

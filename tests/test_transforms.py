@@ -334,3 +334,32 @@ def test_v_fraction_examples():
 def test_unknown_scenario_is_an_input_error():
     with pytest.raises(InputError, match="unknown scenario 'ta15'"):
         apply_scenario(make([8]), "ta15")
+
+
+@pytest.mark.parametrize(
+    "column, values, error, message",
+    [
+        ("walltime_s", np.array([100.0, 100.5, 100.0]), ValueError, "workload column 'walltime_s' row 1: 100.5 is not a whole number"),
+        ("nodes", np.array([1.5, 2.0, 3.0]), ValueError, "workload column 'nodes' row 0: 1.5 is not a whole number"),
+        ("submit_s", np.array([0.0, np.nan, 20.0]), ValueError, "workload column 'submit_s' row 1: nan is not a whole number"),
+        ("walltime_s", np.array([1.0, 1.0, 1e30]), ValueError, "row 2: 1e+30 is not a whole number within 64 bits"),
+        ("nodes", np.array([2**64 - 1, 1, 1], dtype=np.uint64), ValueError, "row 0: 18446744073709551615 does not fit a signed 64-bit integer"),
+        ("nodes", np.array(["1", "2", "3"]), TypeError, "workload column 'nodes' must hold whole numbers (an integer array), got dtype <U1"),
+        ("nodes", [1, 2**70, 3], TypeError, "got dtype object"),
+        ("nodes", np.array([True, False, True]), TypeError, "got dtype bool"),
+    ],
+)
+def test_a_workload_built_from_arrays_keeps_its_values_or_says_why_not(column, values, error, message):
+    """Workload() cast every column to int64: a walltime of 100.5 became 100 and a node
+    count of 1.5 became 1 without a word, NaN became -2^63 (reported later as that number)
+    and an unsigned 2^64 - 1 became -1."""
+    cols = {"job_id": np.arange(3), "submit_s": np.array([0, 10, 20]), "nodes": np.array([1, 2, 3]), "walltime_s": np.array([100, 100, 100]), "runtime_s": np.array([50, 50, 50]), "procs": np.array([1, 2, 3]), "line": np.arange(3)}
+    cols[column] = values
+    with pytest.raises(error) as e:
+        Workload(columns=cols, source="mem", format="swf")
+    assert message in str(e.value)
+    # whole numbers of any numeric dtype, and lists, are taken as they are
+    for ok in (np.array([1.0, 2.0, 3.0]), np.array([1, 2, 3], dtype=np.int32), np.array([1, 2, 3], dtype=np.uint64), [1, 2, 3]):
+        cols[column] = ok
+        w = Workload(columns=cols, source="mem", format="swf")
+        assert w.columns[column].dtype == np.int64 and w.columns[column].tolist() == [1, 2, 3]

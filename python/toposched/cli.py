@@ -135,7 +135,14 @@ def main(argv: list[str] | None = None) -> int:
         build_parser().print_help(sys.stderr)
         return EXIT_INPUT
     try:
-        args = build_parser(_requested_command(raw)).parse_args(raw)
+        parser = build_parser(_requested_command(raw))
+        args, extra = parser.parse_known_args(raw)
+        if extra:
+            # the command's own parser says it, so the hint is 'toposched systems --help'
+            # (argparse's top level said 'toposched: error: unrecognized arguments: ...
+            # ('toposched --help' lists the options)', a list of the commands)
+            sub = next((a.choices.get(args.command) for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+            (sub or parser).error(f"unrecognized arguments: {' '.join(extra)}")
         return int(args._run(args))
     except KeyboardInterrupt:
         if debug:

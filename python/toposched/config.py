@@ -3,6 +3,7 @@ and the options it passes to the core's policy registry."""
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +43,39 @@ class RunConfig:
     #: names are those of ``toposched.registry.options()``), e.g. a new policy's. Left out
     #: of the summary and of sweep run ids when empty.
     policy_options: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """The engine settings' types and ranges, as their flags check them: from Python,
+        kill_at_walltime="no" was true, queue_depth=0 ran, and a negative queue depth was
+        reported as a bad --seed. Policy options are checked by their policies."""
+        from .limits import MAX_COUNT, SEED_MAX
+
+        def whole(name: str, lo: int, hi: int, flag: str) -> None:
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+                raise InputError("RunConfig", f"expected a whole number, got {v!r} (as {flag} takes it)", field=name)
+            if not lo <= int(v) <= hi:
+                raise InputError("RunConfig", f"must be between {lo} and {hi}, got {v} (as {flag} takes it)", field=name)
+
+        whole("seed", 0, SEED_MAX, "--seed")
+        if self.queue_depth is not None:
+            whole("queue_depth", 1, MAX_COUNT - 1, "--queue-depth")
+        whole("utilization_step_s", 1, MAX_COUNT - 1, "utilization_step_s")
+        for name in ("kill_at_walltime", "flux_window", "reserved_tiers_always", "check_interference_free", "record_reservations"):
+            v = getattr(self, name)
+            if not isinstance(v, bool) and not (name == "kill_at_walltime" and v is None):
+                raise InputError("RunConfig", f"expected True or False, got {v!r}", field=name)
+        for name in ("queue", "event_order", "leaf_order", "tie_break", "slurm_profile"):
+            if not isinstance(getattr(self, name), str):
+                raise InputError("RunConfig", f"expected a string, got {getattr(self, name)!r}", field=name)
+        if self.event_order not in ("per-instant", "per-event"):
+            raise InputError("RunConfig", f"expected 'per-instant' or 'per-event', got {self.event_order!r}", field="event_order")
+        for name in ("switches", "network"):
+            v = getattr(self, name)
+            if v is not None and not isinstance(v, str):
+                raise InputError("RunConfig", f"expected a string or None, got {v!r}", field=name)
+        if not isinstance(self.policy_options, dict):
+            raise InputError("RunConfig", f"expected a dict of option name -> value, got {self.policy_options!r}", field="policy_options")
 
 
 def policy_options(config: RunConfig) -> dict[str, Any]:

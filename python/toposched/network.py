@@ -365,7 +365,14 @@ def parse_scenario(obj: dict[str, Any], *, source: str = "<scenario>", system: s
         raise field_error(src, "fabric", "expected a --system string: a preset, fattree:K=..,S=..,P=.. or a topology.conf path")
     if not system and not Path(fabric_text).exists() and Path(src).is_file() and (Path(src).parent / fabric_text).is_file():
         fabric_text = str(Path(src).parent / fabric_text)  # a topology.conf next to the scenario
-    fabric = load_fabric(fabric_text)
+    try:
+        fabric = load_fabric(fabric_text)
+    except InputError as exc:
+        if system or Path(fabric_text).is_file():
+            raise  # --system's own error, or a topology.conf's, which names its line
+        # the scenario's "fabric" string: name the scenario file, and the way out
+        what = f"{exc.field} {exc.message}" if exc.field else exc.message
+        raise InputError(src, f"{fabric_text!r}: {what}", field="fabric", hint="--system FABRIC evaluates the scenario on another fabric") from None
     settings = parse_settings(obj.get("model"), src)
     seed = _number(obj, "seed", 0, int, src, "scenario", lo=0)
     jobs_obj = obj.get("jobs")
@@ -522,6 +529,13 @@ def check_pattern(pattern: str, src: str, where: str) -> None:
     known = {p.split(":")[0] for p in _core.PATTERNS} | {"compute", "random-pairs", "flood-pairs", "all-to-all", "alltoall", "nearest-neighbor"}
     if base not in known:
         raise field_error(src, where, f"unknown pattern {pattern!r}; patterns are: {', '.join(_core.PATTERNS)}")
+    if base == "sub-a2a" and ":" in pattern:
+        # the core checks it too, but only when the scenario is evaluated, naming "jobs"
+        k = pattern.partition(":")[2].strip()
+        if not k.isdigit() or int(k) >= 2**32:  # the core reads it as a u32
+            raise field_error(src, where, f"pattern {pattern!r}: the group size of sub-a2a must be a whole number")
+        if int(k) < 2:
+            raise field_error(src, where, f"pattern {pattern!r}: the group size of sub-a2a must be at least 2")
 
 
 def _flows(value: Any, src: str, where: str) -> list[tuple[int, int, float]]:

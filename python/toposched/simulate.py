@@ -49,6 +49,15 @@ def simulate(
     stops the replay where it is: the result then holds the jobs finished so far and its
     summary says ``"complete": false``.
     """
+    # the documented call is simulate(read_trace(path), load_fabric(name), RunConfig(...)):
+    # a path, a preset name or a dict there ended in an AttributeError ('str' object has
+    # no attribute 'settings')
+    if not isinstance(workload, Workload):
+        raise TypeError(f"simulate(): workload must be a Workload (toposched.workload.read_trace(path)), got {type(workload).__name__} {workload!r:.60}")
+    if not isinstance(fabric, Fabric):
+        raise TypeError(f"simulate(): fabric must be a Fabric (toposched.topology.load_fabric(name)), got {type(fabric).__name__} {fabric!r:.60}")
+    if not isinstance(config, RunConfig):
+        raise TypeError(f"simulate(): config must be a RunConfig (toposched.simulate.RunConfig(queue=..., alloc=...)), got {type(config).__name__} {config!r:.60}")
     if config.alloc == "as-logged":
         from . import aslogged
 

@@ -131,18 +131,21 @@ def run(args: argparse.Namespace) -> int:
     if args.trace and not args.system:
         print("error: --trace needs --system", file=sys.stderr)
         return 2
-    if args.trace and args.uplinks:
-        # before the replay: the fabric alone says how many uplinks a leaf has
+    if args.trace:
+        # before the replay: the fabric alone says how many uplinks a leaf has, and nodes
         from ..topology import load_fabric
 
         fabric = load_fabric(args.system, lenient=args.lenient).describe()
-        _check_uplinks(args.uplinks, max(int(fabric["nodes_per_leaf"]), int(fabric.get("uplinks_per_leaf") or 0)))
+        if args.uplinks:
+            _check_uplinks(args.uplinks, max(int(fabric["nodes_per_leaf"]), int(fabric.get("uplinks_per_leaf") or 0)))
+        _check_crossbar_sizes(args.crossbar_sizes, int(fabric["nodes"]))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     say: Callable[[str], None] = (lambda _m: None) if args.quiet else (lambda m: print(m))
     schedule = _load_schedule(args, out, say)
     if args.uplinks:
         _check_uplinks(args.uplinks, schedule.full_uplinks)
+    _check_crossbar_sizes(args.crossbar_sizes, schedule.n_nodes)
     cores = None if args.cores_sweep == [] else args.cores_sweep
     tick = time.perf_counter()
     analysis, doc = run_contention(
@@ -163,6 +166,21 @@ def run(args: argparse.Namespace) -> int:
         _print_summary(doc)
         say(f"results in {out}/ ({', '.join(sorted({p.name for p in paths if p.parent == out}))})")
     return 0
+
+
+def _check_crossbar_sizes(sizes: list[int] | None, machine_nodes: int) -> None:
+    """A leaf larger than the machine holds all of it, as a leaf of the machine's size does,
+    and its sweep of R from K down to 1 grows with K: 10^11 was killed for memory."""
+    from ..contention import DEFAULT_CROSSBAR_SIZES
+
+    big = [k for k in sizes or [] if k > max(machine_nodes, *DEFAULT_CROSSBAR_SIZES)]
+    if big:
+        from ..errors import InputError
+
+        raise InputError(
+            "--crossbar-sizes",
+            f"{big[0]} nodes per leaf is more than the {machine_nodes} nodes of the schedule's machine: from there one leaf holds the whole machine and no uplink carries anything (give at most {max(machine_nodes, *DEFAULT_CROSSBAR_SIZES)})",
+        )
 
 
 def _check_uplinks(uplinks: list[int], full: int) -> None:

@@ -112,8 +112,12 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import ToposchedError
     from ..sweep.catalog import query, query_runs
 
+    for flag, value in (("--sql", args.sql), ("--where", args.where), ("--columns", args.columns), ("--order-by", args.order_by)):
+        if value is not None and not value.strip():
+            # an empty --sql listed the runs instead, as if it had not been given
+            raise ToposchedError(f"{flag}: empty; give an SQL {'query' if flag == '--sql' else 'expression'} or leave {flag} out")
     try:
-        if args.sql:
+        if args.sql is not None:
             names, rows = query(args.dir, args.sql, rebuild=args.rebuild)
         else:
             cols = _split_columns(args.columns) if args.columns else None

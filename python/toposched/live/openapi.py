@@ -80,8 +80,8 @@ def openapi_document() -> dict[str, Any]:
                     _obj(
                         {
                             "job": _JOB,
-                            "nodes": {"type": "integer", "minimum": 1},
-                            "walltime_s": {"type": "integer", "minimum": 0, "description": "time limit, for reservations"},
+                            "nodes": {"type": "integer", "minimum": 1, "maximum": 2**31 - 1},
+                            "walltime_s": {"type": "integer", "minimum": 0, "maximum": 2**53, "description": "time limit, for reservations"},
                             "reserve": {
                                 "type": "boolean",
                                 "default": False,
@@ -120,7 +120,7 @@ def openapi_document() -> dict[str, Any]:
             "/v1/satisfiable": {
                 "post": _read_post(
                     "could a job of this size ever run here",
-                    _obj({"nodes": {"type": "integer", "minimum": 1}, "job": _JOB}, ["nodes"]),
+                    _obj({"nodes": {"type": "integer", "minimum": 1, "maximum": 2**31 - 1}, "job": _JOB}, ["nodes"]),
                     {
                         "200": _json(
                             _obj(
@@ -176,7 +176,7 @@ def openapi_document() -> dict[str, Any]:
                                     "oneOf": [
                                         _NODE_LIST,
                                         _obj(
-                                            {"nodes": _NODE_LIST, "start_s": {"type": "integer"}, "walltime_s": {"type": "integer"}},
+                                            {"nodes": _NODE_LIST, "start_s": {"type": "integer", "minimum": 0, "maximum": 2**53}, "walltime_s": {"type": "integer", "minimum": 0, "maximum": 2**53}},
                                             ["nodes"],
                                         ),
                                     ]

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable, TextIO
 import hostlist
 
 from ..errors import ToposchedError
+from ..limits import MAX_COUNT, MAX_INT64, MAX_TIME_S
 from ..unix_http import JsonObject
 from .metrics import Metrics
 from .openapi import openapi_document
@@ -48,6 +49,12 @@ class BadRequest(Exception):
 # request validation -------------------------------------------------------------------
 
 
+#: Largest value of an integer field: node counts below 2^31, times (walltime_s, start_s) at
+#: most 2^53 s (limits.py): JSON reads integers of any size, and one beyond what the core
+#: takes was a 500 "internal error: OverflowError".
+_INT_MAX = {"nodes": (MAX_COUNT - 1, "2^31 - 1"), "walltime_s": (MAX_TIME_S, "2^53"), "start_s": (MAX_TIME_S, "2^53")}
+
+
 def _field(body: JsonObject, name: str, kind: type, *, required: bool = True, default: Any = None) -> Any:
     if name not in body:
         if required:
@@ -57,6 +64,9 @@ def _field(body: JsonObject, name: str, kind: type, *, required: bool = True, de
     if kind is int:
         if isinstance(v, bool) or not isinstance(v, int):
             raise BadRequest(f"field '{name}' must be an integer, got {json.dumps(v)[:60]}", name)
+        hi, shown = _INT_MAX.get(name, (MAX_INT64, "2^63 - 1"))
+        if v > hi:
+            raise BadRequest(f"field '{name}' must be at most {shown}, got {v}", name)
     elif kind is bool:
         if not isinstance(v, bool):
             raise BadRequest(f"field '{name}' must be true or false, got {json.dumps(v)[:60]}", name)
@@ -246,6 +256,9 @@ class Service:
                 names = _node_list(v.get("nodes"), field + ".nodes")
                 start_s = _field(v, "start_s", int, required=False)
                 walltime_s = _field(v, "walltime_s", int, required=False)
+                for name, t in (("start_s", start_s), ("walltime_s", walltime_s)):
+                    if t is not None and t < 0:  # as allocate's walltime_s; a start before 1970 is no clock's
+                        raise BadRequest(f"field '{name}' must not be negative", name)
             else:
                 names, start_s, walltime_s = _node_list(v, field), None, None
             table[job] = (names, start_s, walltime_s)

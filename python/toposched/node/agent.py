@@ -55,6 +55,10 @@ from .store import AgentStore, StoredAllocation
 MAX_BODY_BYTES = 1 << 20
 
 
+
+#: Largest user id: Linux's uid_t is 32 bits, and (uid_t) -1 stands for no user.
+UID_MAX = 2**32 - 2
+
 class AgentStartError(CgroupUnavailable):
     """The agent cannot start as asked (topology and machine disagree, state mismatch)."""
 
@@ -168,8 +172,13 @@ class NodeAgent:
                 except CgroupError:
                     self._forget_cpuset(job)
                     raise
-            self.store.add(StoredAllocation(job, p.cpus, format_cpulist(p.mems), req.to_json(), req.exclusive,
-                                            holding.mem_bytes_per_numa, uid, time.time()))
+            try:
+                self.store.add(StoredAllocation(job, p.cpus, format_cpulist(p.mems), req.to_json(), req.exclusive,
+                                                holding.mem_bytes_per_numa, uid, time.time()))
+            except BaseException:
+                if self.backend is not None:
+                    self._forget_cpuset(job)  # not on disk: no cpuset either
+                raise
             self.state.add(holding)
             self.uids[job] = uid
             self.requirements[job] = req.to_json()
@@ -352,8 +361,10 @@ class _Handler(BaseHTTPRequestHandler):
                 if "requirement" not in body:
                     raise BadRequest("requirement", "missing")
                 uid = body.get("uid")
-                if uid is not None and (not isinstance(uid, int) or isinstance(uid, bool) or uid < 0):
-                    raise BadRequest("uid", "must be a non-negative integer")
+                # a Linux uid: 0 to 2^32 - 2 ((uid_t) -1 means none); a bigger one reached the
+                # store, failed there (500) and left the agent unable to write
+                if uid is not None and (not isinstance(uid, int) or isinstance(uid, bool) or not 0 <= uid <= UID_MAX):
+                    raise BadRequest("uid", f"must be a user id, a whole number from 0 to {UID_MAX}")
                 self._send(*a.allocate(job, body["requirement"], uid))
             elif path == "/v1/release":
                 self._send(*a.release(self._job(body)))

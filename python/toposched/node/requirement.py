@@ -38,6 +38,7 @@ toposched.node.requirement.RequirementError: requirement field 'CORES': must be 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -146,6 +147,16 @@ def parse_requirement(spec: str | dict[str, Any] | Requirement) -> Requirement:
     if isinstance(spec, Requirement):
         return spec
     items: dict[str, object] = {}
+    if isinstance(spec, str) and spec.lstrip().startswith("{"):
+        # the JSON object form given as text (node-ctl --requirement '{"cores": 4}'): read
+        # as KEY=VALUE it was "unknown key '{"CORES": 4}'"
+        try:
+            obj = json.loads(spec)
+        except ValueError as exc:
+            raise RequirementError("requirement", f"starts like a JSON object but does not read as one ({exc}); or give KEY=VALUE;... (CORES=4;WAIT)") from None
+        if not isinstance(obj, dict):
+            raise RequirementError("requirement", "expected a JSON object such as {\"cores\": 4} or KEY=VALUE;... (CORES=4;WAIT)")
+        spec = obj
     if isinstance(spec, dict):
         for k, v in spec.items():
             items[str(k).lower()] = v

@@ -57,23 +57,33 @@ class AgentStore:
         with self._lock:
             self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
-    def add(self, a: StoredAllocation) -> None:
+    def _transaction(self, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
+        """Run ``statements`` as one transaction; on any error roll it back, so that the
+        connection is not left inside it (every later write then failed with "cannot start
+        a transaction within a transaction" until the agent was restarted)."""
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
-            self._db.execute(
-                "INSERT INTO allocations VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (a.job, a.cpus, a.mems, json.dumps(a.requirement, sort_keys=True), int(a.exclusive),
-                 json.dumps([list(x) for x in a.mem_bytes_per_numa]), a.uid, a.created_s),
-            )
-            self._db.execute("DELETE FROM released WHERE job=?", (a.job,))
+            try:
+                for sql, params in statements:
+                    self._db.execute(sql, params)
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
             self._db.execute("COMMIT")
 
+    def add(self, a: StoredAllocation) -> None:
+        self._transaction([
+            ("INSERT INTO allocations VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+             (a.job, a.cpus, a.mems, json.dumps(a.requirement, sort_keys=True), int(a.exclusive),
+              json.dumps([list(x) for x in a.mem_bytes_per_numa]), a.uid, a.created_s)),
+            ("DELETE FROM released WHERE job=?", (a.job,)),
+        ])
+
     def remove(self, job: str) -> None:
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            self._db.execute("DELETE FROM allocations WHERE job=?", (job,))
-            self._db.execute("INSERT OR REPLACE INTO released VALUES (?, ?)", (job, time.time()))
-            self._db.execute("COMMIT")
+        self._transaction([
+            ("DELETE FROM allocations WHERE job=?", (job,)),
+            ("INSERT OR REPLACE INTO released VALUES (?, ?)", (job, time.time())),
+        ])
 
     def was_released(self, job: str) -> bool:
         return self._db.execute("SELECT 1 FROM released WHERE job=?", (job,)).fetchone() is not None

@@ -74,7 +74,7 @@ _FIXED: list[tuple[str, pa.DataType]] = [
     ("queue", pa.string()),
     ("alloc", pa.string()),
     ("speedup", pa.string()),
-    ("seed", pa.int64()),
+    ("seed", pa.uint64()),  # 0 to 2^64 - 1, as --seed takes it
 ]
 _METRICS: list[tuple[str, pa.DataType]] = [
     ("jobs", pa.int64()),
@@ -254,13 +254,26 @@ def _infer(values: list[Any]) -> pa.DataType:
     if all(isinstance(v, bool) for v in present):
         return pa.bool_()
     if all(isinstance(v, int) and not isinstance(v, bool) for v in present):
-        return pa.int64()
+        # a whole number beyond 64 bits (a failed run's setting) is kept as its text
+        if all(-(2**63) <= v < 2**63 for v in present):
+            return pa.int64()
+        if all(0 <= v < 2**64 for v in present):
+            return pa.uint64()
+        return pa.string()
     if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
         return pa.float64()
     return pa.string()
 
 
-def _table(rows: list[dict[str, Any]]) -> pa.Table:
+def _fits(v: Any, typ: pa.DataType) -> bool:
+    try:
+        pa.array([v], type=typ)
+    except OverflowError:
+        return False
+    return True
+
+
+def _table(rows: list[dict[str, Any]], out: Path = Path(".")) -> pa.Table:
     extra = sorted({k for r in rows for k in r} - {n for n, _ in _FIXED + _METRICS})
     net = [k for k in extra if k == "network"]
     cfg = [k for k in extra if k.startswith("cfg:")]
@@ -272,7 +285,13 @@ def _table(rows: list[dict[str, Any]]) -> pa.Table:
         typ = typ or _infer(vals)
         if typ == pa.string():
             vals = [None if v is None else (v if isinstance(v, str) else json.dumps(v) if isinstance(v, (dict, list)) else str(v)) for v in vals]
-        cols[name] = pa.array(vals, type=typ)
+        try:
+            cols[name] = pa.array(vals, type=typ)
+        except OverflowError:  # written by an older version that let such a value through
+            bad = next(r for r in rows if not _fits(r.get(key), typ))
+            from ..errors import InputError
+
+            raise InputError(str(out / bad["dir"] / "spec.json"), f"{name} {bad.get(key)} does not fit the catalog's column ({typ}); remove that run directory", field=name) from None
 
     for name, typ in _FIXED:
         add(name, name, typ)
@@ -316,7 +335,7 @@ def build_catalog(out: str | Path) -> Path:
 
     out = Path(out).resolve()
     rows = catalog_rows(out)
-    table = _table(rows)
+    table = _table(rows, out)
     final = out / CATALOG
     tmp = out / f".catalog-{uuid.uuid4().hex[:12]}.duckdb"
     # The runs table goes to DuckDB through a Parquet file, not `con.register`: registering
@@ -359,7 +378,7 @@ def _is_stale(out: Path, path: Path) -> bool:
 def _rebuild_unless_running(out: Path, path: Path) -> None:
     """Rebuild the catalog when no sweep holds the directory's lock; while a sweep runs,
     its driver alone writes the catalog (every 30 s and at its end)."""
-    from ..errors import ToposchedError
+    from ..errors import InputError, ToposchedError
     from .layout import SweepLock
 
     if not (out / RUNS).is_dir() and not path.exists():
@@ -367,6 +386,8 @@ def _rebuild_unless_running(out: Path, path: Path) -> None:
     try:
         with SweepLock(out):
             build_catalog(out)
+    except InputError:
+        raise  # a run directory the catalog cannot hold: the old catalog would hide it
     except (ToposchedError, OSError):  # a sweep is running, or DIR is not ours to write
         if not path.exists():
             raise

@@ -53,6 +53,7 @@ from typing import Any, Iterable
 
 from .. import __version__
 from ..errors import InputError
+from ..limits import MAX_COUNT, MAX_INT64, SEED_MAX
 
 __all__ = ["RunSpec", "Sweep", "SweepSpecError", "load_sweep", "parse_sweep", "run_id_of", "sha256_file", "AXES"]
 
@@ -211,7 +212,8 @@ class RunSpec:
         parts = [f"workload={wl}", f"fabric={fab}", f"queue={lab['queue']}", f"alloc={lab['alloc']}", f"speedup={lab['speedup']}", f"seed={lab['seed']}"]
         if "network" in lab:
             parts.append(f"network={lab['network']}")
-        extra = {k: v for k, v in self.spec["config"].items() if k not in MATRIX_FIELDS and v != _config_defaults().get(k)}
+        defaults = _config_defaults()  # once: asdict(RunConfig()) per key made a dry run of 300,000 runs take 10 minutes
+        extra = {k: v for k, v in self.spec["config"].items() if k not in MATRIX_FIELDS and v != defaults.get(k)}
         parts += [f"{k}={v}" for k, v in sorted(extra.items())]
         return " ".join(parts)
 
@@ -303,12 +305,17 @@ class _Checker:
                 return None
         return v
 
-    def integer(self, v: Any, where: str, minimum: int | None = None) -> int | None:
+    def integer(self, v: Any, where: str, minimum: int | None = None, maximum: int = MAX_INT64, limit: str = "2^63 - 1") -> int | None:
+        """A whole number from ``minimum`` to ``maximum`` (TOML reads any size: one
+        beyond what the run takes would fail every run, and the catalog, not the file)."""
         if isinstance(v, bool) or not isinstance(v, int):
             self.err(where, f"expected a whole number, got {_kind(v)}")
             return None
         if minimum is not None and v < minimum:
             self.err(where, f"must be at least {minimum}, got {v}")
+            return None
+        if v > maximum:
+            self.err(where, f"must be at most {limit}, got {v}")
             return None
         return int(v)  # v is an int (not a bool): int() only gives it that type
 
@@ -393,7 +400,7 @@ def _workloads(c: _Checker, raw: Any) -> list[list[dict[str, Any]]]:
                     if k == "lenient":
                         reader[k] = c.boolean(v, kw)
                     elif k == "cores_per_node":
-                        reader[k] = c.integer(v, kw, 1)
+                        reader[k] = c.integer(v, kw, 1, MAX_COUNT - 1, "2^31 - 1 (as --cores-per-node)")
                     elif k == "size_field":
                         reader[k] = c.string(v, kw, _SIZE_FIELDS)
                     elif k == "missing_walltime":
@@ -648,7 +655,7 @@ def _scenarios(c: _Checker, raw: Any) -> tuple[list[str], list[int], list[str] |
     if "seeds" in t:
         seeds = []
         for xw, x in c.one_or_list(t["seeds"], "scenarios.seeds"):
-            v = c.integer(x, xw, 0)
+            v = c.integer(x, xw, 0, SEED_MAX, "2^64 - 1 (as --seed)")
             if v is not None and v not in seeds:
                 seeds.append(v)
     networks = None
@@ -744,7 +751,7 @@ def _config_value(c: _Checker, key: str, v: Any, where: str, f: Any, default: An
     elif ann.startswith("bool") or isinstance(default, bool):
         r = c.boolean(v, where)
     elif "int" in ann:
-        r = c.integer(v, where, 1)
+        r = c.integer(v, where, 1, MAX_COUNT - 1, "2^31 - 1 (as its flag)")
     elif "str" in ann:
         r = c.string(v, where)
     else:

@@ -69,6 +69,26 @@ def ids_of_names(texts: list[str]) -> tuple[np.ndarray, list[str]]:
     return ids, [t for t in index if t]
 
 
+def _int64_column(name: str, values: Any) -> np.ndarray:
+    """A column as contiguous int64, its values unchanged: a cast would truncate 100.9 to
+    100, turn NaN into -2^63 and wrap an unsigned 2^64 - 1 to -1, silently."""
+    a = np.asarray(values)
+    if a.dtype.kind == "i":
+        return np.ascontiguousarray(a, dtype=np.int64)
+    if a.dtype.kind == "u":
+        big = np.flatnonzero(a > np.iinfo(np.int64).max)
+        if big.size:
+            raise ValueError(f"workload column '{name}' row {int(big[0])}: {int(a[big[0]])} does not fit a signed 64-bit integer")
+        return np.ascontiguousarray(a, dtype=np.int64)
+    if a.dtype.kind == "f":
+        with np.errstate(invalid="ignore"):
+            bad = np.flatnonzero(~np.isfinite(a) | (a != np.floor(a)) | (a < -(2.0**63)) | (a >= 2.0**63))
+        if bad.size:
+            raise ValueError(f"workload column '{name}' row {int(bad[0])}: {float(a[bad[0]])!r} is not a whole number within 64 bits; columns hold int64 seconds and counts (round them first if that is meant)")
+        return np.ascontiguousarray(a, dtype=np.int64)
+    raise TypeError(f"workload column '{name}' must hold whole numbers (an integer array), got dtype {a.dtype}")
+
+
 @dataclass
 class Workload:
     """A normalized job log ready to replay.
@@ -115,7 +135,7 @@ class Workload:
         if len(set(lengths.values())) > 1:
             raise ValueError(f"workload columns differ in length: {lengths}")
         for c in COLUMNS:
-            self.columns[c] = np.ascontiguousarray(self.columns[c], dtype=np.int64)
+            self.columns[c] = _int64_column(c, self.columns[c])
 
     def __len__(self) -> int:
         return len(self.columns["job_id"])

@@ -59,6 +59,9 @@ impl Traffic {
     }
 }
 
+/// Fewest (link, input port) pairs [`DemandBuilder::build`] keeps before deduplicating them.
+const PORT_PAIRS_MIN: usize = 1 << 20;
+
 /// Reusable scratch for building demands on one fabric.
 #[derive(Clone, Debug)]
 pub struct DemandBuilder {
@@ -92,6 +95,10 @@ impl DemandBuilder {
         acc.total_bytes = 0.0;
         self.port_pairs.clear();
         let (slot, stamp, cur, pairs) = (&mut self.slot, &mut self.stamp, self.cur, &mut self.port_pairs);
+        // (link, input port) pairs are few, flows many: deduplicated whenever the list
+        // doubles, memory follows the distinct pairs (a2a on 1296 nodes x 4 ranks: 27 M
+        // flows, 1.4 GB of pairs kept one per flow and link)
+        let mut dedup_at = PORT_PAIRS_MIN;
         let mut emit = |ns: u32, nd: u32, b: f64| {
             acc.n_flows += 1;
             acc.total_bytes += b;
@@ -114,6 +121,11 @@ impl DemandBuilder {
                     pairs.push((l, prev));
                 }
                 prev = l;
+            }
+            if pairs.len() >= dedup_at {
+                pairs.sort_unstable();
+                pairs.dedup();
+                dedup_at = (2 * pairs.len()).max(PORT_PAIRS_MIN);
             }
         };
         for_each_node_flow(router, nodes, traffic, &mut emit);
@@ -158,6 +170,11 @@ impl DemandBuilder {
     }
 }
 
+/// Most rank-level flows one job's iteration may have: each is routed, every time the job's
+/// traffic is evaluated (some minutes at 2^32); a2a on 10 nodes x 100,000 ranks per node
+/// (10^12 flows) ran for hours and was killed for memory.
+pub const MAX_JOB_FLOWS: u64 = 1 << 32;
+
 /// Check what [`for_each_node_flow`] needs: nodes on the fabric, finite bytes, explicit
 /// flows' ranks in range. The one check of every consumer of a job's flows.
 pub fn check_traffic(router: &Router, nodes: &[u32], traffic: &Traffic) -> Result<(), String> {
@@ -174,6 +191,14 @@ pub fn check_traffic(router: &Router, nodes: &[u32], traffic: &Traffic) -> Resul
         return Err("too many ranks".into());
     }
     let ranks = ranks as u32;
+    let flows = traffic.pattern.max_flows(ranks);
+    if flows > MAX_JOB_FLOWS {
+        return Err(format!(
+            "pattern {} on {} nodes x {ppn} ranks per node makes {flows} flows per iteration; at most {MAX_JOB_FLOWS} (2^32) are evaluated: give fewer ranks_per_node or nodes",
+            traffic.pattern.name(),
+            nodes.len()
+        ));
+    }
     if let Pattern::Explicit(flows) = &traffic.pattern {
         if let Some(&(s, d, b)) = flows.iter().find(|&&(s, d, b)| s >= ranks || d >= ranks || !(b.is_finite() && b >= 0.0)) {
             return Err(format!("explicit flow ({s}, {d}, {b}): ranks must be below {ranks} and bytes a finite number >= 0"));
@@ -240,6 +265,40 @@ mod tests {
         let k = d.links.iter().position(|&l| l == up).unwrap();
         assert_eq!((d.flows[k], d.ports[k]), (3, 3)); // from three node links of leaf 1
         assert_eq!(d.t_alone, 3.0);
+    }
+
+    #[test]
+    fn input_ports_do_not_depend_on_ranks_per_node() {
+        // ranks per node multiply the flows between the same node pairs: the distinct input
+        // ports per link stay those of one rank per node, also when the pairs kept for
+        // counting them (several million here) are deduplicated on the way
+        let t = Topology::preset("toy18").unwrap();
+        let (r, mut b) = setup(&t);
+        let nodes: Vec<u32> = (0..t.n_nodes() as u32).collect();
+        let one = b.build(&r, &nodes, &Traffic::new(Pattern::AllToAll), true).unwrap();
+        let mut tr = Traffic::new(Pattern::AllToAll);
+        tr.ranks_per_node = 60;
+        let many = b.build(&r, &nodes, &tr, true).unwrap();
+        assert!(many.n_flows as usize * 2 > PORT_PAIRS_MIN, "{} flows", many.n_flows); // each crosses 2 links or more
+        assert_eq!(many.links, one.links);
+        assert_eq!(many.ports, one.ports);
+        assert!(many.ports.iter().any(|&p| p > 1));
+    }
+
+    #[test]
+    fn a_job_of_more_flows_than_the_limit_is_refused_before_any_flow() {
+        let t = Topology::preset("toy18").unwrap();
+        let (r, mut b) = setup(&t);
+        let nodes: Vec<u32> = (0..10).collect();
+        let mut tr = Traffic::new(Pattern::AllToAll);
+        tr.ranks_per_node = 100_000; // 10^6 ranks: 10^12 flows (ran for hours, then killed for memory)
+        let err = b.build(&r, &nodes, &tr, false).unwrap_err();
+        assert_eq!(err, "pattern a2a on 10 nodes x 100000 ranks per node makes 999999000000 flows per iteration; at most 4294967296 (2^32) are evaluated: give fewer ranks_per_node or nodes");
+        tr.ranks_per_node = 6_553; // 65,530 ranks: 4,294,180,370 flows, just below
+        assert!(check_traffic(&r, &nodes, &tr).is_ok());
+        tr.pattern = Pattern::Ring; // linear patterns take far more ranks
+        tr.ranks_per_node = 400_000_000;
+        assert!(check_traffic(&r, &nodes, &tr).is_ok());
     }
 
     #[test]

@@ -130,6 +130,34 @@ impl Pattern {
         matches!(self, Pattern::AdjacentLeaf)
     }
 
+    /// At most how many flows [`Pattern::for_each_flow`] emits over `ranks` ranks (exact
+    /// but for `unstructured`, whose drawn degrees it bounds by the largest, and the
+    /// stencils, whose short dimensions have fewer neighbours, and `adjacent-leaf`, whose
+    /// unpaired leaves send nothing): what one
+    /// iteration costs, checked before any flow is made.
+    pub fn max_flows(&self, ranks: u32) -> u64 {
+        let n = ranks as u64;
+        if n < 2 {
+            return if let Pattern::Explicit(flows) = self { flows.len() as u64 } else { 0 };
+        }
+        match self {
+            Pattern::None => 0,
+            Pattern::Pairs | Pattern::Flood => 2 * (n / 2),
+            Pattern::AllToAll => n * (n - 1),
+            Pattern::SubA2a(k) => {
+                let (k, rest) = (*k as u64, n % *k as u64);
+                (n / k) * k * (k - 1) + rest * rest.saturating_sub(1)
+            }
+            Pattern::SubcomA2a => n * grid_dims(ranks, 3).iter().map(|&g| g as u64 - 1).sum::<u64>(),
+            Pattern::Stencil(d) => n * 2 * *d as u64,
+            Pattern::Unstructured => n * (UNSTR_MAX_DEGREE as u64 - 1),
+            Pattern::Ring => n,
+            Pattern::Incast => n - 1,
+            Pattern::AdjacentLeaf => n,
+            Pattern::Explicit(flows) => flows.len() as u64,
+        }
+    }
+
     /// Call `emit(src_rank, dst_rank, bytes)` for every flow of one iteration over `ranks`
     /// ranks. `leaf_of_rank` gives each rank's leaf (only `adjacent-leaf` reads it, with
     /// `pod_of_rank`). `seed` drives the random patterns.
@@ -372,6 +400,27 @@ mod tests {
         let mut v = Vec::new();
         p.for_each_flow(n, 1.0, seed, &|r| r / 2, &|_| 0, &mut |s, d, b| v.push((s, d, b)));
         v
+    }
+
+    #[test]
+    fn max_flows_counts_what_the_pattern_emits() {
+        let explicit = Pattern::Explicit(vec![(0, 1, 1.0), (1, 0, 2.0), (2, 0, 1.0)]);
+        for name in PATTERNS.iter().copied().chain(["sub-a2a:3", "sub-a2a:50"]) {
+            let p = if name == "sub-a2a:K" { Pattern::parse("sub-a2a:4").unwrap() } else { Pattern::parse(name).unwrap() };
+            for n in [0u32, 1, 2, 3, 7, 8, 12, 27, 30, 64, 97] {
+                let emitted = flows(&p, n, 5).len() as u64;
+                if matches!(p, Pattern::Unstructured | Pattern::Stencil(_) | Pattern::AdjacentLeaf) {
+                    assert!(emitted <= p.max_flows(n), "{name} on {n}");
+                } else {
+                    assert_eq!(emitted, p.max_flows(n), "{name} on {n}");
+                }
+            }
+        }
+        for n in [0u32, 1, 2, 5] {
+            assert_eq!(flows(&explicit, n, 0).len() as u64, explicit.max_flows(n));
+        }
+        // no overflow at the largest rank count
+        assert_eq!(Pattern::AllToAll.max_flows(u32::MAX), u32::MAX as u64 * (u32::MAX as u64 - 1));
     }
 
     #[test]
