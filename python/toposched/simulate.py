@@ -153,10 +153,24 @@ def new_simulation(
         return _native_simulation(_core, fabric, workload, config, options, alloc, order, down_nodes)
     except ValueError as exc:
         raise _construction_error(workload, str(exc)) from None
-    except OverflowError as exc:  # an integer setting (seed, queue depth) beyond 64 bits
-        raise InputError("settings", f"a number is out of range ({exc}): --seed takes 0 to 2^64 - 1") from None
+    except OverflowError as exc:
+        # RunConfig checks its own fields (seed, queue depth) when it is made: what is left
+        # is a policy option beyond the engine's integer, which the error does not name
+        raise InputError("settings", f"a number is out of range ({exc}): {_integer_options(options)}") from None
     except RuntimeError as exc:
         raise SimulationError(str(exc)) from None
+
+
+def _integer_options(options: dict[str, Any]) -> str:
+    """The whole-number policy options of a run and their flags, for an overflow message."""
+    from .registry import option
+
+    given = []
+    for name, value in sorted(options.items()):
+        if isinstance(value, int) and not isinstance(value, bool):
+            opt = option(name)
+            given.append(f"{opt.flag if opt is not None else name} {value}")
+    return "one of the policy options given is too large: " + ", ".join(given) if given else "a policy option is too large"
 
 
 def _native_simulation(
