@@ -40,8 +40,10 @@
 //! `--queue-depth` does not apply: every queued job holds a reservation.
 //!
 //! *Cost*: fungible policies search a [`Planner`] (free nodes over time) built at most
-//! once per pass, at its first use: O(breakpoints) per reservation made or moved. The
-//! engine is asked once per reservation to wake at its start, not at every pass. Non-fungible policies project the
+//! once per pass, at its first use: at most O(breakpoints) per reservation made or moved,
+//! and compression searches the plan as it is, each window cut at the reservation's own
+//! start, taking a reservation out only when it moves. The engine is asked once per
+//! reservation to wake at its start, not at every pass. Non-fungible policies project the
 //! node state at each candidate start (the planner's [`Projection`]): an allocation call
 //! per candidate.
 
@@ -152,21 +154,35 @@ impl Conservative {
     fn reserve_in_plan(plan: &mut Planner, ctx: &PassCtx, job: u32, held: Option<&Reservation>, limit: i64) -> Option<Reservation> {
         let spec = ctx.jobs[job as usize];
         let n = spec.nodes as i64;
-        if let Some(h) = held {
-            plan.add(h.start, h.end - h.start, n);
-        }
-        match plan.earliest(n, spec.walltime_s, ctx.now(), limit) {
-            Some(start) => {
-                plan.add(start, spec.walltime_s, -n);
-                Some(Reservation { start, end: start + spec.walltime_s, nodes: Vec::new(), class: SpanClass::Leaf, drifting: false, woken: false })
+        let start = match held {
+            // Compression (`limit` before `held`'s start): a window starting before `held`
+            // ends inside it, where taking `held` out leaves `n` free or more as long as the
+            // plan has no step below 0 there, which holds unless a job runs past its limit
+            // (--run-on). Then the search cuts each window at `held`'s start and needs no
+            // change to the plan: most reservations of a congested queue do not move, and
+            // need not be taken out and put back (two walks over their window) to learn it.
+            Some(h) if limit < h.start && (h.end == h.start || plan.min_over(h.start, h.end) >= 0) => {
+                let start = plan.earliest_capped(n, spec.walltime_s, ctx.now(), limit, h.start)?;
+                plan.add(h.start, h.end - h.start, n);
+                start
             }
-            None => {
+            _ => {
                 if let Some(h) = held {
-                    plan.add(h.start, h.end - h.start, -n);
+                    plan.add(h.start, h.end - h.start, n);
                 }
-                None
+                match plan.earliest(n, spec.walltime_s, ctx.now(), limit) {
+                    Some(start) => start,
+                    None => {
+                        if let Some(h) = held {
+                            plan.add(h.start, h.end - h.start, -n);
+                        }
+                        return None;
+                    }
+                }
             }
-        }
+        };
+        plan.add(start, spec.walltime_s, -n);
+        Some(Reservation { start, end: start + spec.walltime_s, nodes: Vec::new(), class: SpanClass::Leaf, drifting: false, woken: false })
     }
 
     /// Earliest start in `[now, limit]` for `job` as a node set, ignoring its own reservation.
