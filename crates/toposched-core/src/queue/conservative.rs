@@ -40,8 +40,10 @@
 //! `--queue-depth` does not apply: every queued job holds a reservation.
 //!
 //! *Cost*: fungible policies search a [`Planner`] (free nodes over time) built at most
-//! once per pass, at its first use: O(breakpoints) per reservation made or moved. The
-//! engine is asked once per reservation to wake at its start, not at every pass. Non-fungible policies project the
+//! once per pass, at its first use: at most O(breakpoints) per reservation made or moved,
+//! and compression searches the plan as it is, each window cut at the reservation's own
+//! start, taking a reservation out only when it moves. The engine is asked once per
+//! reservation to wake at its start, not at every pass. Non-fungible policies project the
 //! node state at each candidate start (the planner's [`Projection`]): an allocation call
 //! per candidate.
 
@@ -49,6 +51,7 @@ use super::{PassCtx, QueueEntry, QueuePolicy};
 use crate::alloc::{free_unguarded, Guard, Reserved};
 use crate::planner::{Planner, Projection};
 use crate::options::{parse_options, schema_of, NoOptions};
+use crate::pass::RunningChange;
 use crate::rows::RowVec;
 use crate::state::{ClusterState, NodeSet};
 use crate::topology::SpanClass;
@@ -71,6 +74,103 @@ struct Reservation {
     /// once per reservation, not once per reservation per pass (a BTreeSet insert each,
     /// a quarter of a congested run's time).
     woken: bool,
+    /// [`Growth`]'s sequence number when this start was last searched for (made, or
+    /// compressed): none earlier fitted then (counts only).
+    checked: u64,
+}
+
+/// The largest value pushed after a given sequence number, in O(log n): the pushes no
+/// later push reaches, sequence ascending and value strictly descending.
+#[derive(Clone, Debug, Default)]
+struct SuffixMax {
+    stack: Vec<(u64, i64)>,
+}
+
+impl SuffixMax {
+    fn push(&mut self, seq: u64, value: i64) {
+        while self.stack.last().is_some_and(|&(_, v)| v <= value) {
+            self.stack.pop();
+        }
+        self.stack.push((seq, value));
+    }
+
+    fn after(&self, seq: u64) -> Option<i64> {
+        let i = self.stack.partition_point(|&(s, _)| s <= seq);
+        self.stack.get(i).map(|&(_, v)| v)
+    }
+
+    /// Drop what no query after `seq` needs (memory only).
+    fn forget_up_to(&mut self, seq: u64) {
+        let i = self.stack.partition_point(|&(s, _)| s <= seq);
+        if 2 * i > self.stack.len() {
+            self.stack.drain(..i);
+        }
+    }
+}
+
+/// Where the plan on counts has grown, for compression (counts only). A reservation
+/// searched for at some moment had no earlier start then: it was made, or compressed, at
+/// the earliest. Outside it, the plan has since grown only over `[now, expected end)` of a
+/// job that ended (early), over the window a reservation left (moved or re-made), or
+/// anywhere after a change this log does not follow (a job past its limit, a reservation
+/// shifted, running changes unknown, nodes appearing); everywhere else it only shrank
+/// (new reservations, time passing). An earlier start now needs a window that meets some
+/// growth, and where the plan did not grow a window that did not fit still does not: the
+/// search looks only at the starts whose window meets growth, most of a congested queue
+/// looks at none, and the answer is the full search's.
+#[derive(Clone, Debug, Default)]
+struct Growth {
+    seq: u64,
+    /// The end of each `[now, end)` growth (jobs ended; `i64::MAX`: everywhere).
+    ended: SuffixMax,
+    /// Left windows: the start (negated: the least) and the end.
+    left_start: SuffixMax,
+    left_end: SuffixMax,
+}
+
+impl Growth {
+    fn ended(&mut self, end: i64) {
+        self.seq += 1;
+        self.ended.push(self.seq, end);
+    }
+
+    fn everywhere(&mut self) {
+        self.ended(i64::MAX);
+    }
+
+    fn left(&mut self, start: i64, end: i64) {
+        self.seq += 1;
+        self.left_start.push(self.seq, -start);
+        self.left_end.push(self.seq, end);
+    }
+
+    /// Starts in `[now, limit]` whose window of `walltime_s` meets growth since `checked`:
+    /// at most two ranges, ascending and disjoint.
+    fn candidates(&self, checked: u64, now: i64, walltime_s: i64, limit: i64) -> Vec<(i64, i64)> {
+        let mut ranges: Vec<(i64, i64)> = Vec::with_capacity(2);
+        if let Some(end) = self.ended.after(checked) {
+            ranges.push((now, end.saturating_sub(1).min(limit)));
+        }
+        if let (Some(neg_start), Some(end)) = (self.left_start.after(checked), self.left_end.after(checked)) {
+            // a window [s, s + max(walltime, 1)) meets [start, end) iff start - max(walltime, 1) < s < end
+            let from = (-neg_start).saturating_sub(walltime_s.max(1)).saturating_add(1).max(now);
+            ranges.push((from, end.saturating_sub(1).min(limit)));
+        }
+        ranges.retain(|r| r.0 <= r.1);
+        // the first starts at `now`, the second no earlier: one range if they meet
+        if let [a, b] = ranges[..] {
+            if b.0 <= a.1.saturating_add(1) {
+                ranges = vec![(a.0, a.1.max(b.1))];
+            }
+        }
+        ranges
+    }
+
+    fn forget_up_to(&mut self, seq: u64) {
+        self.ended.forget_up_to(seq);
+        self.left_start.forget_up_to(seq);
+        self.left_end.forget_up_to(seq);
+    }
 }
 
 pub static POLICY: QueueEntry = QueueEntry {
@@ -90,6 +190,8 @@ pub static POLICY: QueueEntry = QueueEntry {
 struct LazyPlan {
     now: i64,
     free_now: i64,
+    /// Nodes held by running jobs.
+    busy: i64,
     changes: Vec<(i64, i64)>,
     plan: Option<Planner>,
 }
@@ -106,6 +208,11 @@ pub struct Conservative {
     /// to the last row: bounded by the queue's span, not the log.
     reservations: RowVec<Option<Reservation>>,
     ended_seen: u64,
+    /// Counts only: where the plan grew, and what it needs to know that.
+    growth: Growth,
+    running_changes: Vec<RunningChange>,
+    /// Nodes free plus nodes held by running jobs at the last pass.
+    capacity: Option<i64>,
     error: Option<String>,
 }
 
@@ -133,8 +240,10 @@ impl Conservative {
     fn planner(&self, ctx: &PassCtx) -> LazyPlan {
         let now = ctx.now();
         let mut changes: Vec<(i64, i64)> = Vec::with_capacity(ctx.running().len() + 2 * ctx.queue().len());
+        let mut busy = 0;
         for &(expected_end, r) in ctx.running() {
             changes.push((expected_end.max(now + 1), ctx.jobs[r as usize].nodes as i64));
+            busy += ctx.jobs[r as usize].nodes as i64;
         }
         for &q in ctx.queue() {
             if let Some(res) = &self.reservations[q as usize] {
@@ -143,30 +252,45 @@ impl Conservative {
                 changes.push((res.end, n));
             }
         }
-        LazyPlan { now, free_now: ctx.n_free() as i64, changes, plan: None }
+        LazyPlan { now, free_now: ctx.n_free() as i64, busy, changes, plan: None }
     }
 
-    /// Counts: the earliest start in `[now, limit]` for `job`, with its current
-    /// reservation (`held`) taken out of `plan` for the search. The chosen window (the new
-    /// one, or `held` when none is found) is put (back) into `plan`.
-    fn reserve_in_plan(plan: &mut Planner, ctx: &PassCtx, job: u32, held: Option<&Reservation>, limit: i64) -> Option<Reservation> {
+    /// Counts: the earliest start in `ranges` (`[from, limit]` each, ascending) for `job`,
+    /// with its current reservation (`held`) taken out of `plan` for the search. The chosen
+    /// window (the new one, or `held` when none is found) is put (back) into `plan`.
+    fn reserve_in_plan(plan: &mut Planner, ctx: &PassCtx, job: u32, held: Option<&Reservation>, ranges: &[(i64, i64)]) -> Option<Reservation> {
         let spec = ctx.jobs[job as usize];
         let n = spec.nodes as i64;
-        if let Some(h) = held {
-            plan.add(h.start, h.end - h.start, n);
-        }
-        match plan.earliest(n, spec.walltime_s, ctx.now(), limit) {
-            Some(start) => {
-                plan.add(start, spec.walltime_s, -n);
-                Some(Reservation { start, end: start + spec.walltime_s, nodes: Vec::new(), class: SpanClass::Leaf, drifting: false, woken: false })
+        let limit = ranges.last()?.1;
+        let start = match held {
+            // Compression (`limit` before `held`'s start): a window starting before `held`
+            // ends inside it, where taking `held` out leaves `n` free or more as long as the
+            // plan has no step below 0 there, which holds unless a job runs past its limit
+            // (--run-on). Then the search cuts each window at `held`'s start and needs no
+            // change to the plan: most reservations of a congested queue do not move, and
+            // need not be taken out and put back (two walks over their window) to learn it.
+            Some(h) if limit < h.start && (h.end == h.start || plan.min_over(h.start, h.end) >= 0) => {
+                let start = ranges.iter().find_map(|&(from, upto)| plan.earliest_capped(n, spec.walltime_s, from, upto, h.start))?;
+                plan.add(h.start, h.end - h.start, n);
+                start
             }
-            None => {
+            _ => {
                 if let Some(h) = held {
-                    plan.add(h.start, h.end - h.start, -n);
+                    plan.add(h.start, h.end - h.start, n);
                 }
-                None
+                match ranges.iter().find_map(|&(from, upto)| plan.earliest(n, spec.walltime_s, from, upto)) {
+                    Some(start) => start,
+                    None => {
+                        if let Some(h) = held {
+                            plan.add(h.start, h.end - h.start, -n);
+                        }
+                        return None;
+                    }
+                }
             }
-        }
+        };
+        plan.add(start, spec.walltime_s, -n);
+        Some(Reservation { start, end: start + spec.walltime_s, nodes: Vec::new(), class: SpanClass::Leaf, drifting: false, woken: false, checked: 0 })
     }
 
     /// Earliest start in `[now, limit]` for `job` as a node set, ignoring its own reservation.
@@ -228,21 +352,41 @@ impl Conservative {
         found
     }
 
-    /// Make (or re-make, no later than `limit`) the reservation of `job`: on counts in
-    /// `plan` (fungible policies), else as a node set.
-    fn reserve(&mut self, plan: Option<&mut Planner>, ctx: &mut PassCtx, job: u32, held: Option<&Reservation>, limit: i64) -> Option<Reservation> {
+    /// Make (or re-make, in `ranges`) the reservation of `job`: on counts in `plan`
+    /// (fungible policies), else as a node set (`ranges` is then `[now, limit]`).
+    fn reserve(&mut self, plan: Option<&mut Planner>, ctx: &mut PassCtx, job: u32, held: Option<&Reservation>, ranges: &[(i64, i64)]) -> Option<Reservation> {
         let walltime = ctx.jobs[job as usize].walltime_s;
         let mut r = match plan {
-            Some(plan) => Self::reserve_in_plan(plan, ctx, job, held, limit)?,
+            Some(plan) => {
+                let mut r = Self::reserve_in_plan(plan, ctx, job, held, ranges)?;
+                r.checked = self.growth.seq;
+                r
+            }
             None => {
+                let limit = ranges.last()?.1;
                 let (start, mut nodes) = self.earliest_nodes(ctx, job, limit)?;
                 nodes.sort_unstable();
                 let class = ctx.topo.span_class(&nodes);
-                Reservation { start, end: start + walltime, nodes, class, drifting: false, woken: false }
+                Reservation { start, end: start + walltime, nodes, class, drifting: false, woken: false, checked: 0 }
             }
         };
         r.drifting = self.rests_on_overrun(ctx, job, r.start);
         Some(r)
+    }
+
+    /// Log where the plan grew since the last pass (counts only): over `[now, expected
+    /// end)` of each job that ended, or everywhere after what the log does not follow.
+    fn note_growth(&mut self, ctx: &mut PassCtx, plan: &LazyPlan, shifted: bool) {
+        let now = ctx.now();
+        let known = ctx.take_running_changes(&mut self.running_changes);
+        for c in self.running_changes.iter().filter(|c| !c.started) {
+            self.growth.ended(c.expected_end.max(now + 1));
+        }
+        let capacity = plan.free_now + plan.busy;
+        if !known || shifted || Self::overrun(ctx) || self.capacity != Some(capacity) {
+            self.growth.everywhere();
+        }
+        self.capacity = Some(capacity);
     }
 
     /// Some running job is past its limit (only with --run-on).
@@ -279,15 +423,20 @@ impl QueuePolicy for Conservative {
         // A reservation left in the past (only with --run-on: its start was blocked by a
         // job past its limit, and no pass ran each second meanwhile, see step 4) is due
         // now, for the same length: what a pass every second would have made of it.
+        let mut shifted = false;
         for &q in &queue {
             if let Some(r) = self.reservations[q as usize].as_mut().filter(|r| r.start < now) {
                 r.end = now + (r.end - r.start);
                 r.start = now;
                 r.woken = false;
+                shifted = true;
             }
         }
         // built after the shift above: it projects the reservations as they now stand
         let mut plan = if ctx.alloc.fungible() { Some(self.planner(ctx)) } else { None };
+        if let Some(p) = &plan {
+            self.note_growth(ctx, p, shifted);
+        }
         // 2. compression after ends
         if ctx.ended() != self.ended_seen {
             self.ended_seen = ctx.ended();
@@ -301,17 +450,37 @@ impl QueuePolicy for Conservative {
                 if start <= now {
                     continue;
                 }
-                let held = self.reservations[q as usize].clone();
-                if let Some(better) = self.reserve(plan.as_mut().map(LazyPlan::get), ctx, q, held.as_ref(), start - 1) {
-                    ctx.log_reservation(now, q, better.start);
-                    self.reservations[q as usize] = Some(better);
+                let held = self.reservations[q as usize].clone().expect("ordered jobs have a reservation");
+                // counts: only starts whose window meets growth since its last search
+                let ranges = match plan {
+                    Some(_) => self.growth.candidates(held.checked, now, held.end - held.start, start - 1),
+                    None => vec![(now, start - 1)],
+                };
+                match self.reserve(plan.as_mut().map(LazyPlan::get), ctx, q, Some(&held), &ranges) {
+                    Some(mut better) => {
+                        if plan.is_some() {
+                            // the window it left is growth for the others, not for itself
+                            self.growth.left(held.start, held.end);
+                            better.checked = self.growth.seq;
+                        }
+                        ctx.log_reservation(now, q, better.start);
+                        self.reservations[q as usize] = Some(better);
+                    }
+                    None => {
+                        let seq = self.growth.seq;
+                        self.reservations[q as usize].as_mut().expect("ordered jobs have a reservation").checked = seq;
+                    }
                 }
+            }
+            // what no reservation's next search asks for
+            if let Some(oldest) = queue.iter().filter_map(|&q| self.reservations[q as usize].as_ref().map(|r| r.checked)).min() {
+                self.growth.forget_up_to(oldest);
             }
         }
         // 1. new jobs, in queue order
         for &q in &queue {
             if self.reservations[q as usize].is_none() {
-                match self.reserve(plan.as_mut().map(LazyPlan::get), ctx, q, None, i64::MAX) {
+                match self.reserve(plan.as_mut().map(LazyPlan::get), ctx, q, None, &[(now, i64::MAX)]) {
                     Some(r) => {
                         ctx.log_reservation(now, q, r.start);
                         self.reservations[q as usize] = Some(r);
@@ -363,7 +532,11 @@ impl QueuePolicy for Conservative {
                 // Only with --run-on (a job past its limit still holds nodes it was
                 // expected to free; such jobs are assumed to end within a second), or when
                 // the job's --switches limit refuses the reserved nodes for now.
-                let mut again = self.reserve(plan.as_mut().map(LazyPlan::get), ctx, q, Some(&res), i64::MAX).expect("an empty machine fits every queued job");
+                let mut again = self.reserve(plan.as_mut().map(LazyPlan::get), ctx, q, Some(&res), &[(now, i64::MAX)]).expect("an empty machine fits every queued job");
+                if plan.is_some() {
+                    self.growth.left(res.start, res.end);
+                    again.checked = self.growth.seq;
+                }
                 // its new start rests on the job past its limit (which blocked this one)
                 again.drifting |= Self::overrun(ctx);
                 ctx.log_reservation(now, q, again.start);
