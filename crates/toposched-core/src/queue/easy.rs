@@ -45,10 +45,10 @@
 //! them in O(buckets x log rows) each (a bucket's answer reused while its bounds stand; a
 //! pass after one that asked about no job starts after the rows that one looked at:
 //! `Quiet`), so a pass costs O((jobs tried + 1) x buckets x log rows), not O(queue): with
-//! thousands queued (a log
-//! on a fabric smaller than its machine) the walk over every queued job was most of the
-//! replay (RICC and Curie on cab: BENCHMARKS.md, "EASY on a long queue"). A queue order that re-sorts the queue gets the
-//! plain walk (tests/easy_indexed.rs compares the two). The reservation (the
+//! thousands queued (a log on a fabric smaller than its machine) the walk over every
+//! queued job was most of the replay (RICC and Curie on cab: BENCHMARKS.md, "EASY on a
+//! long queue"). A queue order that re-sorts the queue gets the plain walk
+//! (tests/easy_indexed.rs compares the two). The reservation (the
 //! planner's `shadow` on counts, its `Projection` for node sets: `crate::planner`) is
 //! O(running) for fungible policies, stopping at the shadow time, and O(running x
 //! allocation) from scratch otherwise; either is cached while the machine state does not
