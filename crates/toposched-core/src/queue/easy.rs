@@ -426,7 +426,8 @@ fn bucket_floor(bucket: u8) -> u32 {
     }
     let k = bucket as u32 - 17;
     let (octave, half) = (4 + k / 2, k % 2);
-    (1 << octave) | (half << (octave - 1))
+    // 16 itself has a bucket of its own
+    ((1 << octave) | (half << (octave - 1))).max(17)
 }
 
 /// The queue's buckets, ordered by key (within a class, by node count).
@@ -1144,16 +1145,28 @@ mod tests {
         /// Buckets ascend with the node count, and `bucket_floor` is the smallest count of
         /// each (what lets a search skip a bucket whose floor is too large).
         #[test]
-        fn buckets_ascend_from_their_floor(n in prop_oneof![0u32..5000, any::<u32>()]) {
-            let b = size_bucket(n);
-            prop_assert!(bucket_floor(b) <= n);
-            prop_assert_eq!(size_bucket(bucket_floor(b)), b);
-            if n > 0 {
-                prop_assert!(size_bucket(n - 1) <= b);
-            }
-            if n < u32::MAX {
-                prop_assert!(size_bucket(n + 1) >= b);
-            }
+        fn buckets_ascend_from_their_floor(n in any::<u32>()) {
+            bucket_checks(n);
+        }
+    }
+
+    fn bucket_checks(n: u32) {
+        let b = size_bucket(n);
+        assert!(bucket_floor(b) <= n, "{n}");
+        assert_eq!(size_bucket(bucket_floor(b)), b, "{n}");
+        if n > 0 {
+            assert!(size_bucket(n - 1) <= b, "{n}");
+        }
+        if n < u32::MAX {
+            assert!(size_bucket(n + 1) >= b, "{n}");
+        }
+    }
+
+    /// Every count up to 2^17 (every bucket's edges there), and the largest.
+    #[test]
+    fn small_buckets_ascend_from_their_floor() {
+        for n in (0..=1u32 << 17).chain([u32::MAX - 1, u32::MAX]) {
+            bucket_checks(n);
         }
     }
 }
