@@ -65,6 +65,10 @@ _KTH = ("KTH-SP2-1996-2.1-cln.swf.gz", "fattree:K=20,S=5,P=1")
 _THUNDER = ("LLNL-Thunder-2007-1.1-cln.swf.gz", "cab")
 _CURIE = ("CEA-Curie-2011-2.1-cln.swf.gz", "fattree:K=18,S=18,P=18")
 _ATLAS = ("LLNL-Atlas-2006-2.1-cln.swf.gz", "cab")
+# logs on a fabric smaller than their machine: tens of thousands queued at once (issue 17,
+# "EASY on a long queue" in BENCHMARKS.md)
+_CURIE_ON_CAB = ("CEA-Curie-2011-2.1-cln.swf.gz", "cab")
+_RICC_ON_CAB = ("RICC-2010-2.swf.gz", "cab")
 
 CASES: tuple[Case, ...] = (
     Case("kth-fcfs-linear", *_KTH, "fcfs", "linear"),
@@ -81,6 +85,10 @@ CASES: tuple[Case, ...] = (
     Case("curie-easy-isolated", *_CURIE, "easy", "isolated"),
     Case("atlas-easy-linear", *_ATLAS, "easy", "linear"),
     Case("atlas-easy-isolated", *_ATLAS, "easy", "isolated"),
+    Case("curie-on-cab-easy-linear", *_CURIE_ON_CAB, "easy", "linear", Target("e2e_s", 5.0)),
+    Case("curie-on-cab-easy-isolated", *_CURIE_ON_CAB, "easy", "isolated"),
+    Case("ricc-on-cab-easy-linear", *_RICC_ON_CAB, "easy", "linear", Target("e2e_s", 5.0)),
+    Case("ricc-on-cab-easy-isolated", *_RICC_ON_CAB, "easy", "isolated"),
 )
 # Issue 17 ("speed at scale"): the topology-aware policies on Curie's 5,832 nodes
 # (BENCHMARKS.md, "Topology-aware policies at Curie scale"). Minutes each before that

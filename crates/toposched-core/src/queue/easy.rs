@@ -41,11 +41,14 @@
 //! *Cost*: phase 1 is one allocation call per job started and one for the head. Phase 2
 //! asks the allocation policy only about jobs rule 3 does not rule out by their size and
 //! end (and, on node sets, that no smaller failure of their class rules out): an index of
-//! the queue by row, kept across passes (`QueueIndex`), finds them in O(log rows) each, so
-//! a pass costs O((jobs tried + 1) log rows), not O(queue): with thousands queued (a log
-//! on a fabric smaller than its machine) the walk over every queued job was most of the
-//! replay (RICC and Curie on cab: BENCHMARKS.md, "EASY on a long queue"). A queue order that re-sorts the queue gets the
-//! plain walk (tests/easy_indexed.rs compares the two). The reservation (the
+//! the queue in buckets by class and node count, kept across passes (`QueueIndex`), finds
+//! them in O(buckets x log rows) each (a bucket's answer reused while its bounds stand; a
+//! pass after one that asked about no job starts after the rows that one looked at:
+//! `Quiet`), so a pass costs O((jobs tried + 1) x buckets x log rows), not O(queue): with
+//! thousands queued (a log on a fabric smaller than its machine) the walk over every
+//! queued job was most of the replay (RICC and Curie on cab: BENCHMARKS.md, "EASY on a
+//! long queue"). A queue order that re-sorts the queue gets the plain walk
+//! (tests/easy_indexed.rs compares the two). The reservation (the
 //! planner's `shadow` on counts, its `Projection` for node sets: `crate::planner`) is
 //! O(running) for fungible policies, stopping at the shadow time, and O(running x
 //! allocation) from scratch otherwise; either is cached while the machine state does not
@@ -74,10 +77,8 @@ use crate::alloc::{Allocator, Guard, Reserved};
 use crate::options::{parse_options, schema_of};
 use crate::pass::{Core, RunningChange};
 use crate::planner::{shadow, Projection};
-use crate::rows::Rows;
 use crate::state::{ClusterState, NodeSet};
 use crate::topology::{SpanClass, Topology};
-use crate::workload::Job;
 
 /// Options of `easy`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
@@ -199,8 +200,47 @@ pub struct Easy {
     known: Option<(u64, usize)>,
     /// Scratch: the rows phase 2 started, in queue order.
     backfilled: Vec<u32>,
-    /// Passes run with the index and with the plain scan (tests check both are taken).
-    scans: [u64; 2],
+    /// The last pass, if its phase 2 asked the allocation policy about no job.
+    quiet: Option<Quiet>,
+    /// Scratch: phase 2's last answer per bucket (`next_candidate`).
+    answers: Vec<Answer>,
+    /// Passes run with the index and with the plain scan, and passes that started after
+    /// the rows a quiet pass looked at (tests check each is taken).
+    scans: [u64; 3],
+}
+
+/// A pass whose phase 2 asked the allocation policy about no job: every job it looked at
+/// was ruled out by rule 3 alone (on counts by size against the free and extra nodes and
+/// by end against the shadow time, on node sets by size against the free nodes: no
+/// failure was recorded). While the machine state (`version`) and the head are the same
+/// and only rows were appended, a later pass rules them out again (the free nodes are the
+/// same, and on counts its time to the shadow and extra nodes are no larger), so it
+/// starts at `resume`.
+#[derive(Clone, Copy, Debug)]
+struct Quiet {
+    version: u64,
+    head: u32,
+    /// On counts: shadow time - now, and the extra nodes (0 on node sets).
+    wall_max_s: i64,
+    extra: u32,
+    /// The first row it did not look at: the end of its depth (`--queue-depth`: after
+    /// the jobs phase 1 started leave, the next pass's depth reaches further), else one
+    /// past the last row queued (rows appended since come after it).
+    resume: u32,
+}
+
+/// A bucket's first candidate from `from` on (within the pass's depth) under `bounds`
+/// (short, long: see [`QueueIndex::first`]).
+#[derive(Clone, Copy, Debug)]
+struct Answer {
+    bounds: (u32, u32),
+    from: u32,
+    row: Option<u32>,
+}
+
+impl Answer {
+    /// No answer yet (no bounds are these: `long` is at most the free nodes).
+    const NONE: Answer = Answer { bounds: (u32::MAX, u32::MAX), from: u32::MAX, row: None };
 }
 
 /// How phase 2 walks the queue. Not an option of the policy (both ways start the same
@@ -216,90 +256,112 @@ pub enum BackfillScan {
     Plain,
 }
 
-/// Phase 2's candidates on a long queue, found without looking at the others: the queued
-/// jobs by row (the queue is in row order unless a queue order re-sorts it: `Easy::pass`
-/// checks), as a segment tree holding over each range of rows the smallest node count and
-/// the smallest time limit of the queued jobs in it. Phase 2 skips, by rule 3 and without
-/// asking the allocation policy, every job larger than the free nodes and, on counts, every
-/// job that ends after the shadow time and needs more than the extra nodes; `first` finds
-/// the next job that is not skipped so, in queue order, in O(log rows) when the minima
-/// rule out whole ranges (a range is entered only if its minima leave a candidate
-/// possible). Rows not queued hold `u32::MAX` nodes (never a candidate). A pass costs
-/// O((jobs tried + 1) log rows) instead of O(queue): with thousands queued (a log on a
-/// fabric smaller than its machine) the plain walk was most of the replay.
+/// Phase 2's candidates on a long queue, found without looking at the others. Phase 2
+/// skips, by rule 3 and without asking the allocation policy, every job larger than the
+/// free nodes and, on counts, every job that ends after the shadow time and needs more
+/// than the extra nodes (on node sets, every job no smaller than a failed one of its
+/// class: `Hopeless`). So a candidate is a queued job with `walltime_s <= wall_max_s` and
+/// `nodes <= short`, or `walltime_s > wall_max_s` and `nodes <= long`.
+///
+/// The queued jobs are kept in buckets ([`QueueIndex`] each) by (monotone class, node
+/// count bucket: one per count up to 16, then two per doubling), each a segment tree over
+/// its rows of the smallest node count and the smallest time limit of each range; a
+/// range is entered only if its minima leave a candidate possible. Within a bucket of one
+/// node count the minima never come from two rows that each fail one half of the test, so
+/// the search goes straight to the first candidate; with one bucket for all, a queue of
+/// small long jobs and large short ones sent it into most of the tree at every pass. A
+/// pass costs O((jobs tried + 1) x buckets x log rows) instead of O(queue): with tens of
+/// thousands queued (a log on a fabric smaller than its machine) the plain walk was most
+/// of the replay.
 #[derive(Clone, Debug, Default)]
 struct QueueIndex {
-    /// The row of leaf 0.
-    base: u32,
-    /// Leaves, a power of two (0 before the first build); tree node 1 is the root, node
-    /// `v` has children `2v` and `2v + 1`, leaf `i` is node `cap + i`.
+    /// The rows, ascending; a row taken out stays (its leaf `NONE`) until the next rebuild.
+    rows: Vec<u32>,
+    /// Rows not taken out.
+    live: usize,
+    /// Leaves, a power of two; tree node 1 is the root, node `v` has children `2v` and
+    /// `2v + 1`, leaf `i` (for `rows[i]`) is node `cap + i`.
     cap: usize,
     /// Per tree node: the smallest node count and the smallest `walltime_s` of the queued
-    /// rows below it.
-    nodes: Vec<u32>,
-    wall_s: Vec<i64>,
+    /// rows below it (side by side: a search reads both).
+    min: Vec<(u32, i64)>,
 }
 
 impl QueueIndex {
     const NONE: (u32, i64) = (u32::MAX, i64::MAX);
 
-    /// Index exactly the rows of `queue` (ascending), with room for as many rows again
-    /// after the last before a rebuild (amortized O(1) per row appended).
-    fn build(&mut self, queue: &[u32], jobs: Rows<'_, Job>) {
-        let (first, last) = (queue.first().copied().unwrap_or(0), queue.last().copied().unwrap_or(0));
-        let span = (last - first) as usize + 1;
-        self.base = first;
-        self.cap = (2 * span).next_power_of_two().max(1024);
-        self.nodes.clear();
-        self.nodes.resize(2 * self.cap, Self::NONE.0);
-        self.wall_s.clear();
-        self.wall_s.resize(2 * self.cap, Self::NONE.1);
-        for &row in queue {
-            let job = jobs[row as usize];
-            let v = self.cap + (row - first) as usize;
-            (self.nodes[v], self.wall_s[v]) = (job.nodes, job.walltime_s);
-        }
+    #[inline]
+    fn both_min(a: (u32, i64), b: (u32, i64)) -> (u32, i64) {
+        (a.0.min(b.0), a.1.min(b.1))
+    }
+
+    /// Hold exactly `rows` (ascending, with their leaves), with room for as many again.
+    fn build(&mut self, rows: impl Iterator<Item = (u32, (u32, i64))>) {
+        self.rows.clear();
+        let leaves: Vec<(u32, i64)> = rows.map(|(row, leaf)| {
+            self.rows.push(row);
+            leaf
+        }).collect();
+        self.live = leaves.len();
+        self.cap = (2 * leaves.len()).next_power_of_two().max(16);
+        self.min.clear();
+        self.min.resize(2 * self.cap, Self::NONE);
+        self.min[self.cap..self.cap + leaves.len()].copy_from_slice(&leaves);
         for v in (1..self.cap).rev() {
-            self.nodes[v] = self.nodes[2 * v].min(self.nodes[2 * v + 1]);
-            self.wall_s[v] = self.wall_s[2 * v].min(self.wall_s[2 * v + 1]);
+            self.min[v] = Self::both_min(self.min[2 * v], self.min[2 * v + 1]);
         }
     }
 
-    /// Whether `row` has a leaf.
-    fn covers(&self, row: u32) -> bool {
-        row >= self.base && ((row - self.base) as usize) < self.cap
+    /// Rebuild with the rows not taken out.
+    fn compact(&mut self) {
+        let rows = std::mem::take(&mut self.rows);
+        let min = std::mem::take(&mut self.min);
+        let cap = self.cap;
+        self.build(rows.iter().enumerate().map(|(i, &row)| (row, min[cap + i])).filter(|&(_, leaf)| leaf != Self::NONE));
     }
 
-    /// Set `row`'s leaf (a covered row) and the minima above it.
-    fn set(&mut self, row: u32, (nodes, wall_s): (u32, i64)) {
-        let mut v = self.cap + (row - self.base) as usize;
-        (self.nodes[v], self.wall_s[v]) = (nodes, wall_s);
+    fn set(&mut self, i: usize, leaf: (u32, i64)) {
+        let mut v = self.cap + i;
+        self.min[v] = leaf;
         while v > 1 {
             v /= 2;
-            let (n, w) = (self.nodes[2 * v].min(self.nodes[2 * v + 1]), self.wall_s[2 * v].min(self.wall_s[2 * v + 1]));
-            if (n, w) == (self.nodes[v], self.wall_s[v]) {
+            let m = Self::both_min(self.min[2 * v], self.min[2 * v + 1]);
+            if m == self.min[v] {
                 break; // the minima above are unchanged too
             }
-            (self.nodes[v], self.wall_s[v]) = (n, w);
+            self.min[v] = m;
+        }
+    }
+
+    /// Add `row`, after every row held.
+    fn push(&mut self, row: u32, leaf: (u32, i64)) {
+        debug_assert!(self.rows.last().map_or(true, |&last| last < row));
+        if self.rows.len() == self.cap {
+            self.compact();
+        }
+        self.rows.push(row);
+        self.live += 1;
+        self.set(self.rows.len() - 1, leaf);
+    }
+
+    /// Take `row` out (a row held).
+    fn remove(&mut self, row: u32) {
+        let i = self.rows.binary_search(&row).expect("an indexed row");
+        self.set(i, Self::NONE);
+        self.live -= 1;
+        if self.live * 4 < self.rows.len() && self.rows.len() > 64 {
+            self.compact();
         }
     }
 
     /// The first queued row in `[from, to)` with `walltime_s <= wall_max_s` and `nodes <=
     /// short`, or `walltime_s > wall_max_s` and `nodes <= long`.
     fn first(&self, from: u32, to: u32, wall_max_s: i64, short: u32, long: u32) -> Option<u32> {
-        if self.cap == 0 || to <= self.base {
-            return None;
-        }
-        let lo = from.saturating_sub(self.base) as usize;
-        let hi = ((to - self.base) as usize).min(self.cap);
-        if lo >= hi {
-            return None;
-        }
         // Necessary for a candidate below a node (its minima may come from two rows), and
         // exact at a leaf.
         let leaf = self.cap;
         let may_hold = |v: usize| {
-            let (n, w) = (self.nodes[v], self.wall_s[v]);
+            let (n, w) = self.min[v];
             if v >= leaf {
                 if w <= wall_max_s {
                     n <= short
@@ -310,6 +372,15 @@ impl QueueIndex {
                 n <= long || (w <= wall_max_s && n <= short)
             }
         };
+        // most buckets hold no candidate at all: no search for the range then
+        if self.live == 0 || !may_hold(1) {
+            return None;
+        }
+        let lo = if self.rows.first().is_some_and(|&r| r >= from) { 0 } else { self.rows.partition_point(|&r| r < from) };
+        let hi = if self.rows.last().is_some_and(|&r| r < to) { self.rows.len() } else { self.rows.partition_point(|&r| r < to) };
+        if lo >= hi {
+            return None;
+        }
         // Depth-first, left to right, over the nodes inside [lo, hi) that may hold one.
         let mut stack = [(0usize, 0usize, 0usize); 66];
         stack[0] = (1, 0, self.cap);
@@ -321,7 +392,7 @@ impl QueueIndex {
                 continue;
             }
             if r - l == 1 {
-                return Some(self.base + l as u32);
+                return Some(self.rows[l]);
             }
             let m = (l + r) / 2;
             stack[top] = (2 * v + 1, m, r);
@@ -332,65 +403,81 @@ impl QueueIndex {
     }
 }
 
-/// [`QueueIndex`] per monotone class of the allocation policy
-/// (`Allocator::monotone_class`; one for every job on counts, where phase 2 does not use
-/// classes): with a node-set reservation a job of a class is hopeless once a job of that
-/// class no larger failed (`Hopeless`), a bound on the node count within the class, so the
-/// index leaves those jobs out too. The class of a node count is taken to depend on the
-/// fabric and the count only, as `Hopeless` takes it.
+/// A bucket's key: the allocation policy's monotone class of the node count
+/// (`Allocator::monotone_class`; None on counts, where phase 2 does not use classes), and
+/// the node count's bucket. The class of a node count is taken to depend on the fabric
+/// and the count only, as `Hopeless` takes it.
+type BucketKey = (Option<u8>, u8);
+
+/// The bucket of a node count: itself up to 16, then two per doubling.
+fn size_bucket(nodes: u32) -> u8 {
+    if nodes <= 16 {
+        return nodes as u8;
+    }
+    let octave = 31 - nodes.leading_zeros(); // >= 4
+    let half = (nodes >> (octave - 1)) & 1;
+    (16 + 2 * (octave - 4) + half + 1) as u8
+}
+
+/// The smallest node count of a bucket.
+fn bucket_floor(bucket: u8) -> u32 {
+    if bucket <= 16 {
+        return bucket as u32;
+    }
+    let k = bucket as u32 - 17;
+    let (octave, half) = (4 + k / 2, k % 2);
+    // 16 itself has a bucket of its own
+    ((1 << octave) | (half << (octave - 1))).max(17)
+}
+
+/// The queue's buckets, ordered by key (within a class, by node count).
 #[derive(Clone, Debug, Default)]
 struct ClassIndex {
-    trees: Vec<(Option<u8>, QueueIndex)>,
+    trees: Vec<(BucketKey, QueueIndex)>,
 }
 
 impl ClassIndex {
-    fn class_of(ctx: &PassCtx, nodes: u32) -> Option<u8> {
-        if ctx.alloc.fungible() {
-            None
-        } else {
-            ctx.alloc.monotone_class(ctx.topo, nodes)
-        }
+    fn key_of(ctx: &PassCtx, nodes: u32) -> BucketKey {
+        let class = if ctx.alloc.fungible() { None } else { ctx.alloc.monotone_class(ctx.topo, nodes) };
+        (class, size_bucket(nodes))
+    }
+
+    fn leaf_of(ctx: &PassCtx, row: u32) -> (u32, i64) {
+        let job = ctx.jobs[row as usize];
+        (job.nodes, job.walltime_s)
     }
 
     /// Index exactly the rows of `queue` (ascending).
     fn build(&mut self, ctx: &PassCtx, queue: &[u32]) {
-        let mut rows: Vec<(Option<u8>, u32)> = queue.iter().map(|&row| (Self::class_of(ctx, ctx.jobs[row as usize].nodes), row)).collect();
-        rows.sort_by_key(|&(class, _)| class); // stable: rows ascend within a class
-        self.trees.retain(|(class, _)| rows.iter().any(|(c, _)| c == class));
+        let mut rows: Vec<(BucketKey, u32)> = queue.iter().map(|&row| (Self::key_of(ctx, ctx.jobs[row as usize].nodes), row)).collect();
+        rows.sort_by_key(|&(key, _)| key); // stable: rows ascend within a bucket
+        self.trees.clear();
         for chunk in rows.chunk_by(|a, b| a.0 == b.0) {
-            let class_rows: Vec<u32> = chunk.iter().map(|&(_, row)| row).collect();
-            self.tree_mut(chunk[0].0).build(&class_rows, ctx.jobs);
+            let mut tree = QueueIndex::default();
+            tree.build(chunk.iter().map(|&(_, row)| (row, Self::leaf_of(ctx, row))));
+            self.trees.push((chunk[0].0, tree));
         }
     }
 
-    fn tree_mut(&mut self, class: Option<u8>) -> &mut QueueIndex {
-        let i = match self.trees.iter().position(|(c, _)| *c == class) {
-            Some(i) => i,
-            None => {
-                self.trees.push((class, QueueIndex::default()));
-                self.trees.len() - 1
+    /// Index `row`, after every row indexed.
+    fn insert(&mut self, ctx: &PassCtx, row: u32) {
+        let key = Self::key_of(ctx, ctx.jobs[row as usize].nodes);
+        let i = match self.trees.binary_search_by_key(&key, |&(k, _)| k) {
+            Ok(i) => i,
+            Err(i) => {
+                let mut tree = QueueIndex::default();
+                tree.build(std::iter::empty());
+                self.trees.insert(i, (key, tree));
+                i
             }
         };
-        &mut self.trees[i].1
-    }
-
-    /// Index `row`, appended to `queue` (which holds it): rebuilds its class's tree when
-    /// the row is past the tree's room.
-    fn insert(&mut self, ctx: &PassCtx, queue: &[u32], row: u32) {
-        let job = ctx.jobs[row as usize];
-        let class = Self::class_of(ctx, job.nodes);
-        let tree = self.tree_mut(class);
-        if tree.covers(row) {
-            tree.set(row, (job.nodes, job.walltime_s));
-        } else {
-            let class_rows: Vec<u32> = queue.iter().copied().filter(|&r| Self::class_of(ctx, ctx.jobs[r as usize].nodes) == class).collect();
-            self.tree_mut(class).build(&class_rows, ctx.jobs);
-        }
+        self.trees[i].1.push(row, Self::leaf_of(ctx, row));
     }
 
     fn remove(&mut self, ctx: &PassCtx, row: u32) {
-        let class = Self::class_of(ctx, ctx.jobs[row as usize].nodes);
-        self.tree_mut(class).set(row, QueueIndex::NONE);
+        let key = Self::key_of(ctx, ctx.jobs[row as usize].nodes);
+        let i = self.trees.binary_search_by_key(&key, |&(k, _)| k).expect("an indexed row's bucket");
+        self.trees[i].1.remove(row);
     }
 }
 
@@ -448,9 +535,10 @@ impl Easy {
         self
     }
 
-    /// Passes run with the queue index and with the plain scan (tests).
+    /// Passes run with the queue index and with the plain scan, and passes that started
+    /// after the rows a quiet one looked at (tests).
     #[doc(hidden)]
-    pub fn scans(&self) -> [u64; 2] {
+    pub fn scans(&self) -> [u64; 3] {
         self.scans
     }
 
@@ -801,12 +889,13 @@ impl Easy {
             // the engine appends rows in row order after the ones left
             if edits == ctx.queue_edits() && len <= queue.len() && (len == 0 || len == queue.len() || queue[len - 1] < queue[len]) {
                 for &row in &queue[len..] {
-                    self.index.insert(ctx, queue, row);
+                    self.index.insert(ctx, row);
                 }
                 return true;
             }
         }
         self.known = None;
+        self.quiet = None;
         if !queue.windows(2).all(|w| w[0] < w[1]) {
             return false;
         }
@@ -819,7 +908,12 @@ impl Easy {
     /// one ending by the shadow time within the free nodes, or any within the extra ones
     /// too; on node sets one within the free nodes that no failure of its class covers
     /// (`Hopeless`, for the kind its end gives it).
-    fn next_candidate(&self, ctx: &PassCtx, res: &Reservation, hopeless: &Hopeless, from: u32, to: u32, free: u32) -> Option<u32> {
+    ///
+    /// `self.answers` (one per bucket, cleared at the start of phase 2, while the index
+    /// does not change) keeps each bucket's last answer with the bounds and start it was found
+    /// for: a bucket whose bounds are unchanged (no job started, no failure of its class)
+    /// and whose answer is not behind `from` is not searched again.
+    fn next_candidate(&mut self, ctx: &PassCtx, res: &Reservation, hopeless: &Hopeless, from: u32, to: u32, free: u32) -> Option<u32> {
         let now = ctx.now();
         let (wall_max_s, kinds) = match *res {
             Reservation::Count { shadow_s, .. } => (shadow_s.saturating_sub(now), None),
@@ -833,17 +927,27 @@ impl Easy {
         let version = ctx.version();
         let hopeless_apply = !ctx.has_switch_limits();
         let mut best: Option<u32> = None;
-        for (class, tree) in &self.index.trees {
+        self.answers.resize(self.index.trees.len(), Answer::NONE);
+        for (&((class, bucket), ref tree), answer) in self.index.trees.iter().zip(self.answers.iter_mut()) {
             let (short, long) = match (res, kinds, class) {
                 (Reservation::Count { extra, .. }, _, _) => (free, (*extra).min(free)),
-                (_, Some(kind), &Some(class)) if hopeless_apply => {
+                (_, Some(kind), Some(class)) if hopeless_apply => {
                     let below = |kind| hopeless.smallest_failed(version, class, kind).saturating_sub(1).min(free);
                     (below(kind), below(0))
                 }
                 _ => (free, free),
             };
-            let to = best.unwrap_or(to);
-            if let Some(row) = tree.first(from, to, wall_max_s, short, long) {
+            if bucket_floor(bucket) > short.max(long) {
+                continue; // every job of the bucket is too large
+            }
+            let row = if answer.bounds == (short, long) && answer.from <= from && answer.row.map_or(true, |row| row >= from) {
+                answer.row
+            } else {
+                let row = tree.first(from, to, wall_max_s, short, long);
+                *answer = Answer { bounds: (short, long), from, row };
+                row
+            };
+            if let Some(row) = row.filter(|&row| best.map_or(true, |b| row < b)) {
                 best = Some(row);
             }
         }
@@ -866,6 +970,7 @@ impl Easy {
             }
         }
         self.backfilled.clear();
+        let mut quiet = None;
         if head_pos < depth {
             let head = ctx.queue()[head_pos];
             let now = ctx.now();
@@ -873,14 +978,25 @@ impl Easy {
                 ctx.log_reservation(now, head, res.start_s());
                 // Phase 2 over the rows after the head up to the depth (the queue ascends).
                 let to = if depth < len { ctx.queue()[depth] } else { u32::MAX };
-                let mut hopeless = Hopeless::default();
+                let (wall_max_s, extra) = match res {
+                    Reservation::Count { shadow_s, extra } => (shadow_s - now, extra),
+                    Reservation::Nodes(_) => (0, 0),
+                };
                 let mut from = head + 1;
+                if let Some(q) = self.quiet.filter(|q| q.version == ctx.version() && q.head == head && wall_max_s <= q.wall_max_s && extra <= q.extra) {
+                    from = from.max(q.resume);
+                    self.scans[2] += 1;
+                }
+                let mut hopeless = Hopeless::default();
+                let mut asked = false;
+                self.answers.clear();
                 loop {
                     let free = ctx.n_free();
                     if free == 0 {
                         break;
                     }
                     let Some(job) = self.next_candidate(ctx, &res, &hopeless, from, to, free) else { break };
+                    asked = true;
                     let end_s = now + ctx.jobs[job as usize].walltime_s;
                     if self.try_backfill(ctx, &mut res, &mut hopeless, job, end_s) {
                         self.backfilled.push(job);
@@ -888,8 +1004,13 @@ impl Easy {
                     from = job + 1;
                 }
                 self.keep(res);
+                if !asked {
+                    let seen_to = ctx.queue().last().map_or(0, |&row| row + 1);
+                    quiet = Some(Quiet { version: ctx.version(), head, wall_max_s, extra, resume: to.min(seen_to) });
+                }
             }
         }
+        self.quiet = quiet;
         // Take the started jobs out of the index and the queue (in place: the runs between
         // them move down once).
         if head_pos > 0 || !self.backfilled.is_empty() {
@@ -961,6 +1082,7 @@ impl Easy {
         }
         *ctx.queue_mut() = rest;
         self.known = None;
+        self.quiet = None;
     }
 }
 
@@ -985,56 +1107,66 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// Rows of a queue as (row, nodes, walltime_s), ascending.
-    fn jobs_of(rows: &[(u32, u32, i64)]) -> Vec<Job> {
-        let last = rows.last().map_or(0, |r| r.0 as usize + 1);
-        let mut jobs = vec![Job::default(); last];
-        for &(row, nodes, walltime_s) in rows {
-            jobs[row as usize] = Job { nodes, walltime_s, ..Job::default() };
-        }
-        jobs
-    }
-
     proptest! {
-        /// `QueueIndex::first` after a build, removals and appends (a rebuild when out of
-        /// room) = the first row of the queue meeting the condition, found by looking at each.
+        /// `QueueIndex::first` after a build, pushes (compacting when out of room) and
+        /// removals (compacting when mostly empty) = the first row held meeting the
+        /// condition, found by looking at each.
         #[test]
         fn first_equals_a_scan(
             gaps in prop::collection::vec((1u32..40, 1u32..20, 1i64..100), 0..300),
-            removed in prop::collection::vec(any::<prop::sample::Index>(), 0..100),
+            removed in prop::collection::vec(any::<prop::sample::Index>(), 0..250),
             split in any::<prop::sample::Index>(),
             queries in prop::collection::vec((0u32..9000, 0u32..9000, 0i64..110, 0u32..22, 0u32..22), 1..40),
         ) {
             let mut row = 0;
-            let all: Vec<(u32, u32, i64)> = gaps.iter().map(|&(gap, n, w)| { row += gap; (row, n, w) }).collect();
-            let jobs = jobs_of(&all);
-            let view = Rows::new(0, &jobs);
-            // built on a prefix, the rest appended
+            let all: Vec<(u32, (u32, i64))> = gaps.iter().map(|&(gap, n, w)| { row += gap; (row, (n, w)) }).collect();
+            // built on a prefix, the rest pushed
             let at = if all.is_empty() { 0 } else { split.index(all.len() + 1) };
-            let mut queue: Vec<u32> = all[..at].iter().map(|r| r.0).collect();
+            let mut held: Vec<(u32, (u32, i64))> = all[..at].to_vec();
             let mut index = QueueIndex::default();
-            index.build(&queue, view);
-            for &(row, n, w) in &all[at..] {
-                queue.push(row);
-                if index.covers(row) {
-                    index.set(row, (n, w));
-                } else {
-                    index.build(&queue, view);
-                }
+            index.build(held.iter().copied());
+            for &(row, leaf) in &all[at..] {
+                held.push((row, leaf));
+                index.push(row, leaf);
             }
             for r in &removed {
-                if !queue.is_empty() {
-                    let row = queue.remove(r.index(queue.len()));
-                    index.set(row, QueueIndex::NONE);
+                if !held.is_empty() {
+                    let (row, _) = held.remove(r.index(held.len()));
+                    index.remove(row);
                 }
             }
+            prop_assert_eq!(index.live, held.len());
             for &(from, to, wall_max_s, short, long) in &queries {
-                let scan = queue.iter().copied().find(|&row| {
-                    let j = jobs[row as usize];
-                    row >= from && row < to && if j.walltime_s <= wall_max_s { j.nodes <= short } else { j.nodes <= long }
-                });
-                prop_assert_eq!(index.first(from, to, wall_max_s, short, long), scan);
+                let scan = held.iter().find(|&&(row, (n, w))| row >= from && row < to && if w <= wall_max_s { n <= short } else { n <= long });
+                prop_assert_eq!(index.first(from, to, wall_max_s, short, long), scan.map(|&(row, _)| row));
             }
+        }
+
+        /// Buckets ascend with the node count, and `bucket_floor` is the smallest count of
+        /// each (what lets a search skip a bucket whose floor is too large).
+        #[test]
+        fn buckets_ascend_from_their_floor(n in any::<u32>()) {
+            bucket_checks(n);
+        }
+    }
+
+    fn bucket_checks(n: u32) {
+        let b = size_bucket(n);
+        assert!(bucket_floor(b) <= n, "{n}");
+        assert_eq!(size_bucket(bucket_floor(b)), b, "{n}");
+        if n > 0 {
+            assert!(size_bucket(n - 1) <= b, "{n}");
+        }
+        if n < u32::MAX {
+            assert!(size_bucket(n + 1) >= b, "{n}");
+        }
+    }
+
+    /// Every count up to 2^17 (every bucket's edges there), and the largest.
+    #[test]
+    fn small_buckets_ascend_from_their_floor() {
+        for n in (0..=1u32 << 17).chain([u32::MAX - 1, u32::MAX]) {
+            bucket_checks(n);
         }
     }
 }
