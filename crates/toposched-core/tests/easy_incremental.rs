@@ -8,13 +8,11 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use common::options_of;
+use common::alloc_of;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::TestRunner;
-use toposched_core::alloc::{self, Allocator, IsolatedOptions, LeafOrder, TieBreak};
 use toposched_core::queue::{Easy, EasyOptions, PassCtx, QueuePolicy, ReservationUpdate};
-use toposched_core::registry::Options;
 use toposched_core::{Engine, EngineOptions, EventOrder, Job, JobStatus, Topology};
 
 /// Lets the test read the policy's counters after the engine has run it.
@@ -31,18 +29,6 @@ impl QueuePolicy for Shared {
 
 const ALLOCS: [&str; 5] = ["isolated", "capped", "jigsaw", "slurm-tree", "linear"];
 
-/// A registered allocation policy, its options varied by `variant`.
-fn alloc_of(name: &str, variant: u8) -> Box<dyn Allocator> {
-    let o = match name {
-        "isolated" => options_of(IsolatedOptions {
-            leaf_order: if variant & 1 == 0 { LeafOrder::FluxTopo } else { LeafOrder::Paper },
-            tie_break: if variant & 2 == 0 { TieBreak::Name } else { TieBreak::Index },
-        }),
-        "capped" => options_of(serde_json::json!({"leaf_cap": 1 + variant % 3, "pod_cap": 1 + (variant / 3) % 2})),
-        _ => Options::new(),
-    };
-    alloc::by_name(name, &o).unwrap()
-}
 
 #[derive(Clone, Debug)]
 struct Case {

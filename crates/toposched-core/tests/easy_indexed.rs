@@ -11,13 +11,11 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use common::options_of;
+use common::alloc_of;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::TestRunner;
-use toposched_core::alloc::{self, Allocator, IsolatedOptions, LeafOrder, RandomOptions, TieBreak};
 use toposched_core::queue::{BackfillScan, Easy, EasyOptions, PassCtx, QueuePolicy};
-use toposched_core::registry::Options;
 use toposched_core::{Engine, EngineOptions, EventOrder, Job, JobStatus, Topology};
 
 /// What the queue order in front of EASY does before each pass.
@@ -71,18 +69,6 @@ impl QueuePolicy for Fronted {
 
 const ALLOCS: [&str; 7] = ["linear", "random", "isolated", "capped", "jigsaw", "slurm-tree", "least-interference"];
 
-fn alloc_of(name: &str, variant: u8) -> Box<dyn Allocator> {
-    let o = match name {
-        "random" => options_of(RandomOptions { seed: variant as u64 }),
-        "isolated" => options_of(IsolatedOptions {
-            leaf_order: if variant & 1 == 0 { LeafOrder::FluxTopo } else { LeafOrder::Paper },
-            tie_break: if variant & 2 == 0 { TieBreak::Name } else { TieBreak::Index },
-        }),
-        "capped" => options_of(serde_json::json!({"leaf_cap": 1 + variant % 3, "pod_cap": 1 + (variant / 3) % 2})),
-        _ => Options::new(),
-    };
-    alloc::by_name(name, &o).unwrap()
-}
 
 #[derive(Clone, Debug)]
 struct Case {

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use proptest::prelude::*;
+use toposched_core::alloc::{self, Allocator, IsolatedOptions, LeafOrder, RandomOptions, TieBreak};
 use toposched_core::registry::Options;
 use toposched_core::Job;
 
@@ -22,4 +23,19 @@ pub fn workload(max_nodes: u32) -> impl Strategy<Value = Vec<Job>> {
             .map(|(i, (s, n, w, r))| Job { id: i as i64, submit_s: s, nodes: n, walltime_s: w, runtime_s: r, ..Default::default() })
             .collect()
     })
+}
+
+/// A registered allocation policy, its options varied by `variant` (random's seed,
+/// isolated's leaf order and tie break, capped's caps; the others take none).
+pub fn alloc_of(name: &str, variant: u8) -> Box<dyn Allocator> {
+    let o = match name {
+        "random" => options_of(RandomOptions { seed: variant as u64 }),
+        "isolated" => options_of(IsolatedOptions {
+            leaf_order: if variant & 1 == 0 { LeafOrder::FluxTopo } else { LeafOrder::Paper },
+            tie_break: if variant & 2 == 0 { TieBreak::Name } else { TieBreak::Index },
+        }),
+        "capped" => options_of(serde_json::json!({"leaf_cap": 1 + variant % 3, "pod_cap": 1 + (variant / 3) % 2})),
+        _ => Options::new(),
+    };
+    alloc::by_name(name, &o).unwrap()
 }
