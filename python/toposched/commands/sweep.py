@@ -1,4 +1,4 @@
-"""`toposched sweep`: run a matrix of replays described in a TOML file, on Dask."""
+"""`toposched sweep`: run a matrix of replays described in a TOML file, on worker processes or Dask."""
 
 from __future__ import annotations
 
@@ -13,11 +13,12 @@ if TYPE_CHECKING:
     from ..sweep.spec import Sweep
 
 NAME = "sweep"
-HELP = "run a matrix of replays (workloads x fabrics x policies x scenarios) on Dask"
+HELP = "run a matrix of replays (workloads x fabrics x policies x scenarios) on local workers or Dask"
 DESCRIPTION = """\
 Run every combination a sweep file describes: workloads (traces, transforms, reader options)
 x fabrics (presets, fattree parameters with tapers, topology.conf files) x queue policies x
-allocation policies x scenarios (speedups, seeds). One run is one Dask task; runs already
+allocation policies x scenarios (speedups, seeds). Runs go to a pool of worker processes on
+this machine (--workers), or one Dask task each with --dask or a Dask scheduler; runs already
 complete in DIR are skipped, so a killed sweep is resumed by starting it again."""
 
 EPILOG = """\
