@@ -7,8 +7,8 @@ export PATH="$HOME/.cargo/bin:$PATH"
 echo "== building and installing toposched with its test extras (the Rust core: a few minutes the first time) =="
 python3 -m pip install --quiet --disable-pip-version-check -e ".[test]"
 echo "== Rust tests =="
-cargo test --quiet -p toposched-core
-# Habits (ARCHITECTURE.md, rules): clippy with warnings as errors on both crates, ruff on the
+cargo test --quiet -p toposched-core -p toposched-io
+# Habits (ARCHITECTURE.md, rules): clippy with warnings as errors on every crate, ruff on the
 # Python, mypy --strict on the whole package, no module exempt;
 # the stub's signatures are checked by mypy.stubtest in tests/test_stub.py.
 echo "== clippy, ruff, mypy =="
