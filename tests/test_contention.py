@@ -454,6 +454,7 @@ def test_cli_refuses_a_crossbar_larger_than_the_machine(tmp_path, capsys):
     assert main(["contention", "--run", str(run_dir), "--out", str(tmp_path / "c"), "--crossbar-sizes", "8,99999999999", *common]) == 2
     err = capsys.readouterr().err
     assert err == "error: --crossbar-sizes: 99999999999 nodes per leaf is more than the 96 nodes of the schedule's machine: from there one leaf holds the whole machine and no uplink carries anything (give at most 96)\n"
+    assert not (tmp_path / "c").exists()  # refused before --out is made: no empty directory left
     # with --trace, before the replay (nothing written)
     argv = ["contention", "--trace", str(DATA / "atlas-window-120.swf"), "--system", "fattree:K=12,S=8,P=1", "--crossbar-sizes", "97"]
     assert main([*argv, "--out", str(tmp_path / "c2"), *common]) == 2
@@ -466,8 +467,9 @@ def test_cli_refuses_a_crossbar_larger_than_the_machine(tmp_path, capsys):
 def test_cli_usage_errors(tmp_path, capsys):
     assert main(["contention", "--out", str(tmp_path)]) == 2
     assert main(["contention", "--trace", str(EXAMPLE_TRACE), "--out", str(tmp_path)]) == 2
-    assert main(["contention", "--run", str(tmp_path / "nothing"), "--out", str(tmp_path)]) == 2
+    assert main(["contention", "--run", str(tmp_path / "nothing"), "--out", str(tmp_path / "c")]) == 2
     assert "toposched simulate" in capsys.readouterr().err
+    assert not (tmp_path / "c").exists()
 
 
 def test_write_outputs_files_figures_and_page(tmp_path):
@@ -497,6 +499,7 @@ def test_cli_refuses_more_uplinks_than_a_leaf_has_and_a_damaged_run(tmp_path, ca
     assert main(["contention", "--run", str(run_dir), "--out", str(tmp_path / "c"), "--uplinks", "13,6", *common]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["error: --uplinks: 13 uplinks left per leaf is more than the 12 of this fabric's nonblocking leaf (R counts the uplinks left: at most K)"]
+    assert not (tmp_path / "c").exists()  # refused before --out is made: no empty directory left
     # with --trace, before the replay (nothing written)
     argv = ["contention", "--trace", str(DATA / "atlas-window-120.swf"), "--system", "fattree:K=12,S=96,P=1", "--uplinks", "13"]
     assert main([*argv, "--out", str(tmp_path / "c3"), *common]) == 2
@@ -509,3 +512,4 @@ def test_cli_refuses_more_uplinks_than_a_leaf_has_and_a_damaged_run(tmp_path, ca
     assert main(["contention", "--run", str(run_dir), "--out", str(tmp_path / "c2"), *common]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {run_dir / 'jobs.parquet'}: is not a schedule on ") and "node ids must lie in [0, 1152)" in err[0], err
+    assert not (tmp_path / "c2").exists()

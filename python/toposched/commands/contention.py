@@ -140,12 +140,15 @@ def run(args: argparse.Namespace) -> int:
             _check_uplinks(args.uplinks, max(int(fabric["nodes_per_leaf"]), int(fabric.get("uplinks_per_leaf") or 0)))
         _check_crossbar_sizes(args.crossbar_sizes, int(fabric["nodes"]))
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    if args.trace:
+        out.mkdir(parents=True, exist_ok=True)  # the replay keeps its run in out/run
     say: Callable[[str], None] = (lambda _m: None) if args.quiet else (lambda m: print(m))
     schedule = _load_schedule(args, out, say)
     if args.uplinks:
         _check_uplinks(args.uplinks, schedule.full_uplinks)
     _check_crossbar_sizes(args.crossbar_sizes, schedule.n_nodes)
+    # --run: made only now, so that a run or an option refused above leaves no empty --out
+    out.mkdir(parents=True, exist_ok=True)
     cores = None if args.cores_sweep == [] else args.cores_sweep
     tick = time.perf_counter()
     analysis, doc = run_contention(
