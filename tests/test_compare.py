@@ -220,3 +220,18 @@ def test_an_empty_scenario_list_is_refused(tmp_path) -> None:
         plan_runs(["linear"], [" ", ""])
     assert main(["compare", "--trace", str(Path(__file__).parent / "data" / "atlas-window-120.swf"), "--system", "cab", "--scenarios", "", "--out", str(tmp_path / "o"), "--quiet"]) == 2
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("keyword, value", [("allocs", "isolated"), ("scenarios", "none"), ("transforms", "days:1")])
+def test_a_bare_string_for_a_list_is_refused_naming_the_keyword(tmp_path, keyword, value):
+    """A notebook's run_compare(..., allocs="isolated") read the string one letter at a
+    time and stopped with "unknown allocation policy 'i'" (transforms="days:1": "unknown
+    transform 'd'"), naming neither the keyword nor the mistake. Refused before the log is
+    read; nothing is written."""
+    kwargs = {"allocs": ["linear"], "scenarios": ["none"], "jobs": 1, keyword: value}
+    with pytest.raises(TypeError) as exc:
+        run_compare(EXAMPLE_TRACE, "cab", tmp_path / "c", **kwargs)
+    assert str(exc.value) == f"run_compare(): {keyword} must be a list of strings, e.g. {keyword}=[{value!r}], got the string {value!r}"
+    assert not (tmp_path / "c").exists()
+    with pytest.raises(TypeError, match=r"^plan_runs\(\): allocs must be a list of strings"):
+        plan_runs("linear", ["none"])

@@ -198,3 +198,17 @@ def test_cli_bad_network_stops_before_any_run(tmp_path):
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert r.stderr.strip().splitlines()[-1] == "error: --network: field 'nosuch': expected bins, random, heavy, column:NAME or KEY=VALUE"
     assert not (out / "runs").exists()
+
+
+@pytest.mark.parametrize("keyword, value", [("policies", "linear"), ("transforms", "days:1")])
+def test_a_bare_string_for_a_list_is_refused_naming_the_keyword(tmp_path, keyword, value):
+    """run_frontier(..., policies="linear") read the string one letter at a time and
+    stopped with "unknown allocation policy 'l' in 'l'"; transforms="days:1" with "unknown
+    transform 'd'". Refused before the log is read; nothing is written."""
+    kwargs = {"policies": ["linear"], "jobs": 1, keyword: value}
+    with pytest.raises(TypeError) as exc:
+        run_frontier(THUNDER, "cab", tmp_path / "f", **kwargs)
+    assert str(exc.value) == f"run_frontier(): {keyword} must be a list of strings, e.g. {keyword}=[{value!r}], got the string {value!r}"
+    assert not (tmp_path / "f").exists()
+    with pytest.raises(TypeError, match=r"^expand_grid\(\): items must be a list of strings"):
+        expand_grid("isolated")

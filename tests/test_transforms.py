@@ -363,3 +363,13 @@ def test_a_workload_built_from_arrays_keeps_its_values_or_says_why_not(column, v
         cols[column] = ok
         w = Workload(columns=cols, source="mem", format="swf")
         assert w.columns[column].dtype == np.int64 and w.columns[column].tolist() == [1, 2, 3]
+
+
+def test_apply_transforms_refuses_a_bare_string():
+    """apply_transforms(w, "scale:2") read the string one letter at a time and stopped
+    with "cannot read 's': unknown transform 's'"."""
+    w = make([1, 2, 3])
+    with pytest.raises(TypeError) as exc:
+        apply_transforms(w, "scale:2")
+    assert str(exc.value) == "apply_transforms(): specs must be a list of strings, e.g. specs=['scale:2'], got the string 'scale:2'"
+    assert apply_transforms(w, ["scale:2"])["nodes"].tolist() == [2, 4, 6]

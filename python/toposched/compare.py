@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from . import __version__
-from .errors import InputError, ToposchedError
+from .errors import InputError, ToposchedError, require_list
 from .files import write_atomic as _atomic
 from .simulate import RunConfig
 from .transforms import SCENARIOS, apply_transforms
@@ -73,6 +73,8 @@ def plan_runs(allocs: list[str] | tuple[str, ...], scenarios: list[str] | tuple[
     """The (alloc, scenario) pairs to run, in output order: allocs as given; for each,
     the scenarios as given, ``none`` always (first if it was not listed), the others only
     for topology-aware policies. Unknown names raise :class:`InputError`."""
+    require_list("plan_runs", "allocs", allocs)
+    require_list("plan_runs", "scenarios", scenarios)
     allocs = _dedupe([a.strip() if ":" in a else a.strip().lower() for a in allocs if a.strip()])
     scenarios = _dedupe([s.strip().lower() for s in scenarios if s.strip()])
     expected = ", ".join(ALLOCS) + " or module:Class"
@@ -284,6 +286,7 @@ def load_workload(
     """Read ``trace`` and apply ``transforms`` (``cap``/``drop`` alone use ``fabric_nodes``)."""
     from .workload import read_trace
 
+    require_list("load_workload", "transforms", transforms)
     w = read_trace(trace, format=format, lenient=lenient)
     w = apply_transforms(w, list(transforms), fabric_nodes=fabric_nodes)
     if len(w) == 0:
@@ -343,6 +346,8 @@ def run_compare(
     from .topology import load_fabric
 
     t_start = time.perf_counter()
+    for name, value in (("allocs", allocs), ("scenarios", scenarios), ("transforms", transforms)):
+        require_list("run_compare", name, value)
     options = dict(run_options or {})
     seed = options.pop("seed", seed)
     network = options.pop("network", network)

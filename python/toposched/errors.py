@@ -58,3 +58,11 @@ class TopologyError(InputError):
 class SimulationError(ToposchedError):
     """A replay that cannot go on: a policy written in Python failed or answered wrongly,
     or an invariant check found a violation. The message says which and why."""
+
+
+def require_list(func: str, name: str, value: object) -> None:
+    """Refuse a bare string where a list of strings is meant: iterated, ``"isolated"`` is
+    the names ``"i"``, ``"s"``, ..., and the error then names the letter ``'i'``, not the
+    mistake (a notebook's ``allocs="isolated"``)."""
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"{func}(): {name} must be a list of strings, e.g. {name}=[{value!r}], got the string {value!r}")

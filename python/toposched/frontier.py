@@ -45,7 +45,7 @@ from typing import Any, Callable, Sequence
 from . import __version__, registry
 from .compare import RunSpec, load_workload, run_matrix
 from .config import RunConfig
-from .errors import InputError
+from .errors import InputError, require_list
 from .files import write_text_atomic
 
 #: Targets of issue 18 ("isolation's benefit at almost no utilization cost"): a point meets
@@ -144,6 +144,7 @@ def expand_grid(items: Sequence[str]) -> list[GridPoint]:
     >>> [p.label for p in expand_grid(["linear", "isolated:leaf_order=flux-topo+paper"])]
     ['linear', 'isolated(leaf_order=flux-topo)', 'isolated(leaf_order=paper)']
     """
+    require_list("expand_grid", "items", items)
     names = registry.alloc_names()
     points: list[GridPoint] = []
     for raw in items:
@@ -296,6 +297,8 @@ def run_frontier(
     from .topology import load_fabric
 
     t0 = time.perf_counter()
+    require_list("run_frontier", "policies", policies)
+    require_list("run_frontier", "transforms", transforms)
     if not network:
         raise InputError("--network", "the frontier needs the network model: give a SPEC (bins, heavy, ...; docs/network.md)")
     if queue not in registry.queue_names():

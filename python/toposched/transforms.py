@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InputError
+from .errors import InputError, require_list
 from .limits import MAX_COUNT
 from .workload.model import Workload
 
@@ -311,6 +311,7 @@ def apply_transforms(w: Workload, specs: list[str] | tuple[str, ...], *, fabric_
     ``fabric_nodes`` is what ``cap`` and ``drop`` without a number use. A string that
     cannot be read raises :class:`~toposched.errors.InputError` naming it.
     """
+    require_list("apply_transforms", "specs", specs)
     out = w
     for raw in specs:
         t = parse_transform(raw)
