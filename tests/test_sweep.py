@@ -580,3 +580,30 @@ def test_scheduler_and_workers_started_by_hand_give_identical_results(sweep8, tm
         assert _sha(out / "runs" / rid / "jobs.parquet") == _sha(sweep8["out"] / "runs" / rid / "jobs.parquet")
         assert _sha(out / "runs" / rid / "summary.json") == _sha(sweep8["out"] / "runs" / rid / "summary.json")
         assert json.loads((out / "runs" / rid / "run.json").read_text())["pid"] in worker_pids  # ran on those workers
+
+
+def test_runs_names_the_damaged_run_directories_it_leaves_out(sweep8, tmp_path, capsys):
+    """A spec.json that is JSON but not toposched's (a list) made `toposched runs` an
+    internal error (TypeError); a complete run without its summary.json vanished from the
+    listing unseen. Damaged runs are left out of the catalog and named on stderr, one
+    line each; the listing goes on with the others."""
+    out = tmp_path / "out"
+    shutil.copytree(sweep8["out"], out)
+    dirs = _run_dirs(out)
+    (dirs[0] / "spec.json").write_text("[1]")
+    (dirs[1] / "summary.json").unlink()
+    (dirs[2] / "spec.json").write_text('{"workload": {}}')
+    (dirs[3] / "run.json").write_text("{")
+    code, stdout, err = _cli(["runs", out, "--rebuild", "--format", "csv", "--columns", "dir"], capsys)
+    assert code == 0, err
+    lines = stdout.strip().splitlines()
+    assert lines[0] == "dir" and sorted(lines[1:]) == [f"runs/{d.name}" for d in dirs[4:]]
+    assert err.strip().splitlines() == [
+        f"toposched runs: {out / 'runs' / dirs[0].name} is left out: spec.json: not a JSON object",
+        f"toposched runs: {out / 'runs' / dirs[1].name} is left out: summary.json: missing",
+        f"toposched runs: {out / 'runs' / dirs[2].name} is left out: spec.json or summary.json: not as toposched writes them (KeyError: 'fabric')",
+        f"toposched runs: {out / 'runs' / dirs[3].name} is left out: run.json: not a finished run's marker (status complete or failed)",
+    ]
+    # the whole sweep's listing says nothing on stderr
+    code, _, err = _cli(["runs", sweep8["out"]], capsys)
+    assert code == 0 and err == ""

@@ -7,6 +7,7 @@ import csv
 import json
 import sys
 from datetime import date, datetime
+from pathlib import Path
 from typing import Any
 
 NAME = "runs"
@@ -110,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     import duckdb
 
     from ..errors import ToposchedError
-    from ..sweep.catalog import query, query_runs
+    from ..sweep.catalog import left_out, query, query_runs
 
     for flag, value in (("--sql", args.sql), ("--where", args.where), ("--columns", args.columns), ("--order-by", args.order_by)):
         if value is not None and not value.strip():
@@ -124,6 +125,9 @@ def run(args: argparse.Namespace) -> int:
             names, rows = query_runs(args.dir, where=args.where, columns=cols, order_by=args.order_by, limit=args.limit, rebuild=args.rebuild)
     except duckdb.Error as exc:
         raise ToposchedError(f"{args.dir}: SQL error: {_one_line(str(exc))}") from None
+    for run_dir, why in left_out(args.dir):
+        # a damaged run would otherwise drop out of the listing unseen
+        print(f"toposched runs: {Path(args.dir) / run_dir} is left out: {why}", file=sys.stderr)
     # piped into head: the CLI's boundary ends quietly with 141, as for every command
     _print(args, names, rows)
     return 0

@@ -28,7 +28,7 @@ from .layout import MARKER, RUNS, run_status
 
 CATALOG = "catalog.duckdb"
 
-__all__ = ["CATALOG", "DEFAULT_COLUMNS", "build_catalog", "catalog_rows", "query", "query_runs"]
+__all__ = ["CATALOG", "DEFAULT_COLUMNS", "build_catalog", "catalog_rows", "left_out", "query", "query_runs"]
 
 #: Columns ``toposched runs`` shows unless told otherwise.
 DEFAULT_COLUMNS = (
@@ -127,17 +127,36 @@ def _fattree_param(system: str, key: str) -> int | None:
     return None
 
 
-def _row(run_dir: Path, marker: dict[str, Any], plan: dict[str, int]) -> dict[str, Any] | None:
+def _read_object(path: Path) -> dict[str, Any] | str:
+    """A JSON object from ``path``, or why it cannot be had (a few words)."""
     try:
-        spec = json.loads((run_dir / "spec.json").read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return f"{path.name}: missing"
     except (OSError, ValueError):
-        return None
+        return f"{path.name}: not readable JSON"
+    return data if isinstance(data, dict) else f"{path.name}: not a JSON object"
+
+
+def _row(run_dir: Path, marker: dict[str, Any], plan: dict[str, int]) -> dict[str, Any] | str:
+    """The run's catalog row, or why the directory cannot give one (a damaged run)."""
+    spec = _read_object(run_dir / "spec.json")
+    if isinstance(spec, str):
+        return spec
     summary: dict[str, Any] = {}
     if marker["status"] == "complete":
-        try:
-            summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
+        read = _read_object(run_dir / "summary.json")
+        if isinstance(read, str):
+            return read
+        summary = read
+    try:
+        return _row_of(run_dir, marker, plan, spec, summary)
+    except (KeyError, TypeError, AttributeError) as exc:
+        # spec.json or summary.json of another shape (hand-edited, another program's)
+        return f"spec.json or summary.json: not as toposched writes them ({type(exc).__name__}: {exc})"
+
+
+def _row_of(run_dir: Path, marker: dict[str, Any], plan: dict[str, int], spec: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
     wl, fab, sc, cfg = spec["workload"], spec["fabric"], spec["scenario"], spec["config"]
     sf = summary.get("fabric", {})
     k = sf.get("nodes_per_leaf")
@@ -241,10 +260,43 @@ def catalog_rows(out: str | Path) -> list[dict[str, Any]]:
             if marker is None:
                 continue
             row = _row(d, marker, plan)
-            if row is not None:
+            if not isinstance(row, str):  # a damaged run: left_out() says why
                 rows.append(row)
     rows.sort(key=lambda r: (r["plan_index"] is None, r["plan_index"] if r["plan_index"] is not None else 0, r["run_id"]))
     return rows
+
+
+def left_out(out: str | Path) -> list[tuple[str, str]]:
+    """The run directories of ``out`` that hold a marker (``run.json``) but are not in its
+    catalog, with why: a damaged run (a complete run without its summary.json, a spec.json
+    that is not toposched's). ``toposched runs`` names them, so that a run does not vanish
+    from the listing unseen. A directory that the catalog merely does not list yet (a
+    sweep running on ``out``) is not named."""
+    import duckdb
+
+    out = Path(out).resolve()
+    runs = out / RUNS
+    path = out / CATALOG
+    if not runs.is_dir() or not path.exists():
+        return []
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        listed = {r[0] for r in con.execute("SELECT dir FROM runs").fetchall()}
+    finally:
+        con.close()
+    plan = _plan(out)
+    found = []
+    for d in sorted(runs.iterdir()):
+        if d.name.startswith(".") or not d.is_dir() or f"{RUNS}/{d.name}" in listed or not (d / MARKER).exists():
+            continue
+        marker = run_status(d)
+        if marker is None:
+            found.append((f"{RUNS}/{d.name}", f"{MARKER}: not a finished run's marker (status complete or failed)"))
+            continue
+        why = _row(d, marker, plan)
+        if isinstance(why, str):
+            found.append((f"{RUNS}/{d.name}", why))
+    return found
 
 
 def _infer(values: list[Any]) -> pa.DataType:
