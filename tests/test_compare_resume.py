@@ -150,3 +150,22 @@ def test_dask_gives_the_same_compare_json_as_the_process_pool(tmp_path):
         marker = json.loads((tmp_path / "dask" / r["dir"] / "run.json").read_text())
         assert marker["status"] == "complete" and marker["pid"] != os.getpid()  # ran on a Dask worker
         assert (tmp_path / "dask" / r["dir"] / "jobs.parquet").read_bytes() == (tmp_path / "pool" / r["dir"] / "jobs.parquet").read_bytes()
+
+
+def test_a_complete_run_missing_a_file_is_run_again(tmp_path):
+    """A run directory whose marker says complete but whose summary.json (or jobs.parquet)
+    was deleted was kept as complete: the comparison then ended with
+    "summary.json: No such file or directory" (status 2), and started again, the same.
+    Such a run is run again, and the result is the fresh comparison's, byte for byte."""
+    out = tmp_path / "cmp"
+    opts = dict(allocs=["linear", "isolated"], scenarios=["none", "ta10"], seed=1, jobs=1)
+    run_compare(HPC2N_SUBSET, SMALL_FABRIC, out, **opts)
+    (out / "runs" / "isolated__ta10" / "summary.json").unlink()
+    (out / "runs" / "linear__none" / "jobs.parquet").unlink()
+    calls: list[str] = []
+    again = run_compare(HPC2N_SUBSET, SMALL_FABRIC, out, progress=lambda d, t, n: calls.append(n), **opts)
+    assert calls[0] == "" and sorted(calls[1:]) == ["isolated__ta10", "linear__none"]  # those two only
+    fresh = run_compare(HPC2N_SUBSET, SMALL_FABRIC, tmp_path / "fresh", **opts)
+    assert again.compare_json.read_bytes() == fresh.compare_json.read_bytes()
+    for name in ("isolated__ta10", "linear__none"):
+        assert _sha(out / "runs" / name / "jobs.parquet") == _sha(tmp_path / "fresh" / "runs" / name / "jobs.parquet")

@@ -46,6 +46,7 @@ from .. import __version__
 from ..errors import ToposchedError
 from .layout import MARKER, RUNS, TMP_PREFIX, SweepLock, run_status
 from .spec import RunSpec, Sweep, sha256_file
+from ..files import RESULT_FILES
 from ..files import file_mode as _file_mode
 from ..files import write_text_atomic as _write_atomic
 
@@ -74,7 +75,11 @@ def _is_complete(run_dir: Path, run_id: str | None = None) -> bool:
     named by the caller, as compare's ``runs/linear__none``, may hold an older run of other
     settings, which is to be replaced)."""
     m = run_status(run_dir)
-    return m is not None and m["status"] == "complete" and (run_id is None or m.get("run_id") == run_id)
+    if m is None or m["status"] != "complete" or (run_id is not None and m.get("run_id") != run_id):
+        return False
+    # a marker beside a file since deleted (by hand, a disk cleaner) is a damaged run, to be
+    # run again: kept, it ended a compare with "summary.json: No such file or directory"
+    return all((run_dir / name).is_file() for name in ("spec.json", *RESULT_FILES))
 
 
 def _publish(tmp: Path, final: Path, run_id: str | None = None) -> str:
