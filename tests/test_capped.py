@@ -105,3 +105,42 @@ def test_compare_gives_capped_options_to_capped_runs_only(tmp_path):
     assert runs["capped"]["policy"]["policy_options"] == {"leaf_cap": 1, "pod_cap": 1}
     assert not runs["isolated"]["policy"].get("policy_options")
     assert runs["capped"]["wait_s"] == runs["isolated"]["wait_s"], "caps of 1 are isolated"
+
+
+def test_an_option_beyond_its_rust_type_is_refused_naming_its_flag(tmp_path, capsys):
+    """leaf_cap is a u32 in the core: 99999999999 reached the engine, which refused it as
+    "settings: capped: invalid value: integer `99999999999`, expected u32", naming no flag;
+    frontier ran both runs of the point and failed them after the others. Now it is
+    refused where it is read: by the flag, the --policies grid and RunConfig, naming them."""
+    from toposched.config import RunConfig
+    from toposched.errors import InputError
+    from toposched.frontier import expand_grid
+    from toposched.registry import option
+    from toposched.simulate import simulate
+    from toposched.topology import load_fabric
+    from toposched.workload import read_trace
+
+    u32_max = 4_294_967_295  # leaf_cap: u32 (crates/toposched-core, the capped policy's options)
+    assert option("leaf_cap").maximum == u32_max and option("leaf_cap").minimum == 1
+    base = ["--trace", str(EXAMPLE_TRACE), "--system", "cab", "--quiet"]
+    with pytest.raises(SystemExit) as usage:
+        main(["simulate", *base, "--out", str(tmp_path / "s"), "--alloc", "capped", "--leaf-cap", str(u32_max + 1)])
+    err = capsys.readouterr().err
+    assert usage.value.code == 2 and f"argument --leaf-cap: must be at most 2^32 - 1, got {u32_max + 1}" in err, err
+    assert main(["frontier", *base, "--out", str(tmp_path / "f"), "--policies", "linear", f"capped:leaf_cap=2+{u32_max + 1}"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: --policies: 'capped:leaf_cap=2+{u32_max + 1}': option leaf_cap: must be at most 2^32 - 1, got {u32_max + 1}\n"
+    assert not (tmp_path / "f").exists()  # before any run
+    assert [p.label for p in expand_grid([f"capped:leaf_cap={u32_max}"])] == [f"capped(leaf_cap={u32_max})"]
+    w = read_trace(EXAMPLE_TRACE).take(np.arange(50))
+    with pytest.raises(InputError) as exc:
+        simulate(w, load_fabric("cab"), RunConfig(alloc="capped", policy_options={"leaf_cap": u32_max + 1}))
+    assert str(exc.value) == f"--leaf-cap: must be at most 2^32 - 1, got {u32_max + 1}"
+    # the largest value is one: it runs
+    assert simulate(w, load_fabric("cab"), RunConfig(alloc="capped", policy_options={"leaf_cap": u32_max})).jobs.num_rows == 50
+    # and a sweep file's [run] value, before any run
+    toml = tmp_path / "big.toml"
+    toml.write_text(f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\n[[fabrics]]\nsystem = "cab"\n[policies]\nalloc = "capped"\n[run]\nleaf_cap = {u32_max + 1}\n')
+    capsys.readouterr()
+    assert main(["sweep", str(toml), "--out", str(tmp_path / "o"), "--dry-run"]) == 2
+    assert capsys.readouterr().err == f"error: {toml}: run.leaf_cap: must be at most 2^32 - 1, got {u32_max + 1}\n"

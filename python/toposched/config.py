@@ -100,5 +100,9 @@ def policy_options(config: RunConfig) -> dict[str, Any]:
         else:
             value = getattr(config, o.name, None)
         if value is not None:
+            if o.type == "integer" and isinstance(value, int) and not isinstance(value, bool):
+                why = registry.check_integer(o, value)
+                if why is not None:  # else the engine refuses it naming no flag
+                    raise InputError(o.flag, why)
             out[o.name] = value
     return out

@@ -113,8 +113,9 @@ def _typed(option: registry.PolicyOption, text: str, item: str) -> Any:
             value = int(text)
         except ValueError:
             raise InputError(flag, f"{where}: expected an integer, got {text!r}") from None
-        if option.minimum is not None and value < option.minimum:
-            raise InputError(flag, f"{where}: must be at least {option.minimum}, got {value}")
+        why = registry.check_integer(option, value)
+        if why is not None:
+            raise InputError(flag, f"{where}: {why}")
         return value
     if option.type == "number":
         try:

@@ -39,6 +39,10 @@ class PolicyOption:
     choices: tuple[str, ...] | None = None
     #: Smallest accepted value of an integer option, else None.
     minimum: int | None = None
+    #: Largest accepted value of an integer option (the schema's ``maximum``, else what its
+    #: Rust type holds: 2^32 - 1 for a ``u32``), else None. Checked where the value is
+    #: read, so that a value too large is refused naming its flag, not by the engine.
+    maximum: int | None = None
 
     @property
     def flag(self) -> str:
@@ -83,6 +87,7 @@ def _option(name: str, prop: Mapping[str, Any], defs: Mapping[str, Any], policy:
         # an optional value (Option<T>) is ["integer", "null"]: its type is T's
         typ = str(next((t for t in raw if t != "null"), "string") if isinstance(raw, list) else raw)
     minimum = target.get("minimum")
+    maximum = target.get("maximum", _FORMAT_MAXIMUM.get(str(target.get("format", ""))))
     return PolicyOption(
         name=name,
         policy=policy,
@@ -92,7 +97,38 @@ def _option(name: str, prop: Mapping[str, Any], defs: Mapping[str, Any], policy:
         type=typ,
         choices=choices,
         minimum=int(minimum) if minimum is not None else None,
+        maximum=int(maximum) if maximum is not None and typ == "integer" else None,
     )
+
+
+#: The largest value of each integer ``format`` schemars gives a Rust integer type.
+_FORMAT_MAXIMUM = {
+    "uint8": 2**8 - 1,
+    "uint16": 2**16 - 1,
+    "uint32": 2**32 - 1,
+    "uint64": 2**64 - 1,
+    "uint": 2**64 - 1,
+    "int8": 2**7 - 1,
+    "int16": 2**15 - 1,
+    "int32": 2**31 - 1,
+    "int64": 2**63 - 1,
+    "int": 2**63 - 1,
+}
+
+
+def check_integer(o: PolicyOption, value: int) -> str | None:
+    """Why ``value`` is not a value of the integer option ``o`` (out of its range), else None."""
+    if o.minimum is not None and value < o.minimum:
+        return f"must be at least {o.minimum}, got {value}"
+    if o.maximum is not None and value > o.maximum:
+        return f"must be at most {maximum_text(o.maximum)}, got {value}"
+    return None
+
+
+def maximum_text(maximum: int) -> str:
+    """A largest value as messages write it: ``2^32 - 1`` for a type's limit, else the number."""
+    bits = (maximum + 1).bit_length() - 1
+    return f"2^{bits} - 1" if maximum > 1 and maximum + 1 == 2**bits else str(maximum)
 
 
 #: Allocation policies written in Python, registered in this process (name -> entry).

@@ -114,15 +114,20 @@ def _policy_help(o: PolicyOption) -> str:
     return f"{o.policy}: {text} (default: {default})".replace("%", "%%")
 
 
-def _at_least(minimum: int | None) -> Any:
-    """argparse ``type=`` for an integer option with the schema's ``minimum`` (if any)."""
-    if minimum is None:
+def _in_range(o: PolicyOption) -> Any:
+    """argparse ``type=`` for an integer option: within the schema's ``minimum`` and what
+    its Rust type holds (a ``u32`` option given 99999999999 was refused by the engine as
+    "settings: capped: invalid value", naming no flag)."""
+    from ..registry import check_integer
+
+    if o.minimum is None and o.maximum is None:
         return int
 
     def check(text: str) -> int:
         v = int(text)
-        if v < minimum:
-            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {v}")
+        why = check_integer(o, v)
+        if why is not None:
+            raise argparse.ArgumentTypeError(why)
         return v
 
     check.__name__ = "int"  # argparse names the type in "invalid int value"
@@ -146,7 +151,7 @@ def add_policy_options(parser: argparse.ArgumentParser) -> None:
             elif o.choices is not None:
                 g.add_argument(o.flag, dest=o.name, choices=o.choices, help=_policy_help(o))
             elif o.type == "integer":
-                g.add_argument(o.flag, dest=o.name, type=_at_least(o.minimum), metavar="N", help=_policy_help(o))
+                g.add_argument(o.flag, dest=o.name, type=_in_range(o), metavar="N", help=_policy_help(o))
             elif o.type == "number":
                 g.add_argument(o.flag, dest=o.name, type=float, metavar="X", help=_policy_help(o))
             else:

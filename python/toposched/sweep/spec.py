@@ -727,7 +727,7 @@ _BAD = object()
 
 
 def _config_value(c: _Checker, key: str, v: Any, where: str, f: Any, default: Any) -> Any:
-    from ..registry import PolicyOption
+    from ..registry import PolicyOption, maximum_text
 
     r: object  # the checked value, None when it is not valid
     if isinstance(f, PolicyOption) and f.choices is None:
@@ -735,7 +735,7 @@ def _config_value(c: _Checker, key: str, v: Any, where: str, f: Any, default: An
         if f.type == "boolean":
             r = c.boolean(v, where)
         elif f.type == "integer":
-            r = c.integer(v, where, f.minimum)
+            r = c.integer(v, where, f.minimum) if f.maximum is None else c.integer(v, where, f.minimum, f.maximum, maximum_text(f.maximum))
         else:
             r = c.string(v, where)
         return _BAD if r is None else r
