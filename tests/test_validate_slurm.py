@@ -83,6 +83,27 @@ def test_validate_slurm_bad_input_is_one_line(tmp_path, content):
     assert "bad.swf" in r.stderr
 
 
+@pytest.mark.parametrize("source, flag, value, why", [
+    ("--random", "--arrival-span-s", "0", "must be a number above 0, got '0'"),  # was ZeroDivisionError, an internal error
+    ("--random", "--arrival-span-s", "nan", "must be a number above 0, got 'nan'"),
+    ("--trace", "--run-compression", "0", "must be a number above 0, got '0'"),  # was ZeroDivisionError
+    ("--trace", "--timeout-s", "-1", "must be a number above 0, got '-1'"),  # started Slurm, then gave up at once
+    ("--trace", "--first-job", "-5", "must be at least 0, got -5"),  # started Slurm on the log's last 5 jobs
+])
+def test_validate_slurm_refuses_bad_numbers_before_starting_slurm(tmp_path, capsys, source, flag, value, why):
+    """Refused when the command line is read, as a usage error naming the flag; nothing
+    is started or written."""
+    from toposched.cli import main
+
+    with pytest.raises(SystemExit) as usage:
+        main(["validate-slurm", source, str(DATA) if source == "--trace" else "10", flag, value, "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert usage.value.code == 2 and err.strip().splitlines() == [
+        f"toposched validate-slurm: error: argument {flag}: {why} ('toposched validate-slurm --help' lists the options)"
+    ]
+    assert not (tmp_path / "o").exists()
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run slurmd and install Debian's slurm-wlm (CI is root)")
 def test_both_select_plugins_match_real_slurm_job_by_job(tmp_path, capsys):
     out = tmp_path / "val"

@@ -7,6 +7,7 @@ a bad value is a usage error (exit status 2) naming the flag (docs/reliability.m
 from __future__ import annotations
 
 import argparse
+import math
 from typing import TYPE_CHECKING, Any
 
 from ..profiles import profile_settings
@@ -31,6 +32,27 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
     if v >= MAX_COUNT:
         raise argparse.ArgumentTypeError(f"must be below 2^31, got {v}")
+    return v
+
+
+def nonnegative_int(text: str) -> int:
+    """An integer from 0 to below 2^31, for argparse ``type=``."""
+    v = _whole(text)
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {v}")
+    if v >= MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"must be below 2^31, got {v}")
+    return v
+
+
+def positive_number(text: str) -> float:
+    """A finite number above 0, for argparse ``type=``."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(v) or v <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number above 0, got {text!r}")
     return v
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from ._args import positive_int
+from ._args import nonnegative_int, positive_int, positive_number
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -37,10 +37,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     src.add_argument("--random", type=positive_int, metavar="N", help="a random stream of N jobs (default: 200)")
     parser.add_argument("--seed", type=int, default=1, help="seed of --random (default: 1)")
     parser.add_argument("--cores-per-node", type=positive_int, default=1, help="--trace: cores per node of the log's machine (default: 1)")
-    parser.add_argument("--first-job", type=int, default=0, help="--trace: skip this many eligible jobs (default: 0)")
+    parser.add_argument("--first-job", type=nonnegative_int, default=0, help="--trace: skip this many eligible jobs (default: 0)")
     parser.add_argument("--jobs", type=positive_int, default=200, help="--trace: jobs in the window (default: 200)")
-    parser.add_argument("--arrival-span-s", type=float, default=60.0, help="arrivals are spread over this many seconds (default: 60)")
-    parser.add_argument("--run-compression", type=float, default=200.0, help="--trace: log seconds per second of sleep (default: 200)")
+    parser.add_argument("--arrival-span-s", type=positive_number, default=60.0, help="arrivals are spread over this many seconds (default: 60)")
+    parser.add_argument("--run-compression", type=positive_number, default=200.0, help="--trace: log seconds per second of sleep (default: 200)")
     parser.add_argument("--max-run-s", type=positive_int, default=None, help="longest sleep, s (default: 4 random, 20 trace)")
     parser.add_argument("--select", choices=("linear", "cons_tres", "both"), default="both", help="Slurm select plugin (default: both, one after the other)")
     parser.add_argument("--scheduler", choices=("builtin", "backfill"), default="builtin", help="SchedulerType (default: builtin = FIFO)")
@@ -58,7 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--partitions", default="", metavar="NAME=NODES[:MaxTime=MIN][:MaxNodes=N][:MinNodes=N][:PriorityTier=N][:PriorityJobFactor=N],...",
                         help="the lab's partitions instead of one of every node (the first is the default; EnforcePartLimits=NO, so a job "
                              "beyond a limit stays pending); with --random each job asks for one of them; replayed with the same partitions")
-    parser.add_argument("--timeout-s", type=float, default=1800, help="give up if Slurm has not run every job by then (default: 1800)")
+    parser.add_argument("--timeout-s", type=positive_number, default=1800, help="give up if Slurm has not run every job by then (default: 1800)")
     parser.add_argument("--from-lab", metavar="DIR", help="compare again a recorded run (the OUT/lab directory of an earlier validate-slurm with the same stream options) instead of starting Slurm")
     parser.add_argument("--out", required=True, help="directory for the report (one sub-directory per select plugin) and Slurm's scratch files")
 
