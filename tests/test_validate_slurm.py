@@ -331,3 +331,49 @@ def test_the_decay_threads_phase_comes_from_its_start_when_no_recalculation_was_
     assert jobs.priority_init_ms == -5750 and jobs.priority_recalcs_ms == ()
     s = val.compare(lab_fabric(), jobs, select="linear", scheduler="builtin").summary()
     assert f"priority_calc_phase={-5750 % 60_000}" in s["queue"], s["queue"]
+
+
+LAB_UNDER_SIGTERM = """
+import sys, time
+from pathlib import Path
+from toposched.live.slurmlab import SlurmLab
+from toposched.topology import regular_spec
+
+lab = SlurmLab(Path(sys.argv[1]), regular_spec("lab", 2, 1, 1, node_prefix="n"))
+
+
+def start():  # the daemons' stand-in: a long-lived child in a session of its own, as _spawn starts each
+    lab._spawn("slurmd.n00", ["sleep", "300"])
+    return lab
+
+
+lab.start = start
+with lab:
+    print(lab.procs["slurmd.n00"].pid, flush=True)
+    time.sleep(300)
+"""
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP"])
+def test_a_lab_is_stopped_when_its_process_is_terminated(tmp_path, sig):
+    """`timeout 600 toposched validate-slurm ...` (SIGTERM) killed the process by the
+    signal's default action: slurmctld, 32 slurmd, slurmdbd and MariaDB, each in a session
+    of their own, went on running. Now SIGTERM and SIGHUP leave through the lab's `with`
+    block, which stops every process it started; the status is 128 + the signal."""
+    import signal
+    import time
+
+    p = subprocess.Popen([sys.executable, "-c", LAB_UNDER_SIGTERM, str(tmp_path / "lab")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = int(p.stdout.readline())
+    try:
+        p.send_signal(getattr(signal, sig))
+        assert p.wait(timeout=60) == 128 + getattr(signal, sig), p.stderr.read()
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and Path(f"/proc/{child}").exists():
+            time.sleep(0.05)
+        assert not Path(f"/proc/{child}").exists(), f"the lab's process {child} is still running"
+    finally:
+        if Path(f"/proc/{child}").exists():
+            os.kill(child, signal.SIGKILL)
+        if p.poll() is None:
+            p.kill()

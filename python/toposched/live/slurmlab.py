@@ -19,6 +19,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,6 +98,7 @@ class SlurmLab:
     #: sacctmgr commands (accounts, QOS) run once slurmdbd is up, before the controller starts
     accounting_setup: tuple[tuple[str, ...], ...] = ()
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    _restore_signals: Callable[[], None] = field(default=lambda: None, repr=False)
 
     def __post_init__(self) -> None:
         self.workdir = Path(self.workdir).resolve()
@@ -312,14 +314,19 @@ class SlurmLab:
             shutil.rmtree(self.spool, ignore_errors=True)
 
     def __enter__(self) -> "SlurmLab":
+        self._restore_signals = _stop_on_termination()
         try:
             return self.start()
         except BaseException:
             self.stop()
+            self._restore_signals()
             raise
 
     def __exit__(self, *exc: object) -> None:
-        self.stop()
+        try:
+            self.stop()
+        finally:
+            self._restore_signals()
 
     # jobs ------------------------------------------------------------------------------
 
@@ -338,3 +345,30 @@ class SlurmLab:
         r = self.run("sacct", "-P", "-X", "-a", "-S", start, "-E", "now", f"--format={fmt}")
         Path(path).write_text(r.stdout)
         return r.stdout
+
+
+def _stop_on_termination() -> Callable[[], None]:
+    """While a lab runs, SIGTERM and SIGHUP (``timeout``, a closed terminal, a CI runner
+    ending the job) leave through the ``with`` block, so that the lab is stopped: killed by
+    the signal's default action, the process left slurmctld, every slurmd, slurmdbd and
+    MariaDB running, each in a session of its own. The exit status is the signal's
+    (128 + n); a second signal while the lab stops is ignored. Returns what puts the
+    previous handlers back. Signal handlers belong to the main thread: elsewhere, nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    signals = (signal.SIGTERM, signal.SIGHUP)
+    previous = {s: signal.getsignal(s) for s in signals}
+
+    def leave(signum: int, _frame: object) -> None:
+        for s in signals:
+            signal.signal(s, signal.SIG_IGN)  # stop() must finish
+        raise SystemExit(128 + signum)
+
+    for s in signals:
+        signal.signal(s, leave)
+
+    def restore() -> None:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+    return restore
