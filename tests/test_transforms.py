@@ -347,6 +347,10 @@ def test_unknown_scenario_is_an_input_error():
         ("nodes", np.array(["1", "2", "3"]), TypeError, "workload column 'nodes' must hold whole numbers (an integer array), got dtype <U1"),
         ("nodes", [1, 2**70, 3], TypeError, "got dtype object"),
         ("nodes", np.array([True, False, True]), TypeError, "got dtype bool"),
+        # a DataFrame's df[["nodes"]] or a list of lists: accepted, then refused by the engine
+        # as "argument 'nodes': 'ndarray' object cannot be converted to 'PyArray<T, D>'"
+        ("nodes", np.array([[1], [2], [3]]), ValueError, "workload column 'nodes' must be one-dimensional, one value per job; got an array of shape (3, 1)"),
+        ("job_id", 7, ValueError, "workload column 'job_id' must be one-dimensional, one value per job; got an array of shape ()"),  # was "object of type 'int' has no len()"
     ],
 )
 def test_a_workload_built_from_arrays_keeps_its_values_or_says_why_not(column, values, error, message):
@@ -373,3 +377,15 @@ def test_apply_transforms_refuses_a_bare_string():
         apply_transforms(w, "scale:2")
     assert str(exc.value) == "apply_transforms(): specs must be a list of strings, e.g. specs=['scale:2'], got the string 'scale:2'"
     assert apply_transforms(w, ["scale:2"])["nodes"].tolist() == [2, 4, 6]
+
+
+def test_a_workload_leaves_the_callers_columns_as_they_were():
+    """Workload() wrote its int64 arrays back into the dict it was given (a notebook's
+    lists became arrays under its feet)."""
+    cols = {"job_id": [1, 2], "submit_s": [0, 10], "nodes": [1, 2], "walltime_s": [100, 100], "runtime_s": [50, 50], "procs": [1, 2], "line": [1, 2]}
+    ids = {"user_id": [3, 4], "account_id": [-1, -1], "qos_id": [0, 0], "partition_id": [1, 1]}
+    for given in (cols, {**cols, **ids}):  # without the id columns, and with them
+        before = {k: list(v) for k, v in given.items()}
+        w = Workload(columns=given, source="mem", format="swf")
+        assert given == before and all(type(v) is list for v in given.values())
+        assert w["nodes"].dtype == np.int64 and w["user_id"].tolist() == before.get("user_id", [-1, -1])

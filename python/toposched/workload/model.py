@@ -73,6 +73,10 @@ def _int64_column(name: str, values: Any) -> np.ndarray:
     """A column as contiguous int64, its values unchanged: a cast would truncate 100.9 to
     100, turn NaN into -2^63 and wrap an unsigned 2^64 - 1 to -1, silently."""
     a = np.asarray(values)
+    if a.ndim != 1:
+        # a (n, 1) column (a DataFrame's double brackets, a list of lists) passed here and
+        # failed in the engine as "'ndarray' object cannot be converted to 'PyArray<T, D>'"
+        raise ValueError(f"workload column '{name}' must be one-dimensional, one value per job; got an array of shape {a.shape}")
     if a.dtype.kind == "i":
         return np.ascontiguousarray(a, dtype=np.int64)
     if a.dtype.kind == "u":
@@ -122,8 +126,10 @@ class Workload:
     names: dict[str, list[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        # checked and converted first (a scalar has no length), into a dict of our own
+        # (the caller's dict or DataFrame is left as it was)
+        self.columns = {**self.columns, **{c: _int64_column(c, self.columns[c]) for c in COLUMNS if c in self.columns}}
         if any(c not in self.columns for c in ID_COLUMNS) and "job_id" in self.columns:
-            self.columns = dict(self.columns)
             n = len(self.columns["job_id"])
             for c in ID_COLUMNS:
                 if c not in self.columns:
@@ -134,8 +140,6 @@ class Workload:
         lengths = {c: len(self.columns[c]) for c in COLUMNS}
         if len(set(lengths.values())) > 1:
             raise ValueError(f"workload columns differ in length: {lengths}")
-        for c in COLUMNS:
-            self.columns[c] = _int64_column(c, self.columns[c])
 
     def __len__(self) -> int:
         return len(self.columns["job_id"])
