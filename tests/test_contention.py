@@ -513,3 +513,21 @@ def test_cli_refuses_more_uplinks_than_a_leaf_has_and_a_damaged_run(tmp_path, ca
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {run_dir / 'jobs.parquet'}: is not a schedule on ") and "node ids must lie in [0, 1152)" in err[0], err
     assert not (tmp_path / "c2").exists()
+
+
+def test_two_analyses_of_one_schedule_write_the_same_bytes(tmp_path, capsys):
+    """contention.json held the analysis's wall times (timings_s) and report.html its
+    "analysis time": two runs on the same schedule differed, where every other result file
+    of toposched is byte-identical from run to run."""
+    from conftest import DATA
+
+    run_dir = tmp_path / "run"
+    assert main(["simulate", "--trace", str(DATA / "atlas-window-120.swf"), "--system", "fattree:K=12,S=8,P=1", "--out", str(run_dir), "--quiet"]) == 0
+    common = ["--crossbar-sizes", "8,16", "--cores-sweep", "1,2", "--no-figures", "--quiet"]
+    for name in ("a", "b"):
+        assert main(["contention", "--run", str(run_dir), "--out", str(tmp_path / name), *common]) == 0
+    files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
+    assert {"contention.json", "report.html"} <= {str(f) for f in files}
+    for f in files:
+        assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes(), f
+    assert "timings_s" not in json.loads((tmp_path / "a" / "contention.json").read_text())

@@ -310,7 +310,6 @@ def build_report(doc: dict[str, Any], fig_files: dict[str, str]) -> str:
         ("cores per node", s["cores_per_node"]),
         ("peak leaf demand", doc["leaf_demand"]["peak_uplinks"]),
         ("leaf demand stretches", doc["leaf_demand"]["stretches"]),
-        ("analysis time", f"{sum(v for k, v in doc['timings_s'].items() if k in ('base_total', 'crossbar_sweep', 'cores_per_node_sweep')):.2f} s"),
     ]
     sections: list[tuple[str, str]] = [("Schedule", table_html(["", ""], [[k, v] for k, v in kv], css_class="data kv"))]
     if doc["uplink_sweep"]:
