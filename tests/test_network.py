@@ -447,6 +447,9 @@ def test_bad_job_model_timing_names_its_own_key(model, field):
         ({"nodes": [0, 1], "pattern": "sub-a2a:0"}, "jobs[0].pattern"),
         ({"nodes": [0, 1], "pattern": "sub-a2a:x"}, "jobs[0].pattern"),
         ({"nodes": [0, 1], "pattern": "sub-a2a:4294967296"}, "jobs[0].pattern"),
+        # toy18's leaves hold 3 nodes: was "jobs[0]: the job got no nodes"
+        ({"place": {"leaves": "all", "per_leaf": 9}}, "jobs[0].place.per_leaf"),
+        ({"place": {"leaves": "all", "per_leaf": 2, "offset": 2}}, "jobs[0].place.per_leaf"),
     ],
 )
 def test_bad_scenarios_name_the_field(job, field):

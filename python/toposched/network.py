@@ -336,6 +336,11 @@ def _place(spec: Any, fabric: Fabric, used: np.ndarray, rng: np.random.Generator
                 nodes = nodes[:per_leaf]
             if nodes:
                 out.append(nodes)
+        if not out and per_leaf is not None and leaves_spec == "all":
+            # else "the job got no nodes", which does not say that the leaves are too small
+            # (a scenario written for 18-node leaves evaluated with --system toy18)
+            room = max((sum(1 for x in by_leaf[leaf][offset:] if not used[x]) for leaf in leaves), default=0)
+            raise field_error(src, f"{where}.per_leaf", f"no leaf has {per_leaf} free nodes from port {offset} (the roomiest leaf has {room})")
         return out  # per leaf
     raise field_error(src, where, "expected one of the keys random, linear, leaves")
 
