@@ -235,3 +235,25 @@ def test_a_bare_string_for_a_list_is_refused_naming_the_keyword(tmp_path, keywor
     assert not (tmp_path / "c").exists()
     with pytest.raises(TypeError, match=r"^plan_runs\(\): allocs must be a list of strings"):
         plan_runs("linear", ["none"])
+
+
+def test_a_reader_that_leaves_early_still_gets_the_report(tmp_path):
+    """`toposched compare ... | head -1`: the summary table was printed before the report
+    was built, so the closed pipe ended the command (141) with compare.json but no
+    report.html or figures. The report is built first."""
+    import os
+    import subprocess
+    import sys
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        r = subprocess.run(
+            [sys.executable, "-m", "toposched.cli", "compare", "--trace", str(HPC2N_SUBSET), "--system", "fattree:K=12,S=5,P=2",
+             "--scenarios", "none", "--jobs", "1", "--out", str(tmp_path)],
+            stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=600,
+        )
+    finally:
+        os.close(write_end)
+    assert r.returncode == 141 and "error" not in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert (tmp_path / "compare.json").exists() and (tmp_path / "report.html").exists() and any((tmp_path / "figures").iterdir())

@@ -212,3 +212,23 @@ def test_a_bare_string_for_a_list_is_refused_naming_the_keyword(tmp_path, keywor
     assert not (tmp_path / "f").exists()
     with pytest.raises(TypeError, match=r"^expand_grid\(\): items must be a list of strings"):
         expand_grid("isolated")
+
+
+def test_a_reader_that_leaves_early_still_gets_the_report(tmp_path):
+    """`toposched frontier ... | head -1`: the table was printed before the report was
+    built, so the closed pipe ended the command (141) with frontier.json but no
+    frontier.html. The report is built first."""
+    import os
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        r = subprocess.run(
+            [sys.executable, "-m", "toposched.cli", "frontier", "--trace", str(THUNDER), "--system", "cab", "--transform", "days:2",
+             "--policies", "linear", "isolated", "--jobs", "1", "--out", str(tmp_path)],
+            stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=600,
+        )
+    finally:
+        os.close(write_end)
+    assert r.returncode == 141 and "error" not in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert (tmp_path / "frontier.json").exists() and (tmp_path / "frontier.html").exists()

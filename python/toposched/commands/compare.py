@@ -99,15 +99,9 @@ def run_with(*, trace: str, system: str, out: str, report: bool = True, quiet: b
     except KeyboardInterrupt:
         print("interrupted: finished runs are kept in " + str(Path(out) / "runs") + " (start the same command again to resume); no compare.json was written", file=sys.stderr)
         return 130
-    console.print(summary_table(result.document))
-    from ..reporting.story import compare_story
-
-    fabric = result.document["runs"][0]["summary"].get("fabric", {}) if result.document["runs"] else {}
-    story = compare_story(result.document, [(r["alloc"], r["scenario"], r["summary"]) for r in result.document["runs"]], fabric)
-    console.print(story.text(), soft_wrap=True, highlight=False, markup=False)
-    runs = result.document["runs"]
-    console.print(f"{len(runs)} runs in {result.total_s:.1f} s; results in {Path(out)}/ (compare.json, runs/)", soft_wrap=True)
-    status = 0
+    # the report before anything is printed: a reader that leaves early (`| head`) ends the
+    # command at the first print, and the report was then never built
+    path, status = None, 0
     if report:
         try:
             if console.is_terminal and not quiet:
@@ -120,7 +114,15 @@ def run_with(*, trace: str, system: str, out: str, report: bool = True, quiet: b
 
             traceback.print_exc()
             print(f"error: building the report failed: {exc}", file=sys.stderr)
-            path, status = None, 1
-        if path is not None:
-            console.print(f"report: {path}", soft_wrap=True)
+            status = 1
+    console.print(summary_table(result.document))
+    from ..reporting.story import compare_story
+
+    fabric = result.document["runs"][0]["summary"].get("fabric", {}) if result.document["runs"] else {}
+    story = compare_story(result.document, [(r["alloc"], r["scenario"], r["summary"]) for r in result.document["runs"]], fabric)
+    console.print(story.text(), soft_wrap=True, highlight=False, markup=False)
+    runs = result.document["runs"]
+    console.print(f"{len(runs)} runs in {result.total_s:.1f} s; results in {Path(out)}/ (compare.json, runs/)", soft_wrap=True)
+    if path is not None:
+        console.print(f"report: {path}", soft_wrap=True)
     return status

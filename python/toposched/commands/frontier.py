@@ -88,9 +88,11 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("interrupted: finished runs are kept in " + str(Path(args.out) / "runs") + " (start the same command again to resume); no frontier.json was written", file=sys.stderr)
         return 130
+    # the report before anything is printed: a reader that leaves early (`| head`) ends the
+    # command at the first print, and the report was then never built
+    path = None if args.no_report else build_frontier_report(Path(args.out))
     console.print(frontier_table(result.document))
     console.print(f"{2 * len(result.document['points'])} runs in {result.total_s:.1f} s; results in {Path(args.out)}/ (frontier.json, frontier.csv, runs/)", soft_wrap=True)
-    if not args.no_report:
-        path = build_frontier_report(Path(args.out))
+    if path is not None:
         console.print(f"report: {path}", soft_wrap=True)
     return 0
