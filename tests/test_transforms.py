@@ -389,3 +389,30 @@ def test_a_workload_leaves_the_callers_columns_as_they_were():
         w = Workload(columns=given, source="mem", format="swf")
         assert given == before and all(type(v) is list for v in given.values())
         assert w["nodes"].dtype == np.int64 and w["user_id"].tolist() == before.get("user_id", [-1, -1])
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        # were OverflowError "cannot convert float infinity to integer" and ValueError
+        # "cannot convert float NaN to integer"
+        (lambda w: time_window(w, float("inf")), "window length must be a finite number of days above 0, got inf"),
+        (lambda w: time_window(w, 1, float("nan")), "window start must be a finite number of days, 0 or more, got nan"),
+        (lambda w: time_window(w, 1, float("inf")), "window start must be a finite number of days, 0 or more, got inf"),
+        # were NumPy's "expected non-negative integer" and "SeedSequence expects int ..."
+        (lambda w: apply_scenario(w, "v1", -1), "apply_scenario(): seed must be a whole number from 0 to 2^64 - 1 (as --seed), got -1"),
+        (lambda w: apply_scenario(w, "v1", 1.5), "apply_scenario(): seed must be a whole number from 0 to 2^64 - 1 (as --seed), got 1.5"),
+        (lambda w: apply_scenario(w, "v2", "3"), "apply_scenario(): seed must be a whole number from 0 to 2^64 - 1 (as --seed), got '3'"),
+        (lambda w: apply_scenario(w, "v2", 2**64), f"apply_scenario(): seed must be a whole number from 0 to 2^64 - 1 (as --seed), got {2**64}"),
+    ],
+)
+def test_python_callers_get_a_sentence_for_a_bad_window_or_seed(call, message):
+    with pytest.raises(ValueError) as e:
+        call(make([1, 2, 8]))
+    assert str(e.value) == message
+
+
+def test_the_largest_seed_and_a_numpy_seed_are_taken():
+    w = make(list(range(1, 40)))
+    top = apply_scenario(w, "v1", 2**64 - 1)["runtime_s"]
+    assert (apply_scenario(w, "v1", np.uint64(2**64 - 1))["runtime_s"] == top).all()

@@ -37,6 +37,7 @@ docs/compare.md for their exact definitions and the reading of the paper behind 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from fractions import Fraction
@@ -45,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from .errors import InputError, require_list
-from .limits import MAX_COUNT
+from .limits import MAX_COUNT, SEED_MAX
 from .workload.model import Workload
 
 DAY_S = 86_400
@@ -165,10 +166,10 @@ def time_window(w: Workload, days: float, start_days: float = 0) -> Workload:
     """Keep the jobs submitted in ``[t0 + start_days, t0 + start_days + days)`` days, where
     t0 is the first submit of ``w``; submit times are not shifted (the machine starts
     empty at the first kept submit). Counts ``transform_outside_window`` in skipped."""
-    if not days > 0:
-        raise ValueError(f"window length must be positive, got {days} days")
-    if start_days < 0:
-        raise ValueError(f"window start must be >= 0 days, got {start_days}")
+    if not (days > 0 and math.isfinite(days)):  # inf: "cannot convert float infinity to integer"
+        raise ValueError(f"window length must be a finite number of days above 0, got {days}")
+    if not (start_days >= 0 and math.isfinite(start_days)):
+        raise ValueError(f"window start must be a finite number of days, 0 or more, got {start_days}")
     sub = w["submit_s"]
     t0 = int(sub.min()) if len(sub) else 0
     lo = t0 + int(round(start_days * DAY_S))
@@ -374,6 +375,9 @@ def apply_scenario(w: Workload, name: str, seed: int = 0) -> Workload:
     ``extra["speedup_fraction"]`` (and the bin's index in ``extra["speedup_bin"]``, -1
     for none). ``repairs["scenario_sped_up"]`` counts the jobs whose run time got shorter.
     """
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= int(seed) <= SEED_MAX:
+        # else NumPy's "SeedSequence expects int or sequence of ints" or "expected non-negative integer"
+        raise ValueError(f"apply_scenario(): seed must be a whole number from 0 to 2^64 - 1 (as --seed), got {seed!r}")
     key = str(name).strip().lower()
     if key not in SCENARIOS:
         raise InputError("--scenarios", f"unknown scenario {name!r}; expected one of {', '.join(SCENARIOS)}")
