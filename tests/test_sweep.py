@@ -607,3 +607,18 @@ def test_runs_names_the_damaged_run_directories_it_leaves_out(sweep8, tmp_path, 
     # the whole sweep's listing says nothing on stderr
     code, _, err = _cli(["runs", sweep8["out"]], capsys)
     assert code == 0 and err == ""
+
+
+def test_the_job_views_exist_while_no_run_is_complete(tmp_path, capsys):
+    """With every run failed, `toposched runs DIR --sql "SELECT count(*) FROM jobs"` said
+    "Table with name jobs does not exist! Did you mean pg_constraint?" though the docs list
+    the view; it is there, empty."""
+    (tmp_path / "bad.conf").write_text(BAD_CONF)
+    toml = tmp_path / "fail.toml"
+    toml.write_text(f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\ntransforms = ["days:1"]\n[[fabrics]]\nsystem = "bad.conf"\n')
+    out = tmp_path / "out"
+    code, _, _ = _cli(["sweep", toml, "--out", out, "--workers", "1", "--quiet"], capsys)
+    assert code == 1
+    for view in ("jobs", "utilization"):
+        code, stdout, err = _cli(["runs", out, "--sql", f"SELECT count(*) AS n, count(DISTINCT run_id) AS runs FROM {view}", "--format", "json"], capsys)
+        assert code == 0 and json.loads(stdout) == [{"n": 0, "runs": 0}], err

@@ -363,6 +363,9 @@ def _views(con: Any, rows: list[dict[str, Any]], out: Path) -> None:
     for view, fname in (("jobs", "jobs.parquet"), ("utilization", "utilization.parquet")):
         paths = [str((out / r["dir"] / fname).resolve()) for r in rows if r["status"] == "complete" and (out / r["dir"] / fname).exists()]
         if not paths:
+            # no complete run (yet): an empty view, so that `SELECT count(*) FROM jobs` says
+            # 0 rather than "Table with name jobs does not exist! Did you mean pg_constraint"
+            con.execute(f"CREATE VIEW {view} AS SELECT CAST(NULL AS VARCHAR) AS run_id WHERE false")
             continue
         listing = "[" + ", ".join(_sql_str(p) for p in paths) + "]"
         pattern = f"/{RUNS}/([^/]+)/{fname.replace('.', '[.]')}$"
