@@ -767,3 +767,19 @@ def test_simulate_names_what_it_wants_for_each_argument():
     with pytest.raises(TypeError, match=r"^simulate\(\): config must be a RunConfig"):
         simulate(w, f, {"queue": "easy"})
     assert simulate(w, f, RunConfig()).jobs.num_rows > 0
+
+
+def test_writing_a_result_onto_a_file_says_so_before_writing(tmp_path: Path) -> None:
+    """SimResult.write(path_of_a_file) wrote every result file into a staging directory
+    and then failed on the rename with "[Errno 20] Not a directory:
+    '.notes.txt.toposched-staging-2029-...' -> 'notes.txt'", naming the hidden directory."""
+    from toposched.files import replace_dir
+
+    target = tmp_path / "notes.txt"
+    target.write_text("mine")
+    called = []
+    with pytest.raises(NotADirectoryError) as e:
+        replace_dir(target, called.append)
+    assert e.value.filename == str(target) and "is a file, not a directory" in str(e.value)
+    assert called == [] and target.read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]  # no staging left

@@ -200,6 +200,10 @@ def replace_dir(out: Path, write: Callable[[Path], None]) -> None:
     import shutil
 
     out = Path(out)
+    if out.exists() and not out.is_dir():
+        # before the work: the rename at the end failed naming the hidden staging
+        # directory ("Not a directory: '.x.toposched-staging-...' -> 'x'")
+        raise NotADirectoryError(errno.ENOTDIR, "is a file, not a directory; give a directory that is new or the command's own", str(out))
     parent = out.absolute().parent
     parent.mkdir(parents=True, exist_ok=True)
     _remove_stale_staging(parent, out.name)
