@@ -349,6 +349,20 @@ def test_check_refuses_corrupt_and_partial_directories(tmp_path: Path, capsys) -
     assert code == 2 and "is missing" in one_clean_line(err)
 
 
+def test_check_on_a_directory_of_runs_points_at_them(tmp_path: Path, capsys) -> None:
+    """`toposched check` on a compare's (or sweep's) directory said "DIR/jobs.parquet: is
+    missing: not a complete result directory", as for a broken run."""
+    out = tmp_path / "cmp"
+    argv = ["compare", "--trace", str(SWF_OK), "--system", FABRIC, "--scenarios", "none", "--jobs", "1", "--no-report", "--out", str(out), "--quiet"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    code, _, err = run_cli(["check", str(out)], capsys)
+    assert code == 2 and one_clean_line(err) == (
+        f"error: {out}: holds runs, not one run's results: check each, e.g. toposched check {out / 'runs' / 'isolated__none'} (2 runs in {out / 'runs'})"
+    )
+    assert run_cli(["check", str(out / "runs" / "isolated__none")], capsys)[0] == 0
+
+
 def test_check_refuses_a_mixture_of_two_runs(tmp_path: Path, capsys) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
     base = ["simulate", "--trace", str(SWF_OK), "--system", FABRIC, "--quiet"]

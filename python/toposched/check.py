@@ -196,6 +196,12 @@ def run_ids(out: Path) -> dict[str, str | None]:
     for name in RESULT_FILES:
         path = out / name
         if not path.exists():
+            runs = sorted(d.name for d in (out / "runs").iterdir() if (d / name).exists()) if (out / "runs").is_dir() else []
+            if runs:
+                # a sweep's, compare's or frontier's directory: its runs are the results
+                raise InputError(
+                    str(out), f"holds runs, not one run's results: check each, e.g. toposched check {out / 'runs' / runs[0]} ({len(runs)} runs in {out / 'runs'})"
+                )
             raise InputError(str(path), "is missing: not a complete result directory")
         if name.endswith(".parquet"):
             meta = _read_parquet_schema(path).metadata or {}
