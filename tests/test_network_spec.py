@@ -522,3 +522,25 @@ def test_mtu_bytes_is_refused_by_the_replay(tmp_path, capsys):
     status = main(["simulate", "--trace", str(WINDOW), "--system", "cab", "--out", str(tmp_path / "out"), "--network", str(spec), "--quiet"])
     err = capsys.readouterr().err.strip().splitlines()
     assert status == 2 and len(err) == 1 and "model.mtu_bytes" in err[0] and "no queueing delay" in err[0], err
+
+
+def test_a_sweeps_network_files_are_relative_to_the_sweep_file(tmp_path, monkeypatch):
+    """scenarios.network = ["mix.csv"] beside the sweep file was read relative to the
+    directory the sweep was started in: "mix.csv: network spec file not found", though the
+    file's trace and topology.conf paths are relative to the file itself."""
+    from toposched.sweep import parse_sweep
+
+    study = tmp_path / "study"
+    study.mkdir()
+    (study / "mix.csv").write_text("max_nodes,pattern,comm_fraction\n1,none,0\n,stencil3d,0.3\n")
+    (study / "s.toml").write_text(
+        f'[[workloads]]\ntrace = "{WINDOW}"\n[[fabrics]]\nsystem = "cab"\n[scenarios]\nnetwork = ["mix.csv", "bins=mix.csv,reference=alone", "bins"]\n'
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    runs = parse_sweep((study / "s.toml").read_text(), study / "s.toml").runs
+    mix = str((study / "mix.csv").resolve())
+    assert [r.spec["config"]["network"] for r in runs] == [mix, f"bins={mix},reference=alone", "bins"]
+    sha = hashlib.sha256((study / "mix.csv").read_bytes()).hexdigest()
+    assert [r.spec["scenario"].get("network_sha256") for r in runs] == [sha, sha, None]

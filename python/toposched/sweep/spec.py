@@ -663,9 +663,25 @@ def _scenarios(c: _Checker, raw: Any) -> tuple[list[str], list[int], list[str] |
         if "network" not in _config_fields():
             c.err("scenarios.network", f"network settings are not supported by this version of toposched ({__version__}): RunConfig has no 'network' field")
         else:
-            networks = _choices(c, t, "network", "scenarios", None, [])
+            networks = [_anchor_network_files(n, c.base) if isinstance(n, str) else n for n in _choices(c, t, "network", "scenarios", None, [])]
             _check_networks(c, networks)
     return speedups, seeds, networks
+
+
+def _anchor_network_files(spec: str, base: Path) -> str:
+    """A network spec whose file paths (a spec file, or ``bins=RULES.csv``) are relative,
+    with them made relative to the sweep file, as its trace and topology.conf paths are;
+    they were read relative to the directory the sweep was started in."""
+    p = Path(spec).expanduser()
+    if (base / p).is_file() or (p.suffix.lower() in (".json", ".toml", ".csv") and "=" not in spec and "," not in spec):
+        return spec if p.is_absolute() else str((base / p).resolve())
+    parts = []
+    for part in spec.split(","):
+        key, sep, value = part.partition("=")
+        if sep and key.strip() == "bins" and value.strip() and not Path(value.strip()).expanduser().is_absolute():
+            part = f"{key.strip()}={(base / Path(value.strip()).expanduser()).resolve()}"
+        parts.append(part)
+    return ",".join(parts)
 
 
 def _check_networks(c: "_Checker", networks: list[Any]) -> None:
