@@ -232,3 +232,14 @@ def test_a_reader_that_leaves_early_still_gets_the_report(tmp_path):
         os.close(write_end)
     assert r.returncode == 141 and "error" not in r.stderr and "Traceback" not in r.stderr, r.stderr
     assert (tmp_path / "frontier.json").exists() and (tmp_path / "frontier.html").exists()
+
+
+def test_a_baseline_with_options_is_refused_saying_why(tmp_path):
+    """--baseline capped:leaf_cap=1 said "unknown allocation policy 'capped:leaf_cap=1'",
+    of a policy it knows: the baseline is a bare name."""
+    with pytest.raises(InputError) as exc:
+        run_frontier(THUNDER, "cab", tmp_path / "f", policies=["linear"], baseline="capped:leaf_cap=1", jobs=1)
+    assert str(exc.value) == "--baseline: takes a policy's bare name (run with its default options), got 'capped:leaf_cap=1'; list the point with --policies to compare with it"
+    with pytest.raises(InputError, match=r"^--baseline: unknown allocation policy 'nope'"):
+        run_frontier(THUNDER, "cab", tmp_path / "f", policies=["linear"], baseline="nope", jobs=1)
+    assert not (tmp_path / "f").exists()

@@ -306,6 +306,9 @@ def run_frontier(
         raise InputError("--queue", f"unknown queue policy {queue!r}; expected one of {', '.join(registry.queue_names())}")
     points = expand_grid(list(policies) if policies is not None else default_grid())
     base_point = GridPoint(baseline.strip().lower())
+    if ":" in base_point.alloc and base_point.alloc.partition(":")[0] in registry.alloc_names():
+        # else "unknown allocation policy 'capped:leaf_cap=1'" for a policy it knows
+        raise InputError("--baseline", f"takes a policy's bare name (run with its default options), got {baseline!r}; list the point with --policies to compare with it")
     if base_point.alloc not in registry.alloc_names():
         raise InputError("--baseline", f"unknown allocation policy {baseline!r}; expected one of {', '.join(registry.alloc_names())}")
     if base_point not in points:
