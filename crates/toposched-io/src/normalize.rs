@@ -212,82 +212,43 @@ pub fn check_ranges(
     let span_hint = if opts.allow_long_span { "" } else { "; pass --allow-long-span to accept it" };
     let mut ok = vec![true; n];
     let submit = raw.submit_s;
-
-    // One rule: the rows of `bad` still in range are refused (an error for the first,
-    // or left out with `lenient`). `why` writes the reason for a value.
-    let refuse = |ok: &mut Vec<bool>,
-                      bad: &dyn Fn(usize) -> bool,
-                      column: &str,
-                      values: &[i64],
-                      why: &dyn Fn(i64) -> String,
-                      hint: &str,
-                      examples: &mut Vec<String>|
-     -> Result<(), NormalizeError> {
-        let mut field: Option<String> = None;
-        for i in 0..n {
-            if !ok[i] || !bad(i) {
-                continue;
-            }
-            let field = field.get_or_insert_with(|| opts.field(column));
-            if !opts.lenient {
-                return Err(NormalizeError {
-                    source: opts.source.clone(),
-                    message: format!("{}{hint}, or --lenient to leave such jobs out", why(values[i])),
-                    line: Some(raw.line[i]),
-                    field: Some(field.clone()),
-                });
-            }
-            if examples.len() < MAX_EXAMPLES {
-                examples.push(format!("line {}: field {field}: {}", raw.line[i], why(values[i])));
-            }
-            ok[i] = false;
-        }
-        Ok(())
-    };
-
     let limit = years(max_time);
-    refuse(
-        &mut ok,
-        &|i| raw.runtime_s[i] > max_time,
-        "runtime_s",
-        raw.runtime_s,
-        &|v| format!("{v} s is longer than the limit of {limit}"),
-        span_hint,
-        examples,
-    )?;
-    // A requested time only bounds reservations (logs write 2^31 - 1 for "unlimited"):
-    // it must just fit the engine's arithmetic.
-    refuse(&mut ok, &|i| raw.walltime_s[i] > MAX_TIME_S, "walltime_s", raw.walltime_s, &|v| format!("{v} s is beyond the limit of 2^53 s"), "", examples)?;
-    if let Some(origin) = opts.time_origin_epoch_s {
-        // i128: an origin is any number a header writes, and origin + submit must not wrap
-        let (lo, hi) = (EPOCH_MIN_S as i128 - origin, EPOCH_MAX_S as i128 - origin);
-        let origin_text = opts.time_origin_text.clone().unwrap_or_else(|| origin.to_string());
-        refuse(
-            &mut ok,
-            &|i| submit[i] >= 0 && ((submit[i] as i128) < lo || submit[i] as i128 >= hi),
-            "submit_s",
-            submit,
-            &|v| format!("{v} s after the log's time origin (Unix time {origin_text}) is outside 1970-2200"),
-            "",
-            examples,
-        )?;
+    // i128: an origin is any number a header writes, and origin + submit must not wrap
+    let window = opts.time_origin_epoch_s.map(|origin| (EPOCH_MIN_S as i128 - origin, EPOCH_MAX_S as i128 - origin));
+    let outside_window = |i: usize| window.is_some_and(|(lo, hi)| submit[i] >= 0 && ((submit[i] as i128) < lo || submit[i] as i128 >= hi));
+
+    // The rules below, one after the other; a whole log is almost always within every
+    // limit, which one pass finds out.
+    let any_broken = (0..n).any(|i| raw.runtime_s[i] > max_time || raw.walltime_s[i] > MAX_TIME_S || submit[i] > MAX_SPAN_LONG_S || outside_window(i));
+    if any_broken {
+        let rule = Rule { raw, opts, n };
+        rule.refuse(&mut ok, examples, |i| raw.runtime_s[i] > max_time, "runtime_s", raw.runtime_s, span_hint, |v| {
+            format!("{v} s is longer than the limit of {limit}")
+        })?;
+        // A requested time only bounds reservations (logs write 2^31 - 1 for "unlimited"):
+        // it must just fit the engine's arithmetic.
+        rule.refuse(&mut ok, examples, |i| raw.walltime_s[i] > MAX_TIME_S, "walltime_s", raw.walltime_s, "", |v| format!("{v} s is beyond the limit of 2^53 s"))?;
+        if let Some(origin) = opts.time_origin_epoch_s {
+            let origin_text = opts.time_origin_text.clone().unwrap_or_else(|| origin.to_string());
+            rule.refuse(&mut ok, examples, outside_window, "submit_s", submit, "", |v| {
+                format!("{v} s after the log's time origin (Unix time {origin_text}) is outside 1970-2200")
+            })?;
+        }
+        rule.refuse(&mut ok, examples, |i| submit[i] > MAX_SPAN_LONG_S, "submit_s", submit, "", |v| format!("{v} s after the log's time origin is beyond 2200"))?;
     }
-    refuse(&mut ok, &|i| submit[i] > MAX_SPAN_LONG_S, "submit_s", submit, &|v| format!("{v} s after the log's time origin is beyond 2200"), "", examples)?;
 
     // One stray timestamp (a year typed 2300, a field cut short) would stretch the replay
     // over centuries: submits far from the median one are outliers. Submits looked at
     // here are known and in range: 0 <= submit <= MAX_SPAN_LONG_S, so no sum can wrap.
     let kept = |ok: &[bool], i: usize| ok[i] && submit[i] >= 0;
-    let looked: Vec<i64> = (0..n).filter(|&i| kept(&ok, i)).map(|i| submit[i]).collect();
-    if looked.is_empty() {
+    let Some((lo_s, hi_s)) = (0..n).filter(|&i| kept(&ok, i)).map(|i| (submit[i], submit[i])).reduce(|(a, b), (c, d)| (a.min(c), b.max(d))) else {
         return Ok(ok);
-    }
+    };
     if let Some(span) = submit_span {
-        let (mut lo_s, mut hi_s) = (looked.iter().copied().min().unwrap_or(0), looked.iter().copied().max().unwrap_or(0));
-        if let Some((a, b)) = *span {
-            lo_s = lo_s.min(a);
-            hi_s = hi_s.max(b);
-        }
+        let (lo_s, hi_s) = match *span {
+            Some((a, b)) => (lo_s.min(a), hi_s.max(b)),
+            None => (lo_s, hi_s),
+        };
         *span = Some((lo_s, hi_s));
         if hi_s as i128 - lo_s as i128 > max_time as i128 {
             // one of the two ends is a submit of this chunk: the span was within the
@@ -306,19 +267,59 @@ pub fn check_ranges(
         }
         return Ok(ok);
     }
-    let median = median_floor(looked);
-    let far = |i: usize| kept(&ok, i) && (submit[i] - median).abs() > max_time;
-    let far: Vec<bool> = (0..n).map(far).collect();
-    refuse(
-        &mut ok,
-        &|i| far[i],
-        "submit_s",
-        submit,
-        &|v| format!("{v} s is more than {limit} from the median submit ({median} s): an outlier"),
-        span_hint,
-        examples,
-    )?;
+    if hi_s - lo_s <= max_time {
+        return Ok(ok); // the median lies between them: no submit is farther from it
+    }
+    let median = median_floor((0..n).filter(|&i| kept(&ok, i)).map(|i| submit[i]).collect());
+    let far: Vec<bool> = (0..n).map(|i| kept(&ok, i) && (submit[i] - median).abs() > max_time).collect();
+    Rule { raw, opts, n }.refuse(&mut ok, examples, |i| far[i], "submit_s", submit, span_hint, |v| {
+        format!("{v} s is more than {limit} from the median submit ({median} s): an outlier")
+    })?;
     Ok(ok)
+}
+
+/// What every range rule needs to refuse a row.
+struct Rule<'r, 'a> {
+    raw: &'r RawColumns<'a>,
+    opts: &'r Options,
+    n: usize,
+}
+
+impl Rule<'_, '_> {
+    /// The rows of `bad` still in range are refused: an error for the first, or (with
+    /// `lenient`) left out, the first few quoted. `why` writes the reason for a value.
+    #[allow(clippy::too_many_arguments)]
+    fn refuse(
+        &self,
+        ok: &mut [bool],
+        examples: &mut Vec<String>,
+        bad: impl Fn(usize) -> bool,
+        column: &str,
+        values: &[i64],
+        hint: &str,
+        why: impl Fn(i64) -> String,
+    ) -> Result<(), NormalizeError> {
+        let mut field: Option<String> = None;
+        for i in 0..self.n {
+            if !ok[i] || !bad(i) {
+                continue;
+            }
+            let field = field.get_or_insert_with(|| self.opts.field(column));
+            if !self.opts.lenient {
+                return Err(NormalizeError {
+                    source: self.opts.source.clone(),
+                    message: format!("{}{hint}, or --lenient to leave such jobs out", why(values[i])),
+                    line: Some(self.raw.line[i]),
+                    field: Some(field.clone()),
+                });
+            }
+            if examples.len() < MAX_EXAMPLES {
+                examples.push(format!("line {}: field {field}: {}", self.raw.line[i], why(values[i])));
+            }
+            ok[i] = false;
+        }
+        Ok(())
+    }
 }
 
 /// `int(numpy.median(values))` for values in 0..2^53 (every one exact as a float): the
@@ -358,164 +359,162 @@ pub fn normalize(
     }
     assert!(settings.cores_per_node >= 1, "cores_per_node must be >= 1, got {}", settings.cores_per_node);
     let mut examples = Vec::new();
-    let mut in_range = check_ranges(raw, opts, &mut examples, submit_span)?;
+    let in_range = check_ranges(raw, opts, &mut examples, submit_span)?;
     let cpn = settings.cores_per_node;
-
-    // 1. size: the processor field it comes from, then nodes
-    let from_requested = |i: usize| raw.procs_alloc[i] <= 0 && raw.procs_req[i] > 0 && raw.nodes_alloc[i] <= 0;
-    let procs: Vec<i64> = match settings.size_field {
-        SizeField::Allocated => raw.procs_alloc.to_vec(),
-        SizeField::Requested => raw.procs_req.to_vec(),
-        SizeField::Auto => {
-            let mut fallback = 0;
-            let procs = (0..n)
-                .map(|i| {
-                    if from_requested(i) {
-                        fallback += 1;
-                        raw.procs_req[i]
-                    } else {
-                        raw.procs_alloc[i]
-                    }
-                })
-                .collect();
-            repairs.add("size_from_requested", fallback);
-            procs
-        }
-    };
-    let from_nodes = |i: usize| raw.nodes_alloc[i] > 0;
-    // ceil(procs / cpn) of procs >= 0 (negative procs: 0), as -(-p // cpn)
-    let nodes: Vec<i64> = (0..n).map(|i| if from_nodes(i) { raw.nodes_alloc[i] } else { -(-procs[i].max(0)).div_euclid(cpn) }).collect();
-    if cpn > 1 {
-        repairs.add("nodes_rounded_up", (0..n).filter(|&i| !from_nodes(i) && procs[i] > 0 && procs[i] % cpn != 0).count());
-    }
-    // Counts must fit the engine's 32-bit node counts (only the fields the size comes
-    // from: a requested count the job does not use is not looked at).
     let mut examples_left = if opts.lenient { MAX_EXAMPLES.saturating_sub(examples.len()) } else { 1 };
-    for i in 0..n {
-        if !(in_range[i] && (nodes[i] >= MAX_COUNT || procs[i] >= MAX_COUNT)) {
+
+    // Every rule row by row, in one pass (the counts are added in the rules' order below).
+    #[derive(Default)]
+    struct Tally {
+        size_from_requested: usize,
+        nodes_rounded_up: usize,
+        out_of_range: usize,
+        unknown_size: usize,
+        unknown_runtime: usize,
+        runtime_set_zero: usize,
+        walltime_repaired: usize,
+        unknown_submit: usize,
+    }
+    let mut t = Tally::default();
+    let mut out = Normalized { out_of_range_examples: Vec::new(), ..Normalized::default() };
+    for (i, &row_in_range) in in_range.iter().enumerate() {
+        // 1. size: the processor field it comes from, then nodes
+        let from_requested = raw.procs_alloc[i] <= 0 && raw.procs_req[i] > 0 && raw.nodes_alloc[i] <= 0;
+        let procs = match settings.size_field {
+            SizeField::Allocated => raw.procs_alloc[i],
+            SizeField::Requested => raw.procs_req[i],
+            SizeField::Auto if from_requested => {
+                t.size_from_requested += 1;
+                raw.procs_req[i]
+            }
+            SizeField::Auto => raw.procs_alloc[i],
+        };
+        let from_nodes = raw.nodes_alloc[i] > 0;
+        // ceil(procs / cpn) of procs >= 0 (negative procs: 0), as -(-p // cpn)
+        let nodes = if from_nodes { raw.nodes_alloc[i] } else { -(-procs.max(0)).div_euclid(cpn) };
+        if cpn > 1 && !from_nodes && procs > 0 && procs % cpn != 0 {
+            t.nodes_rounded_up += 1;
+        }
+        if !row_in_range {
+            t.out_of_range += 1;
             continue;
         }
-        in_range[i] = false;
-        if examples_left == 0 {
+        // Counts must fit the engine's 32-bit node counts (only the fields the size comes
+        // from: a requested count the job does not use is not looked at).
+        if nodes >= MAX_COUNT || procs >= MAX_COUNT {
+            t.out_of_range += 1;
+            if examples_left > 0 {
+                examples_left -= 1;
+                let (v, field) = too_big(raw, settings, opts, i, from_nodes && nodes >= MAX_COUNT, from_requested);
+                if !opts.lenient {
+                    return Err(NormalizeError {
+                        source: opts.source.clone(),
+                        message: format!("{v} is out of range: counts must be below 2^31, or --lenient to leave such jobs out"),
+                        line: Some(raw.line[i]),
+                        field: Some(field),
+                    });
+                }
+                examples.push(format!("line {}: field {field}: {v} is out of range (counts below 2^31)", raw.line[i]));
+            }
             continue;
         }
-        examples_left -= 1;
-        // name the field that is too big: the node count when the size comes from it and
-        // it is the one (a processor count past 2^31 beside a small NNodes was reported
-        // as "NNodes: 32 is out of range"), else the processor field the size comes from
-        let column = if from_nodes(i) && nodes[i] >= MAX_COUNT {
-            "nodes_alloc"
-        } else if settings.size_field == SizeField::Requested || (settings.size_field == SizeField::Auto && from_requested(i)) {
-            "procs_req"
-        } else {
-            "procs_alloc"
-        };
-        let v = match column {
-            "nodes_alloc" => raw.nodes_alloc[i],
-            "procs_req" => raw.procs_req[i],
-            _ => raw.procs_alloc[i],
-        };
-        let field = opts.field(column);
-        if !opts.lenient {
-            return Err(NormalizeError {
-                source: opts.source.clone(),
-                message: format!("{v} is out of range: counts must be below 2^31, or --lenient to leave such jobs out"),
-                line: Some(raw.line[i]),
-                field: Some(field),
-            });
+        if nodes <= 0 {
+            t.unknown_size += 1;
+            continue;
         }
-        examples.push(format!("line {}: field {field}: {v} is out of range (counts below 2^31)", raw.line[i]));
-    }
-    skipped.add("out_of_range", in_range.iter().filter(|&&ok| !ok).count());
-    let mut keep: Vec<bool> = (0..n).map(|i| in_range[i] && nodes[i] > 0).collect();
-    skipped.add("unknown_size", (0..n).filter(|&i| in_range[i] && nodes[i] <= 0).count());
-
-    // 2. run time unknown
-    let mut runtime = raw.runtime_s.to_vec();
-    let unknown_rt = (0..n).filter(|&i| keep[i] && runtime[i] < 0);
-    match settings.missing_runtime {
-        MissingRuntime::Skip => {
-            let rows: Vec<usize> = unknown_rt.collect();
-            skipped.add("unknown_runtime", rows.len());
-            for i in rows {
-                keep[i] = false;
+        // 2. run time unknown
+        let mut runtime = raw.runtime_s[i];
+        if runtime < 0 {
+            match settings.missing_runtime {
+                MissingRuntime::Skip => {
+                    t.unknown_runtime += 1;
+                    continue;
+                }
+                MissingRuntime::Zero => {
+                    t.runtime_set_zero += 1;
+                    runtime = 0;
+                }
             }
         }
-        MissingRuntime::Zero => {
-            let rows: Vec<usize> = unknown_rt.collect();
-            repairs.add("runtime_set_zero", rows.len());
-            for i in rows {
-                runtime[i] = 0;
-            }
+        // 3. requested time unknown
+        let mut walltime = raw.walltime_s[i];
+        if walltime <= 0 {
+            t.walltime_repaired += 1;
+            walltime = match settings.missing_walltime {
+                MissingWalltime::Runtime => runtime.max(1),
+                MissingWalltime::Seconds(s) => s,
+            };
         }
+        // 5. submit unknown
+        if raw.submit_s[i] < 0 {
+            t.unknown_submit += 1;
+            continue;
+        }
+        out.order.push(i);
+        out.nodes.push(nodes);
+        out.walltime_s.push(walltime);
+        out.runtime_s.push(runtime);
+        out.procs.push(procs.max(0));
     }
-
-    // 3. requested time unknown
-    let mut walltime = raw.walltime_s.to_vec();
-    let mut missing_wt = 0;
-    for i in (0..n).filter(|&i| keep[i] && raw.walltime_s[i] <= 0) {
-        missing_wt += 1;
-        walltime[i] = match settings.missing_walltime {
-            MissingWalltime::Runtime => runtime[i].max(1),
-            MissingWalltime::Seconds(s) => s,
-        };
-    }
+    repairs.add("size_from_requested", t.size_from_requested);
+    repairs.add("nodes_rounded_up", t.nodes_rounded_up);
+    skipped.add("out_of_range", t.out_of_range);
+    skipped.add("unknown_size", t.unknown_size);
+    skipped.add("unknown_runtime", t.unknown_runtime);
+    repairs.add("runtime_set_zero", t.runtime_set_zero);
     match settings.missing_walltime {
-        MissingWalltime::Runtime => repairs.add("walltime_from_runtime", missing_wt),
-        MissingWalltime::Seconds(_) => repairs.add("walltime_set_default", missing_wt),
+        MissingWalltime::Runtime => repairs.add("walltime_from_runtime", t.walltime_repaired),
+        MissingWalltime::Seconds(_) => repairs.add("walltime_set_default", t.walltime_repaired),
     }
-
-    // 5. submit unknown
-    let mut unknown_submit = 0;
-    for (k, &submit) in keep.iter_mut().zip(raw.submit_s) {
-        if *k && submit < 0 {
-            *k = false;
-            unknown_submit += 1;
-        }
-    }
-    skipped.add("unknown_submit", unknown_submit);
+    skipped.add("unknown_submit", t.unknown_submit);
 
     // 6. stable sort by submit (ties keep file order)
-    let mut order: Vec<usize> = (0..n).filter(|&i| keep[i]).collect();
-    let unsorted = order.windows(2).filter(|w| raw.submit_s[w[1]] < raw.submit_s[w[0]]).count();
+    let submit_of = |i: usize| raw.submit_s[i];
+    let unsorted = out.order.windows(2).filter(|w| submit_of(w[1]) < submit_of(w[0])).count();
     repairs.add("submit_unsorted", unsorted);
     if unsorted > 0 {
-        order.sort_by_key(|&i| raw.submit_s[i]); // stable
+        let mut perm: Vec<usize> = (0..out.order.len()).collect();
+        perm.sort_by_key(|&k| submit_of(out.order[k])); // stable
+        let permute = |col: &[i64]| -> Vec<i64> { perm.iter().map(|&k| col[k]).collect() };
+        out.nodes = permute(&out.nodes);
+        out.walltime_s = permute(&out.walltime_s);
+        out.runtime_s = permute(&out.runtime_s);
+        out.procs = permute(&out.procs);
+        out.order = perm.iter().map(|&k| out.order[k]).collect();
     }
-
-    let take = |col: &[i64]| -> Vec<i64> { order.iter().map(|&i| col[i]).collect() };
-    let mut out = Normalized {
-        job_id: take(raw.job_id),
-        submit_s: take(raw.submit_s),
-        nodes: take(&nodes),
-        walltime_s: take(&walltime),
-        runtime_s: take(&runtime),
-        procs: order.iter().map(|&i| procs[i].max(0)).collect(),
-        line: take(raw.line),
-        ids: Vec::with_capacity(ids.len()),
-        out_of_range_examples: examples,
-        order: Vec::new(),
-    };
+    let take = |col: &[i64]| -> Vec<i64> { out.order.iter().map(|&i| col[i]).collect() };
+    out.job_id = take(raw.job_id);
+    out.submit_s = take(raw.submit_s);
+    out.line = take(raw.line);
     for col in ids {
         // an id the engine cannot hold (a u32 below 2^32 - 1) is unknown, like SWF's -1
-        let mut bad = 0;
-        let taken = order
-            .iter()
-            .map(|&i| {
-                let v = col[i];
-                if !(-1..=MAX_ID).contains(&v) {
-                    bad += 1;
-                    -1
-                } else {
-                    v
-                }
-            })
-            .collect();
+        let taken: Vec<i64> = take(col).into_iter().map(|v| if (-1..=MAX_ID).contains(&v) { v } else { -1 }).collect();
+        let bad = out.order.iter().filter(|&&i| !(-1..=MAX_ID).contains(&col[i])).count();
         repairs.add("id_out_of_range", bad);
         out.ids.push(taken);
     }
-    out.order = order;
+    out.out_of_range_examples = examples;
     Ok(out)
+}
+
+/// The value and field named when row `i`'s size is past 2^31: the node count when the
+/// size comes from it and it is the one (a processor count past 2^31 beside a small
+/// NNodes was reported as "NNodes: 32 is out of range"), else the processor field the
+/// size comes from.
+fn too_big(raw: &RawColumns<'_>, settings: &Settings, opts: &Options, i: usize, nodes_too_big: bool, from_requested: bool) -> (i64, String) {
+    let column = if nodes_too_big {
+        "nodes_alloc"
+    } else if settings.size_field == SizeField::Requested || (settings.size_field == SizeField::Auto && from_requested) {
+        "procs_req"
+    } else {
+        "procs_alloc"
+    };
+    let v = match column {
+        "nodes_alloc" => raw.nodes_alloc[i],
+        "procs_req" => raw.procs_req[i],
+        _ => raw.procs_alloc[i],
+    };
+    (v, opts.field(column))
 }
 
 #[cfg(test)]
