@@ -1,7 +1,8 @@
 """toposched: topology-aware HPC scheduling simulator.
 
-The native core (``toposched._core``) is imported lazily so that the readers work (and
-their errors are readable) even while the extension is being rebuilt.
+The native core (``toposched._core``) is imported by the modules that use it (the
+readers' normalize, the limits, the replay), not here: ``import toposched`` and its error
+classes work even while the extension is being rebuilt.
 """
 
 from __future__ import annotations

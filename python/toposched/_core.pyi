@@ -170,6 +170,47 @@ class SwfReadAhead:
     def wait(self) -> None: ...
     def cancel(self) -> None: ...
 
+# ---- normalize: a log's raw columns -> the job table (crates/toposched-py/src/normalize.rs) ----
+
+NORMALIZE_LIMITS: dict[str, int]
+NORMALIZE_MAX_EXAMPLES: int
+
+def normalize_columns(
+    raw: list[npt.NDArray[np.int64]],
+    ids: list[npt.NDArray[np.int64]],
+    *,
+    source: str,
+    cores_per_node: int,
+    size_field: str,
+    missing_walltime: int | None,
+    missing_runtime: str,
+    time_origin_epoch_s: int | None = None,
+    time_origin_text: str | None = None,
+    lenient: bool = False,
+    allow_long_span: bool = False,
+    field_names: list[tuple[str, str]] | None = None,
+    submit_span: list[int] | None = None,
+) -> tuple[
+    list[npt.NDArray[np.int64]],
+    list[npt.NDArray[np.int64]],
+    npt.NDArray[np.int64],
+    list[tuple[str, int]],
+    list[tuple[str, int]],
+    list[str],
+]: ...
+def check_ranges_columns(
+    raw: list[npt.NDArray[np.int64]],
+    *,
+    source: str,
+    time_origin_epoch_s: int | None = None,
+    time_origin_text: str | None = None,
+    lenient: bool = False,
+    allow_long_span: bool = False,
+    field_names: list[tuple[str, str]] | None = None,
+    examples: list[str] | None = None,
+    submit_span: list[int] | None = None,
+) -> tuple[npt.NDArray[np.bool_], list[str]]: ...
+
 # ---- network model (crates/toposched-py/src/network.rs; docs/network.md) ----
 
 

@@ -6,26 +6,30 @@ make a replay of centuries, an array of gigabytes or an overflow in the engine.
 
 from __future__ import annotations
 
-import calendar
+from ._core import NORMALIZE_LIMITS as _NATIVE
+
+# The limits a log's values are checked against are defined once, in Rust
+# (crates/toposched-io/src/limits.rs), where the native normalize applies them; the
+# Python readers take the same values from there.
 
 #: Earliest and latest absolute time a log may give (Unix seconds): 1970-01-01 up to,
 #: not including, 2200-01-01 UTC.
-EPOCH_MIN_S = 0
-EPOCH_MAX_S = calendar.timegm((2200, 1, 1, 0, 0, 0))
+EPOCH_MIN_S: int = _NATIVE["EPOCH_MIN_S"]
+EPOCH_MAX_S: int = _NATIVE["EPOCH_MAX_S"]
 
 #: Longest span of submit times, and longest run or requested time, of one log unless
 #: ``--allow-long-span``: 50 years (real logs cover a few years; a value beyond this is
 #: almost always a corrupt field, e.g. a year typed 2300).
-MAX_SPAN_S = 50 * 365 * 86_400
+MAX_SPAN_S: int = _NATIVE["MAX_SPAN_S"]
 
 #: With ``--allow-long-span``: the whole time window.
-MAX_SPAN_LONG_S = EPOCH_MAX_S - EPOCH_MIN_S
+MAX_SPAN_LONG_S: int = _NATIVE["MAX_SPAN_LONG_S"]
 
 #: Largest time any field may hold (the engine's own limit, 2^53 s).
-MAX_TIME_S = 2**53
+MAX_TIME_S: int = _NATIVE["MAX_TIME_S"]
 
 #: Counts (processors, nodes) must be below this (2^31).
-MAX_COUNT = 2**31
+MAX_COUNT: int = _NATIVE["MAX_COUNT"]
 
 #: Job ids, and any integer a reader takes from a log, must fit a signed 64-bit integer.
 MAX_INT64 = 2**63 - 1
