@@ -286,3 +286,28 @@ class Placer:
     def alloc(self) -> str: ...
     @property
     def fungible(self) -> bool: ...
+
+# ---- a replay's results collected (crates/toposched-py/src/collect.rs, toposched-io) ----
+
+SUMMARY_SIZE_BINS: Final[list[tuple[str, int, int]]]
+SUMMARY_KEEP_ROWS: Final[int]
+SUMMARY_GATHER_KEYS: Final[int]
+
+@final
+class SummaryStats:
+    """Accumulators of the summary's statistics (toposched.summary_stats wraps it)."""
+
+    def __init__(self, keep_all: bool = False) -> None: ...
+    @property
+    def rows(self) -> int: ...
+    def add(
+        self,
+        wait_s: npt.NDArray[np.int64],
+        bounded_slowdown: npt.NDArray[np.float64],
+        aph: npt.NDArray[np.float64],
+        nodes: npt.NDArray[np.int64],
+        keep_rows: int,
+    ) -> None: ...
+    def finish(self, source: Any, gather_keys: int) -> dict[str, Any]: ...
+
+def exact_float_sum_bytes(x: npt.NDArray[np.float64]) -> bytes: ...

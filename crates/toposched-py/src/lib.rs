@@ -1,6 +1,7 @@
 //! `toposched._core`: the Python face of toposched-core. Thin wrappers only: every rule
 //! lives in the core crate; this file converts arguments and arrays.
 
+mod collect;
 mod json;
 mod live;
 mod network;
@@ -735,5 +736,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     network::register(m)?;
     policies::register(m)?;
     live::register(m)?;
+    collect::register(m)?;
     Ok(())
 }

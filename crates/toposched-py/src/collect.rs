@@ -1,0 +1,122 @@
+//! The Python face of toposched-io's collection of a replay's results: the summary's
+//! statistics (`summary.rs`). Conversions only: the rules live in toposched-io.
+
+use numpy::PyReadonlyArray1;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList};
+
+use toposched_io::exact::ExactFloatSum;
+use toposched_io::summary::{self, Chunk, Stats};
+
+fn slice<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<T>, name: &str) -> PyResult<&'a [T]> {
+    a.as_slice().map_err(|_| PyValueError::new_err(format!("column {name} must be a contiguous array")))
+}
+
+type ChunkArrays<'py> = (PyReadonlyArray1<'py, i64>, PyReadonlyArray1<'py, f64>, PyReadonlyArray1<'py, f64>, PyReadonlyArray1<'py, i64>);
+
+fn chunk<'a>(a: &'a ChunkArrays<'_>) -> PyResult<Chunk<'a>> {
+    let c = Chunk {
+        wait_s: slice(&a.0, "wait_s")?,
+        bounded_slowdown: slice(&a.1, "bounded_slowdown")?,
+        aph: slice(&a.2, "aph")?,
+        nodes: slice(&a.3, "nodes")?,
+    };
+    let n = c.nodes.len();
+    if c.wait_s.len() != n || c.bounded_slowdown.len() != n || c.aph.len() != n {
+        return Err(PyValueError::new_err("wait_s, bounded_slowdown, aph and nodes differ in length"));
+    }
+    Ok(c)
+}
+
+fn stats_dict<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("mean", s.mean)?;
+    d.set_item("median", s.median)?;
+    d.set_item("p95", s.p95)?;
+    d.set_item("max", s.max)?;
+    Ok(d)
+}
+
+/// Accumulators of the summary's statistics (toposched.summary_stats.SummaryStats wraps it).
+#[pyclass(module = "toposched._core", name = "SummaryStats")]
+struct PySummaryStats {
+    inner: summary::SummaryStats,
+}
+
+#[pymethods]
+impl PySummaryStats {
+    #[new]
+    #[pyo3(signature = (keep_all=false))]
+    fn new(keep_all: bool) -> Self {
+        PySummaryStats { inner: summary::SummaryStats::new(keep_all) }
+    }
+
+    /// Rows added so far.
+    #[getter]
+    fn rows(&self) -> u64 {
+        self.inner.rows()
+    }
+
+    /// A chunk of finished jobs (contiguous int64 wait_s and nodes, float64
+    /// bounded_slowdown and aph, NaN: no APH); keys kept while at most keep_rows rows.
+    fn add(&mut self, wait_s: PyReadonlyArray1<i64>, bounded_slowdown: PyReadonlyArray1<f64>, aph: PyReadonlyArray1<f64>, nodes: PyReadonlyArray1<i64>, keep_rows: u64) -> PyResult<()> {
+        let arrays = (wait_s, bounded_slowdown, aph, nodes);
+        self.inner.add(chunk(&arrays)?, keep_rows);
+        Ok(())
+    }
+
+    /// The summary's wait_s, bounded_slowdown, aph and by_size blocks. `source()` yields
+    /// the same rows again as (wait_s, bounded_slowdown, aph, nodes) tuples; it is called
+    /// only when the keys were dropped (once per selection pass).
+    fn finish<'py>(&self, py: Python<'py>, source: Bound<'py, PyAny>, gather_keys: u64) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.inner.finish(gather_keys, |f| -> PyResult<()> {
+            for item in source.call0()?.try_iter()? {
+                let arrays: ChunkArrays = item?.extract()?;
+                f(chunk(&arrays)?);
+            }
+            Ok(())
+        })?;
+        let out = PyDict::new(py);
+        out.set_item("wait_s", stats_dict(py, &s.wait_s)?)?;
+        out.set_item("bounded_slowdown", stats_dict(py, &s.bounded_slowdown)?)?;
+        out.set_item("aph", stats_dict(py, &s.aph)?)?;
+        let bins = PyList::empty(py);
+        for b in &s.by_size {
+            let d = PyDict::new(py);
+            d.set_item("bin", b.bin)?;
+            d.set_item("min_nodes", b.min_nodes)?;
+            d.set_item("max_nodes", b.max_nodes)?;
+            d.set_item("jobs", b.jobs)?;
+            d.set_item("wait_s", stats_dict(py, &b.wait_s)?)?;
+            d.set_item("bounded_slowdown", stats_dict(py, &b.bounded_slowdown)?)?;
+            d.set_item("aph", stats_dict(py, &b.aph)?)?;
+            bins.append(d)?;
+        }
+        out.set_item("by_size", bins)?;
+        Ok(out)
+    }
+}
+
+/// The exact sum of finite float64 values times 2^1126 (an integer), as little-endian
+/// two's complement bytes (int.from_bytes(..., "little", signed=True)).
+#[pyfunction]
+fn exact_float_sum_bytes<'py>(py: Python<'py>, x: PyReadonlyArray1<f64>) -> PyResult<Bound<'py, PyBytes>> {
+    let mut s = ExactFloatSum::default();
+    for &v in slice(&x, "x")? {
+        if !v.is_finite() {
+            return Err(PyValueError::new_err("exact_float_sum: the values must be finite"));
+        }
+        s.add(v);
+    }
+    Ok(PyBytes::new(py, &s.scaled().to_le_bytes()))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PySummaryStats>()?;
+    m.add_function(wrap_pyfunction!(exact_float_sum_bytes, m)?)?;
+    m.add("SUMMARY_SIZE_BINS", summary::SIZE_BINS.to_vec())?;
+    m.add("SUMMARY_KEEP_ROWS", summary::KEEP_ROWS)?;
+    m.add("SUMMARY_GATHER_KEYS", summary::GATHER_KEYS)?;
+    Ok(())
+}
