@@ -97,3 +97,106 @@ def test_one_job_and_no_job() -> None:
 def test_exact_float_sum_is_the_python_implementations(values: list[float]) -> None:
     x = np.array(values, dtype=np.float64)
     assert ss.exact_float_sum(x) == ref.exact_float_sum(x)
+
+
+# ---------------------------------------------------------------- finished jobs' columns
+
+
+@st.composite
+def outcomes(draw):
+    """A fabric (uneven leaves in pods) and random engine outcomes on it: any status, times
+    (huge ones too), kills, APH or none, ascending node ranges for started jobs."""
+    pods = draw(st.lists(st.lists(st.integers(1, 5), min_size=1, max_size=4), min_size=1, max_size=3))
+    n_nodes = sum(sum(p) for p in pods)
+    n = draw(st.integers(0, 25))
+    times = st.integers(-1, 10**6) | st.sampled_from([0, 2**40, 2**62])
+    status, start, end, klass, killed, aph, lists = [], [], [], [], [], [], []
+    for _ in range(n):
+        s = draw(st.sampled_from([0, 1, 2, 2, 2, 3]))
+        status.append(s)
+        a = draw(times)
+        start.append(a if s in (1, 2) else -1)
+        end.append(a + draw(st.integers(0, 10**5)) if s == 2 else -1)
+        klass.append(draw(st.integers(0, 3)) if s in (1, 2) else 0)
+        killed.append(draw(st.booleans()) if s == 2 else False)
+        aph.append(draw(st.floats(0, 6) | st.just(float("nan"))))
+        picks = draw(st.lists(st.booleans(), min_size=n_nodes, max_size=n_nodes)) if s in (1, 2) else []
+        lists.append([i for i, p in enumerate(picks) if p])
+    cols = {
+        "job_id": np.array(draw(st.lists(st.integers(-(2**40), 2**40), min_size=n, max_size=n)), np.int64),
+        "submit_s": np.array([min(t, 10**6) if t >= 0 else 0 for t in start], np.int64) - np.array(draw(st.lists(st.integers(0, 10**4), min_size=n, max_size=n)), np.int64),
+        "nodes": np.array(draw(st.lists(st.integers(0, 3000), min_size=n, max_size=n)), np.int64),
+        "walltime_s": np.array(draw(st.lists(st.integers(0, 10**6), min_size=n, max_size=n)), np.int64),
+        "runtime_s": np.array(draw(st.lists(st.integers(-1, 10**6), min_size=n, max_size=n)), np.int64),
+    }
+    return pods, status, start, end, klass, killed, aph, lists, cols
+
+
+@settings(max_examples=200, deadline=None)
+@given(outcomes())
+def test_finished_jobs_are_the_python_implementations(data) -> None:
+    import collect_reference as cref
+
+    from toposched import _core
+    from toposched.nodelists import ranges_from_lists
+    from toposched.results import finished_jobs
+
+    pods, status, start, end, klass, killed, aph, lists, cols = data
+    topo = _core.Topology.from_leaf_sizes("t", 3 if len(pods) > 1 else 2, pods)
+    fabric = _FabricLike(topo)
+    off = np.zeros(len(lists) + 1, np.int64)
+    np.cumsum([len(x) for x in lists], out=off[1:])
+    flat = np.array([i for x in lists for i in x], np.int64)
+    roff, first, count = ranges_from_lists(off, flat)
+    r = {
+        "status": np.array(status, np.int8),
+        "start_s": np.array(start, np.int64),
+        "end_s": np.array(end, np.int64),
+        "alloc_class": np.array(klass, np.int8),
+        "killed": np.array(killed, bool),
+        "aph": np.array(aph, np.float64),
+        "range_offsets": roff,
+        "range_first": first,
+        "range_count": count,
+    }
+    got = finished_jobs(r, cols, fabric)
+    want = cref.finished_jobs(r, cols, fabric)
+    assert got.table.schema.equals(want.table.schema, check_metadata=True)
+    assert got.table.equals(want.table)
+    for name in ("start", "end", "nodes", "wait", "bsld"):
+        a, b = getattr(got, name), getattr(want, name)
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), name
+    assert got.aph.dtype == want.aph.dtype and np.array_equal(got.aph, want.aph, equal_nan=True)
+    assert got.killed == want.killed
+
+
+class _FabricLike:
+    """What finished_jobs reads of a Fabric: its core topology."""
+
+    def __init__(self, core) -> None:
+        self.core = core
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(1, 5), min_size=1, max_size=4), min_size=1, max_size=4),
+    st.lists(st.lists(st.booleans(), max_size=80), max_size=8),
+)
+def test_span_counts_are_the_python_implementations(pods: list[list[int]], picks: list[list[bool]]) -> None:
+    import collect_reference as cref
+
+    from toposched.nodelists import ranges_from_lists
+    from toposched.results import _span_counts
+
+    sizes = [s for pod in pods for s in pod]
+    leaf_of = np.repeat(np.arange(len(sizes), dtype=np.int32), sizes)
+    pod_of_leaf = np.repeat(np.arange(len(pods), dtype=np.int32), [len(p) for p in pods])
+    n = len(leaf_of)
+    lists = [[i for i in range(n) if i < len(p) and p[i]] for p in picks]
+    off = np.zeros(len(lists) + 1, np.int64)
+    np.cumsum([len(x) for x in lists], out=off[1:])
+    ranges = ranges_from_lists(off, np.array([i for x in lists for i in x], np.int64))
+    got = _span_counts(*ranges, leaf_of, pod_of_leaf)
+    want = cref._span_counts(*ranges, leaf_of, pod_of_leaf)
+    assert [a.dtype for a in got] == [a.dtype for a in want]
+    assert [a.tolist() for a in got] == [a.tolist() for a in want]

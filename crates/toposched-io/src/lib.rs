@@ -7,3 +7,4 @@
 
 pub mod exact;
 pub mod summary;
+pub mod collect;

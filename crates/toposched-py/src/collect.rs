@@ -1,11 +1,13 @@
-//! The Python face of toposched-io's collection of a replay's results: the summary's
-//! statistics (`summary.rs`). Conversions only: the rules live in toposched-io.
+//! The Python face of toposched-io's collection of a replay's results: the finished
+//! jobs' columns (`collect.rs`) and the summary's statistics (`summary.rs`). Conversions
+//! only: the rules live in toposched-io.
 
-use numpy::PyReadonlyArray1;
+use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
+use toposched_io::collect::{self as io_collect, JobColumns, Outcomes, SpanRanks};
 use toposched_io::exact::ExactFloatSum;
 use toposched_io::summary::{self, Chunk, Stats};
 
@@ -112,9 +114,98 @@ fn exact_float_sum_bytes<'py>(py: Python<'py>, x: PyReadonlyArray1<f64>) -> PyRe
     Ok(PyBytes::new(py, &s.scaled().to_le_bytes()))
 }
 
+/// jobs.parquet's columns of the finished jobs among the engine's rows (the arrays of
+/// `Simulation.results()` / `drain()`) with the same rows' job columns: a dict of arrays
+/// (`rows`: which rows finished), and `killed_count`.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn finished_jobs<'py>(
+    py: Python<'py>,
+    topology: &crate::Topology,
+    status: PyReadonlyArray1<i8>,
+    start_s: PyReadonlyArray1<i64>,
+    end_s: PyReadonlyArray1<i64>,
+    alloc_class: PyReadonlyArray1<i8>,
+    killed: PyReadonlyArray1<bool>,
+    aph: PyReadonlyArray1<f64>,
+    range_offsets: PyReadonlyArray1<i64>,
+    range_first: PyReadonlyArray1<u32>,
+    range_count: PyReadonlyArray1<u32>,
+    job_id: PyReadonlyArray1<i64>,
+    submit_s: PyReadonlyArray1<i64>,
+    nodes: PyReadonlyArray1<i64>,
+    walltime_s: PyReadonlyArray1<i64>,
+    runtime_s: PyReadonlyArray1<i64>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let o = Outcomes {
+        status: slice(&status, "status")?,
+        start_s: slice(&start_s, "start_s")?,
+        end_s: slice(&end_s, "end_s")?,
+        alloc_class: slice(&alloc_class, "alloc_class")?,
+        killed: slice(&killed, "killed")?,
+        aph: slice(&aph, "aph")?,
+        range_offsets: slice(&range_offsets, "range_offsets")?,
+        range_first: slice(&range_first, "range_first")?,
+        range_count: slice(&range_count, "range_count")?,
+    };
+    let c = JobColumns {
+        job_id: slice(&job_id, "job_id")?,
+        submit_s: slice(&submit_s, "submit_s")?,
+        nodes: slice(&nodes, "nodes")?,
+        walltime_s: slice(&walltime_s, "walltime_s")?,
+        runtime_s: slice(&runtime_s, "runtime_s")?,
+    };
+    let spans = SpanRanks::of_topology(&topology.inner);
+    let f = io_collect::finished_jobs(&o, &c, &spans).map_err(PyValueError::new_err)?;
+    let d = PyDict::new(py);
+    d.set_item("rows", PyArray1::from_vec(py, f.rows.into_iter().map(i64::from).collect()))?;
+    d.set_item("job_id", PyArray1::from_vec(py, f.job_id))?;
+    d.set_item("submit_s", PyArray1::from_vec(py, f.submit_s))?;
+    d.set_item("start_s", PyArray1::from_vec(py, f.start_s))?;
+    d.set_item("end_s", PyArray1::from_vec(py, f.end_s))?;
+    d.set_item("wait_s", PyArray1::from_vec(py, f.wait_s))?;
+    d.set_item("nodes", PyArray1::from_vec(py, f.nodes))?;
+    d.set_item("walltime_s", PyArray1::from_vec(py, f.walltime_s))?;
+    d.set_item("runtime_s", PyArray1::from_vec(py, f.runtime_s))?;
+    d.set_item("log_runtime_s", PyArray1::from_vec(py, f.log_runtime_s))?;
+    d.set_item("killed", PyArray1::from_vec(py, f.killed))?;
+    d.set_item("bounded_slowdown", PyArray1::from_vec(py, f.bounded_slowdown))?;
+    d.set_item("aph", PyArray1::from_vec(py, f.aph))?;
+    d.set_item("alloc_class", PyArray1::from_vec(py, f.alloc_class))?;
+    d.set_item("leaves", PyArray1::from_vec(py, f.leaves))?;
+    d.set_item("pods", PyArray1::from_vec(py, f.pods))?;
+    d.set_item("range_offsets", PyArray1::from_vec(py, f.range_offsets))?;
+    d.set_item("range_first", PyArray1::from_vec(py, f.range_first))?;
+    d.set_item("range_count", PyArray1::from_vec(py, f.range_count))?;
+    d.set_item("killed_count", f.killed_count)?;
+    Ok(d)
+}
+
+type SpanArrays<'py> = (Bound<'py, PyArray1<i32>>, Bound<'py, PyArray1<i32>>);
+
+/// Distinct leaves and pods (int32) of every job's ascending CSR node ranges, from the
+/// leaf of every node and the pod of every leaf.
+#[pyfunction]
+fn span_counts<'py>(
+    py: Python<'py>,
+    range_offsets: PyReadonlyArray1<i64>,
+    first: PyReadonlyArray1<u32>,
+    count: PyReadonlyArray1<u32>,
+    leaf_of: PyReadonlyArray1<u32>,
+    pod_of_leaf: PyReadonlyArray1<u32>,
+) -> PyResult<SpanArrays<'py>> {
+    let spans = SpanRanks::new(slice(&leaf_of, "leaf_of")?, slice(&pod_of_leaf, "pod_of_leaf")?).map_err(PyValueError::new_err)?;
+    let (leaves, pods) = spans
+        .span_counts(slice(&range_offsets, "range_offsets")?, slice(&first, "first")?, slice(&count, "count")?)
+        .map_err(PyValueError::new_err)?;
+    Ok((PyArray1::from_vec(py, leaves), PyArray1::from_vec(py, pods)))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySummaryStats>()?;
     m.add_function(wrap_pyfunction!(exact_float_sum_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(finished_jobs, m)?)?;
+    m.add_function(wrap_pyfunction!(span_counts, m)?)?;
     m.add("SUMMARY_SIZE_BINS", summary::SIZE_BINS.to_vec())?;
     m.add("SUMMARY_KEEP_ROWS", summary::KEEP_ROWS)?;
     m.add("SUMMARY_GATHER_KEYS", summary::GATHER_KEYS)?;
