@@ -200,3 +200,85 @@ def test_span_counts_are_the_python_implementations(pods: list[list[int]], picks
     want = cref._span_counts(*ranges, leaf_of, pod_of_leaf)
     assert [a.dtype for a in got] == [a.dtype for a in want]
     assert [a.tolist() for a in got] == [a.tolist() for a in want]
+
+
+# ---------------------------------------------------------------- utilization samples
+
+
+@st.composite
+def busy_jobs(draw, max_jobs=30):
+    n = draw(st.integers(0, max_jobs))
+    start = np.array(draw(st.lists(st.integers(-50, 5000) | st.just(0), min_size=n, max_size=n)), np.int64)
+    start.sort()  # a streamed replay adds jobs in batches of rising start
+    end = start + np.array(draw(st.lists(st.integers(0, 3000), min_size=n, max_size=n)), np.int64)
+    nodes = np.array(draw(st.lists(st.integers(1, 2**20) | st.sampled_from([1, 2**31 - 1]), min_size=n, max_size=n)), np.int64)
+    return start, end, nodes
+
+
+@settings(max_examples=200, deadline=None)
+@given(busy_jobs(), st.integers(-20, 200), st.integers(-1, 9000), st.sampled_from([1, 7, 60, 3600]), st.sampled_from([1, 16, 999, 2**31 - 1]))
+def test_series_are_the_python_implementations(jobs, t0: int, span: int, step: int, n_nodes: int) -> None:
+    import utilization_reference as uref
+
+    from toposched.utilization import UtilizationSeries
+
+    start, end, nodes = jobs
+    t1 = t0 + span
+    got = UtilizationSeries.from_jobs(start, end, nodes, t0, t1, step, n_nodes)
+    want = uref.UtilizationSeries.from_jobs(start, end, nodes, t0, t1, step, n_nodes)
+    assert got.change_s.tolist() == want.change_s.tolist() and got.busy.tolist() == want.busy.tolist()
+    m = want.n_samples
+    assert got.n_samples == m
+    for k0, k1 in ((0, m), (m // 3, m), (1, 2), (m, m), (5, 3)):
+        assert got.busy_at(k0, k1).tolist() == want.busy_at(k0, k1).tolist()
+    g, w = got.mean(), want.mean()
+    assert (g is None and w is None) or (g is not None and w is not None and g.hex() == w.hex())
+    if m:
+        assert g == float(np.mean(want.busy_at(0, m) / max(n_nodes, 1)))  # np.mean itself, bit for bit
+
+
+def test_long_series_mean_is_numpys() -> None:
+    """Spans of several chunks of samples (pairwise halves across chunk ends)."""
+    from toposched.utilization import CHUNK_SAMPLES, UtilizationSeries
+
+    rng = np.random.default_rng(5)
+    for n_samples in (129, 1000, CHUNK_SAMPLES + 12_345, 3 * CHUNK_SAMPLES + 7):
+        start = np.sort(rng.integers(0, n_samples * 60, 400))
+        end = start + rng.integers(0, 10**6, 400)
+        nodes = rng.integers(1, 50, 400)
+        t1 = (n_samples - 1) * 60
+        s = UtilizationSeries.from_jobs(start, end, nodes, 0, t1, 60, 7)
+        assert s.mean() == float(np.mean(s.busy_at(0, s.n_samples) / 7))
+
+
+@settings(max_examples=100, deadline=None)
+@given(busy_jobs(max_jobs=60), st.integers(0, 100), st.sampled_from([1, 7, 60]), st.sampled_from([None, 1, 37]), st.lists(st.integers(0, 60), max_size=5))
+def test_busy_samples_are_the_python_implementations(tmp_path_factory, jobs, t0: int, step: int, spill_samples: int | None, cuts: list[int]) -> None:
+    """Jobs added in batches, samples before the next batch's first start declared final
+    (written out past ``spill_samples``): every sample, the spill point and the mean."""
+    import utilization_reference as uref
+
+    from toposched.utilization import BusySamples
+
+    start, end, nodes = jobs
+    d = tmp_path_factory.mktemp("busy")
+    runs = []
+    for impl, name in ((BusySamples, "got"), (uref.BusySamples, "want")):
+        saved = impl.SPILL_SAMPLES
+        if spill_samples is not None:
+            impl.SPILL_SAMPLES = spill_samples
+        try:
+            b = impl(t0, step, 2**31 - 1, None if spill_samples is None else d / name)
+            n = len(start)
+            bounds = sorted({0, n, *(c % (n + 1) for c in cuts)})
+            bases = []
+            for a, z in zip(bounds, bounds[1:]):
+                b.add(start[a:z], end[a:z], nodes[a:z])
+                if z < n:
+                    b.final_before(-((t0 - int(start[z])) // step))
+                bases.append(b._base)
+            m = b.n_samples
+            runs.append((b.t1, m, bases, b.busy_at(0, m).tolist(), b.busy_at(m // 2, m).tolist(), b.mean()))
+        finally:
+            impl.SPILL_SAMPLES = saved
+    assert runs[0] == runs[1]

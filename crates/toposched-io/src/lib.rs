@@ -8,3 +8,4 @@
 pub mod exact;
 pub mod summary;
 pub mod collect;
+pub mod utilization;

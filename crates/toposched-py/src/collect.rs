@@ -1,15 +1,16 @@
 //! The Python face of toposched-io's collection of a replay's results: the finished
-//! jobs' columns (`collect.rs`) and the summary's statistics (`summary.rs`). Conversions
-//! only: the rules live in toposched-io.
+//! jobs' columns (`collect.rs`), the utilization samples (`utilization.rs`) and the
+//! summary's statistics (`summary.rs`). Conversions only: the rules live in toposched-io.
 
 use numpy::{PyArray1, PyReadonlyArray1};
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyAssertionError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
 use toposched_io::collect::{self as io_collect, JobColumns, Outcomes, SpanRanks};
 use toposched_io::exact::ExactFloatSum;
 use toposched_io::summary::{self, Chunk, Stats};
+use toposched_io::utilization::{self, series_busy_at, BusySamples, UtilizationSeries};
 
 fn slice<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<T>, name: &str) -> PyResult<&'a [T]> {
     a.as_slice().map_err(|_| PyValueError::new_err(format!("column {name} must be a contiguous array")))
@@ -181,7 +182,8 @@ fn finished_jobs<'py>(
     Ok(d)
 }
 
-type SpanArrays<'py> = (Bound<'py, PyArray1<i32>>, Bound<'py, PyArray1<i32>>);
+/// Two arrays of one type (span counts: leaves and pods; the step function: instants and levels).
+type ArrayPair<'py, T> = (Bound<'py, PyArray1<T>>, Bound<'py, PyArray1<T>>);
 
 /// Distinct leaves and pods (int32) of every job's ascending CSR node ranges, from the
 /// leaf of every node and the pod of every leaf.
@@ -193,7 +195,7 @@ fn span_counts<'py>(
     count: PyReadonlyArray1<u32>,
     leaf_of: PyReadonlyArray1<u32>,
     pod_of_leaf: PyReadonlyArray1<u32>,
-) -> PyResult<SpanArrays<'py>> {
+) -> PyResult<ArrayPair<'py, i32>> {
     let spans = SpanRanks::new(slice(&leaf_of, "leaf_of")?, slice(&pod_of_leaf, "pod_of_leaf")?).map_err(PyValueError::new_err)?;
     let (leaves, pods) = spans
         .span_counts(slice(&range_offsets, "range_offsets")?, slice(&first, "first")?, slice(&count, "count")?)
@@ -201,11 +203,116 @@ fn span_counts<'py>(
     Ok((PyArray1::from_vec(py, leaves), PyArray1::from_vec(py, pods)))
 }
 
+/// The busy-node step function of jobs: (change_s, busy) arrays (`busy[i]` nodes busy
+/// from `change_s[i]` on), zero-length and negative-start jobs left out.
+#[pyfunction]
+fn utilization_changes<'py>(
+    py: Python<'py>,
+    start_s: PyReadonlyArray1<i64>,
+    end_s: PyReadonlyArray1<i64>,
+    nodes: PyReadonlyArray1<i64>,
+    step_s: i64,
+) -> PyResult<ArrayPair<'py, i64>> {
+    let s = UtilizationSeries::from_jobs(slice(&start_s, "start_s")?, slice(&end_s, "end_s")?, slice(&nodes, "nodes")?, 0, -1, step_s, 0)
+        .map_err(PyValueError::new_err)?;
+    Ok((PyArray1::from_vec(py, s.change_s), PyArray1::from_vec(py, s.busy)))
+}
+
+/// Busy nodes at samples k0 <= k < k1 of the step function (change_s, busy).
+#[pyfunction]
+fn utilization_busy_at<'py>(py: Python<'py>, change_s: PyReadonlyArray1<i64>, busy: PyReadonlyArray1<i64>, t0: i64, step_s: i64, k0: u64, k1: u64) -> PyResult<Bound<'py, PyArray1<i64>>> {
+    let (c, b) = (slice(&change_s, "change_s")?, slice(&busy, "busy")?);
+    if c.len() != b.len() || step_s <= 0 {
+        return Err(PyValueError::new_err("change_s and busy differ in length, or step_s is not positive"));
+    }
+    Ok(PyArray1::from_vec(py, series_busy_at(c, b, t0, step_s, k0, k1)))
+}
+
+/// np.mean of the samples' utilization (busy / n_nodes) of the step function, bit for
+/// bit, without the sample array (None: no sample).
+#[pyfunction]
+fn utilization_mean(change_s: PyReadonlyArray1<i64>, busy: PyReadonlyArray1<i64>, t0: i64, t1: i64, step_s: i64, n_nodes: i64) -> PyResult<Option<f64>> {
+    let (c, b) = (slice(&change_s, "change_s")?, slice(&busy, "busy")?);
+    if c.len() != b.len() || step_s <= 0 {
+        return Err(PyValueError::new_err("change_s and busy differ in length, or step_s is not positive"));
+    }
+    let n = utilization::n_samples(t0, t1, step_s);
+    Ok(utilization::pairwise_mean::<()>(n, n_nodes, &mut |a, z| Ok(series_busy_at(c, b, t0, step_s, a, z))).expect("in memory"))
+}
+
+/// The busy-node samples of a streamed replay (toposched.utilization.BusySamples wraps it).
+#[pyclass(module = "toposched._core", name = "BusySamples")]
+struct PyBusySamples {
+    inner: BusySamples,
+}
+
+#[pymethods]
+impl PyBusySamples {
+    #[new]
+    #[pyo3(signature = (t0, step_s, n_nodes, spill=None))]
+    fn new(t0: i64, step_s: i64, n_nodes: i64, spill: Option<std::path::PathBuf>) -> PyResult<Self> {
+        Ok(PyBusySamples { inner: BusySamples::new(t0, step_s, n_nodes, spill).map_err(PyValueError::new_err)? })
+    }
+
+    #[getter]
+    fn t0(&self) -> i64 {
+        self.inner.t0
+    }
+    #[setter]
+    fn set_t0(&mut self, t0: i64) {
+        self.inner.t0 = t0;
+    }
+    #[getter]
+    fn t1(&self) -> i64 {
+        self.inner.t1
+    }
+    #[setter]
+    fn set_t1(&mut self, t1: i64) {
+        self.inner.t1 = t1;
+    }
+    /// Samples before it are in the spill file.
+    #[getter]
+    fn base(&self) -> u64 {
+        self.inner.base()
+    }
+    #[getter]
+    fn n_samples(&self) -> u64 {
+        self.inner.n_samples()
+    }
+
+    /// Finished jobs (int64 arrays); t1 becomes the latest end so far.
+    fn add(&mut self, start_s: PyReadonlyArray1<i64>, end_s: PyReadonlyArray1<i64>, nodes: PyReadonlyArray1<i64>) -> PyResult<()> {
+        self.inner
+            .add(slice(&start_s, "start_s")?, slice(&end_s, "end_s")?, slice(&nodes, "nodes")?)
+            .map_err(PyAssertionError::new_err)
+    }
+
+    /// No job added from now on counts at a sample before k; past spill_samples of them,
+    /// they are appended to the spill file.
+    fn final_before(&mut self, k: i64, spill_samples: u64) -> PyResult<()> {
+        Ok(self.inner.final_before(k, spill_samples)?)
+    }
+
+    fn busy_at<'py>(&mut self, py: Python<'py>, k0: u64, k1: u64) -> PyResult<Bound<'py, PyArray1<i64>>> {
+        Ok(PyArray1::from_vec(py, self.inner.busy_at(k0, k1)?))
+    }
+
+    fn mean(&mut self) -> PyResult<Option<f64>> {
+        Ok(self.inner.mean()?)
+    }
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySummaryStats>()?;
     m.add_function(wrap_pyfunction!(exact_float_sum_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(finished_jobs, m)?)?;
     m.add_function(wrap_pyfunction!(span_counts, m)?)?;
+    m.add_function(wrap_pyfunction!(utilization_changes, m)?)?;
+    m.add_function(wrap_pyfunction!(utilization_busy_at, m)?)?;
+    m.add_function(wrap_pyfunction!(utilization_mean, m)?)?;
+    m.add_class::<PyBusySamples>()?;
+    m.add("UTILIZATION_CHUNK_SAMPLES", utilization::CHUNK_SAMPLES)?;
+    m.add("UTILIZATION_SPILL_SAMPLES", utilization::SPILL_SAMPLES)?;
     m.add("SUMMARY_SIZE_BINS", summary::SIZE_BINS.to_vec())?;
     m.add("SUMMARY_KEEP_ROWS", summary::KEEP_ROWS)?;
     m.add("SUMMARY_GATHER_KEYS", summary::GATHER_KEYS)?;
