@@ -350,16 +350,18 @@ impl SummaryStats {
     /// chunk in any split; it is called only when the keys were dropped (at most four
     /// times); its error ends the selection. A bucket of at most `gather_keys` keys is
     /// gathered in one pass instead of counted 16 bits at a time.
-    pub fn finish<E>(&self, gather_keys: u64, mut again: impl FnMut(&mut dyn FnMut(Chunk<'_>)) -> Result<(), E>) -> Result<Statistics, E> {
+    /// The kept keys are reordered (selected in place).
+    pub fn finish<E>(&mut self, gather_keys: u64, mut again: impl FnMut(&mut dyn FnMut(Chunk<'_>)) -> Result<(), E>) -> Result<Statistics, E> {
         // found[(g, c)]: position -> key relative to the group's smallest
         let mut found: Vec<Vec<(u64, u64)>> = vec![Vec::new(); N_GROUPS * 3];
         let mut targets: Vec<Target> = Vec::new();
-        for (g, accs) in self.groups.iter().enumerate() {
+        let dropped = self.dropped;
+        for (g, accs) in self.groups.iter_mut().enumerate() {
             let Some(accs) = accs else { continue };
             if g == 0 {
                 continue; // jobs in no bin count in the whole only
             }
-            for (c, acc) in accs.iter().enumerate() {
+            for (c, acc) in accs.iter_mut().enumerate() {
                 if acc.n == 0 || acc.nan || !acc.any_key {
                     continue;
                 }
@@ -367,10 +369,9 @@ impl SummaryStats {
                 let mut positions: Vec<u64> = median.into_iter().chain(p95).collect();
                 positions.sort_unstable();
                 positions.dedup();
-                if !self.dropped {
-                    let mut keys = acc.keys.clone();
+                if !dropped {
                     for &p in &positions {
-                        let (_, k, _) = keys.select_nth_unstable(p as usize);
+                        let (_, k, _) = acc.keys.select_nth_unstable(p as usize);
                         found[g * 3 + c].push((p, *k - acc.key_min));
                     }
                 } else {

@@ -88,9 +88,10 @@ pub fn pairwise_mean<E>(n: u64, n_nodes: i64, busy_at: &mut impl FnMut(u64, u64)
 
 fn pairwise_part<E>(k0: u64, n: u64, nodes: f64, busy_at: &mut impl FnMut(u64, u64) -> Result<Vec<i64>, E>) -> Result<f64, E> {
     if n <= CHUNK_SAMPLES {
-        let v: Vec<f64> = busy_at(k0, k0 + n)?.into_iter().map(|b| b as f64 / nodes).collect();
+        // (collected in place: the counts' buffer becomes the utilization's)
+        let u: Vec<f64> = busy_at(k0, k0 + n)?.into_iter().map(|b| b as f64 / nodes).collect();
         // (NumPy's reduction adds the sum to its identity, 0.0)
-        return Ok(0.0 + pairwise_sum(&v));
+        return Ok(0.0 + pairwise_sum(&u));
     }
     let mut half = n / 2;
     half -= half % 8;
@@ -175,9 +176,9 @@ pub fn series_busy_at(change_s: &[i64], busy: &[i64], t0: i64, step_s: i64, k0: 
     while k < k1i {
         // the run of `level` lasts until the next change's first sample
         let next = if i < change_s.len() { first_k(i).min(k1i) } else { k1i };
-        while k < next {
-            out.push(level);
-            k += 1;
+        if next > k {
+            out.resize(out.len() + (next - k) as usize, level);
+            k = next;
         }
         if i < change_s.len() && k < k1i {
             level = busy[i];

@@ -72,7 +72,7 @@ impl PySummaryStats {
     /// The summary's wait_s, bounded_slowdown, aph and by_size blocks. `source()` yields
     /// the same rows again as (wait_s, bounded_slowdown, aph, nodes) tuples; it is called
     /// only when the keys were dropped (once per selection pass).
-    fn finish<'py>(&self, py: Python<'py>, source: Bound<'py, PyAny>, gather_keys: u64) -> PyResult<Bound<'py, PyDict>> {
+    fn finish<'py>(&mut self, py: Python<'py>, source: Bound<'py, PyAny>, gather_keys: u64) -> PyResult<Bound<'py, PyDict>> {
         let s = self.inner.finish(gather_keys, |f| -> PyResult<()> {
             for item in source.call0()?.try_iter()? {
                 let arrays: ChunkArrays = item?.extract()?;
