@@ -327,3 +327,86 @@ class Placer:
     def alloc(self) -> str: ...
     @property
     def fungible(self) -> bool: ...
+
+# ---- a replay's results collected (crates/toposched-py/src/collect.rs, toposched-io) ----
+
+SUMMARY_SIZE_BINS: Final[list[tuple[str, int, int]]]
+SUMMARY_KEEP_ROWS: Final[int]
+SUMMARY_GATHER_KEYS: Final[int]
+
+@final
+class SummaryStats:
+    """Accumulators of the summary's statistics (toposched.summary_stats wraps it)."""
+
+    def __init__(self, keep_all: bool = False) -> None: ...
+    @property
+    def rows(self) -> int: ...
+    def add(
+        self,
+        wait_s: npt.NDArray[np.int64],
+        bounded_slowdown: npt.NDArray[np.float64],
+        aph: npt.NDArray[np.float64],
+        nodes: npt.NDArray[np.int64],
+        keep_rows: int,
+    ) -> None: ...
+    def finish(self, source: Any, gather_keys: int) -> dict[str, Any]: ...
+
+def exact_float_sum_bytes(x: npt.NDArray[np.float64]) -> bytes: ...
+def finished_jobs(
+    topology: Topology,
+    status: npt.NDArray[np.int8],
+    start_s: npt.NDArray[np.int64],
+    end_s: npt.NDArray[np.int64],
+    alloc_class: npt.NDArray[np.int8],
+    killed: npt.NDArray[np.bool_],
+    aph: npt.NDArray[np.float64],
+    range_offsets: npt.NDArray[np.int64],
+    range_first: npt.NDArray[np.uint32],
+    range_count: npt.NDArray[np.uint32],
+    job_id: npt.NDArray[np.int64],
+    submit_s: npt.NDArray[np.int64],
+    nodes: npt.NDArray[np.int64],
+    walltime_s: npt.NDArray[np.int64],
+    runtime_s: npt.NDArray[np.int64],
+) -> dict[str, Any]: ...
+def span_counts(
+    range_offsets: npt.NDArray[np.int64],
+    first: npt.NDArray[np.uint32],
+    count: npt.NDArray[np.uint32],
+    leaf_of: npt.NDArray[np.uint32],
+    pod_of_leaf: npt.NDArray[np.uint32],
+) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]: ...
+
+UTILIZATION_CHUNK_SAMPLES: Final[int]
+UTILIZATION_SPILL_SAMPLES: Final[int]
+
+def utilization_changes(
+    start_s: npt.NDArray[np.int64], end_s: npt.NDArray[np.int64], nodes: npt.NDArray[np.int64], step_s: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...
+def utilization_busy_at(
+    change_s: npt.NDArray[np.int64], busy: npt.NDArray[np.int64], t0: int, step_s: int, k0: int, k1: int
+) -> npt.NDArray[np.int64]: ...
+def utilization_mean(
+    change_s: npt.NDArray[np.int64], busy: npt.NDArray[np.int64], t0: int, t1: int, step_s: int, n_nodes: int
+) -> float | None: ...
+@final
+class BusySamples:
+    """The busy-node samples of a streamed replay (toposched.utilization.BusySamples wraps it)."""
+
+    def __init__(self, t0: int, step_s: int, n_nodes: int, spill: str | None = None) -> None: ...
+    @property
+    def t0(self) -> int: ...
+    @t0.setter
+    def t0(self, value: int) -> None: ...
+    @property
+    def t1(self) -> int: ...
+    @t1.setter
+    def t1(self, value: int) -> None: ...
+    @property
+    def base(self) -> int: ...
+    @property
+    def n_samples(self) -> int: ...
+    def add(self, start_s: npt.NDArray[np.int64], end_s: npt.NDArray[np.int64], nodes: npt.NDArray[np.int64]) -> None: ...
+    def final_before(self, k: int, spill_samples: int) -> None: ...
+    def busy_at(self, k0: int, k1: int) -> npt.NDArray[np.int64]: ...
+    def mean(self) -> float | None: ...

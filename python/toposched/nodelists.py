@@ -162,31 +162,18 @@ def node_lists(table: pa.Table) -> list[list[int]]:
 
 
 def span_counts(range_offsets: np.ndarray, first: np.ndarray, count: np.ndarray, leaf_of: np.ndarray, pod_of_leaf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct leaves and pods of every job (int32), from ascending ranges. Ids are
-    leaf-major (a leaf's nodes are consecutive, pods hold consecutive leaves), so a range
-    [a, b] touches the leaves numbered rank(a) .. rank(b), where rank counts the distinct
-    leaves up to a node; a job's next range shares a leaf with the previous one only where
-    one ends and the other starts. Work in proportion to the ranges, not the nodes."""
-    n_jobs = len(range_offsets) - 1
-    leaf_of = np.asarray(leaf_of)
-    out = []
-    for key in (leaf_of, np.asarray(pod_of_leaf)[leaf_of] if len(leaf_of) else leaf_of):
-        rank = np.zeros(len(key), dtype=np.int64)
-        if len(key) > 1:
-            np.cumsum(key[1:] != key[:-1], out=rank[1:])
-        if len(first) == 0:
-            out.append(np.zeros(n_jobs, dtype=np.int32))
-            continue
-        f = np.asarray(first, dtype=np.int64)
-        lo = rank[f]
-        hi = rank[f + np.asarray(count, dtype=np.int64) - 1]
-        touched = hi - lo + 1
-        # a range starting in the leaf (pod) where the job's previous range ended
-        shared = np.zeros(len(f), dtype=bool)
-        shared[1:] = lo[1:] == hi[:-1]
-        roff = np.asarray(range_offsets, dtype=np.int64)
-        shared[roff[:-1][roff[:-1] < roff[1:]]] = False
-        c = np.zeros(len(f) + 1, dtype=np.int64)
-        np.cumsum(touched - shared, out=c[1:])
-        out.append((c[roff[1:]] - c[roff[:-1]]).astype(np.int32))
-    return out[0], out[1]
+    """Distinct leaves and pods of every job (int32), from ascending ranges (each of at
+    least one node). Ids are leaf-major (a leaf's nodes are consecutive, pods hold
+    consecutive leaves), so a range [a, b] touches the leaves numbered rank(a) .. rank(b),
+    where rank counts the distinct leaves up to a node; a job's next range shares a leaf
+    with the previous one only where one ends and the other starts. Work in proportion to
+    the ranges, not the nodes; done in Rust (crates/toposched-io/src/collect.rs)."""
+    from . import _core
+
+    return _core.span_counts(
+        np.ascontiguousarray(range_offsets, dtype=np.int64),
+        np.ascontiguousarray(first, dtype=np.uint32),
+        np.ascontiguousarray(count, dtype=np.uint32),
+        np.ascontiguousarray(leaf_of, dtype=np.uint32),
+        np.ascontiguousarray(pod_of_leaf, dtype=np.uint32),
+    )

@@ -279,58 +279,49 @@ class FinishedJobs:
 def finished_jobs(r: dict[str, np.ndarray], cols: dict[str, np.ndarray], fabric: Fabric) -> FinishedJobs:
     """The rows of ``r`` (the engine's results arrays: ``results()`` of a whole replay, or
     one ``drain()`` of a streamed one) whose job is done, as jobs.parquet's rows, in row
-    order; ``cols`` are the same rows' workload columns."""
-    done = r["status"] == 2
-    idx = np.flatnonzero(done)
-    every = len(idx) == len(done)
+    order; ``cols`` are the same rows' workload columns. The columns (wait, run time,
+    bounded slowdown, leaves and pods spanned, node ranges) are made in Rust
+    (crates/toposched-io/src/collect.rs); here they become the table."""
+    from . import _core
 
-    def pick(a: np.ndarray) -> np.ndarray:
-        # every job finished (a complete run): the arrays as they are, no copy
-        return a if every else a[idx]
+    def i64(a: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(a, dtype=np.int64)
 
-    start = pick(r["start_s"])
-    end = pick(r["end_s"])
-    submit = pick(cols["submit_s"])
-    nodes = pick(cols["nodes"])
-    wait = start - submit
-    run = end - start
-    bsld = np.maximum((wait + run) / np.maximum(run, BSLD_TAU_S), 1.0)
-    roff = r["range_offsets"]
-    first = r["range_first"]
-    count = r["range_count"]
-    if not every:
-        # node lists of the finished jobs only: gather their ranges
-        all_lens = roff[1:] - roff[:-1]
-        keep = np.repeat(done, all_lens)
-        first, count = first[keep], count[keep]
-        roff = np.zeros(len(idx) + 1, dtype=np.int64)
-        np.cumsum(all_lens[idx], out=roff[1:])
-    leaf_of = fabric.core.leaf_of_nodes()
-    pod_of_leaf = fabric.core.pod_of_leaves()
-    leaves_used, pods_used = _span_counts(roff, first, count, leaf_of, pod_of_leaf)
-    aph = pick(r["aph"])
-    killed = pick(r["killed"])
+    f = _core.finished_jobs(
+        fabric.core,
+        np.ascontiguousarray(r["status"], dtype=np.int8),
+        i64(r["start_s"]),
+        i64(r["end_s"]),
+        np.ascontiguousarray(r["alloc_class"], dtype=np.int8),
+        np.ascontiguousarray(r["killed"], dtype=np.bool_),
+        np.ascontiguousarray(r["aph"], dtype=np.float64),
+        i64(r["range_offsets"]),
+        np.ascontiguousarray(r["range_first"], dtype=np.uint32),
+        np.ascontiguousarray(r["range_count"], dtype=np.uint32),
+        *(i64(cols[c]) for c in ("job_id", "submit_s", "nodes", "walltime_s", "runtime_s")),
+    )
+    aph = f["aph"]
     jobs = pa.table(
         {
-            "job_id": pa.array(pick(cols["job_id"])),
-            "submit_s": pa.array(submit),
-            "start_s": pa.array(start),
-            "end_s": pa.array(end),
-            "wait_s": pa.array(wait),
-            "nodes": pa.array(nodes),
-            "walltime_s": pa.array(pick(cols["walltime_s"])),
-            "runtime_s": pa.array(run),
-            "log_runtime_s": pa.array(pick(cols["runtime_s"])),
-            "killed": pa.array(killed),
-            "bounded_slowdown": pa.array(bsld),
+            "job_id": pa.array(f["job_id"]),
+            "submit_s": pa.array(f["submit_s"]),
+            "start_s": pa.array(f["start_s"]),
+            "end_s": pa.array(f["end_s"]),
+            "wait_s": pa.array(f["wait_s"]),
+            "nodes": pa.array(f["nodes"]),
+            "walltime_s": pa.array(f["walltime_s"]),
+            "runtime_s": pa.array(f["runtime_s"]),
+            "log_runtime_s": pa.array(f["log_runtime_s"]),
+            "killed": pa.array(f["killed"]),
+            "bounded_slowdown": pa.array(f["bounded_slowdown"]),
             "aph": pa.array(aph, mask=np.isnan(aph)),
-            "alloc_class": pa.array(pick(r["alloc_class"])),
-            "leaves": pa.array(leaves_used),
-            "pods": pa.array(pods_used),
-            NODE_RANGES: ranges_array(roff, first, count),
+            "alloc_class": pa.array(f["alloc_class"]),
+            "leaves": pa.array(f["leaves"]),
+            "pods": pa.array(f["pods"]),
+            NODE_RANGES: ranges_array(f["range_offsets"], f["range_first"], f["range_count"]),
         }
     )
-    return FinishedJobs(jobs, start, end, nodes, wait, bsld, np.asarray(aph, dtype=float), int(np.sum(killed)) if len(killed) else 0)
+    return FinishedJobs(jobs, f["start_s"], f["end_s"], f["nodes"], f["wait_s"], f["bounded_slowdown"], aph, int(f["killed_count"]))
 
 
 def collect(sim: Outcome, workload: Workload, fabric: Fabric, config: RunConfig, complete: bool) -> SimResult:
@@ -407,11 +398,8 @@ def skipped_table(cols: dict[str, np.ndarray], rows: list[int], reasons: list[st
 
 
 def _span_counts(roff: np.ndarray, first: np.ndarray, count: np.ndarray, leaf_of: np.ndarray, pod_of_leaf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct leaves and pods per job, from its ascending node ranges."""
-    if len(pod_of_leaf) == 1 and (len(leaf_of) == 0 or int(leaf_of.max()) == 0):
-        # one leaf in one pod (nodes = processors fabrics): every job with nodes spans one
-        one = (np.diff(roff) > 0).astype(np.int32)
-        return one, one.copy()
+    """Distinct leaves and pods per job (int32), from its ascending node ranges
+    (:func:`toposched.nodelists.span_counts`: Rust's, crates/toposched-io/src/collect.rs)."""
     return span_counts(roff, first, count, leaf_of, pod_of_leaf)
 
 

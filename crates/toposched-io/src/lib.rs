@@ -7,3 +7,7 @@
 
 pub mod limits;
 pub mod normalize;
+pub mod exact;
+pub mod summary;
+pub mod collect;
+pub mod utilization;

@@ -1,6 +1,7 @@
 //! `toposched._core`: the Python face of toposched-core. Thin wrappers only: every rule
 //! lives in the core crate; this file converts arguments and arrays.
 
+mod collect;
 mod json;
 mod live;
 mod network;
@@ -597,45 +598,18 @@ fn results_dict<'py, 'a>(
     topo: &toposched_core::Topology,
     rows: impl ExactSizeIterator<Item = (&'a toposched_core::Outcome, &'a [(u32, u32)])>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let n = rows.len();
-    let mut status = Vec::with_capacity(n);
-    let mut start = Vec::with_capacity(n);
-    let mut end = Vec::with_capacity(n);
-    let mut class = Vec::with_capacity(n);
-    let mut killed = Vec::with_capacity(n);
-    let mut aph = Vec::with_capacity(n);
-    // Node lists as (first, count) ranges in CSR form: a few per job, where one id per
-    // node grew with fabric x jobs (toposched.nodelists expands them when needed).
-    let mut offsets = Vec::with_capacity(n + 1);
-    let mut first: Vec<u32> = Vec::new();
-    let mut count: Vec<u32> = Vec::new();
-    offsets.push(0i64);
-    for (o, ranges) in rows {
-        status.push(match o.status {
-            JobStatus::Pending => 0i8,
-            JobStatus::Running => 1,
-            JobStatus::Done => 2,
-            JobStatus::Skipped => 3,
-        });
-        start.push(o.start_s);
-        end.push(o.end_s);
-        class.push(o.class.map_or(0, |c| c.number() as i8));
-        killed.push(o.killed);
-        aph.push(metrics::aph_of_ranges(topo, ranges).unwrap_or(f64::NAN));
-        first.extend(ranges.iter().map(|r| r.0));
-        count.extend(ranges.iter().map(|r| r.1));
-        offsets.push(first.len() as i64);
-    }
+    // the columns are made by toposched-io (the native collect path makes them the same way)
+    let o = toposched_io::collect::OutcomeColumns::from_rows(topo, rows);
     let d = PyDict::new(py);
-    d.set_item("status", PyArray1::from_vec(py, status))?;
-    d.set_item("start_s", PyArray1::from_vec(py, start))?;
-    d.set_item("end_s", PyArray1::from_vec(py, end))?;
-    d.set_item("alloc_class", PyArray1::from_vec(py, class))?;
-    d.set_item("killed", PyArray1::from_vec(py, killed))?;
-    d.set_item("aph", PyArray1::from_vec(py, aph))?;
-    d.set_item("range_offsets", PyArray1::from_vec(py, offsets))?;
-    d.set_item("range_first", PyArray1::from_vec(py, first))?;
-    d.set_item("range_count", PyArray1::from_vec(py, count))?;
+    d.set_item("status", PyArray1::from_vec(py, o.status))?;
+    d.set_item("start_s", PyArray1::from_vec(py, o.start_s))?;
+    d.set_item("end_s", PyArray1::from_vec(py, o.end_s))?;
+    d.set_item("alloc_class", PyArray1::from_vec(py, o.alloc_class))?;
+    d.set_item("killed", PyArray1::from_vec(py, o.killed))?;
+    d.set_item("aph", PyArray1::from_vec(py, o.aph))?;
+    d.set_item("range_offsets", PyArray1::from_vec(py, o.range_offsets))?;
+    d.set_item("range_first", PyArray1::from_vec(py, o.range_first))?;
+    d.set_item("range_count", PyArray1::from_vec(py, o.range_count))?;
     Ok(d)
 }
 
@@ -737,5 +711,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     policies::register(m)?;
     live::register(m)?;
     normalize::register(m)?;
+    collect::register(m)?;
     Ok(())
 }
