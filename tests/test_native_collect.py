@@ -282,3 +282,39 @@ def test_busy_samples_are_the_python_implementations(tmp_path_factory, jobs, t0:
         finally:
             impl.SPILL_SAMPLES = saved
     assert runs[0] == runs[1]
+
+
+@settings(max_examples=150, deadline=None)
+@given(outcomes(), st.sampled_from([1, 60, 3600]))
+def test_whole_replay_collection_is_the_python_chain(data, step: int) -> None:
+    """collect_replay (finished jobs, utilization from the first submit to the last end,
+    statistics with every key kept) against the Python pieces it replaced, chained as
+    results.collect chained them."""
+    import collect_reference as cref
+    import summary_stats_reference as sref
+    import utilization_reference as uref
+
+    from toposched import _core
+    from toposched.nodelists import ranges_from_lists
+    from toposched.results import _row_arrays
+
+    pods, status, start, end, klass, killed, aph, lists, cols = data
+    topo = _core.Topology.from_leaf_sizes("t", 3 if len(pods) > 1 else 2, pods)
+    off = np.zeros(len(lists) + 1, np.int64)
+    np.cumsum([len(x) for x in lists], out=off[1:])
+    roff, first, count = ranges_from_lists(off, np.array([i for x in lists for i in x], np.int64))
+    r = {
+        "status": np.array(status, np.int8), "start_s": np.array(start, np.int64), "end_s": np.array(end, np.int64),
+        "alloc_class": np.array(klass, np.int8), "killed": np.array(killed, bool), "aph": np.array(aph, np.float64),
+        "range_offsets": roff, "range_first": first, "range_count": count,
+    }
+    n_nodes = sum(sum(p) for p in pods)
+    got = _core.collect_replay(topo, _row_arrays(r, cols), step, n_nodes)
+    part = cref.finished_jobs(r, cols, _FabricLike(topo))
+    t0, t1 = (int(cols["submit_s"][0]), int(part.end.max())) if len(part.end) else (0, -1)
+    series = uref.UtilizationSeries.from_jobs(part.start, part.end, part.nodes, t0, t1, step, n_nodes)
+    stats = sref.summary_stats(lambda: [{"wait_s": part.wait, "bounded_slowdown": part.bsld, "aph": part.aph, "nodes": part.nodes}], keep_all=True)
+    assert (got["t0"], got["t1"]) == (t0, t1)
+    assert got["change_s"].tolist() == series.change_s.tolist() and got["busy"].tolist() == series.busy.tolist()
+    assert _json(got["statistics"]) == _json(stats)
+    assert got["finished"]["rows"].tolist() == np.flatnonzero(r["status"] == 2).tolist()

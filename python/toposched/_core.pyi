@@ -352,23 +352,8 @@ class SummaryStats:
     def finish(self, source: Any, gather_keys: int) -> dict[str, Any]: ...
 
 def exact_float_sum_bytes(x: npt.NDArray[np.float64]) -> bytes: ...
-def finished_jobs(
-    topology: Topology,
-    status: npt.NDArray[np.int8],
-    start_s: npt.NDArray[np.int64],
-    end_s: npt.NDArray[np.int64],
-    alloc_class: npt.NDArray[np.int8],
-    killed: npt.NDArray[np.bool_],
-    aph: npt.NDArray[np.float64],
-    range_offsets: npt.NDArray[np.int64],
-    range_first: npt.NDArray[np.uint32],
-    range_count: npt.NDArray[np.uint32],
-    job_id: npt.NDArray[np.int64],
-    submit_s: npt.NDArray[np.int64],
-    nodes: npt.NDArray[np.int64],
-    walltime_s: npt.NDArray[np.int64],
-    runtime_s: npt.NDArray[np.int64],
-) -> dict[str, Any]: ...
+def finished_jobs(topology: Topology, outcomes: tuple[Any, Any, Any]) -> dict[str, Any]: ...
+def collect_replay(topology: Topology, outcomes: tuple[Any, Any, Any], step_s: int, n_nodes: int) -> dict[str, Any]: ...
 def span_counts(
     range_offsets: npt.NDArray[np.int64],
     first: npt.NDArray[np.uint32],

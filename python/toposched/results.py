@@ -276,30 +276,22 @@ class FinishedJobs:
     killed: int
 
 
-def finished_jobs(r: dict[str, np.ndarray], cols: dict[str, np.ndarray], fabric: Fabric) -> FinishedJobs:
-    """The rows of ``r`` (the engine's results arrays: ``results()`` of a whole replay, or
-    one ``drain()`` of a streamed one) whose job is done, as jobs.parquet's rows, in row
-    order; ``cols`` are the same rows' workload columns. The columns (wait, run time,
-    bounded slowdown, leaves and pods spanned, node ranges) are made in Rust
-    (crates/toposched-io/src/collect.rs); here they become the table."""
-    from . import _core
+def _row_arrays(r: dict[str, np.ndarray], cols: dict[str, np.ndarray]) -> Any:
+    """The engine's outcome arrays and the same rows' job columns as the native collect
+    functions take them (three groups, each array contiguous, of its type)."""
 
     def i64(a: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(a, dtype=np.int64)
 
-    f = _core.finished_jobs(
-        fabric.core,
-        np.ascontiguousarray(r["status"], dtype=np.int8),
-        i64(r["start_s"]),
-        i64(r["end_s"]),
-        np.ascontiguousarray(r["alloc_class"], dtype=np.int8),
-        np.ascontiguousarray(r["killed"], dtype=np.bool_),
-        np.ascontiguousarray(r["aph"], dtype=np.float64),
-        i64(r["range_offsets"]),
-        np.ascontiguousarray(r["range_first"], dtype=np.uint32),
-        np.ascontiguousarray(r["range_count"], dtype=np.uint32),
-        *(i64(cols[c]) for c in ("job_id", "submit_s", "nodes", "walltime_s", "runtime_s")),
+    return (
+        (np.ascontiguousarray(r["status"], dtype=np.int8), i64(r["start_s"]), i64(r["end_s"]), np.ascontiguousarray(r["alloc_class"], dtype=np.int8), np.ascontiguousarray(r["killed"], dtype=np.bool_)),
+        (np.ascontiguousarray(r["aph"], dtype=np.float64), i64(r["range_offsets"]), np.ascontiguousarray(r["range_first"], dtype=np.uint32), np.ascontiguousarray(r["range_count"], dtype=np.uint32)),
+        tuple(i64(cols[c]) for c in ("job_id", "submit_s", "nodes", "walltime_s", "runtime_s")),
     )
+
+
+def _finished_of(f: dict[str, Any]) -> FinishedJobs:
+    """jobs.parquet's rows from the native finished jobs' columns."""
     aph = f["aph"]
     jobs = pa.table(
         {
@@ -324,13 +316,29 @@ def finished_jobs(r: dict[str, np.ndarray], cols: dict[str, np.ndarray], fabric:
     return FinishedJobs(jobs, f["start_s"], f["end_s"], f["nodes"], f["wait_s"], f["bounded_slowdown"], aph, int(f["killed_count"]))
 
 
+def finished_jobs(r: dict[str, np.ndarray], cols: dict[str, np.ndarray], fabric: Fabric) -> FinishedJobs:
+    """The rows of ``r`` (the engine's results arrays: ``results()`` of a whole replay, or
+    one ``drain()`` of a streamed one) whose job is done, as jobs.parquet's rows, in row
+    order; ``cols`` are the same rows' workload columns. The columns (wait, run time,
+    bounded slowdown, leaves and pods spanned, node ranges) are made in Rust
+    (crates/toposched-io/src/collect.rs); here they become the table."""
+    from . import _core
+
+    return _finished_of(_core.finished_jobs(fabric.core, _row_arrays(r, cols)))
+
+
 def collect(sim: Outcome, workload: Workload, fabric: Fabric, config: RunConfig, complete: bool) -> SimResult:
     """Tables and summary of a replay from its :class:`Outcome`."""
+    from . import _core
+
     r = sim.results
     cols = workload.columns
-    done = r["status"] == 2
-    idx = np.flatnonzero(done)
-    part = finished_jobs(r, cols, fabric)
+    # the finished jobs' columns, the utilization's step function and the summary's
+    # statistics, in Rust (toposched-io collect_replay: the streamed replay makes the same
+    # from its drains, so both write the same summary)
+    native = _core.collect_replay(fabric.core, _row_arrays(r, cols), config.utilization_step_s, fabric.n_nodes)
+    part = _finished_of(native["finished"])
+    idx = native["finished"]["rows"]
     jobs, start, end, nodes = part.table, part.start, part.end, part.nodes
     net_summary = None
     if sim.network is not None:
@@ -353,17 +361,9 @@ def collect(sim: Outcome, workload: Workload, fabric: Fabric, config: RunConfig,
         net_summary["interference_node_s"] = float(node_s.sum() - useful.sum())
     skipped_rows = [row for row, _ in sim.skipped]
     skipped = skipped_table(cols, skipped_rows, [why for _, why in sim.skipped])
-    step = config.utilization_step_s
-    if len(idx):
-        t0 = int(cols["submit_s"][0])
-        t1 = int(end.max())
-    else:
-        t0, t1 = 0, -1
-    utilization = UtilizationSeries.from_jobs(start, end, nodes, t0, t1, step, fabric.n_nodes)
-    # mean, median, p95, max overall and per size bin: the same code as the streamed
-    # replay's (toposched.summary_stats), so both write the same summary
-    # (every key kept: the columns are in memory already, no pass over them again)
-    stats = summary_stats.summary_stats(lambda: [{"wait_s": part.wait, "bounded_slowdown": part.bsld, "aph": part.aph, "nodes": nodes}], keep_all=True)
+    t0, t1 = int(native["t0"]), int(native["t1"])
+    utilization = UtilizationSeries(native["change_s"], native["busy"], t0, t1, config.utilization_step_s, fabric.n_nodes)
+    stats = native["statistics"]
     summary = summary_of(
         workload.describe(),
         over_walltime=int(np.sum(workload["runtime_s"] > workload["walltime_s"])),

@@ -24,8 +24,9 @@ import pyarrow as pa
 from . import _core
 
 #: Samples per chunk when writing, and the row-group size of utilization.parquet (the
-#: default pyarrow uses, so the file is the one ``pq.write_table`` wrote before).
-CHUNK_SAMPLES = 1024 * 1024
+#: default pyarrow uses, so the file is the one ``pq.write_table`` wrote before): 2^20,
+#: the chunk the native mean reads samples by too.
+CHUNK_SAMPLES: int = _core.UTILIZATION_CHUNK_SAMPLES
 
 SCHEMA = pa.schema([("time_s", pa.int64()), ("busy_nodes", pa.int64()), ("utilization", pa.float64())])
 
@@ -93,10 +94,10 @@ class UtilizationSeries(SampledUtilization):
 
     def busy_at(self, k0: int, k1: int) -> np.ndarray:
         """Busy nodes at samples ``k0 <= k < k1`` (int64)."""
-        return _core.utilization_busy_at(self.change_s, self.busy, self.t0, self.step_s, max(int(k0), 0), max(int(k1), 0))
+        return _core.utilization_busy_at(_i64(self.change_s), _i64(self.busy), self.t0, self.step_s, max(int(k0), 0), max(int(k1), 0))
 
     def mean(self) -> float | None:
-        return _core.utilization_mean(self.change_s, self.busy, self.t0, self.t1, self.step_s, self.n_nodes)
+        return _core.utilization_mean(_i64(self.change_s), _i64(self.busy), self.t0, self.t1, self.step_s, self.n_nodes)
 
 
 class BusySamples(SampledUtilization):

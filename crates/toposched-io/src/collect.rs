@@ -7,6 +7,9 @@
 
 use toposched_core::{JobStatus, Outcome, Topology};
 
+use crate::summary::{Chunk, Statistics, SummaryStats};
+use crate::utilization::UtilizationSeries;
+
 /// Bounded-slowdown threshold (seconds), as in Feitelson's definition.
 pub const BSLD_TAU_S: i64 = 10;
 
@@ -259,6 +262,33 @@ pub fn finished_jobs(o: &Outcomes<'_>, cols: &JobColumns<'_>, spans: &SpanRanks)
     Ok(f)
 }
 
+/// What the whole replay makes of its outcomes: the finished jobs' columns, the busy
+/// nodes over time, and the summary's statistics.
+#[derive(Clone, Debug)]
+pub struct Collected {
+    pub finished: FinishedJobs,
+    /// sampled from the first row's submit to the last end (none without a finished job)
+    pub utilization: UtilizationSeries,
+    pub statistics: Statistics,
+}
+
+/// The whole replay's collection (`toposched.results.collect`'s columns, samples and
+/// statistics; the streamed replay makes the same from its drains): `o` and `cols` hold
+/// every row of the replay, in row order.
+pub fn collect_replay(o: &Outcomes<'_>, cols: &JobColumns<'_>, spans: &SpanRanks, step_s: i64, n_nodes: i64) -> Result<Collected, String> {
+    let finished = finished_jobs(o, cols, spans)?;
+    let (t0, t1) = match finished.end_s.iter().max() {
+        Some(&last_end) => (cols.submit_s[0], last_end),
+        None => (0, -1),
+    };
+    let utilization = UtilizationSeries::from_jobs(&finished.start_s, &finished.end_s, &finished.nodes, t0, t1, step_s, n_nodes)?;
+    // every key kept: the columns are in memory already, no pass over them again
+    let mut stats = SummaryStats::new(true);
+    stats.add(Chunk { wait_s: &finished.wait_s, bounded_slowdown: &finished.bounded_slowdown, aph: &finished.aph, nodes: &finished.nodes }, u64::MAX);
+    let statistics = stats.finish(0, |_| Err("the whole replay's statistics keep every key: no pass over the rows".to_string()))?;
+    Ok(Collected { finished, utilization, statistics })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -349,5 +379,16 @@ mod tests {
         assert_eq!(f.killed_count, 1);
         let bad = Outcomes { range_first: &[0, 8, 2], ..o };
         assert!(finished_jobs(&bad, &c, &spans).unwrap_err().contains("not on the fabric"));
+        // the whole replay's chain: these columns, samples from the first submit (0) to
+        // the last end (1020), the statistics of the two finished jobs
+        let all = collect_replay(&o, &c, &spans, 60, 8).unwrap();
+        assert_eq!(format!("{:?}", all.finished), format!("{f:?}")); // (NaN APH: compared as text)
+        assert_eq!((all.utilization.t0, all.utilization.t1, all.utilization.n_samples()), (0, 1020, 18));
+        assert_eq!(all.utilization.busy_at(0, 3), vec![0, 1, 1]); // job 7 ran 10..15, between samples; job 9 from 20
+        assert_eq!(all.statistics.wait_s.mean, Some(5.0));
+        assert_eq!(all.statistics.by_size.iter().map(|b| (b.bin, b.jobs)).collect::<Vec<_>>(), vec![("1", 1), ("2-4", 1)]);
+        let none = Outcomes { status: &[0, 0, 3], ..o };
+        let empty = collect_replay(&none, &c, &spans, 60, 8).unwrap();
+        assert_eq!((empty.utilization.n_samples(), empty.statistics.wait_s), (0, crate::summary::Stats::default()));
     }
 }

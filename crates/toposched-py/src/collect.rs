@@ -32,6 +32,27 @@ fn chunk<'a>(a: &'a ChunkArrays<'_>) -> PyResult<Chunk<'a>> {
     Ok(c)
 }
 
+fn statistics_dict<'py>(py: Python<'py>, s: &summary::Statistics) -> PyResult<Bound<'py, PyDict>> {
+    let out = PyDict::new(py);
+    out.set_item("wait_s", stats_dict(py, &s.wait_s)?)?;
+    out.set_item("bounded_slowdown", stats_dict(py, &s.bounded_slowdown)?)?;
+    out.set_item("aph", stats_dict(py, &s.aph)?)?;
+    let bins = PyList::empty(py);
+    for b in &s.by_size {
+        let d = PyDict::new(py);
+        d.set_item("bin", b.bin)?;
+        d.set_item("min_nodes", b.min_nodes)?;
+        d.set_item("max_nodes", b.max_nodes)?;
+        d.set_item("jobs", b.jobs)?;
+        d.set_item("wait_s", stats_dict(py, &b.wait_s)?)?;
+        d.set_item("bounded_slowdown", stats_dict(py, &b.bounded_slowdown)?)?;
+        d.set_item("aph", stats_dict(py, &b.aph)?)?;
+        bins.append(d)?;
+    }
+    out.set_item("by_size", bins)?;
+    Ok(out)
+}
+
 fn stats_dict<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("mean", s.mean)?;
@@ -80,24 +101,7 @@ impl PySummaryStats {
             }
             Ok(())
         })?;
-        let out = PyDict::new(py);
-        out.set_item("wait_s", stats_dict(py, &s.wait_s)?)?;
-        out.set_item("bounded_slowdown", stats_dict(py, &s.bounded_slowdown)?)?;
-        out.set_item("aph", stats_dict(py, &s.aph)?)?;
-        let bins = PyList::empty(py);
-        for b in &s.by_size {
-            let d = PyDict::new(py);
-            d.set_item("bin", b.bin)?;
-            d.set_item("min_nodes", b.min_nodes)?;
-            d.set_item("max_nodes", b.max_nodes)?;
-            d.set_item("jobs", b.jobs)?;
-            d.set_item("wait_s", stats_dict(py, &b.wait_s)?)?;
-            d.set_item("bounded_slowdown", stats_dict(py, &b.bounded_slowdown)?)?;
-            d.set_item("aph", stats_dict(py, &b.aph)?)?;
-            bins.append(d)?;
-        }
-        out.set_item("by_size", bins)?;
-        Ok(out)
+        statistics_dict(py, &s)
     }
 }
 
@@ -115,49 +119,37 @@ fn exact_float_sum_bytes<'py>(py: Python<'py>, x: PyReadonlyArray1<f64>) -> PyRe
     Ok(PyBytes::new(py, &s.scaled().to_le_bytes()))
 }
 
-/// jobs.parquet's columns of the finished jobs among the engine's rows (the arrays of
-/// `Simulation.results()` / `drain()`) with the same rows' job columns: a dict of arrays
-/// (`rows`: which rows finished), and `killed_count`.
-#[pyfunction]
-#[allow(clippy::too_many_arguments)]
-fn finished_jobs<'py>(
-    py: Python<'py>,
-    topology: &crate::Topology,
-    status: PyReadonlyArray1<i8>,
-    start_s: PyReadonlyArray1<i64>,
-    end_s: PyReadonlyArray1<i64>,
-    alloc_class: PyReadonlyArray1<i8>,
-    killed: PyReadonlyArray1<bool>,
-    aph: PyReadonlyArray1<f64>,
-    range_offsets: PyReadonlyArray1<i64>,
-    range_first: PyReadonlyArray1<u32>,
-    range_count: PyReadonlyArray1<u32>,
-    job_id: PyReadonlyArray1<i64>,
-    submit_s: PyReadonlyArray1<i64>,
-    nodes: PyReadonlyArray1<i64>,
-    walltime_s: PyReadonlyArray1<i64>,
-    runtime_s: PyReadonlyArray1<i64>,
-) -> PyResult<Bound<'py, PyDict>> {
+/// The engine's outcome arrays and the same rows' job columns, as Python passes them.
+type RowArrays<'py> = (
+    (PyReadonlyArray1<'py, i8>, PyReadonlyArray1<'py, i64>, PyReadonlyArray1<'py, i64>, PyReadonlyArray1<'py, i8>, PyReadonlyArray1<'py, bool>),
+    (PyReadonlyArray1<'py, f64>, PyReadonlyArray1<'py, i64>, PyReadonlyArray1<'py, u32>, PyReadonlyArray1<'py, u32>),
+    (PyReadonlyArray1<'py, i64>, PyReadonlyArray1<'py, i64>, PyReadonlyArray1<'py, i64>, PyReadonlyArray1<'py, i64>, PyReadonlyArray1<'py, i64>),
+);
+
+fn views<'a>(a: &'a RowArrays<'_>) -> PyResult<(Outcomes<'a>, JobColumns<'a>)> {
+    let ((status, start_s, end_s, alloc_class, killed), (aph, range_offsets, range_first, range_count), (job_id, submit_s, nodes, walltime_s, runtime_s)) = a;
     let o = Outcomes {
-        status: slice(&status, "status")?,
-        start_s: slice(&start_s, "start_s")?,
-        end_s: slice(&end_s, "end_s")?,
-        alloc_class: slice(&alloc_class, "alloc_class")?,
-        killed: slice(&killed, "killed")?,
-        aph: slice(&aph, "aph")?,
-        range_offsets: slice(&range_offsets, "range_offsets")?,
-        range_first: slice(&range_first, "range_first")?,
-        range_count: slice(&range_count, "range_count")?,
+        status: slice(status, "status")?,
+        start_s: slice(start_s, "start_s")?,
+        end_s: slice(end_s, "end_s")?,
+        alloc_class: slice(alloc_class, "alloc_class")?,
+        killed: slice(killed, "killed")?,
+        aph: slice(aph, "aph")?,
+        range_offsets: slice(range_offsets, "range_offsets")?,
+        range_first: slice(range_first, "range_first")?,
+        range_count: slice(range_count, "range_count")?,
     };
     let c = JobColumns {
-        job_id: slice(&job_id, "job_id")?,
-        submit_s: slice(&submit_s, "submit_s")?,
-        nodes: slice(&nodes, "nodes")?,
-        walltime_s: slice(&walltime_s, "walltime_s")?,
-        runtime_s: slice(&runtime_s, "runtime_s")?,
+        job_id: slice(job_id, "job_id")?,
+        submit_s: slice(submit_s, "submit_s")?,
+        nodes: slice(nodes, "nodes")?,
+        walltime_s: slice(walltime_s, "walltime_s")?,
+        runtime_s: slice(runtime_s, "runtime_s")?,
     };
-    let spans = SpanRanks::of_topology(&topology.inner);
-    let f = io_collect::finished_jobs(&o, &c, &spans).map_err(PyValueError::new_err)?;
+    Ok((o, c))
+}
+
+fn finished_dict(py: Python<'_>, f: io_collect::FinishedJobs) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("rows", PyArray1::from_vec(py, f.rows.into_iter().map(i64::from).collect()))?;
     d.set_item("job_id", PyArray1::from_vec(py, f.job_id))?;
@@ -182,7 +174,37 @@ fn finished_jobs<'py>(
     Ok(d)
 }
 
-/// Two arrays of one type (span counts: leaves and pods; the step function: instants and levels).
+/// jobs.parquet's columns of the finished jobs among the engine's rows (the arrays of
+/// `Simulation.results()` / `drain()`: status, start_s, end_s, alloc_class, killed; aph,
+/// range_offsets, range_first, range_count) with the same rows' job columns (job_id,
+/// submit_s, nodes, walltime_s, runtime_s): a dict of arrays (`rows`: which rows
+/// finished), and `killed_count`.
+#[pyfunction]
+fn finished_jobs<'py>(py: Python<'py>, topology: &crate::Topology, outcomes: RowArrays<'py>) -> PyResult<Bound<'py, PyDict>> {
+    let (o, c) = views(&outcomes)?;
+    let spans = SpanRanks::of_topology(&topology.inner);
+    let f = io_collect::finished_jobs(&o, &c, &spans).map_err(PyValueError::new_err)?;
+    finished_dict(py, f)
+}
+
+/// The whole replay's collection (toposched-io `collect_replay`): `finished` (as
+/// `finished_jobs`), the utilization step function (`change_s`, `busy`, `t0`, `t1`) and
+/// the summary's `statistics` (as `SummaryStats.finish`).
+#[pyfunction]
+fn collect_replay<'py>(py: Python<'py>, topology: &crate::Topology, outcomes: RowArrays<'py>, step_s: i64, n_nodes: i64) -> PyResult<Bound<'py, PyDict>> {
+    let (o, c) = views(&outcomes)?;
+    let spans = SpanRanks::of_topology(&topology.inner);
+    let all = io_collect::collect_replay(&o, &c, &spans, step_s, n_nodes).map_err(PyValueError::new_err)?;
+    let d = PyDict::new(py);
+    d.set_item("finished", finished_dict(py, all.finished)?)?;
+    d.set_item("change_s", PyArray1::from_vec(py, all.utilization.change_s))?;
+    d.set_item("busy", PyArray1::from_vec(py, all.utilization.busy))?;
+    d.set_item("t0", all.utilization.t0)?;
+    d.set_item("t1", all.utilization.t1)?;
+    d.set_item("statistics", statistics_dict(py, &all.statistics)?)?;
+    Ok(d)
+}
+
 type ArrayPair<'py, T> = (Bound<'py, PyArray1<T>>, Bound<'py, PyArray1<T>>);
 
 /// Distinct leaves and pods (int32) of every job's ascending CSR node ranges, from the
@@ -306,6 +328,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySummaryStats>()?;
     m.add_function(wrap_pyfunction!(exact_float_sum_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(finished_jobs, m)?)?;
+    m.add_function(wrap_pyfunction!(collect_replay, m)?)?;
     m.add_function(wrap_pyfunction!(span_counts, m)?)?;
     m.add_function(wrap_pyfunction!(utilization_changes, m)?)?;
     m.add_function(wrap_pyfunction!(utilization_busy_at, m)?)?;
