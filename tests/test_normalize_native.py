@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from toposched import limits
 from toposched.errors import TraceFormatError
+from toposched.workload import normalize as normalize_module
 from toposched.workload.normalize import RAW_COLUMNS, NormalizeSettings, check_ranges, normalize
 
 # Values near every limit the rules compare with, from both sides.
@@ -231,6 +232,7 @@ def test_the_limits_are_the_documented_ones():
     assert limits.MAX_SPAN_LONG_S == limits.EPOCH_MAX_S - limits.EPOCH_MIN_S
     assert limits.MAX_TIME_S == 2**53
     assert limits.MAX_COUNT == 2**31
+    assert normalize_module.MAX_ID == 2**32 - 2 and normalize_module._MAX_EXAMPLES == 5
     assert all(type(v) is int for v in (limits.EPOCH_MIN_S, limits.EPOCH_MAX_S, limits.MAX_SPAN_S, limits.MAX_SPAN_LONG_S, limits.MAX_TIME_S, limits.MAX_COUNT))
 
 

@@ -78,7 +78,7 @@ class NormalizeSettings:
 
 
 #: The largest id of a user, account, QOS or partition (the engine's ids are 32-bit).
-MAX_ID = 2**32 - 2
+MAX_ID: int = _core.NORMALIZE_MAX_ID
 
 #: Out-of-range records quoted in the settings with lenient (the rest are counted).
 _MAX_EXAMPLES: int = _core.NORMALIZE_MAX_EXAMPLES
