@@ -251,3 +251,14 @@ def test_the_output_columns_are_new_contiguous_arrays():
     for c, a in w.columns.items():
         assert a.flags.c_contiguous and a.flags.writeable, c
         assert not np.shares_memory(a, raw["submit_s"]), c
+
+
+def test_flags_are_taken_for_their_truth_as_before():
+    """lenient / allow_long_span given as 1 or NumPy booleans (the Python rules only asked
+    whether they were true)."""
+    raw = {c: np.ones(2, dtype=np.int64) for c in RAW_COLUMNS}
+    raw["runtime_s"] = np.array([1, ref.MAX_SPAN_S + 1])
+    w = normalize(raw, source="x", fmt="t", settings=NormalizeSettings(), records=2, lenient=1)
+    assert w.skipped == {"out_of_range": 1}
+    w = normalize(raw, source="x", fmt="t", settings=NormalizeSettings(), records=2, allow_long_span=np.bool_(True))
+    assert len(w) == 2
