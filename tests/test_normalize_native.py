@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from toposched import limits
 from toposched.errors import TraceFormatError
+from toposched.workload import normalize as normalize_module
 from toposched.workload.normalize import RAW_COLUMNS, NormalizeSettings, check_ranges, normalize
 
 # Values near every limit the rules compare with, from both sides.
@@ -231,6 +232,7 @@ def test_the_limits_are_the_documented_ones():
     assert limits.MAX_SPAN_LONG_S == limits.EPOCH_MAX_S - limits.EPOCH_MIN_S
     assert limits.MAX_TIME_S == 2**53
     assert limits.MAX_COUNT == 2**31
+    assert normalize_module.MAX_ID == 2**32 - 2 and normalize_module._MAX_EXAMPLES == 5
     assert all(type(v) is int for v in (limits.EPOCH_MIN_S, limits.EPOCH_MAX_S, limits.MAX_SPAN_S, limits.MAX_SPAN_LONG_S, limits.MAX_TIME_S, limits.MAX_COUNT))
 
 
@@ -249,3 +251,14 @@ def test_the_output_columns_are_new_contiguous_arrays():
     for c, a in w.columns.items():
         assert a.flags.c_contiguous and a.flags.writeable, c
         assert not np.shares_memory(a, raw["submit_s"]), c
+
+
+def test_flags_are_taken_for_their_truth_as_before():
+    """lenient / allow_long_span given as 1 or NumPy booleans (the Python rules only asked
+    whether they were true)."""
+    raw = {c: np.ones(2, dtype=np.int64) for c in RAW_COLUMNS}
+    raw["runtime_s"] = np.array([1, ref.MAX_SPAN_S + 1])
+    w = normalize(raw, source="x", fmt="t", settings=NormalizeSettings(), records=2, lenient=1)
+    assert w.skipped == {"out_of_range": 1}
+    w = normalize(raw, source="x", fmt="t", settings=NormalizeSettings(), records=2, allow_long_span=np.bool_(True))
+    assert len(w) == 2

@@ -174,6 +174,7 @@ class SwfReadAhead:
 
 NORMALIZE_LIMITS: dict[str, int]
 NORMALIZE_MAX_EXAMPLES: int
+NORMALIZE_MAX_ID: int
 
 def normalize_columns(
     raw: list[npt.NDArray[np.int64]],

@@ -180,8 +180,9 @@ pub fn check_ranges_columns<'py>(
     Ok((PyArray1::from_vec(py, ok), examples))
 }
 
-/// Register the functions and the limits (`toposched.limits` takes its values from
-/// `NORMALIZE_LIMITS`: one definition, in toposched-io's `limits`).
+/// Register the functions and the constants (`toposched.limits` takes its values from
+/// `NORMALIZE_LIMITS`, `toposched.workload.normalize` its MAX_ID and example count: one
+/// definition, in toposched-io).
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(normalize_columns, m)?)?;
     m.add_function(wrap_pyfunction!(check_ranges_columns, m)?)?;
@@ -191,5 +192,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     }
     m.add("NORMALIZE_LIMITS", limits)?;
     m.add("NORMALIZE_MAX_EXAMPLES", rules::MAX_EXAMPLES)?;
+    m.add("NORMALIZE_MAX_ID", rules::MAX_ID)?;
     Ok(())
 }

@@ -78,7 +78,7 @@ class NormalizeSettings:
 
 
 #: The largest id of a user, account, QOS or partition (the engine's ids are 32-bit).
-MAX_ID = 2**32 - 2
+MAX_ID: int = _core.NORMALIZE_MAX_ID
 
 #: Out-of-range records quoted in the settings with lenient (the rest are counted).
 _MAX_EXAMPLES: int = _core.NORMALIZE_MAX_EXAMPLES
@@ -152,8 +152,8 @@ def normalize(
         size_field=settings.size_field,
         missing_walltime=None if settings.missing_walltime == "runtime" else int(settings.missing_walltime),
         missing_runtime=settings.missing_runtime,
-        lenient=lenient,
-        allow_long_span=allow_long_span,
+        lenient=bool(lenient),
+        allow_long_span=bool(allow_long_span),
         field_names=list((field_names or {}).items()),
         submit_span=submit_span,
         **_origin_args(time_origin_epoch_s),
@@ -223,8 +223,8 @@ def check_ranges(
     ok, got = _core.check_ranges_columns(
         _raw_arrays(cols),
         source=str(source),
-        lenient=lenient,
-        allow_long_span=allow_long_span,
+        lenient=bool(lenient),
+        allow_long_span=bool(allow_long_span),
         field_names=list(field_names.items()),
         examples=list(examples) if examples is not None else [],
         submit_span=submit_span,
