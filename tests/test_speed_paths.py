@@ -173,16 +173,16 @@ def test_simulate_leaves_no_import_thread_and_the_switch_interval_as_it_was(tmp_
 def test_an_error_writing_jobs_parquet_on_its_thread_is_the_commands_error(tmp_path: Path, monkeypatch, capsys) -> None:
     """jobs.parquet is written on a second thread: its failure still ends the command with
     its message, and leaves neither the result directory nor a staging directory."""
-    import toposched.results as results
+    import toposched.parquet_out as parquet_out
 
-    real = results.pq.write_table
+    real = parquet_out.write_table
 
-    def failing(table, where, **kw):
-        if "row_group_size" in kw and kw.get("row_group_size") == results.JOBS_ROW_GROUP:
+    def failing(where, kind, table, *a, **kw):
+        if kind == "jobs":
             raise OSError(28, "No space left on device")
-        return real(table, where, **kw)
+        return real(where, kind, table, *a, **kw)
 
-    monkeypatch.setattr(results.pq, "write_table", failing)
+    monkeypatch.setattr(parquet_out, "write_table", failing)
     out = tmp_path / "o"
     code = main(["simulate", "--trace", str(SWF), "--system", "cab", "--out", str(out), "--quiet"])
     assert code == 1

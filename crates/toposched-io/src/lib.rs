@@ -4,3 +4,5 @@
 //! summary's statistics collected from a replay, and the result's Parquet files written.
 //! The Python package calls the same code through `toposched._core` (one implementation:
 //! the Python API and the command line write the same bytes). No PyO3 here.
+
+pub mod parquet;

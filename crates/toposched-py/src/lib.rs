@@ -4,6 +4,7 @@
 mod json;
 mod live;
 mod network;
+mod parquet;
 mod policies;
 mod readahead;
 mod readers;
@@ -735,5 +736,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     network::register(m)?;
     policies::register(m)?;
     live::register(m)?;
+    parquet::register(m)?;
     Ok(())
 }
