@@ -108,6 +108,20 @@ def test_quiet_simulate_leaves_pandas_unimported_and_to_pandas_still_works(tmp_p
     assert out.split() == ["False", "DataFrame", "True"]
 
 
+def test_simulate_writes_its_parquet_files_without_pyarrow_parquet(tmp_path: Path) -> None:
+    """The result files are written by the native writer: the whole replay's command never
+    imports pyarrow.parquet (nor does its import thread), and the files read back."""
+    out = _fresh(
+        "import sys\nfrom toposched.cli import main\n"
+        f"assert main(['simulate', '--trace', {str(SWF)!r}, '--system', 'cab', '--out', {str(tmp_path / 'o')!r}]) == 0\n"
+        "print('pyarrow.parquet' in sys.modules)\n"
+        "import pyarrow.parquet as pq\n"
+        f"d = {str(tmp_path / 'o')!r}\n"
+        "print(*(pq.ParquetFile(d + '/' + name + '.parquet').metadata.created_by.split()[0] for name in ('jobs', 'utilization', 'skipped')))"
+    )
+    assert out.split()[-4:] == ["False", "parquet-rs", "parquet-rs", "parquet-rs"]  # (after the printed summary)
+
+
 def test_a_quiet_simulate_reads_no_entry_points_and_its_help_still_lists_python_policies(monkeypatch, capsys, tmp_path: Path) -> None:
     """The core's policies are looked up without importlib.metadata; --alloc's help, made
     when shown, still lists the policies packages register."""
