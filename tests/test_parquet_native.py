@@ -194,3 +194,16 @@ def test_refusals_name_the_column(tmp_path: Path) -> None:
         parquet_out.TableWriter(tmp_path / "x", "nope", [])
     with pytest.raises(FileNotFoundError):
         parquet_out.write_table(tmp_path / "missing" / "x", "skipped", pa.table({"a": [1]}), RUN_ID)
+
+
+def test_simulate_twice_gives_the_same_files(tmp_path: Path) -> None:
+    """Two runs of the command on a bundled log: the same five files, byte for byte."""
+    from conftest import TRACES
+    from toposched.cli import main
+
+    trace = str(TRACES / "LLNL-Thunder-2007-1.1-cln.first6124lines.swf.gz")
+    for name in ("a", "b"):
+        assert main(["simulate", "--trace", trace, "--system", "cab", "--queue", "easy", "--alloc", "linear", "--out", str(tmp_path / name), "--quiet"]) == 0
+    for f in ("jobs.parquet", "utilization.parquet", "skipped.parquet", "summary.json", "fabric.json"):
+        assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes(), f
+    assert pq.ParquetFile(tmp_path / "a" / "jobs.parquet").metadata.created_by.startswith("parquet-rs")

@@ -536,4 +536,36 @@ mod tests {
         let e = ResultWriter::create(Path::new("/nonexistent-dir/x.parquet"), ResultFile::Skipped, skipped_schema(), &meta()).err().unwrap();
         assert!(matches!(e, WriteError::Io { .. }), "{e}");
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// Any cut of the rows into pieces, through one writer, gives the bytes of the whole
+        /// table written at once, and row groups of `group` rows but the last.
+        #[test]
+        fn pieces_give_the_whole_files_bytes(n in 0usize..60, group in 1usize..20, cuts in proptest::collection::vec(0usize..60, 0..6)) {
+            let batch = jobs(n).into_batch().unwrap();
+            let whole = tmp(&format!("pw-{n}-{group}.parquet"));
+            let mut w = ResultWriter::create_with_row_groups(&whole, ResultFile::Jobs, batch.schema(), &meta(), group).unwrap();
+            w.write(&batch).unwrap();
+            w.finish().unwrap();
+            let mut at: Vec<usize> = cuts.into_iter().map(|c| c.min(n)).collect();
+            at.push(0);
+            at.push(n);
+            at.sort_unstable();
+            let pieces = tmp(&format!("pp-{n}-{group}.parquet"));
+            let mut w = ResultWriter::create_with_row_groups(&pieces, ResultFile::Jobs, batch.schema(), &meta(), group).unwrap();
+            for ab in at.windows(2) {
+                w.write(&batch.slice(ab[0], ab[1] - ab[0])).unwrap();
+            }
+            proptest::prop_assert_eq!(w.finish().unwrap(), n);
+            proptest::prop_assert!(std::fs::read(&whole).unwrap() == std::fs::read(&pieces).unwrap(), "other bytes");
+            let r = SerializedFileReader::new(File::open(&pieces).unwrap()).unwrap();
+            let groups: Vec<usize> = r.metadata().row_groups().iter().map(|g| g.num_rows() as usize).collect();
+            let mut want: Vec<usize> = (0..n / group).map(|_| group).collect();
+            if n % group != 0 || n == 0 {
+                want.push(n % group);
+            }
+            proptest::prop_assert_eq!(groups, want);
+        }
+    }
 }
