@@ -475,10 +475,13 @@ def test_series_samples_equal_the_engine_sampler(jobs, t0: int, span: int, step:
 
 
 def test_utilization_file_is_the_one_write_table_made(tmp_path: Path) -> None:
-    """Streamed a chunk at a time, utilization.parquet is byte for byte the file
-    pq.write_table of the whole table made before (one and two row groups)."""
-    from toposched.results import UTILIZATION_WRITE_OPTIONS, _write_utilization
+    """Streamed a chunk at a time, utilization.parquet is byte for byte the file the
+    native writer makes of the whole table, and reads back as the table pq.write_table
+    wrote with the options the package gave pyarrow before (one and two row groups)."""
+    from toposched import parquet_out
+    from toposched.results import _write_utilization
 
+    former_options = {"use_dictionary": ["busy_nodes", "utilization"], "column_encoding": {"time_s": "DELTA_BINARY_PACKED"}}
     rng = np.random.default_rng(1)
     for n_samples in (1000, CHUNK_SAMPLES + 12_345):
         start = np.sort(rng.integers(0, n_samples * 60, 500))
@@ -489,9 +492,13 @@ def test_utilization_file_is_the_one_write_table_made(tmp_path: Path) -> None:
         busy = _core.busy_nodes_sampled(start, end, nodes, 0, t1, 60)
         table = pa.table({"time_s": pa.array(60 * np.arange(len(busy), dtype=np.int64)), "busy_nodes": pa.array(busy), "utilization": pa.array(busy / 64)})
         meta = {b"toposched.run_id": b"abc"}
-        pq.write_table(table.replace_schema_metadata(meta), tmp_path / "ref.parquet", **UTILIZATION_WRITE_OPTIONS)
-        _write_utilization(series, str(tmp_path / "got.parquet"), meta)
-        assert (tmp_path / "got.parquet").read_bytes() == (tmp_path / "ref.parquet").read_bytes()
+        pq.write_table(table.replace_schema_metadata(meta), tmp_path / "ref.parquet", **former_options)
+        parquet_out.write_table(tmp_path / "whole.parquet", "utilization", table, b"abc")
+        _write_utilization(series, str(tmp_path / "got.parquet"), b"abc")
+        assert (tmp_path / "got.parquet").read_bytes() == (tmp_path / "whole.parquet").read_bytes()
+        got, ref = pq.ParquetFile(tmp_path / "got.parquet"), pq.ParquetFile(tmp_path / "ref.parquet")
+        assert got.read().equals(ref.read(), check_metadata=True)
+        assert [got.metadata.row_group(i).num_rows for i in range(got.num_row_groups)] == [ref.metadata.row_group(i).num_rows for i in range(ref.num_row_groups)]
 
 
 def test_series_memory_follows_changes_not_span() -> None:

@@ -108,6 +108,20 @@ def test_quiet_simulate_leaves_pandas_unimported_and_to_pandas_still_works(tmp_p
     assert out.split() == ["False", "DataFrame", "True"]
 
 
+def test_simulate_writes_its_parquet_files_without_pyarrow_parquet(tmp_path: Path) -> None:
+    """The result files are written by the native writer: the whole replay's command never
+    imports pyarrow.parquet (nor does its import thread), and the files read back."""
+    out = _fresh(
+        "import sys\nfrom toposched.cli import main\n"
+        f"assert main(['simulate', '--trace', {str(SWF)!r}, '--system', 'cab', '--out', {str(tmp_path / 'o')!r}]) == 0\n"
+        "print('pyarrow.parquet' in sys.modules)\n"
+        "import pyarrow.parquet as pq\n"
+        f"d = {str(tmp_path / 'o')!r}\n"
+        "print(*(pq.ParquetFile(d + '/' + name + '.parquet').metadata.created_by.split()[0] for name in ('jobs', 'utilization', 'skipped')))"
+    )
+    assert out.split()[-4:] == ["False", "parquet-rs", "parquet-rs", "parquet-rs"]  # (after the printed summary)
+
+
 def test_a_quiet_simulate_reads_no_entry_points_and_its_help_still_lists_python_policies(monkeypatch, capsys, tmp_path: Path) -> None:
     """The core's policies are looked up without importlib.metadata; --alloc's help, made
     when shown, still lists the policies packages register."""
@@ -173,16 +187,16 @@ def test_simulate_leaves_no_import_thread_and_the_switch_interval_as_it_was(tmp_
 def test_an_error_writing_jobs_parquet_on_its_thread_is_the_commands_error(tmp_path: Path, monkeypatch, capsys) -> None:
     """jobs.parquet is written on a second thread: its failure still ends the command with
     its message, and leaves neither the result directory nor a staging directory."""
-    import toposched.results as results
+    import toposched.parquet_out as parquet_out
 
-    real = results.pq.write_table
+    real = parquet_out.write_table
 
-    def failing(table, where, **kw):
-        if "row_group_size" in kw and kw.get("row_group_size") == results.JOBS_ROW_GROUP:
+    def failing(where, kind, table, *a, **kw):
+        if kind == "jobs":
             raise OSError(28, "No space left on device")
-        return real(table, where, **kw)
+        return real(where, kind, table, *a, **kw)
 
-    monkeypatch.setattr(results.pq, "write_table", failing)
+    monkeypatch.setattr(parquet_out, "write_table", failing)
     out = tmp_path / "o"
     code = main(["simulate", "--trace", str(SWF), "--system", "cab", "--out", str(out), "--quiet"])
     assert code == 1

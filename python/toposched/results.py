@@ -13,17 +13,15 @@ from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from . import __version__, summary_stats
+from . import __version__, parquet_out, summary_stats
 from .config import RunConfig
 from .files import RESULT_FILES, file_mode, foreign_entries, replace_dir
 from .files import write_atomic as _atomic
 from .nodelists import NODE_RANGES, ranges_array, span_counts, table_ranges
 from .startup import column_numpy
 from .topology import Fabric
-from .utilization import CHUNK_SAMPLES, SampledUtilization, UtilizationSeries
-from .utilization import SCHEMA as UTILIZATION_SCHEMA
+from .utilization import SampledUtilization, UtilizationSeries
 from .workload.model import Workload
 
 #: Bounded-slowdown threshold (seconds), as in Feitelson's definition.
@@ -144,11 +142,10 @@ class SimResult:
         instead, summary.json last."""
         run_id = self.run_id()
         self.summary["run_id"] = run_id
-        meta = {RUN_ID_KEY: run_id.encode()}
         return write_result(
             out_dir,
             run_id,
-            lambda p: pq.write_table(_with_meta(self.jobs, meta), p, row_group_size=JOBS_ROW_GROUP, **JOBS_WRITE_OPTIONS),
+            lambda p: parquet_out.write_table(p, "jobs", self.jobs, run_id.encode(), JOBS_ROW_GROUP),
             self.utilization_series,
             self.skipped,
             self.fabric,
@@ -169,7 +166,6 @@ def write_result(
     ``write_jobs(path)`` writes jobs.parquet (with the run id in its metadata); the
     whole and the streamed replay (toposched.stream) both write through here."""
     out = Path(out_dir)
-    meta = {RUN_ID_KEY: run_id.encode()}
 
     file_mode()  # the umask read once, here: its fallback (no /proc) is not thread-safe
 
@@ -181,8 +177,8 @@ def write_result(
         # (runs up to 131,072 jobs give the same file as one group)
         jobs = _Background(lambda: _atomic(d / "jobs.parquet", write_jobs))
         try:
-            _atomic(d / "utilization.parquet", lambda p: _write_utilization(utilization, p, meta))
-            _atomic(d / "skipped.parquet", lambda p: pq.write_table(_with_meta(skipped, meta), p))
+            _atomic(d / "utilization.parquet", lambda p: _write_utilization(utilization, p, run_id.encode()))
+            _atomic(d / "skipped.parquet", lambda p: parquet_out.write_table(p, "skipped", skipped, run_id.encode()))
             fabric_doc = {"run_id": run_id, **fabric.describe()}
             fabric_text = json.dumps(fabric_doc, indent=1) + "\n"
             summary_text = json.dumps(summary, indent=2, sort_keys=True) + "\n"
@@ -221,40 +217,28 @@ class _Background:
             raise self._error
 
 
-#: Rows per row group of jobs.parquet (bounds the writer's buffers: memory per job).
+#: Rows per row group of jobs.parquet (bounds the writer's buffers: memory per job). The
+#: native writer's (toposched-io parquet.rs JOBS_ROW_GROUP), which also holds every file's
+#: encodings (dictionary only where values are few; delta-encoded node ranges and sample
+#: times; snappy).
 JOBS_ROW_GROUP = 1 << 17
 
-#: How jobs.parquet's columns are encoded (only the encoding: readers see the same
-#: columns). Dictionary encoding only where values are few: on every column (pyarrow's
-#: default) it doubled the time to write the file, times and ids being nearly all
-#: distinct. Node lists are ranges (toposched.nodelists); a job's ranges ascend, so their
-#: first ids are delta-encoded.
-JOBS_WRITE_OPTIONS: dict[str, Any] = {
-    "use_dictionary": ["nodes", "killed", "alloc_class", "leaves", "pods"],
-    "column_encoding": {f"{NODE_RANGES}.list.element.first": "DELTA_BINARY_PACKED", f"{NODE_RANGES}.list.element.count": "DELTA_BINARY_PACKED"},
-}
-
 #: Key of the run id in the Parquet files' metadata.
-RUN_ID_KEY = b"toposched.run_id"
+RUN_ID_KEY = parquet_out.RUN_ID_KEY
 
 
-def _with_meta(table: pa.Table, meta: dict[bytes, bytes]) -> pa.Table:
-    return table.replace_schema_metadata({**(table.schema.metadata or {}), **meta})
-
-
-#: How utilization.parquet's columns are encoded: sample times are a regular grid (delta
-#: encoding stores it in almost nothing), busy counts take few values. pyarrow's default
-#: (dictionary on every column) took twice the time and 13x the space (HPC2N: 1.8 M samples).
-UTILIZATION_WRITE_OPTIONS: dict[str, Any] = {"use_dictionary": ["busy_nodes", "utilization"], "column_encoding": {"time_s": "DELTA_BINARY_PACKED"}}
-
-
-def _write_utilization(series: SampledUtilization, path: str, meta: dict[bytes, bytes]) -> None:
-    """utilization.parquet a chunk (one row group) at a time: the same file as
-    ``pq.write_table`` of the whole table (with the same options), without holding it."""
-    schema = UTILIZATION_SCHEMA.with_metadata(meta)
-    with pq.ParquetWriter(path, schema, **UTILIZATION_WRITE_OPTIONS) as writer:
-        for chunk in series.chunks():
-            writer.write_table(chunk.replace_schema_metadata(meta), row_group_size=CHUNK_SAMPLES)
+def _write_utilization(series: SampledUtilization, path: str, run_id: bytes) -> None:
+    """utilization.parquet a chunk (one row group) at a time, without holding the whole
+    series."""
+    w = parquet_out.TableWriter(path, "utilization", parquet_out.file_metadata(None, run_id))
+    n = 0
+    for times, busy, util in series.arrays():
+        w.write_columns([("time_s", times, None, True), ("busy_nodes", busy, None, True), ("utilization", util, None, True)])
+        n += 1
+    if not n:  # no sample: the schema alone
+        empty = np.zeros(0, np.int64)
+        w.write_columns([("time_s", empty, None, True), ("busy_nodes", empty, None, True), ("utilization", np.zeros(0, np.float64), None, True)])
+    w.close()
 
 
 def _write_text(path: str, text: str) -> None:

@@ -50,8 +50,8 @@ SWITCH_INTERVAL_S = 0.0002
 
 
 class BackgroundImports:
-    """PyArrow (and Parquet) imported on a second thread while the main thread reads the
-    log, then :func:`keep_pandas_unloaded`.
+    """PyArrow imported on a second thread while the main thread reads the log, then
+    :func:`keep_pandas_unloaded`.
 
     Importing PyArrow holds the interpreter lock for about 0.1 s; the reading it overlaps
     spends most of its time without it (decompressing, the native parser, the replay), so
@@ -60,8 +60,11 @@ class BackgroundImports:
     the main thread, which then gets the error itself. :meth:`wait` before the first use.
     """
 
-    #: numpy.ma: what the first ``pa.array`` imports (15 ms)
-    MODULES = ("pyarrow", "pyarrow.parquet", "numpy.ma")
+    #: numpy.ma: what the first ``pa.array`` imports (15 ms). Not ``pyarrow.parquet``: the
+    #: result files are written by the native writer (toposched.parquet_out), so the whole
+    #: replay never imports it (15-25 ms); the streamed replay reads its temporary jobs
+    #: file back and imports it with toposched.stream
+    MODULES = ("pyarrow", "numpy.ma")
 
     def __init__(self) -> None:
         import threading

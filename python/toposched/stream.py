@@ -49,6 +49,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from . import parquet_out
 from . import results as res
 from .config import RunConfig, policy_options
 from .errors import InputError, SimulationError
@@ -152,10 +153,8 @@ class _Run:
         self.config = config
         self.down_nodes = down_nodes
         self.jobs_path = jobs_path
-        self.writer: pq.ParquetWriter | None = None
+        self.writer: parquet_out.TableWriter | None = None
         self.schema: pa.Schema | None = None  # jobs.parquet's, as the tables give it
-        self.buffer: list[pa.Table] = []  # finished jobs not written yet (< one row group)
-        self.buffered = 0
         self.replayed = 0
         self.killed = 0
         self.stats = SummaryStats()
@@ -169,6 +168,7 @@ class _Run:
         self.kill_rule = ""
         self.sim: Any = None
         self.empty: pa.Table | None = None  # jobs.parquet's schema, for a run without finished jobs
+        self._closed = False  # the temporary jobs file has its footer
         self._check: Callable[[], None] = lambda: None  # raises KeyboardInterrupt once ^C was pressed
 
     # -- the replay
@@ -318,29 +318,23 @@ class _Run:
         assert self.util is not None
         self.util.add(part.start, part.end, part.nodes)
         self.stats.add({"wait_s": part.wait, "bounded_slowdown": part.bsld, "aph": part.aph, "nodes": part.nodes})
-        self.buffer.append(part.table)
-        self.buffered += len(part.table)
-        size = res.JOBS_ROW_GROUP
-        if self.buffered >= size:
-            table = pa.concat_tables(self.buffer).combine_chunks()
-            whole = len(table) - len(table) % size
-            self._write_groups(table.slice(0, whole))
-            rest = table.slice(whole)
-            self.buffer, self.buffered = ([rest] if len(rest) else []), len(rest)
+        self._write_rows(part.table)
 
-    def _write_groups(self, table: pa.Table) -> None:
+    def _write_rows(self, table: pa.Table) -> None:
+        """Finished jobs into the temporary jobs file: the native writer holds them until
+        a row group (res.JOBS_ROW_GROUP rows) is full, so the file's row groups are the
+        whole replay's whatever the drains' sizes."""
         if self.writer is None:
             self.schema = table.schema
             # the run id is known at the end only: a stand-in of its length, patched then
-            placeholder = table.schema.with_metadata({res.RUN_ID_KEY: _RUN_ID_STAND_IN})
-            self.writer = pq.ParquetWriter(str(self.jobs_path), placeholder, **res.JOBS_WRITE_OPTIONS)
-        self.writer.write_table(table, row_group_size=res.JOBS_ROW_GROUP)
+            self.writer = parquet_out.TableWriter(self.jobs_path, "jobs", parquet_out.file_metadata(table.schema.metadata, _RUN_ID_STAND_IN), res.JOBS_ROW_GROUP)
+        self.writer.write_table(table)
 
     # -- the files
 
     def _groups(self, columns: list[str] | None = None) -> Iterator[pa.Table]:
         """The finished jobs again, a row group at a time."""
-        if self.writer is None:
+        if not self._closed:
             return
         with pq.ParquetFile(str(self.jobs_path)) as f:
             for i in range(f.num_row_groups):
@@ -348,14 +342,13 @@ class _Run:
                 _release()
 
     def write(self, out: Path, complete: bool) -> StreamedRun:
-        if self.buffer or self.writer is None:
+        if self.writer is None:
             # (no job finished: an empty table, of the whole replay's schema)
-            table = pa.concat_tables(self.buffer).combine_chunks() if self.buffer else self.empty
-            assert table is not None
-            self._write_groups(table)
-            self.buffer, self.buffered = [], 0
+            assert self.empty is not None
+            self._write_rows(self.empty)
         assert self.writer is not None
         self.writer.close()
+        self._closed = True
         # the tables' own schema: one read back names a list's items "element", where the
         # whole replay's (Arrow's) say "item", which jobs.parquet's metadata records
         schema = self.schema
@@ -392,7 +385,6 @@ class _Run:
         summary["policy"]["kill_at_walltime_rule"] = self.kill_rule
         run_id = self._run_id(summary)
         summary["run_id"] = run_id
-        meta = {res.RUN_ID_KEY: run_id.encode()}
 
         def write_jobs(path: str) -> None:
             if _patch_run_id(self.jobs_path, run_id.encode()):
@@ -402,9 +394,10 @@ class _Run:
                     shutil.copyfile(self.jobs_path, path)
                 return
             # the footer was not as expected: encode the row groups again (same bytes)
-            with pq.ParquetWriter(path, schema.with_metadata(meta), **res.JOBS_WRITE_OPTIONS) as w:
-                for g in self._groups():
-                    w.write_table(g.cast(schema).replace_schema_metadata(meta), row_group_size=res.JOBS_ROW_GROUP)
+            w = parquet_out.TableWriter(path, "jobs", parquet_out.file_metadata(schema.metadata, run_id.encode()), res.JOBS_ROW_GROUP)
+            for g in self._groups():
+                w.write_table(g.cast(schema))
+            w.close()
 
         paths = res.write_result(out, run_id, write_jobs, self.util, skipped, self.fabric, summary)
         return StreamedRun(summary, paths)

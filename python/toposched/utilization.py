@@ -53,14 +53,20 @@ class SampledUtilization:
     def n_samples(self) -> int:
         return (self.t1 - self.t0) // self.step_s + 1 if self.t1 >= self.t0 else 0
 
-    def chunks(self, size: int = CHUNK_SAMPLES) -> Iterator[pa.Table]:
-        """The samples as tables of at most ``size`` rows (none for an empty run)."""
+    def arrays(self, size: int = CHUNK_SAMPLES) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """The samples as ``(time_s, busy_nodes, utilization)`` arrays of at most ``size``
+        samples (none for an empty run)."""
         n = self.n_samples
         for k0 in range(0, n, size):
             k1 = min(n, k0 + size)
             busy = self.busy_at(k0, k1)
             times = self.t0 + self.step_s * np.arange(k0, k1, dtype=np.int64)
             util = busy / max(self.n_nodes, 1)
+            yield times, busy, util
+
+    def chunks(self, size: int = CHUNK_SAMPLES) -> Iterator[pa.Table]:
+        """The samples as tables of at most ``size`` rows (none for an empty run)."""
+        for times, busy, util in self.arrays(size):
             yield pa.table({"time_s": pa.array(times), "busy_nodes": pa.array(busy), "utilization": pa.array(util)})
 
     def table(self) -> pa.Table:

@@ -11,3 +11,4 @@ pub mod exact;
 pub mod summary;
 pub mod collect;
 pub mod utilization;
+pub mod parquet;

@@ -6,6 +6,7 @@ mod json;
 mod live;
 mod network;
 mod normalize;
+mod parquet;
 mod policies;
 mod readahead;
 mod readers;
@@ -712,5 +713,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     live::register(m)?;
     normalize::register(m)?;
     collect::register(m)?;
+    parquet::register(m)?;
     Ok(())
 }
