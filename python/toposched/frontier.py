@@ -155,6 +155,15 @@ def expand_grid(items: Sequence[str]) -> list[GridPoint]:
         name, _, rest = item.partition(":")
         name = name.strip().lower()
         if name not in names:
+            if rest and "=" not in rest:
+                # mypolicies:FewLeaves: ':' here starts a point's options; a policy written
+                # in Python takes part by its registered name
+                raise InputError(
+                    "--policies",
+                    f"{item!r}: a policy written in Python takes part in a frontier by a registered name "
+                    f"(toposched.registry.register({item!r}, name=...) or the toposched.policies entry point; docs/python-policies.md), "
+                    f"as NAME:OPTION=... here gives a policy's options",
+                )
             raise InputError("--policies", f"unknown allocation policy {name!r} in {item!r}; expected one of {', '.join(names)}")
         declared = {o.name: o for o in registry.options_of([name])}
         axes: list[tuple[str, list[Any]]] = []
