@@ -641,3 +641,17 @@ def test_a_policy_option_axis_is_a_catalog_column(tmp_path, capsys):
     ]
     code, stdout, _ = _cli(["runs", out, "--where", "leaf_cap = 3", "--columns", "run_id", "--format", "csv"], capsys)
     assert code == 0 and len(stdout.strip().splitlines()) == 2
+
+
+def test_runs_json_is_json_whatever_the_query_returns(sweep8, capsys):
+    """`toposched runs DIR --sql ... --format json` wrote a DECIMAL (a literal 1.5, a
+    ::DECIMAL cast) as the string "1.5" and an infinite double as Infinity, which is not
+    JSON (a strict reader refuses the whole output)."""
+    sql = "SELECT 1.5 AS x, 2.5::DECIMAL(10, 2) AS d, 'inf'::DOUBLE AS y, 'nan'::DOUBLE AS n, round(avg(wait_mean_s), 1) AS w FROM runs"
+    code, stdout, err = _cli(["runs", sweep8["out"], "--sql", sql, "--format", "json"], capsys)
+    assert code == 0, err
+    rows = json.loads(stdout, parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
+    assert rows[0]["x"] == 1.5 and rows[0]["d"] == 2.5 and rows[0]["y"] is None and rows[0]["n"] is None
+    assert isinstance(rows[0]["w"], float)
+    code, stdout, _ = _cli(["runs", sweep8["out"], "--sql", sql, "--format", "csv"], capsys)
+    assert code == 0 and stdout.splitlines()[1].split(",")[:4] == ["1.5", "2.5", "inf", ""]
