@@ -204,3 +204,13 @@ def test_a_registered_python_policy_runs_on_worker_processes(tmp_path):
         a = pq.read_table(tmp_path / "pool" / "runs" / name / "jobs.parquet")
         b = pq.read_table(tmp_path / "here" / "runs" / name / "jobs.parquet")
         assert node_lists(a) == node_lists(b) and a.column("start_s").to_pylist() == b.column("start_s").to_pylist()
+
+
+def test_the_compare_docs_name_every_policy_compare_takes():
+    """docs/compare.md's option table named linear, random, isolated, slurm-tree for
+    --allocs and easy, fcfs, conservative for --queue: policies added since were missing."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / "compare.md").read_text()
+    allocs_row = next(line for line in text.splitlines() if line.startswith("| `--allocs A,B` |"))
+    queue_row = next(line for line in text.splitlines() if line.startswith("| `--queue Q` |"))
+    assert [a for a in registry.alloc_names() if f"`{a}`" not in allocs_row] == []
+    assert [q for q in registry.queue_names() if f"`{q}`" not in queue_row] == []
