@@ -257,3 +257,25 @@ def test_a_reader_that_leaves_early_still_gets_the_report(tmp_path):
         os.close(write_end)
     assert r.returncode == 141 and "error" not in r.stderr and "Traceback" not in r.stderr, r.stderr
     assert (tmp_path / "compare.json").exists() and (tmp_path / "report.html").exists() and any((tmp_path / "figures").iterdir())
+
+
+def test_check_invariants_applies_to_the_runs_that_promise_it(tmp_path):
+    """compare --check-invariants (default allocs linear,isolated) failed: the check went
+    to every run, and linear, which shares switches by design, broke it ("interference-free
+    invariant broken at t=...: leaf 7 hosts spanning jobs"). It now goes to isolated's runs
+    only, and is refused when no run's policy promises it."""
+    from toposched.frontier import run_frontier
+
+    opts = dict(allocs=["linear", "isolated"], scenarios=["none"], jobs=1, run_options={"check_interference_free": True})
+    r = run_compare(EXAMPLE_TRACE, "cab", tmp_path / "c", transforms=["days:3", "scale:2"], **opts)
+    checked = {x["alloc"]: x["summary"]["policy"]["check_interference_free"] for x in r.document["runs"]}
+    assert checked == {"linear": False, "isolated": True}
+    # linear's placements do share leaves here: checked, its run would have failed
+    assert r.document["runs"][0]["summary"]["aph"]["mean"] > r.document["runs"][1]["summary"]["aph"]["mean"]
+    with pytest.raises(InputError) as exc:
+        run_compare(EXAMPLE_TRACE, "cab", tmp_path / "c2", **{**opts, "allocs": ["linear", "random"]})
+    assert str(exc.value) == "--check-invariants: has no effect with --allocs linear,random; it applies to isolated, or a policy written in Python"
+    f = run_frontier(EXAMPLE_TRACE, "cab", tmp_path / "f", policies=["isolated"], transforms=["days:3"], jobs=1, run_options={"check_interference_free": True})
+    assert [p["policy"] for p in f.document["points"]] == ["linear", "isolated"]
+    for run, expected in (("linear__open", False), ("isolated__open", True), ("isolated__net", True)):
+        assert json.loads((tmp_path / "f" / "runs" / run / "summary.json").read_text())["policy"]["check_interference_free"] is expected

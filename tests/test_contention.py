@@ -531,3 +531,32 @@ def test_two_analyses_of_one_schedule_write_the_same_bytes(tmp_path, capsys):
     for f in files:
         assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes(), f
     assert "timings_s" not in json.loads((tmp_path / "a" / "contention.json").read_text())
+
+
+def test_out_must_be_new_or_contentions_own(tmp_path, capsys, monkeypatch):
+    """contention wrote into any --out: among a user's files (a report.html of theirs was
+    overwritten), through the current directory with `--out .`, and into the --run
+    directory itself, which `toposched simulate` then refused to write again."""
+    from conftest import DATA
+
+    run_dir = tmp_path / "run"
+    assert main(["simulate", "--trace", str(DATA / "atlas-window-120.swf"), "--system", "fattree:K=12,S=8,P=1", "--out", str(run_dir), "--quiet"]) == 0
+    common = ["--crossbar-sizes", "none", "--cores-sweep", "none", "--no-figures", "--quiet"]
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "report.html").write_text("my own report")
+    (mine / "thesis.tex").write_text("x")
+    capsys.readouterr()
+    assert main(["contention", "--run", str(run_dir), "--out", str(mine), *common]) == 2
+    assert capsys.readouterr().err == f"error: {mine}: holds files that are not contention's outputs (thesis.tex); give --out a new or empty directory\n"
+    assert (mine / "report.html").read_text() == "my own report"
+    assert main(["contention", "--run", str(run_dir), "--out", str(run_dir), *common]) == 2
+    assert "holds files that are not contention's outputs (fabric.json, jobs.parquet, " in capsys.readouterr().err
+    monkeypatch.chdir(mine)
+    assert main(["contention", "--run", str(run_dir), "--out", ".", *common]) == 2
+    assert "is the current, home or root directory" in capsys.readouterr().err
+    assert sorted(p.name for p in mine.iterdir()) == ["report.html", "thesis.tex"]
+    # a new directory, then the same one again (its own outputs): both run
+    again = tmp_path / "c"
+    assert main(["contention", "--run", str(run_dir), "--out", str(again), *common]) == 0
+    assert main(["contention", "--run", str(run_dir), "--out", str(again), *common]) == 0

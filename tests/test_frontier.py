@@ -243,3 +243,14 @@ def test_a_baseline_with_options_is_refused_saying_why(tmp_path):
     with pytest.raises(InputError, match=r"^--baseline: unknown allocation policy 'nope'"):
         run_frontier(THUNDER, "cab", tmp_path / "f", policies=["linear"], baseline="nope", jobs=1)
     assert not (tmp_path / "f").exists()
+
+
+def test_a_module_class_policy_is_told_to_register(tmp_path):
+    """--policies mypolicies:FewLeaves said "unknown allocation policy 'mypolicies'":
+    here ':' starts a point's options, and a policy written in Python takes part by a
+    registered name; the message now says so."""
+    with pytest.raises(InputError) as exc:
+        expand_grid(["linear", "mypolicies:FewLeaves"])
+    assert str(exc.value).startswith("--policies: 'mypolicies:FewLeaves': a policy written in Python takes part in a frontier by a registered name")
+    with pytest.raises(InputError, match=r"unknown allocation policy 'nope' in 'nope:leaf_cap=2'"):
+        expand_grid(["nope:leaf_cap=2"])

@@ -895,3 +895,17 @@ def test_queueing_delay_is_zero_alone_and_off_with_mtu_zero():
     with pytest.raises(InputError) as e:
         evaluate_scenario({"fabric": fabric, "model": {"mtu_bytes": -1}, "jobs": [amg]})
     assert "mtu_bytes" in str(e.value)
+
+
+def test_interfere_flags_that_contradict_name_the_flags(tmp_path, capsys):
+    """--filling progressive with fairness jobs (from --fairness or the scenario) was the
+    engine's "field 'model': filling=progressive ... needs fairness=flows", naming the
+    scenario file's field for what a flag set."""
+    scen = tmp_path / "s.json"
+    scen.write_text(json.dumps({"fabric": "toy18", "model": {"fairness": "jobs"}, "jobs": [{"name": "A", "nodes": "0-3", "pattern": "flood"}]}))
+    assert main(["interfere", str(scen), "--filling", "progressive"]) == 2
+    assert capsys.readouterr().err == "error: --filling: progressive filling is per-flow max-min: it needs fairness flows, not jobs (the scenario's fairness jobs)\n"
+    scen.write_text(json.dumps({"fabric": "toy18", "model": {"fairness": "flows", "filling": "progressive"}, "jobs": [{"name": "A", "nodes": "0-3", "pattern": "flood"}]}))
+    assert main(["interfere", str(scen), "--fairness", "ports"]) == 2
+    assert capsys.readouterr().err == "error: --fairness: progressive filling is per-flow max-min: it needs fairness flows, not ports (--fairness ports)\n"
+    assert main(["interfere", str(scen), "--fairness", "ports", "--filling", "steady", "--quiet"]) == 0

@@ -8,6 +8,7 @@ import argparse
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 
 from conftest import EXAMPLE_TRACE
@@ -182,3 +183,34 @@ def test_a_python_policy_registers_through_the_same_registry(monkeypatch):
         assert "ep-lowest" in registry.alloc_names()
     finally:
         registry.unregister("ep-lowest")
+
+
+def test_a_registered_python_policy_runs_on_worker_processes(tmp_path):
+    """registry.register(...) then run_compare(..., jobs=2) (or run_frontier): the runs of
+    the registered name went to worker processes that had never heard of it, and failed
+    with 'unknown allocation policy "py-lowest"'. Each run now carries the name's
+    module:Class to its worker; the result is the one of the same policy run in-process."""
+    from toposched.compare import run_compare
+
+    registry.register("test_registry:Lowest", name="py-lowest")
+    try:
+        opts = dict(allocs=["linear", "py-lowest"], scenarios=["none"], transforms=["days:2"])
+        pooled = run_compare(EXAMPLE_TRACE, "cab", tmp_path / "pool", jobs=2, **opts)
+        here = run_compare(EXAMPLE_TRACE, "cab", tmp_path / "here", jobs=1, **opts)
+    finally:
+        registry.unregister("py-lowest")
+    assert [r["summary"]["policy"]["alloc"] for r in pooled.document["runs"]] == ["linear", "py-lowest"]
+    for name in ("linear__none", "py-lowest__none"):
+        a = pq.read_table(tmp_path / "pool" / "runs" / name / "jobs.parquet")
+        b = pq.read_table(tmp_path / "here" / "runs" / name / "jobs.parquet")
+        assert node_lists(a) == node_lists(b) and a.column("start_s").to_pylist() == b.column("start_s").to_pylist()
+
+
+def test_the_compare_docs_name_every_policy_compare_takes():
+    """docs/compare.md's option table named linear, random, isolated, slurm-tree for
+    --allocs and easy, fcfs, conservative for --queue: policies added since were missing."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / "compare.md").read_text()
+    allocs_row = next(line for line in text.splitlines() if line.startswith("| `--allocs A,B` |"))
+    queue_row = next(line for line in text.splitlines() if line.startswith("| `--queue Q` |"))
+    assert [a for a in registry.alloc_names() if f"`{a}`" not in allocs_row] == []
+    assert [q for q in registry.queue_names() if f"`{q}`" not in queue_row] == []

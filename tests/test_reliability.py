@@ -142,6 +142,10 @@ SWF_OK = REGRESSIONS / "swf_conservative_run_on_1e7_overrun.swf"
         (["--cores-per-node", "0"], "--cores-per-node"),
         (["--queue-depth", str(2**64)], "--queue-depth"),
         (["--out", ""], "--out"),
+        # an empty spec ran without the model ("$NET" unset) and "," with the default one,
+        # each without a word
+        (["--network", ""], "argument --network: expected a SPEC"),
+        (["--network", " , "], "argument --network: expected a SPEC"),
     ],
 )
 def test_bad_values_are_usage_errors(args: list[str], message: str, tmp_path: Path, capsys) -> None:

@@ -501,3 +501,20 @@ def test_report_of_a_two_level_fabric_with_an_empty_run(tmp_path):
     assert "<tr><td>isolated</td><td>v1</td><td class=num>0</td><td class=num>1</td>" in page
     assert "asks for N nodes: 1" in page
     assert re.search(r"linear when the most multi-leaf jobs run \(t = 0 s\): 3 running jobs, 11 busy nodes, 1 shared leaf-L2 bundles <", page)
+
+
+def test_a_comparison_without_multi_node_jobs_reports_without_warnings(tmp_path):
+    """compare on a one-node fabric (no job spans nodes, so no APH box is drawn) printed
+    matplotlib's "UserWarning: No artists with labels found to put in legend" on stderr."""
+    import subprocess
+    import sys
+
+    from conftest import DATA
+
+    r = subprocess.run(
+        [sys.executable, "-W", "error::UserWarning", "-m", "toposched.cli", "compare", "--trace", str(DATA / "atlas-window-120.swf"),
+         "--system", "fattree:K=1,S=1,P=1", "--scenarios", "none", "--jobs", "1", "--out", str(tmp_path), "--quiet"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert (tmp_path / "figures" / "aph_by_size.png").exists()

@@ -622,3 +622,36 @@ def test_the_job_views_exist_while_no_run_is_complete(tmp_path, capsys):
     for view in ("jobs", "utilization"):
         code, stdout, err = _cli(["runs", out, "--sql", f"SELECT count(*) AS n, count(DISTINCT run_id) AS runs FROM {view}", "--format", "json"], capsys)
         assert code == 0 and json.loads(stdout) == [{"n": 0, "runs": 0}], err
+
+
+def test_a_policy_option_axis_is_a_catalog_column(tmp_path, capsys):
+    """A [run] leaf_cap = [1, 3] axis reached the catalog only inside the policy_options
+    JSON text: `--where "leaf_cap = 3"` was a Binder Error, and the docs' "every other
+    RunConfig field" column did not exist. Each option is now a column of its own."""
+    toml = tmp_path / "caps.toml"
+    toml.write_text(f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\ntransforms = ["days:1"]\n[[fabrics]]\nsystem = "cab"\n[policies]\nalloc = ["capped", "linear"]\n[run]\nleaf_cap = [1, 3]\n')
+    out = tmp_path / "out"
+    assert _cli(["sweep", toml, "--out", out, "--workers", "1", "--quiet"], capsys)[0] == 0
+    code, stdout, err = _cli(["runs", out, "--columns", "alloc,leaf_cap,policy_options", "--order-by", "alloc, leaf_cap", "--format", "json"], capsys)
+    assert code == 0, err
+    assert json.loads(stdout) == [
+        {"alloc": "capped", "leaf_cap": 1, "policy_options": '{"leaf_cap": 1}'},
+        {"alloc": "capped", "leaf_cap": 3, "policy_options": '{"leaf_cap": 3}'},
+        {"alloc": "linear", "leaf_cap": None, "policy_options": None},
+    ]
+    code, stdout, _ = _cli(["runs", out, "--where", "leaf_cap = 3", "--columns", "run_id", "--format", "csv"], capsys)
+    assert code == 0 and len(stdout.strip().splitlines()) == 2
+
+
+def test_runs_json_is_json_whatever_the_query_returns(sweep8, capsys):
+    """`toposched runs DIR --sql ... --format json` wrote a DECIMAL (a literal 1.5, a
+    ::DECIMAL cast) as the string "1.5" and an infinite double as Infinity, which is not
+    JSON (a strict reader refuses the whole output)."""
+    sql = "SELECT 1.5 AS x, 2.5::DECIMAL(10, 2) AS d, 'inf'::DOUBLE AS y, 'nan'::DOUBLE AS n, round(avg(wait_mean_s), 1) AS w FROM runs"
+    code, stdout, err = _cli(["runs", sweep8["out"], "--sql", sql, "--format", "json"], capsys)
+    assert code == 0, err
+    rows = json.loads(stdout, parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
+    assert rows[0]["x"] == 1.5 and rows[0]["d"] == 2.5 and rows[0]["y"] is None and rows[0]["n"] is None
+    assert isinstance(rows[0]["w"], float)
+    code, stdout, _ = _cli(["runs", sweep8["out"], "--sql", sql, "--format", "csv"], capsys)
+    assert code == 0 and stdout.splitlines()[1].split(",")[:4] == ["1.5", "2.5", "inf", ""]

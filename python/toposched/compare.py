@@ -56,6 +56,20 @@ def topology_aware(alloc: str) -> bool:
     return registry.topology_aware(alloc)
 
 
+def checks_interference_free(alloc: str) -> bool:
+    """Whether ``--check-invariants`` applies to the runs of ``alloc``: isolated promises
+    interference-free placements, and a policy written in Python may (and is checked);
+    the others share switches by design, so that their runs, checked, would fail."""
+    return alloc == "isolated" or ":" in alloc
+
+
+def invariant_check_settings(allocs: list[str] | tuple[str, ...], options: dict[str, Any], flag: str) -> None:
+    """Refuse ``check_interference_free`` when no run's policy promises it (``flag`` names
+    the allocation flag in the message), as simulate refuses it for such a policy."""
+    if options.get("check_interference_free") and not any(checks_interference_free(a) for a in allocs):
+        raise InputError("--check-invariants", f"has no effect with {flag} {','.join(allocs)}; it applies to isolated, or a policy written in Python")
+
+
 def run_name(alloc: str, scenario: str) -> str:
     """The run's directory name under ``runs/`` (``mymod:Pack`` becomes ``mymod-Pack``)."""
     return re.sub(r"[^A-Za-z0-9_.-]", "-", alloc) + f"__{scenario}"
@@ -77,11 +91,13 @@ def plan_runs(allocs: list[str] | tuple[str, ...], scenarios: list[str] | tuple[
     require_list("plan_runs", "scenarios", scenarios)
     allocs = _dedupe([a.strip() if ":" in a else a.strip().lower() for a in allocs if a.strip()])
     scenarios = _dedupe([s.strip().lower() for s in scenarios if s.strip()])
-    expected = ", ".join(ALLOCS) + " or module:Class"
+    # read now, not at import: a policy registered since (registry.register) is one too
+    known = (*registry.alloc_names(), "as-logged")
+    expected = ", ".join(known) + " or module:Class"
     if not allocs:
         raise InputError("--allocs", "no allocation policy given; expected some of " + expected)
     for a in allocs:
-        if a not in ALLOCS and ":" not in a:
+        if a not in known and ":" not in a:
             raise InputError("--allocs", f"unknown allocation policy {a!r}; expected some of {expected}")
     names = [run_name(a, "x") for a in allocs]
     if len(set(names)) < len(names):
@@ -361,6 +377,7 @@ def run_compare(
     if queue not in QUEUES:
         raise InputError("--queue", f"unknown queue policy {queue!r}; expected one of {', '.join(QUEUES)}")
     plan = plan_runs(allocs, scenarios)
+    invariant_check_settings(_dedupe([a for a, _ in plan]), options, "--allocs")
     fabric = load_fabric(system, lenient=lenient)  # fail early on a bad --system
     workload = load_workload(trace, transforms=transforms, fabric_nodes=fabric.n_nodes, format=format, lenient=lenient)
     _check_allocs_here(plan, workload, fabric)
@@ -373,12 +390,16 @@ def run_compare(
     # With --network, every run (baselines included) predicts interference, so the cost of
     # isolation (waiting) and its benefit (faster jobs) show in the same numbers.
     # Options of newer policies (policy_options) go to the runs whose policies declare them.
+    # --check-invariants goes to the runs whose policies promise interference-free
+    # placements: the baseline (linear) shares switches by design and failed, checked.
     def own(a: str) -> dict[str, Any]:
+        mine: dict[str, Any] = dict(options)
+        if mine.get("check_interference_free") and not checks_interference_free(a):
+            mine["check_interference_free"] = False
         given = options.get("policy_options")
-        if not given:
-            return options
-        mine = {k: v for k, v in given.items() if getattr(registry.option(k), "policy", None) in (queue, a)}
-        return {**options, "policy_options": mine}
+        if given:
+            mine["policy_options"] = {k: v for k, v in given.items() if getattr(registry.option(k), "policy", None) in (queue, a)}
+        return mine
 
     configs = {a: RunConfig(queue=queue, alloc=a, seed=seed, network=network, **own(a)) for a, _ in plan}
     specs = [RunSpec(run_name(a, sc), sc, configs[a]) for a, sc in plan]

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from . import __version__, registry
-from .compare import RunSpec, load_workload, run_matrix
+from .compare import RunSpec, checks_interference_free, invariant_check_settings, load_workload, run_matrix
 from .config import RunConfig
 from .errors import InputError, require_list
 from .files import write_text_atomic
@@ -155,6 +155,15 @@ def expand_grid(items: Sequence[str]) -> list[GridPoint]:
         name, _, rest = item.partition(":")
         name = name.strip().lower()
         if name not in names:
+            if rest and "=" not in rest:
+                # mypolicies:FewLeaves: ':' here starts a point's options; a policy written
+                # in Python takes part by its registered name
+                raise InputError(
+                    "--policies",
+                    f"{item!r}: a policy written in Python takes part in a frontier by a registered name "
+                    f"(toposched.registry.register({item!r}, name=...) or the toposched.policies entry point; docs/python-policies.md), "
+                    f"as NAME:OPTION=... here gives a policy's options",
+                )
             raise InputError("--policies", f"unknown allocation policy {name!r} in {item!r}; expected one of {', '.join(names)}")
         declared = {o.name: o for o in registry.options_of([name])}
         axes: list[tuple[str, list[Any]]] = []
@@ -320,6 +329,7 @@ def run_frontier(
         from .network_spec import parse_network_spec
 
         parse_network_spec(network)  # a bad --network stops here, before any run, not in a worker
+    invariant_check_settings(list(dict.fromkeys(p.alloc for p in points)), options, "--policies")
     fabric = load_fabric(system, lenient=lenient)
     workload = load_workload(trace, transforms=list(transforms), fabric_nodes=fabric.n_nodes, format=format, lenient=lenient)
     # the settings of each run: the shared ones, then the point's own policy options; each
@@ -329,7 +339,9 @@ def run_frontier(
     for p in points:
         # options given for every run go to the runs whose policies declare them
         mine = {k: v for k, v in shared_policy_options.items() if getattr(registry.option(k), "policy", None) in (queue, p.alloc)}
-        config = RunConfig(queue=queue, alloc=p.alloc, seed=seed, network=None, **options, policy_options={**mine, **dict(p.options)})
+        # --check-invariants only where the policy promises it (the baseline, linear, fails it)
+        checked = {"check_interference_free": False} if options.get("check_interference_free") and not checks_interference_free(p.alloc) else {}
+        config = RunConfig(queue=queue, alloc=p.alloc, seed=seed, network=None, **{**options, **checked}, policy_options={**mine, **dict(p.options)})
         specs.append(RunSpec(p.name + "__open", "none", config))
         specs.append(RunSpec(p.name + "__net", "none", replace(config, network=network)))
     out = Path(out_dir)

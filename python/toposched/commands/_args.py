@@ -117,7 +117,7 @@ def add_run_options(parser: argparse.ArgumentParser, *, seed_help: str = "seed o
     g.add_argument("--switches", type=switches, metavar="N[@SECONDS]", help="Slurm --switches for every job: wait up to SECONDS (default 300) for an allocation on at most N leaves")
     g.add_argument("--queue-depth", type=positive_int, help="consider at most this many queued jobs per pass (default: all; the flux plugin used 128)")
     g.add_argument("--event-order", choices=("per-instant", "per-event"), help="per-instant (default): at each instant all ends, then all submits, then one pass; per-event: a pass after each submit, then after each end in start order (the pyss simulator's order)")
-    g.add_argument("--network", metavar="SPEC", help="network interference model: job ends follow predicted slowdowns (bins | random | heavy | column:NAME | KEY=VALUE,... | a spec file: spec.json, spec.toml, or a site's rules as site-mix.csv; docs/network.md)")
+    g.add_argument("--network", metavar="SPEC", type=network_spec_text, help="network interference model: job ends follow predicted slowdowns (bins | random | heavy | column:NAME | KEY=VALUE,... | a spec file: spec.json, spec.toml, or a site's rules as site-mix.csv; docs/network.md)")
     kill = g.add_mutually_exclusive_group()
     kill.add_argument("--run-on", dest="kill_at_limit", action="store_const", const=False, help="let jobs run past their requested time (default: killed at it, unless the SWF header says AllowOveruse: yes)")
     kill.add_argument("--kill-at-limit", dest="kill_at_limit", action="store_const", const=True, help="kill jobs at their requested time even when the log's header says AllowOveruse: yes")
@@ -276,6 +276,14 @@ def switches(text: str) -> str:
         parse_switches(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def network_spec_text(text: str) -> str:
+    """``--network SPEC``, not empty: ``--network "$NET"`` with NET unset ran without the
+    model, and ``--network ,`` with the default one, each without a word."""
+    if text.replace(",", "").strip() == "":
+        raise argparse.ArgumentTypeError(f"expected a SPEC (bins, random, heavy, column:NAME, KEY=VALUE,... or a spec file), got {text!r}; leave --network out to run without the model")
     return text
 
 

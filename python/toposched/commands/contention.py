@@ -122,6 +122,29 @@ def _load_schedule(args: argparse.Namespace, out: Path, say: Callable[[str], Non
     return Schedule.from_result(result)
 
 
+#: What contention writes into --out (reporting.contention.write_outputs, and run/ for --trace).
+OUTPUTS = frozenset({"contention.json", "leaf_demand.parquet", "job_slowdowns.parquet", "job_exposure.parquet", "sweeps.parquet", "report.html", "figures", "run"})
+
+
+def _check_out(out: Path) -> None:
+    """--out: a new directory, or one holding contention's own outputs (an earlier run of
+    it), nothing else. It wrote into any directory: `--out .` scattered its files through
+    the current one, a report.html there was overwritten, and `--out` = the --run directory
+    mixed both, which simulate then refused to write again."""
+    from ..errors import InputError
+
+    resolved = out.resolve()
+    if resolved in (Path.cwd().resolve(), Path.home().resolve()) or resolved.parent == resolved:
+        raise InputError(str(out), "is the current, home or root directory; give --out a subdirectory, e.g. --out out/contention")
+    if out.exists() and not out.is_dir():
+        raise InputError(str(out), "exists and is not a directory; give --out a new directory or an earlier contention output")
+    if out.is_dir():
+        foreign = sorted(e.name for e in out.iterdir() if e.name not in OUTPUTS and not e.name.startswith("."))
+        if foreign:
+            shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+            raise InputError(str(out), f"holds files that are not contention's outputs ({shown}); give --out a new or empty directory")
+
+
 def run(args: argparse.Namespace) -> int:
     from ..contention import run_contention
 
@@ -140,6 +163,7 @@ def run(args: argparse.Namespace) -> int:
             _check_uplinks(args.uplinks, max(int(fabric["nodes_per_leaf"]), int(fabric.get("uplinks_per_leaf") or 0)))
         _check_crossbar_sizes(args.crossbar_sizes, int(fabric["nodes"]))
     out = Path(args.out)
+    _check_out(out)
     if args.trace:
         out.mkdir(parents=True, exist_ok=True)  # the replay keeps its run in out/run
     say: Callable[[str], None] = (lambda _m: None) if args.quiet else (lambda m: print(m))

@@ -53,6 +53,15 @@ def run(args: argparse.Namespace) -> int:
         scenario.settings.fairness = args.fairness
     if args.filling:
         scenario.settings.filling = args.filling
+    s = scenario.settings
+    if (args.filling or args.fairness) and s.filling == "progressive" and s.fairness != "flows":
+        # else the engine's "field 'model': filling=progressive ... needs fairness=flows",
+        # which names the scenario file for what a flag set
+        from ..errors import InputError
+
+        flag = "--filling" if args.filling else "--fairness"
+        whence = f"--fairness {args.fairness}" if args.fairness else f"the scenario's fairness {s.fairness}"
+        raise InputError(flag, f"progressive filling is per-flow max-min: it needs fairness flows, not {s.fairness} ({whence})")
     result = evaluate(scenario)
     if args.out:
         write_result(result, args.out)

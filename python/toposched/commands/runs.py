@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import sys
 from datetime import date, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -87,11 +89,14 @@ def _split_columns(text: str) -> list[str]:
     return out
 
 
-def _plain(v: Any) -> Any:
+def _plain(v: Any, *, json_safe: bool = True) -> Any:
     if isinstance(v, (datetime, date)):
         return v.isoformat()
-    if isinstance(v, float) and v != v:
-        return None
+    if isinstance(v, Decimal):
+        # DuckDB's DECIMAL (a literal 1.5, a ::DECIMAL cast): json wrote it as the string "1.5"
+        v = float(v)
+    if isinstance(v, float) and (v != v or (json_safe and not math.isfinite(v))):
+        return None  # NaN, and for JSON ±inf, which json wrote as Infinity: not JSON
     return v
 
 
@@ -138,7 +143,7 @@ def _print(args: argparse.Namespace, names: list[str], rows: list[tuple[Any, ...
         w = csv.writer(sys.stdout, lineterminator="\n")
         w.writerow(names)
         for r in rows:
-            w.writerow(["" if v is None else _plain(v) for v in r])
+            w.writerow(["" if v is None else _plain(v, json_safe=False) for v in r])
     elif args.format == "json":
         json.dump([{n: _plain(v) for n, v in zip(names, r)} for r in rows], sys.stdout, indent=1, default=str)
         sys.stdout.write("\n")

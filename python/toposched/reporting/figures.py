@@ -451,7 +451,8 @@ def aph_figure(data: CompareData) -> Any:
     ax.set_xlabel("job size (nodes)")
     ax.set_ylabel("average pairwise hops")
     _title(fig, ax, f"APH by job size: {data.workload_label}\nbox 25th-75th percentile, line median, whiskers min and max")
-    fig.legend(fontsize=8, loc="outside lower center", frameon=False, ncol=len(runs) + 1)
+    if ax.get_legend_handles_labels()[0]:  # no multi-node job anywhere: nothing to name (matplotlib warned on stderr)
+        fig.legend(fontsize=8, loc="outside lower center", frameon=False, ncol=len(runs) + 1)
     return fig
 
 

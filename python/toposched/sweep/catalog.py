@@ -217,6 +217,12 @@ def _row_of(run_dir: Path, marker: dict[str, Any], plan: dict[str, int], spec: d
     for key, value in cfg.items():
         if key not in ("queue", "alloc", "seed", "network"):
             row[f"cfg:{key}"] = value
+    # each policy option a run sets gets a column of its own too (leaf_cap = 3), beside the
+    # policy_options JSON: a [run] leaf_cap axis could only be told apart with json_extract
+    taken = {n for n, _ in _FIXED + _METRICS}
+    for key, value in (cfg.get("policy_options") or {}).items():
+        if f"cfg:{key}" not in row and key not in taken:
+            row[f"cfg:{key}"] = value
     for t in wl["transforms"]:
         kind, _, arg = t.partition(":")
         row[f"t_{kind}"] = _num(arg) if arg else arg

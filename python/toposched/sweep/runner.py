@@ -186,6 +186,7 @@ def execute_run(task: dict[str, Any]) -> dict[str, Any]:
     timings: dict[str, float] = {}
     try:
         (tmp / "spec.json").write_text(_json(spec), encoding="utf-8")
+        _register_python_policies(task)
         if spec.get("toposched_version") != __version__:
             raise ToposchedError(
                 f"this worker runs toposched {__version__} but the sweep was planned with {spec.get('toposched_version')}: "
@@ -402,10 +403,28 @@ def run_sweep(
 
 
 def _task(run: RunSpec, runs_dir: Path) -> dict[str, Any]:
-    task = {"run_id": run.run_id, "spec": run.spec, "runs_dir": str(runs_dir)}
+    from .. import registry
+
+    task: dict[str, Any] = {"run_id": run.run_id, "spec": run.spec, "runs_dir": str(runs_dir)}
     if run.dir_name:
         task["dir"] = run.dir_name
+    # A policy written in Python and registered in this process (registry.register) is
+    # unknown to a worker process, whose run failed with 'unknown allocation policy': the
+    # task carries its module:Class, and the worker registers it under the same name.
+    alloc = run.spec.get("config", {}).get("alloc")
+    entry = registry._PYTHON.get(alloc) if isinstance(alloc, str) else None
+    if entry is not None and entry.python:
+        task["python_policies"] = {alloc: entry.python}
     return task
+
+
+def _register_python_policies(task: dict[str, Any]) -> None:
+    """Register in this (worker) process the policies the driver registered for the run."""
+    from .. import registry
+
+    for name, target in (task.get("python_policies") or {}).items():
+        if registry.policy(name) is None:
+            registry.register(target, name=name)
 
 
 def _lost(runs_dir: Path, run: RunSpec, exc: BaseException | None, err: str | None, since: float) -> dict[str, Any]:
