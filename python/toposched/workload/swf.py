@@ -218,7 +218,7 @@ def _slow_chunk(chunk: bytes, first_line: int, col: _Collector) -> int:
 def _fast_chunk(chunk: bytes, first_line: int, col: _Collector) -> int | None:
     """Parse a plain-SWF chunk and return the number of lines read; None (nothing
     recorded) if the chunk is anything but plain. The native parser (one pass, no
-    temporaries) when the extension is there, else :func:`_fast_chunk_numpy`: both accept
+    temporaries), else (an extension built without it) :func:`_fast_chunk_numpy`: both accept
     exactly the same chunks and give the same values (tests/test_swf_native.py)."""
     parse = _native_plain_chunk()
     if parse is None:
@@ -247,12 +247,11 @@ _PlainChunk = Callable[[bytes, list[int], int, int], _Parsed | None]
 
 
 def _native_plain_chunk() -> _PlainChunk | None:
-    """``_core.swf_plain_chunk``, or None while the extension cannot be imported (the
-    readers work without it: see toposched/__init__.py)."""
-    try:
-        from .. import _core
-    except ImportError:
-        return None
+    """``_core.swf_plain_chunk``, or None for an extension built without it. (The
+    extension itself is needed: normalize's rules run in it. The NumPy parser stays as
+    this one's fallback and its reference in tests/test_swf_native.py.)"""
+    from .. import _core
+
     parse: _PlainChunk | None = getattr(_core, "swf_plain_chunk", None)  # None: an extension built without it
     return parse
 
