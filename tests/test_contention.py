@@ -560,3 +560,51 @@ def test_out_must_be_new_or_contentions_own(tmp_path, capsys, monkeypatch):
     again = tmp_path / "c"
     assert main(["contention", "--run", str(run_dir), "--out", str(again), *common]) == 0
     assert main(["contention", "--run", str(run_dir), "--out", str(again), *common]) == 0
+
+
+@pytest.mark.parametrize("mode", ["run", "trace"])
+def test_an_interrupted_write_leaves_the_earlier_outputs_whole(tmp_path, capsys, monkeypatch, mode):
+    """Ctrl-C while contention wrote its files left new Parquet files beside the earlier
+    contention.json and report.html (or none at all), and nothing said the directory was
+    a mixture. --out is now written as a whole: an interrupted run leaves the earlier
+    outputs byte for byte, or, the first time, no --out."""
+    import toposched.contention
+    from conftest import DATA
+    from toposched.cli import EXIT_INTERRUPTED
+
+    run_dir = tmp_path / "run"
+    assert main(["simulate", "--trace", str(DATA / "atlas-window-120.swf"), "--system", "fattree:K=12,S=8,P=1", "--out", str(run_dir), "--quiet"]) == 0
+    source = ["--run", str(run_dir)] if mode == "run" else ["--trace", str(DATA / "atlas-window-120.swf"), "--system", "fattree:K=12,S=8,P=1"]
+    common = ["--crossbar-sizes", "none", "--cores-sweep", "none", "--no-figures", "--quiet"]
+    out = tmp_path / "c"
+    assert main(["contention", *source, "--out", str(out), "--uplinks", "12,6", *common]) == 0
+
+    def snapshot() -> dict[str, bytes]:
+        return {str(p.relative_to(tmp_path)): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file() and run_dir not in p.parents}
+
+    before = snapshot()
+    assert f"{out.name}/contention.json" in before
+
+    def interrupted(*_a, **_k):
+        raise KeyboardInterrupt  # after the first three Parquet files are written
+
+    monkeypatch.setattr(toposched.contention, "sweep_rows", interrupted)
+    assert main(["contention", *source, "--out", str(out), "--uplinks", "12,3", *common]) == EXIT_INTERRUPTED
+    assert snapshot() == before
+    assert main(["contention", *source, "--out", str(tmp_path / "new"), *common]) == EXIT_INTERRUPTED
+    assert snapshot() == before and not (tmp_path / "new").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c", "run"]  # no staging left behind
+
+
+def test_run_from_the_outputs_own_replay_stays(tmp_path, capsys):
+    """--run OUT/run --out OUT (analysing again the replay an earlier --trace kept there):
+    the whole --out is replaced, and that replay stays in it."""
+    from conftest import DATA
+
+    out = tmp_path / "c"
+    common = ["--crossbar-sizes", "none", "--cores-sweep", "none", "--no-figures", "--quiet"]
+    assert main(["contention", "--trace", str(DATA / "atlas-window-120.swf"), "--system", "fattree:K=12,S=8,P=1", "--out", str(out), *common]) == 0
+    jobs = (out / "run" / "jobs.parquet").read_bytes()
+    assert main(["contention", "--run", str(out / "run"), "--out", str(out), "--uplinks", "12,3", *common]) == 0
+    assert (out / "run" / "jobs.parquet").read_bytes() == jobs
+    assert [r["uplinks"] for r in json.loads((out / "contention.json").read_text())["uplink_sweep"]] == [12, 3]

@@ -6,7 +6,9 @@ file runs in well under a minute on two cores.
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 import json
 import os
 import re
@@ -16,6 +18,7 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
+from datetime import datetime, timezone
 from pathlib import Path
 
 import duckdb
@@ -49,6 +52,10 @@ SwitchName=s1 Nodes=n[1-4]
 SwitchName=s2 Nodes=n[4-8]
 SwitchName=top Switches=s1,s2
 """
+
+#: An SWF trace whose second record is cut short: the sweep file is fine (the trace
+#: exists), its runs fail when they read it.
+BAD_SWF = "1 0 0 100 4 -1 -1 4 200 -1 1 1 1 -1 1 -1 -1 -1\n2 10 0 100 4 -1 -1 4 200\n"
 
 #: Catalog columns that depend on where and when a run ran, not on its results.
 VOLATILE = {"elapsed_s", "prepare_s", "simulate_s", "host", "finished_at"}
@@ -218,15 +225,17 @@ def test_runs_into_a_closed_pipe_ends_like_every_command(sweep8, fmt):
 
 
 def test_failing_run_is_reported_and_the_others_complete(tmp_path, capsys):
-    (tmp_path / "bad.conf").write_text(BAD_CONF)
+    (tmp_path / "bad.swf").write_text(BAD_SWF)
     toml = tmp_path / "fail.toml"
     toml.write_text(
         f"""
 [[workloads]]
 trace = "{EXAMPLE_TRACE}"
 transforms = ["days:5"]
+[[workloads]]
+trace = "bad.swf"
 [[fabrics]]
-system = ["cab", "bad.conf"]
+system = "cab"
 [policies]
 alloc = ["linear", "isolated"]
 """
@@ -236,15 +245,15 @@ alloc = ["linear", "isolated"]
     assert code == 1
     assert "4 runs, 0 already complete, 2 done now, 2 failed" in stdout
     # each failure: its specification and its error
-    assert err.count("failed: workload=LLNL-Atlas-2006-2.1-cln [days:5] fabric=bad.conf") == 2
-    assert "already on leaf switch" in err and "error.txt" in err
+    assert err.count("failed: workload=bad fabric=cab") == 2, err
+    assert "expected 18 fields, found 9" in err and "error.txt" in err
     rows = _catalog(out)
-    assert sorted((r["fabric"], r["status"]) for r in rows) == [("bad.conf", "failed")] * 2 + [("cab", "complete")] * 2
+    assert sorted((r["workload"], r["status"]) for r in rows) == [("LLNL-Atlas-2006-2.1-cln", "complete")] * 2 + [("bad", "failed")] * 2
     for r in rows:
         if r["status"] == "failed":
-            assert "TopologyError" in r["error"] and "bad.conf:2" in r["error"]
+            assert "TraceFormatError" in r["error"] and "bad.swf:2" in r["error"]
             tb = (out / r["dir"] / "error.txt").read_text()
-            assert tb.startswith("Traceback") and "already on leaf switch" in tb
+            assert tb.startswith("Traceback") and "expected 18 fields, found 9" in tb
             assert not (out / r["dir"] / "jobs.parquet").exists()
         else:
             _check_whole(out / r["dir"])
@@ -309,6 +318,25 @@ alloc = "linear"
     toml.write_text('[[workloads]]\ntrace = "x"\nname = \n')
     code, _, err = _cli(["sweep", toml], capsys)
     assert code == 2 and err.startswith(f"error: {toml}:3: not valid TOML")
+
+
+def test_a_topology_conf_that_does_not_load_is_refused_with_the_sweep_file(tmp_path, capsys):
+    """A [[fabrics]] system naming a topology.conf that cannot be built passed the sweep
+    file's check and failed every one of its runs, each with a traceback; it is now one
+    line at the start, naming the field and the file's own line."""
+    (tmp_path / "bad.conf").write_text(BAD_CONF)
+    toml = tmp_path / "fail.toml"
+    toml.write_text(f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\n[[fabrics]]\nsystem = ["cab", "bad.conf"]\n')
+    code, stdout, err = _cli(["sweep", toml, "--out", tmp_path / "o"], capsys)
+    assert code == 2 and stdout == ""
+    (line,) = err.strip().splitlines()
+    assert line.startswith(f"error: {toml}: fabrics[0].system[1]: {tmp_path / 'bad.conf'}:2: ") and "already on leaf switch" in line, err
+    assert not (tmp_path / "o").exists()
+    # lenient = true is the file's own way to load it (first leaf wins): then it plans
+    from toposched.sweep import parse_sweep
+
+    sweep = parse_sweep(toml.read_text() + "lenient = true\n", toml, base=tmp_path)
+    assert {r.labels["fabric"] for r in sweep.runs} == {"cab", "bad.conf"}
 
 
 def test_an_exclude_that_can_match_no_run_is_refused(tmp_path):
@@ -613,9 +641,9 @@ def test_the_job_views_exist_while_no_run_is_complete(tmp_path, capsys):
     """With every run failed, `toposched runs DIR --sql "SELECT count(*) FROM jobs"` said
     "Table with name jobs does not exist! Did you mean pg_constraint?" though the docs list
     the view; it is there, empty."""
-    (tmp_path / "bad.conf").write_text(BAD_CONF)
+    (tmp_path / "bad.swf").write_text(BAD_SWF)
     toml = tmp_path / "fail.toml"
-    toml.write_text(f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\ntransforms = ["days:1"]\n[[fabrics]]\nsystem = "bad.conf"\n')
+    toml.write_text('[[workloads]]\ntrace = "bad.swf"\n[[fabrics]]\nsystem = "cab"\n')
     out = tmp_path / "out"
     code, _, _ = _cli(["sweep", toml, "--out", out, "--workers", "1", "--quiet"], capsys)
     assert code == 1
@@ -655,3 +683,24 @@ def test_runs_json_is_json_whatever_the_query_returns(sweep8, capsys):
     assert isinstance(rows[0]["w"], float)
     code, stdout, _ = _cli(["runs", sweep8["out"], "--sql", sql, "--format", "csv"], capsys)
     assert code == 0 and stdout.splitlines()[1].split(",")[:4] == ["1.5", "2.5", "inf", ""]
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv", "table"])
+def test_runs_sql_prints_a_timestamp_with_time_zone(sweep8, capsys, fmt):
+    """A TIMESTAMPTZ column failed every format with "Required module 'pytz' failed to
+    import": DuckDB's own conversion to Python needs pytz, which is not a dependency."""
+    sql = "SELECT TIMESTAMPTZ '2024-01-02 03:04:05+00' AS t, TIMESTAMP '2024-01-02 03:04:05' AS naive, count(*) AS n FROM runs"
+    code, stdout, err = _cli(["runs", sweep8["out"], "--sql", sql, "--format", fmt], capsys)
+    assert code == 0, err
+    want = datetime(2024, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    if fmt == "json":
+        (row,) = json.loads(stdout)
+    elif fmt == "csv":
+        (row,) = csv.DictReader(io.StringIO(stdout))
+    else:
+        # the table: one data row, its cells between the box's vertical bars
+        line = next(ln for ln in stdout.splitlines() if "2024-01-02T03:04:05" in ln)
+        row = dict(zip(["t", "naive", "n"], [c.strip() for c in line.strip("│ ").split("│")]))
+    # in the session's time zone, whichever it is: the same instant
+    assert datetime.fromisoformat(row["t"]) == want and datetime.fromisoformat(row["t"]).tzinfo is not None
+    assert row["naive"] == "2024-01-02T03:04:05" and int(row["n"]) == 8

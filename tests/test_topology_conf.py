@@ -207,6 +207,17 @@ def test_keys_case_insensitive_comments_continuations_and_other_keys():
     assert spec.node_names == ["n1", "n2", "n3", "n4"]
 
 
+def test_leading_byte_order_mark_is_ignored(tmp_path):
+    # An editor on Windows saves "UTF-8 with BOM"; the mark is not part of the first key.
+    body = "SwitchName=s0 Nodes=n[1-2]\nSwitchName=s1 Nodes=n[3-4]\nSwitchName=top Switches=s[0-1]\n"
+    path = tmp_path / "topology.conf"
+    path.write_bytes(b"\xef\xbb\xbf" + body.encode())
+    spec = read_topology_conf(path)
+    assert spec.node_names == ["n1", "n2", "n3", "n4"]
+    assert [leaf.name for leaf in spec.pods[0].leaves] == ["s0", "s1"]
+    assert read_topology_conf_text("\ufeff" + body).node_names == ["n1", "n2", "n3", "n4"]
+
+
 # ----------------------------------------------------------------------------- refusals
 
 

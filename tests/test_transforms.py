@@ -416,3 +416,56 @@ def test_the_largest_seed_and_a_numpy_seed_are_taken():
     w = make(list(range(1, 40)))
     top = apply_scenario(w, "v1", 2**64 - 1)["runtime_s"]
     assert (apply_scenario(w, "v1", np.uint64(2**64 - 1))["runtime_s"] == top).all()
+
+
+# ----------------------------------------------------------------------- take
+
+
+def _accounted(w: Workload) -> bool:
+    return len(w) + sum(w.skipped.values()) == w.records
+
+
+def test_take_counts_the_rows_it_leaves_out():
+    """read_trace(...).take(np.arange(50)) kept records and skipped as they were: a run of
+    it said records=120, in_workload=50, skipped={}, 70 records unaccounted for. The rows
+    a take leaves out are counted as skipped "taken_out"."""
+    w = make(np.arange(1, 11))  # 10 jobs, 12 records, 2 skipped
+    t = w.take(np.arange(3))
+    assert len(t) == 3 and t.records == 12 and t.skipped == {"unknown_size": 2, "taken_out": 7} and _accounted(t)
+    m = w.take(w["nodes"] % 2 == 0)  # a boolean mask: 5 of 10
+    assert list(m["nodes"]) == [2, 4, 6, 8, 10] and m.skipped == {"unknown_size": 2, "taken_out": 5}
+    assert w.take(range(4)).skipped["taken_out"] == 6
+    # taking again adds to the count; every row (in any order) leaves none out, and no key
+    assert t.take(np.array([2, 0])).skipped == {"unknown_size": 2, "taken_out": 8}
+    assert w.take(np.arange(10)[::-1]).skipped == {"unknown_size": 2}
+    assert w.skipped == {"unknown_size": 2} and w.records == 12  # the original is untouched
+
+
+def test_take_then_transforms_count_each_record_once():
+    w = make(np.arange(1, 11), submit=np.arange(10) * DAY)
+    t = time_window(w.take(np.arange(6)), 2)
+    assert t.skipped == {"unknown_size": 2, "taken_out": 4, "transform_outside_window": 4} and _accounted(t)
+    # the transforms' own copies are not takes: nothing is counted twice
+    s = fit_to_fabric(scale_nodes(w, 2), 8, mode="drop")
+    assert "taken_out" not in s.skipped and _accounted(s)
+
+
+def test_take_refuses_a_row_twice():
+    """A repeated row would be a job the log does not have: jobs beyond the records."""
+    w = make(np.arange(1, 5))
+    with pytest.raises(ValueError, match=r"take: row 1 is given twice"):
+        w.take(np.array([0, 1, 1]))
+
+
+def test_a_taken_workloads_run_accounts_for_every_record():
+    from conftest import EXAMPLE_TRACE
+    from toposched.simulate import RunConfig, simulate
+    from toposched.topology import load_fabric
+    from toposched.workload import read_trace
+
+    w = read_trace(EXAMPLE_TRACE)
+    s = simulate(w.take(np.arange(50)), load_fabric("cab"), RunConfig()).summary
+    inp = s["input"]
+    assert inp["records"] == w.records and s["jobs"]["in_workload"] == 50
+    assert inp["skipped"] == dict(sorted({**w.skipped, "taken_out": len(w) - 50}.items()))
+    assert s["jobs"]["in_workload"] + sum(inp["skipped"].values()) == inp["records"]

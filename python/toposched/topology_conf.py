@@ -425,6 +425,10 @@ def read_topology_conf_text(
     Raises:
         TopologyError: naming the file, line and key at fault (see the module docstring).
     """
+    # A leading byte-order mark (an editor's "UTF-8 with BOM") is not part of the first key;
+    # the PBS reader drops it the same way.
+    if text.startswith("\ufeff"):
+        text = text[1:]
     notes: list[str] = []
     switches = _parse(path, text, lenient, notes)
     _link(path, switches)

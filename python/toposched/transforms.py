@@ -81,7 +81,8 @@ MAX_SCALE_DENOMINATOR = 10**9
 
 def _copy(w: Workload, index: np.ndarray | None = None) -> Workload:
     """A deep-enough copy: fresh arrays, dicts and transforms list."""
-    out = w.take(np.arange(len(w)) if index is None else index)
+    # not take(): the transform counts the rows it leaves out under its own reason
+    out = w._subset(np.arange(len(w)) if index is None else index)
     out.columns = {k: v.copy() for k, v in out.columns.items()}
     out.settings = dict(out.settings)
     out.settings["transforms"] = list(w.settings.get("transforms", []))

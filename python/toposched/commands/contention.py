@@ -5,6 +5,7 @@ The analysis is :mod:`toposched.contention`; its files, figures and page are wri
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -101,7 +102,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--quiet", action="store_true", help="print nothing but errors")
 
 
-def _load_schedule(args: argparse.Namespace, out: Path, say: Callable[[str], None]) -> Any:
+def _load_schedule(args: argparse.Namespace, out: Path, say: Callable[[str], None], shown: Path) -> Any:
     from ..contention import Schedule
 
     if args.run:
@@ -118,7 +119,7 @@ def _load_schedule(args: argparse.Namespace, out: Path, say: Callable[[str], Non
     tick = time.perf_counter()
     result = simulate(workload, fabric, RunConfig(queue=args.queue, alloc=args.alloc, seed=args.seed))
     result.write(out / "run")
-    say(f"replayed {len(result.jobs):,} jobs in {time.perf_counter() - tick:.1f} s (kept in {out / 'run'}/)")
+    say(f"replayed {len(result.jobs):,} jobs in {time.perf_counter() - tick:.1f} s (kept in {shown / 'run'}/)")
     return Schedule.from_result(result)
 
 
@@ -146,8 +147,6 @@ def _check_out(out: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..contention import run_contention
-
     if bool(args.run) == bool(args.trace):
         print("error: give exactly one of --run DIR or --trace LOG (with --system)", file=sys.stderr)
         return 2
@@ -164,15 +163,38 @@ def run(args: argparse.Namespace) -> int:
         _check_crossbar_sizes(args.crossbar_sizes, int(fabric["nodes"]))
     out = Path(args.out)
     _check_out(out)
-    if args.trace:
-        out.mkdir(parents=True, exist_ok=True)  # the replay keeps its run in out/run
     say: Callable[[str], None] = (lambda _m: None) if args.quiet else (lambda m: print(m))
-    schedule = _load_schedule(args, out, say)
+    from ..files import replace_dir
+
+    names: list[str] = []
+    docs: list[dict[str, Any]] = []
+
+    def write(staging: Path) -> None:
+        names[:], docs[:] = _write(args, out, staging, say)
+
+    # --out as a whole, as simulate writes its directory: a Ctrl-C or a kill while the
+    # files were written left new Parquet files beside the earlier contention.json and
+    # report.html, a mixture nothing marked. Now it leaves the earlier outputs, or no --out.
+    replace_dir(out, write)
+    if not args.quiet:
+        _print_summary(docs[0])
+        say(f"results in {out}/ ({', '.join(names)})")
+    return 0
+
+
+def _write(args: argparse.Namespace, out: Path, staging: Path, say: Callable[[str], None]) -> tuple[list[str], list[dict[str, Any]]]:
+    """Replay (--trace) and analyse into ``staging``, which then takes --out's place;
+    returns the names of the files written and contention.json's content."""
+    from ..contention import run_contention
+
+    schedule = _load_schedule(args, staging, say, out)
+    if args.run and (out / "run").resolve() == Path(args.run).resolve():
+        # --run OUT/run (an earlier --trace analysis's replay): it stays with the outputs
+        # (hard links: a result file is replaced whole, never written in place)
+        _link_tree(out / "run", staging / "run")
     if args.uplinks:
         _check_uplinks(args.uplinks, schedule.full_uplinks)
     _check_crossbar_sizes(args.crossbar_sizes, schedule.n_nodes)
-    # --run: made only now, so that a run or an option refused above leaves no empty --out
-    out.mkdir(parents=True, exist_ok=True)
     cores = None if args.cores_sweep == [] else args.cores_sweep
     tick = time.perf_counter()
     analysis, doc = run_contention(
@@ -188,11 +210,20 @@ def run(args: argparse.Namespace) -> int:
     say(f"analysed {schedule.n_jobs:,} jobs in {time.perf_counter() - tick:.2f} s")
     from ..reporting.contention import write_outputs
 
-    paths = write_outputs(analysis, doc, out, figures=not args.no_figures, report=not args.no_report)
-    if not args.quiet:
-        _print_summary(doc)
-        say(f"results in {out}/ ({', '.join(sorted({p.name for p in paths if p.parent == out}))})")
-    return 0
+    paths = write_outputs(analysis, doc, staging, figures=not args.no_figures, report=not args.no_report)
+    return sorted({p.name for p in paths if p.parent == staging}), [doc]
+
+
+def _link_tree(src: Path, dst: Path) -> None:
+    import shutil
+
+    def link(a: str, b: str) -> None:
+        try:
+            os.link(a, b)
+        except OSError:
+            shutil.copy2(a, b)
+
+    shutil.copytree(src, dst, copy_function=link)
 
 
 def _check_crossbar_sizes(sizes: list[int] | None, machine_nodes: int) -> None:

@@ -467,9 +467,23 @@ def query(out: str | Path, sql: str, params: Sequence[Any] | None = None, *, reb
     try:
         cur = con.execute(sql, params or [])
         names = [d[0] for d in cur.description]
-        return names, cur.fetchall()
+        if not any("WITH TIME ZONE" in str(d[1]) for d in cur.description):
+            return names, cur.fetchall()
+        # DuckDB's own conversion of a TIMESTAMPTZ needs pytz, which is not a dependency
+        # (the query failed "Required module 'pytz'"); Arrow's gives the same aware
+        # datetimes with zoneinfo. Only such queries take this path: Arrow turns some
+        # other types into other Python values (an INTERVAL, a HUGEINT).
+        got = cur.arrow()
+        table = got.read_all() if hasattr(got, "read_all") else got  # a reader since DuckDB 1.4
+        return names, _rows(table)
     finally:
         con.close()
+
+
+def _rows(table: Any) -> list[tuple[Any, ...]]:
+    """The rows of an Arrow table, by position: a query's column names may repeat."""
+    cols = [c.to_pylist() for c in table.columns]
+    return list(zip(*cols)) if cols else []
 
 
 def query_runs(

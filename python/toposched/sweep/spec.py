@@ -468,7 +468,8 @@ def _workloads(c: _Checker, raw: Any) -> list[list[dict[str, Any]]]:
 
 
 def _fabrics(c: _Checker, raw: Any) -> list[list[dict[str, Any]]]:
-    from ..topology import PRESETS, parse_fattree_params
+    from ..errors import TopologyError
+    from ..topology import PRESETS, load_spec, parse_fattree_params
 
     out: list[list[dict[str, Any]]] = []
     if raw is None:
@@ -510,6 +511,13 @@ def _fabrics(c: _Checker, raw: Any) -> list[list[dict[str, Any]]]:
                     p = c.path(s, sw)
                     if p is None:
                         c.problems[-1] = (sw, f"not a preset ({', '.join(PRESETS)}), fattree:K=..,S=..,P=.. parameters, or an existing topology.conf file: {s}")
+                        continue
+                    try:
+                        # built as each run builds it: a file that does not load failed
+                        # every one of its runs, each with a traceback, after the sweep began
+                        load_spec(str(p), lenient=lenient)
+                    except TopologyError as exc:
+                        c.err(sw, str(exc))
                         continue
                     variants.append({"name": name or p.name, "kind": "topology.conf", "system": str(p), "lenient": lenient, "conf_sha256": sha256_file(p)})
         else:

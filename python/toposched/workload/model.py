@@ -173,8 +173,25 @@ class Workload:
     def __getitem__(self, name: str) -> np.ndarray:
         return self.columns[name]
 
-    def take(self, index: np.ndarray) -> "Workload":
-        """A new workload with the rows ``index`` (an integer or boolean array)."""
+    def take(self, index: Any) -> "Workload":
+        """A new workload with the rows ``index`` (an integer or boolean array, or a range),
+        each at most once. The rows left out are counted in ``skipped["taken_out"]``, so
+        that ``len(w) + sum(w.skipped.values()) == w.records`` still holds (a run of
+        ``take(np.arange(50))`` said 50 jobs of 120 records, the 70 others unaccounted for)."""
+        rows = np.arange(len(self))[np.asarray(index) if isinstance(index, range) else index]
+        kept = np.unique(rows)
+        if len(kept) < len(rows):
+            twice = int(np.flatnonzero(np.bincount(rows) > 1)[0])
+            raise ValueError(f"take: row {twice} is given twice; a workload's rows are its log's records, each once")
+        out = self._subset(rows)
+        left = len(self) - len(kept)
+        if left:
+            out.skipped["taken_out"] = out.skipped.get("taken_out", 0) + left
+        return out
+
+    def _subset(self, index: Any) -> "Workload":
+        """The rows ``index``, the accounting (records, skipped) as it is: for a caller
+        that counts the rows it leaves out under its own reason (a transform, a reader)."""
         cols = {c: self.columns[c][index] for c in COLUMNS}
         rows = np.arange(len(self))[index]
         extra = {}

@@ -260,6 +260,6 @@ def read_swf_with_nodes(
         extra=extra_cols,
     )
     if not keep.all():
-        out = out.take(np.flatnonzero(keep))
+        out = out._subset(np.flatnonzero(keep))  # counted as malformed_line below
         out.skipped["malformed_line"] = out.skipped.get("malformed_line", 0) + tally.malformed
     return out
