@@ -234,8 +234,11 @@ impl ResultWriter {
                 self.inner.write(&all.slice(at, self.row_group_rows)).map_err(|e| WriteError::of(&self.path, e))?;
             }
             if whole < all.num_rows() {
-                self.pending_rows = all.num_rows() - whole;
-                self.pending.push(all.slice(whole, self.pending_rows));
+                // the rest copied out: a slice would keep every row group's rows alive
+                let rest = all.slice(whole, all.num_rows() - whole);
+                let rest = arrow_select::concat::concat_batches(&self.schema, [&rest, &rest.slice(0, 0)]).map_err(|e| WriteError::of(&self.path, e.into()))?;
+                self.pending_rows = rest.num_rows();
+                self.pending.push(rest);
             }
         }
         Ok(())
