@@ -172,7 +172,7 @@ def test_filling_in_the_command_and_its_errors(tmp_path, capsys):
     # progressive with another fairness: one located line, exit 2
     assert main(["interfere", str(scen), "--filling", "progressive", "--fairness", "ports"]) == 2
     err = capsys.readouterr().err
-    assert "needs fairness=flows" in err and "Traceback" not in err
+    assert "--filling" in err and "needs fairness flows, not ports" in err and "Traceback" not in err
     scen.write_text(json.dumps({"fabric": TINY, "model": {"fairness": "flows", "filling": "fast"}, "jobs": jobs}))
     assert main(["interfere", str(scen)]) == 2
     assert "model.filling" in capsys.readouterr().err
