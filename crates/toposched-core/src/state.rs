@@ -168,6 +168,11 @@ impl NodeSet {
     pub fn words(&self) -> &[u64] {
         &self.words
     }
+    /// The words, to write a set a word at a time (bit `i & 63` of word `i >> 6` is `i`).
+    #[inline]
+    pub fn words_mut(&mut self) -> &mut [u64] {
+        &mut self.words
+    }
 }
 
 /// A number no state has carried before: [`ClusterState::stamp`]. Global (not per state)

@@ -44,11 +44,14 @@
 //! and compression searches the plan as it is, each window cut at the reservation's own
 //! start, taking a reservation out only when it moves. The engine is asked once per
 //! reservation to wake at its start, not at every pass. Non-fungible policies project the
-//! node state at each candidate start (the planner's [`Projection`]): an allocation call
-//! per candidate.
+//! node state at each candidate start (the planner's [`Projection`]); the nodes of the
+//! reservations overlapping the candidate window are kept as the window advances
+//! ([`Overlap`]: each reservation added and removed once per search, a few operations per
+//! 64 nodes), and the allocation policy is asked only at candidates where at least the
+//! job's nodes are free outside them (a popcount; no policy places a job on fewer).
 
 use super::{PassCtx, QueueEntry, QueuePolicy};
-use crate::alloc::{free_unguarded, Guard, Reserved};
+use crate::alloc::{Guard, Reserved};
 use crate::planner::{Planner, Projection};
 use crate::options::{parse_options, schema_of, NoOptions};
 use crate::pass::RunningChange;
@@ -62,6 +65,10 @@ struct Reservation {
     end: i64,
     /// Node set, ascending (non-fungible policies only).
     nodes: Vec<u32>,
+    /// The same as a set (non-fungible policies only; empty otherwise), for [`Overlap`]:
+    /// a word at a time instead of a node at a time (a reservation holds hundreds of nodes
+    /// on a congested large machine).
+    bits: NodeSet,
     class: SpanClass,
     /// Only with --run-on: the start rests on a job past its limit ending "within a
     /// second" (directly, after another such reservation, or because that job blocked
@@ -170,6 +177,112 @@ impl Growth {
         self.ended.forget_up_to(seq);
         self.left_start.forget_up_to(seq);
         self.left_end.forget_up_to(seq);
+    }
+}
+
+/// The nodes of the reservations whose window `[start, end)` overlaps a candidate window
+/// `[t, window_end)`, for candidates ascending (`t` and `window_end` never decrease): a
+/// reservation begins to overlap once its start falls before `window_end` and stops for
+/// good once its end is at or before `t`, so each one is added and removed at most once
+/// per search instead of every overlapping reservation being added at every candidate.
+/// A node may lie in several overlapping reservations (disjoint in time from each other),
+/// so each node keeps a count of them, excluded while it is not 0. The counts are
+/// bit-sliced (plane `p` holds bit `p` of every node's count, a word per 64 nodes): adding
+/// or removing a reservation is a few operations per word of its node set, not one per
+/// node.
+struct Overlap {
+    spans: Vec<(i64, i64)>,
+    /// Indices into `spans` by start, and by end, ascending; the next of each to reach.
+    by_start: Vec<usize>,
+    by_end: Vec<usize>,
+    next_start: usize,
+    next_end: usize,
+    /// Per reservation: 0 not yet overlapping, 1 overlapping, 2 no longer (never again).
+    phase: Vec<u8>,
+    /// `planes[p][w]`: bit `p` of the counts of nodes `64 w ..`; as many planes as the
+    /// largest count needs.
+    planes: Vec<Vec<u64>>,
+    /// Nodes whose count is not 0: the OR of the planes.
+    excluded: NodeSet,
+}
+
+impl Overlap {
+    fn new(n_nodes: usize, spans: impl Iterator<Item = (i64, i64)>) -> Overlap {
+        let spans: Vec<(i64, i64)> = spans.collect();
+        let mut by_start: Vec<usize> = (0..spans.len()).collect();
+        by_start.sort_by_key(|&i| spans[i].0);
+        let mut by_end: Vec<usize> = (0..spans.len()).collect();
+        by_end.sort_by_key(|&i| spans[i].1);
+        let phase = vec![0; spans.len()];
+        Overlap { spans, by_start, by_end, next_start: 0, next_end: 0, phase, planes: Vec::new(), excluded: NodeSet::new(n_nodes) }
+    }
+
+    /// Move the window to `[t, window_end)`, no earlier than the last; `bits_of(i)` is
+    /// reservation `i`'s node set (as many words as the machine's).
+    fn advance<'a>(&mut self, t: i64, window_end: i64, bits_of: impl Fn(usize) -> &'a [u64]) {
+        // ended first: a reservation ended by `t` never overlaps again, even if its start
+        // is reached only now
+        while let Some(&i) = self.by_end.get(self.next_end).filter(|&&i| self.spans[i].1 <= t) {
+            self.next_end += 1;
+            if self.phase[i] == 1 {
+                self.remove(bits_of(i));
+            }
+            self.phase[i] = 2;
+        }
+        while let Some(&i) = self.by_start.get(self.next_start).filter(|&&i| self.spans[i].0 < window_end) {
+            self.next_start += 1;
+            if self.phase[i] == 0 {
+                self.phase[i] = 1;
+                self.add(bits_of(i));
+            }
+        }
+    }
+
+    /// Count +1 on every node of `bits`: a ripple carry through the planes, word by word.
+    fn add(&mut self, bits: &[u64]) {
+        let words = self.excluded.words().len();
+        for (w, &b) in bits.iter().enumerate() {
+            let mut carry = b;
+            let mut p = 0;
+            while carry != 0 {
+                if p == self.planes.len() {
+                    self.planes.push(vec![0; words]);
+                }
+                let plane = &mut self.planes[p][w];
+                let next = *plane & carry;
+                *plane ^= carry;
+                carry = next;
+                p += 1;
+            }
+            self.excluded.words_mut()[w] |= b;
+        }
+    }
+
+    /// Count -1 on every node of `bits` (each counted at least once): a ripple borrow.
+    fn remove(&mut self, bits: &[u64]) {
+        for (w, &b) in bits.iter().enumerate() {
+            if b == 0 {
+                continue;
+            }
+            let mut borrow = b;
+            let mut p = 0;
+            while borrow != 0 {
+                let plane = &mut self.planes[p][w];
+                let next = !*plane & borrow;
+                *plane ^= borrow;
+                borrow = next;
+                p += 1;
+            }
+            self.excluded.words_mut()[w] = self.planes.iter().fold(0, |any, plane| any | plane[w]);
+        }
+    }
+
+    fn overlaps(&self, i: usize) -> bool {
+        self.phase[i] == 1
+    }
+
+    fn excluded(&self) -> &NodeSet {
+        &self.excluded
     }
 }
 
@@ -290,7 +403,7 @@ impl Conservative {
             }
         };
         plan.add(start, spec.walltime_s, -n);
-        Some(Reservation { start, end: start + spec.walltime_s, nodes: Vec::new(), class: SpanClass::Leaf, drifting: false, woken: false, checked: 0 })
+        Some(Reservation { start, end: start + spec.walltime_s, nodes: Vec::new(), bits: NodeSet::default(), class: SpanClass::Leaf, drifting: false, woken: false, checked: 0 })
     }
 
     /// Earliest start in `[now, limit]` for `job` as a node set, ignoring its own reservation.
@@ -315,7 +428,10 @@ impl Conservative {
         let ends = core.running().iter().map(|&(expected_end, r)| (expected_end.max(now + 1), r));
         let release = |state: &mut ClusterState, r: u32| state.release(topo, r, core.nodes_of(r), core.class_of(r));
         let mut projection = Projection::new(core.state().clone(), ends, release);
-        let mut excluded = NodeSet::new(topo.n_nodes());
+        // the nodes of the reservations overlapping each candidate window, kept as the
+        // window moves right (candidates ascend) rather than rebuilt per candidate: that
+        // rebuild was half of a congested isolated replay
+        let mut overlap = Overlap::new(topo.n_nodes(), others.iter().map(|r| (r.start, r.end)));
         let (mut found, mut declined_now) = (None, false);
         for t in candidates {
             projection.advance_to(t);
@@ -323,20 +439,23 @@ impl Conservative {
             if spec.nodes > projected.n_free() {
                 continue;
             }
-            excluded.clear();
-            let window_end = t + spec.walltime_s;
+            overlap.advance(t, t + spec.walltime_s, |i| others[i].bits.words());
+            let excluded = overlap.excluded();
+            // Free nodes outside the overlapping reservations: no policy places the job on
+            // fewer (it may take only free nodes the guard does not exclude), so the
+            // allocation policy is not asked (most candidates of a congested queue).
+            let unreserved = projected.free_set().count_range_minus(0..topo.n_nodes() as u32, excluded);
+            if unreserved < spec.nodes {
+                continue;
+            }
             let overlapping: Vec<Reserved> = others
                 .iter()
-                .filter(|r| r.start < window_end && r.end > t)
-                .map(|r| Reserved { nodes: &r.nodes, class: r.class, stamp: 0 })
+                .enumerate()
+                .filter(|&(i, _)| overlap.overlaps(i))
+                .map(|(_, r)| Reserved { nodes: &r.nodes, class: r.class, stamp: 0 })
                 .collect();
-            for r in &overlapping {
-                for &n in r.nodes {
-                    excluded.insert(n);
-                }
-            }
             // at `now` the projection is the machine itself; later instants are planned
-            let guard = Guard { excluded: Some(&excluded), reserved: &overlapping, held_back_s: core.held_back_s(job, t), projected: t > now };
+            let guard = Guard { excluded: Some(excluded), reserved: &overlapping, held_back_s: core.held_back_s(job, t), projected: t > now };
             if alloc.feasible(topo, projected, spec.nodes, &guard) {
                 if let Some(nodes) = alloc.select(topo, projected, spec.nodes, &guard) {
                     found = Some((t, nodes));
@@ -344,7 +463,7 @@ impl Conservative {
                 }
             }
             // declined now though enough nodes outside the reservations were free
-            declined_now |= t == now && patience_s.is_some() && free_unguarded(projected, topo, &guard).take(spec.nodes as usize).count() == spec.nodes as usize;
+            declined_now |= t == now && patience_s.is_some();
         }
         if declined_now {
             ctx.note_declined(job);
@@ -367,7 +486,9 @@ impl Conservative {
                 let (start, mut nodes) = self.earliest_nodes(ctx, job, limit)?;
                 nodes.sort_unstable();
                 let class = ctx.topo.span_class(&nodes);
-                Reservation { start, end: start + walltime, nodes, class, drifting: false, woken: false, checked: 0 }
+                let mut bits = NodeSet::new(ctx.topo.n_nodes());
+                nodes.iter().for_each(|&n| bits.insert(n));
+                Reservation { start, end: start + walltime, nodes, bits, class, drifting: false, woken: false, checked: 0 }
             }
         };
         r.drifting = self.rests_on_overrun(ctx, job, r.start);
@@ -560,6 +681,101 @@ impl QueuePolicy for Conservative {
         }
         for s in starts {
             ctx.wake_at(s);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::Topology;
+    use proptest::prelude::*;
+
+    /// The reference: what the search did per candidate before [`Overlap`], rebuilt from
+    /// scratch: every reservation overlapping `[t, t + walltime)`, and their nodes.
+    fn rebuilt(n_nodes: usize, res: &[(i64, i64, Vec<u32>)], t: i64, walltime_s: i64) -> (NodeSet, Vec<usize>) {
+        let mut excluded = NodeSet::new(n_nodes);
+        let window_end = t + walltime_s;
+        let overlapping: Vec<usize> = (0..res.len()).filter(|&i| res[i].0 < window_end && res[i].1 > t).collect();
+        for &i in &overlapping {
+            res[i].2.iter().for_each(|&n| excluded.insert(n));
+        }
+        (excluded, overlapping)
+    }
+
+    fn bits_of(n_nodes: usize, nodes: &[u32]) -> NodeSet {
+        let mut s = NodeSet::new(n_nodes);
+        nodes.iter().for_each(|&n| s.insert(n));
+        s
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+
+        /// Congested: many reservations, dense node sets on few nodes (counts up to the
+        /// number of reservations, several planes), windows of 0 s and up, candidates
+        /// ascending with gaps (the search skips those the free count rules out).
+        #[test]
+        fn overlap_is_the_per_candidate_rebuild(
+            n_nodes in 1usize..200,
+            raw in prop::collection::vec((0i64..60, 0i64..30, prop::collection::vec(any::<u32>(), 0..80)), 0..30),
+            walltime_s in 0i64..25,
+            mut candidates in prop::collection::vec(0i64..100, 1..40),
+        ) {
+            let res: Vec<(i64, i64, Vec<u32>)> = raw
+                .into_iter()
+                .map(|(start, len, picks)| {
+                    let mut nodes: Vec<u32> = picks.into_iter().map(|p| p % n_nodes as u32).collect();
+                    nodes.sort_unstable();
+                    nodes.dedup();
+                    (start, start + len, nodes)
+                })
+                .collect();
+            let bits: Vec<NodeSet> = res.iter().map(|r| bits_of(n_nodes, &r.2)).collect();
+            candidates.sort_unstable();
+            candidates.dedup();
+            let mut overlap = Overlap::new(n_nodes, res.iter().map(|r| (r.0, r.1)));
+            for t in candidates {
+                overlap.advance(t, t + walltime_s, |i| bits[i].words());
+                let (excluded, overlapping) = rebuilt(n_nodes, &res, t, walltime_s);
+                prop_assert_eq!(overlap.excluded(), &excluded, "excluded nodes at t = {}", t);
+                let got: Vec<usize> = (0..res.len()).filter(|&i| overlap.overlaps(i)).collect();
+                prop_assert_eq!(got, overlapping, "overlapping reservations at t = {}", t);
+            }
+        }
+
+        /// The search skips a candidate when fewer free nodes lie outside the overlapping
+        /// reservations than the job needs: no non-fungible policy places it there.
+        #[test]
+        fn too_few_unreserved_nodes_never_place(
+            pods in prop::collection::vec(prop::collection::vec(1u32..6, 1..4), 1..4),
+            policy in prop::sample::select(vec!["isolated", "capped", "jigsaw"]),
+            sizes in prop::collection::vec(1u32..12, 0..12),
+            excluded_picks in prop::collection::vec(any::<u32>(), 0..40),
+            reserved_picks in prop::collection::vec(any::<u32>(), 0..20),
+            want in 1u32..20,
+        ) {
+            let topo = Topology::from_leaf_sizes("t", 3, &pods, None, None, None, None).unwrap();
+            let n = topo.n_nodes() as u32;
+            let mut alloc = crate::alloc::by_name(policy, &Default::default()).unwrap();
+            let mut state = crate::alloc::new_state(alloc.as_ref(), &topo, &[]);
+            for (job, &size) in sizes.iter().enumerate() {
+                if let Some(mut nodes) = alloc.select(&topo, &state, size, &Guard::NONE) {
+                    nodes.sort_unstable();
+                    state.allocate(&topo, job as u32, &nodes, topo.span_class(&nodes));
+                }
+            }
+            let excluded = bits_of(n as usize, &excluded_picks.iter().map(|p| p % n).collect::<Vec<_>>());
+            let mut reserved_nodes: Vec<u32> = reserved_picks.iter().map(|p| p % n).filter(|&x| excluded.contains(x)).collect();
+            reserved_nodes.sort_unstable();
+            reserved_nodes.dedup();
+            let reserved = [Reserved { nodes: &reserved_nodes, class: topo.span_class(&reserved_nodes), stamp: 0 }];
+            let guard = Guard { excluded: Some(&excluded), reserved: if reserved_nodes.is_empty() { &[] } else { &reserved }, held_back_s: 0, projected: true };
+            let unreserved = state.free_set().count_range_minus(0..n, &excluded);
+            if unreserved < want {
+                prop_assert!(!alloc.feasible(&topo, &state, want, &guard));
+                prop_assert!(alloc.select(&topo, &state, want, &guard).is_none());
+            }
         }
     }
 }
