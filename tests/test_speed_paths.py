@@ -108,13 +108,20 @@ def test_quiet_simulate_leaves_pandas_unimported_and_to_pandas_still_works(tmp_p
     assert out.split() == ["False", "DataFrame", "True"]
 
 
-def test_simulate_writes_its_parquet_files_without_pyarrow_parquet(tmp_path: Path) -> None:
-    """The result files are written by the native writer: the whole replay's command never
-    imports pyarrow.parquet (nor does its import thread), and the files read back."""
+def test_simulate_writes_its_parquet_files_without_pyarrow(tmp_path: Path) -> None:
+    """The result files are written by the native writer from the replay's arrays: the
+    whole replay's command never imports PyArrow (nor does its import thread), printing
+    its summary or not, and the files read back."""
+    quiet = _fresh(
+        "import sys\nfrom toposched.cli import main\n"
+        f"assert main(['simulate', '--trace', {str(SWF)!r}, '--system', 'cab', '--out', {str(tmp_path / 'q')!r}, '--quiet']) == 0\n"
+        "print('pyarrow' in sys.modules)\n"
+    )
+    assert quiet.split() == ["False"]
     out = _fresh(
         "import sys\nfrom toposched.cli import main\n"
         f"assert main(['simulate', '--trace', {str(SWF)!r}, '--system', 'cab', '--out', {str(tmp_path / 'o')!r}]) == 0\n"
-        "print('pyarrow.parquet' in sys.modules)\n"
+        "print('pyarrow' in sys.modules)\n"
         "import pyarrow.parquet as pq\n"
         f"d = {str(tmp_path / 'o')!r}\n"
         "print(*(pq.ParquetFile(d + '/' + name + '.parquet').metadata.created_by.split()[0] for name in ('jobs', 'utilization', 'skipped')))"
@@ -189,16 +196,39 @@ def test_an_error_writing_jobs_parquet_on_its_thread_is_the_commands_error(tmp_p
     its message, and leaves neither the result directory nor a staging directory."""
     import toposched.parquet_out as parquet_out
 
-    real = parquet_out.write_table
+    real = parquet_out.TableWriter.__init__
 
-    def failing(where, kind, table, *a, **kw):
+    def failing(self, path, kind, *a, **kw):
         if kind == "jobs":
             raise OSError(28, "No space left on device")
-        return real(where, kind, table, *a, **kw)
+        real(self, path, kind, *a, **kw)
 
-    monkeypatch.setattr(parquet_out, "write_table", failing)
+    monkeypatch.setattr(parquet_out.TableWriter, "__init__", failing)
     out = tmp_path / "o"
     code = main(["simulate", "--trace", str(SWF), "--system", "cab", "--out", str(out), "--quiet"])
     assert code == 1
     assert "No space left on device" in capsys.readouterr().err
     assert not out.exists() and [p.name for p in tmp_path.iterdir()] == []
+
+
+def test_files_written_from_the_columns_are_those_of_the_tables(tmp_path: Path) -> None:
+    """SimResult.write writes jobs.parquet and skipped.parquet from the replay's arrays;
+    the tables API users get (``jobs``, ``skipped``, made at their first use) written by
+    the table path (parquet_out.write_table) give the same bytes, with skipped jobs and
+    jobs without APH (nulls) among them."""
+    from toposched import parquet_out
+    from toposched.simulate import RunConfig, simulate
+    from toposched.topology import load_fabric
+    from toposched.workload import read_trace
+
+    w = read_trace(SWF)
+    r = simulate(w, load_fabric("fattree:K=4,S=2,P=1"), RunConfig(queue="easy", alloc="isolated"))
+    assert r.finished.n_rows > 0 and len(r.never_ran.reasons) > 0 and r.jobs.column("aph").null_count > 0
+    r.finished.write(str(tmp_path / "a.parquet"), b"id")
+    parquet_out.write_table(tmp_path / "b.parquet", "jobs", r.jobs, b"id", 1 << 17)
+    r.never_ran.write(str(tmp_path / "c.parquet"), b"id")
+    parquet_out.write_table(tmp_path / "d.parquet", "skipped", r.skipped, b"id")
+    assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
+    assert (tmp_path / "c.parquet").read_bytes() == (tmp_path / "d.parquet").read_bytes()
+    assert r.skipped.column("reason").to_pylist() == r.never_ran.reasons
+    assert r.jobs.num_rows == r.finished.n_rows

@@ -26,18 +26,32 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pyarrow as pa
 
 from .startup import column_numpy
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: The column of jobs.parquet that holds node lists as ranges (written since issue 17).
 NODE_RANGES = "node_ranges"
 #: The column older files hold instead: one int32 id per node.
 NODE_IDS = "node_ids"
-#: Type of one range and of the column.
-RANGE_TYPE = pa.struct([pa.field("first", pa.uint32(), nullable=False), pa.field("count", pa.uint32(), nullable=False)])
-NODE_RANGES_TYPE = pa.list_(pa.field("item", RANGE_TYPE, nullable=False))
+
+
+def __getattr__(name: str) -> Any:
+    """``RANGE_TYPE`` (one range) and ``NODE_RANGES_TYPE`` (the column), made at their
+    first use: a replay writes its files without importing PyArrow (toposched.results)."""
+    if name not in ("RANGE_TYPE", "NODE_RANGES_TYPE"):  # importlib asks for __path__ & co.
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import pyarrow as pa
+
+    range_type = pa.struct([pa.field("first", pa.uint32(), nullable=False), pa.field("count", pa.uint32(), nullable=False)])
+    types = {"RANGE_TYPE": range_type, "NODE_RANGES_TYPE": pa.list_(pa.field("item", range_type, nullable=False))}
+    globals().update(types)  # made once
+    return types[name]
 
 Ranges = tuple[np.ndarray, np.ndarray, np.ndarray]
 
@@ -80,14 +94,16 @@ def lists_from_ranges(range_offsets: Any, first: Any, count: Any) -> tuple[np.nd
 
 def ranges_array(range_offsets: Any, first: Any, count: Any) -> pa.ListArray:
     """The ``node_ranges`` column of CSR ranges."""
+    import pyarrow as pa
+
     roff = np.asarray(range_offsets)
     if len(roff) and int(roff[-1]) >= 2**31:
         raise ValueError(f"{int(roff[-1]):,} node ranges: more than a list column holds (2^31)")
     values = pa.StructArray.from_arrays(
         [pa.array(np.asarray(first, dtype=np.uint32), pa.uint32()), pa.array(np.asarray(count, dtype=np.uint32), pa.uint32())],
-        fields=list(RANGE_TYPE),
+        fields=list(__getattr__("RANGE_TYPE")),
     )
-    return pa.ListArray.from_arrays(pa.array(roff, pa.int32()), values, type=NODE_RANGES_TYPE)
+    return pa.ListArray.from_arrays(pa.array(roff, pa.int32()), values, type=__getattr__("NODE_RANGES_TYPE"))
 
 
 def ranges_array_of_lists(lists: list[list[int]]) -> pa.ListArray:

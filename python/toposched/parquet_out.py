@@ -20,7 +20,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from . import _core
-from .nodelists import RANGE_TYPE, _chunk_ranges
+from .nodelists import _chunk_ranges
 
 #: Key of the run id in the Parquet files' metadata.
 RUN_ID_KEY = b"toposched.run_id"
@@ -46,6 +46,8 @@ def _validity(a: Any) -> np.ndarray | None:
 def array_column(name: str, a: Any, nullable: bool = True) -> Column:
     """One pyarrow Array as the native writer's column."""
     import pyarrow as pa
+
+    from .nodelists import RANGE_TYPE
 
     t = a.type
     if pa.types.is_list(t):

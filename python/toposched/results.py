@@ -11,18 +11,23 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pyarrow as pa
 
 from . import __version__, parquet_out, summary_stats
 from .config import RunConfig
 from .files import RESULT_FILES, file_mode, foreign_entries, replace_dir
 from .files import write_atomic as _atomic
-from .nodelists import NODE_RANGES, ranges_array, span_counts, table_ranges
-from .startup import column_numpy
+from .nodelists import NODE_RANGES, span_counts
 from .topology import Fabric
 from .utilization import SampledUtilization, UtilizationSeries
 from .workload.model import Workload
+
+if TYPE_CHECKING:
+    # The tables are made only when asked for (SimResult.jobs, .skipped): writing the
+    # files needs no PyArrow, whose import is a sixth of a small log's whole command
+    import pyarrow as pa
 
 #: Bounded-slowdown threshold (seconds), as in Feitelson's definition.
 BSLD_TAU_S = 10
@@ -60,17 +65,33 @@ class Outcome:
 
 @dataclass
 class SimResult:
-    """A finished (or interrupted) replay."""
+    """A finished (or interrupted) replay.
+
+    ``jobs`` and ``skipped`` (jobs.parquet's and skipped.parquet's rows) are PyArrow
+    tables made at their first use from the columns the replay collected (``finished``,
+    ``never_ran``): :meth:`write` writes the files from those columns directly."""
 
     workload: Workload
     fabric: Fabric
     config: RunConfig
-    jobs: pa.Table
+    #: jobs.parquet's columns (``jobs`` is their table)
+    finished: FinishedJobs
     #: busy nodes over time, as changes (sampled only when written: see utilization.py)
     utilization_series: SampledUtilization
-    skipped: pa.Table
+    #: skipped.parquet's columns (``skipped`` is their table)
+    never_ran: SkippedJobs
     summary: dict[str, Any]
     reservations: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def jobs(self) -> pa.Table:
+        """One row per finished job (jobs.parquet's table)."""
+        return self.finished.table
+
+    @property
+    def skipped(self) -> pa.Table:
+        """The jobs that could never run, with the reason (skipped.parquet's table)."""
+        return self.never_ran.table
 
     def __repr__(self) -> str:
         from .units import fmt_duration, fmt_percent
@@ -80,7 +101,7 @@ class SimResult:
         name = Path(str(s.get("input", {}).get("source", "workload"))).name
         done = "" if s.get("complete", True) else ", interrupted"
         return (
-            f"SimResult({name} on {self.fabric.name}, {pol.get('queue')}+{pol.get('alloc')}, {len(self.jobs):,} jobs, "
+            f"SimResult({name} on {self.fabric.name}, {pol.get('queue')}+{pol.get('alloc')}, {self.finished.n_rows:,} jobs, "
             f"util {fmt_percent(s.get('utilization', {}).get('mean'))}, mean wait {fmt_duration(s.get('wait_s', {}).get('mean'))}{done})"
         )
 
@@ -121,12 +142,10 @@ class SimResult:
         h = hashlib.sha256()
         summary = {k: v for k, v in self.summary.items() if k != "run_id"}
         h.update(json.dumps(summary, sort_keys=True, default=str).encode())
-        # the arrays themselves (buffer protocol: no copies of the node lists)
-        for name in ("job_id", "start_s", "end_s"):
-            for chunk in self.jobs.column(name).chunks:
-                h.update(np.ascontiguousarray(column_numpy(chunk)))  # type: ignore[arg-type]  # ndarray has the buffer protocol (numpy types it for 3.12+)
-        roff, first, count = table_ranges(self.jobs)
-        for a in (roff, first, count):
+        # the arrays themselves (buffer protocol: no copies of the node lists), each whole
+        # (the stream's _run_id reads the same bytes back from its file)
+        f = self.finished.columns
+        for a in (f["job_id"], f["start_s"], f["end_s"], f["range_offsets"], f["range_first"], f["range_count"]):
             h.update(np.ascontiguousarray(a))  # type: ignore[arg-type]  # ndarray has the buffer protocol (numpy types it for 3.12+)
         return h.hexdigest()[:16]
 
@@ -145,9 +164,9 @@ class SimResult:
         return write_result(
             out_dir,
             run_id,
-            lambda p: parquet_out.write_table(p, "jobs", self.jobs, run_id.encode(), JOBS_ROW_GROUP),
+            lambda p: self.finished.write(p, run_id.encode()),
             self.utilization_series,
-            self.skipped,
+            lambda p: self.never_ran.write(p, run_id.encode()),
             self.fabric,
             self.summary,
         )
@@ -158,13 +177,14 @@ def write_result(
     run_id: str,
     write_jobs: Callable[[str], object],
     utilization: SampledUtilization,
-    skipped: pa.Table,
+    write_skipped: Callable[[str], object],
     fabric: Fabric,
     summary: dict[str, Any],
 ) -> dict[str, Path]:
     """The files of :meth:`SimResult.write` (its docstring says how they are written):
-    ``write_jobs(path)`` writes jobs.parquet (with the run id in its metadata); the
-    whole and the streamed replay (toposched.stream) both write through here."""
+    ``write_jobs(path)`` and ``write_skipped(path)`` write jobs.parquet and
+    skipped.parquet (with the run id in their metadata); the whole and the streamed
+    replay (toposched.stream) both write through here."""
     out = Path(out_dir)
 
     file_mode()  # the umask read once, here: its fallback (no /proc) is not thread-safe
@@ -178,7 +198,7 @@ def write_result(
         jobs = _Background(lambda: _atomic(d / "jobs.parquet", write_jobs))
         try:
             _atomic(d / "utilization.parquet", lambda p: _write_utilization(utilization, p, run_id.encode()))
-            _atomic(d / "skipped.parquet", lambda p: parquet_out.write_table(p, "skipped", skipped, run_id.encode()))
+            _atomic(d / "skipped.parquet", write_skipped)
             fabric_doc = {"run_id": run_id, **fabric.describe()}
             fabric_text = json.dumps(fabric_doc, indent=1) + "\n"
             summary_text = json.dumps(summary, indent=2, sort_keys=True) + "\n"
@@ -245,19 +265,125 @@ def _write_text(path: str, text: str) -> None:
     Path(path).write_text(text)
 
 
-@dataclass
-class FinishedJobs:
-    """jobs.parquet's rows for the finished jobs among some rows of a replay, and the
-    columns the utilization and the summary are made of."""
+#: jobs.parquet's columns, in order (the node lists last: NODE_RANGES, made of
+#: range_offsets, range_first and range_count).
+JOB_COLUMNS = (
+    "job_id", "submit_s", "start_s", "end_s", "wait_s", "nodes", "walltime_s", "runtime_s", "log_runtime_s",
+    "killed", "bounded_slowdown", "aph", "alloc_class", "leaves", "pods",
+)
 
-    table: pa.Table
-    start: np.ndarray
-    end: np.ndarray
-    nodes: np.ndarray
-    wait: np.ndarray
-    bsld: np.ndarray
-    aph: np.ndarray  # NaN: no APH (a null in the table)
+
+@dataclass(eq=False)
+class FinishedJobs:
+    """jobs.parquet's rows for the finished jobs among some rows of a replay (``columns``:
+    the native collect's arrays, crates/toposched-io/src/collect.rs), and the columns the
+    utilization and the summary are made of. ``extra`` holds columns added after them
+    (the network model's), written after the node lists."""
+
+    columns: dict[str, Any]
     killed: int
+    extra: list[tuple[str, Any]] = field(default_factory=list)
+    _table: Any = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def start(self) -> np.ndarray:
+        return self.columns["start_s"]  # type: ignore[no-any-return]
+
+    @property
+    def end(self) -> np.ndarray:
+        return self.columns["end_s"]  # type: ignore[no-any-return]
+
+    @property
+    def nodes(self) -> np.ndarray:
+        return self.columns["nodes"]  # type: ignore[no-any-return]
+
+    @property
+    def wait(self) -> np.ndarray:
+        return self.columns["wait_s"]  # type: ignore[no-any-return]
+
+    @property
+    def bsld(self) -> np.ndarray:
+        return self.columns["bounded_slowdown"]  # type: ignore[no-any-return]
+
+    @property
+    def aph(self) -> np.ndarray:
+        """NaN: no APH (a null in the table)."""
+        return self.columns["aph"]  # type: ignore[no-any-return]
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.columns["job_id"])
+
+    @property
+    def table(self) -> pa.Table:
+        """The rows as a PyArrow table (made once, at the first use)."""
+        if self._table is None:
+            import pyarrow as pa
+
+            from .nodelists import ranges_array
+
+            f = self.columns
+            arrays = {name: pa.array(f[name], mask=np.isnan(f[name])) if name == "aph" else pa.array(f[name]) for name in JOB_COLUMNS}
+            arrays[NODE_RANGES] = ranges_array(f["range_offsets"], f["range_first"], f["range_count"])
+            for name, values in self.extra:
+                arrays[name] = pa.array(values)
+            self._table = pa.table(arrays)
+        return self._table
+
+    def write(self, path: str, run_id: bytes) -> None:
+        """jobs.parquet with ``run_id`` in its metadata: from the columns themselves (no
+        table made), the same file as ``parquet_out.write_table`` of :attr:`table`."""
+        if self.extra:  # columns of any type: through the table, which types them
+            parquet_out.write_table(path, "jobs", self.table, run_id, JOBS_ROW_GROUP)
+            return
+        f = self.columns
+        cols: list[parquet_out.Column] = []
+        for name in JOB_COLUMNS:
+            values = f[name]
+            valid = None
+            if name == "aph":
+                nan = np.isnan(values)
+                valid = ~nan if nan.any() else None  # a null where the job has no APH
+            cols.append((name, values, valid, True))
+        cols.append((NODE_RANGES, (f["range_offsets"], f["range_first"], f["range_count"]), None, True))
+        w = parquet_out.TableWriter(path, "jobs", parquet_out.file_metadata(None, run_id), JOBS_ROW_GROUP)
+        w.write_columns(cols)
+        w.close()
+
+
+@dataclass(eq=False)
+class SkippedJobs:
+    """skipped.parquet's rows: the jobs that could never run and why."""
+
+    job_id: np.ndarray
+    submit_s: np.ndarray
+    nodes: np.ndarray
+    reasons: list[str]
+    _table: Any = field(default=None, init=False, repr=False, compare=False)
+
+    @classmethod
+    def of_rows(cls, cols: dict[str, np.ndarray], rows: list[int], reasons: list[str]) -> SkippedJobs:
+        """The jobs at ``rows`` of ``cols`` and why each never ran."""
+
+        def take(name: str) -> np.ndarray:
+            return np.ascontiguousarray(cols[name][rows]) if rows else np.zeros(0, np.int64)
+
+        return cls(take("job_id"), take("submit_s"), take("nodes"), list(reasons))
+
+    @property
+    def table(self) -> pa.Table:
+        if self._table is None:
+            import pyarrow as pa
+
+            self._table = pa.table(
+                {"job_id": pa.array(self.job_id), "submit_s": pa.array(self.submit_s), "nodes": pa.array(self.nodes), "reason": pa.array(self.reasons, pa.string())}
+            )
+        return self._table
+
+    def write(self, path: str, run_id: bytes) -> None:
+        w = parquet_out.TableWriter(path, "skipped", parquet_out.file_metadata(None, run_id))
+        w.write_columns([("job_id", self.job_id, None, True), ("submit_s", self.submit_s, None, True), ("nodes", self.nodes, None, True), ("reason", self.reasons, None, True)])
+        w.close()
 
 
 def _row_arrays(r: dict[str, np.ndarray], cols: dict[str, np.ndarray]) -> Any:
@@ -276,28 +402,7 @@ def _row_arrays(r: dict[str, np.ndarray], cols: dict[str, np.ndarray]) -> Any:
 
 def _finished_of(f: dict[str, Any]) -> FinishedJobs:
     """jobs.parquet's rows from the native finished jobs' columns."""
-    aph = f["aph"]
-    jobs = pa.table(
-        {
-            "job_id": pa.array(f["job_id"]),
-            "submit_s": pa.array(f["submit_s"]),
-            "start_s": pa.array(f["start_s"]),
-            "end_s": pa.array(f["end_s"]),
-            "wait_s": pa.array(f["wait_s"]),
-            "nodes": pa.array(f["nodes"]),
-            "walltime_s": pa.array(f["walltime_s"]),
-            "runtime_s": pa.array(f["runtime_s"]),
-            "log_runtime_s": pa.array(f["log_runtime_s"]),
-            "killed": pa.array(f["killed"]),
-            "bounded_slowdown": pa.array(f["bounded_slowdown"]),
-            "aph": pa.array(aph, mask=np.isnan(aph)),
-            "alloc_class": pa.array(f["alloc_class"]),
-            "leaves": pa.array(f["leaves"]),
-            "pods": pa.array(f["pods"]),
-            NODE_RANGES: ranges_array(f["range_offsets"], f["range_first"], f["range_count"]),
-        }
-    )
-    return FinishedJobs(jobs, f["start_s"], f["end_s"], f["nodes"], f["wait_s"], f["bounded_slowdown"], aph, int(f["killed_count"]))
+    return FinishedJobs(f, int(f["killed_count"]))
 
 
 def finished_jobs(r: dict[str, np.ndarray], cols: dict[str, np.ndarray], fabric: Fabric) -> FinishedJobs:
@@ -323,7 +428,7 @@ def collect(sim: Outcome, workload: Workload, fabric: Fabric, config: RunConfig,
     native = _core.collect_replay(fabric.core, _row_arrays(r, cols), config.utilization_step_s, fabric.n_nodes)
     part = _finished_of(native["finished"])
     idx = native["finished"]["rows"]
-    jobs, start, end, nodes = part.table, part.start, part.end, part.nodes
+    start, end, nodes = part.start, part.end, part.nodes
     net_summary = None
     if sim.network is not None:
         from .network_spec import network_columns
@@ -331,8 +436,7 @@ def collect(sim: Outcome, workload: Workload, fabric: Fabric, config: RunConfig,
         net_cols, net_summary = network_columns(sim.network, idx)
         # jobs the predicted slowdown stretched past their limit (overrun=run-on)
         net_summary["jobs_past_limit"] = int(np.sum((end - start) > cols["walltime_s"][idx]))
-        for name, values in net_cols.items():
-            jobs = jobs.append_column(name, pa.array(values))
+        part.extra += list(net_cols.items())
         # Utilization counts a slowed job's nodes as busy for its whole (longer) run; the
         # useful part is its run time over its slowdown (what the work took alone).
         node_s = nodes * (end - start)
@@ -344,7 +448,7 @@ def collect(sim: Outcome, workload: Workload, fabric: Fabric, config: RunConfig,
         # node-seconds lost to predicted slowdown (busy minus useful; toposched frontier's axis)
         net_summary["interference_node_s"] = float(node_s.sum() - useful.sum())
     skipped_rows = [row for row, _ in sim.skipped]
-    skipped = skipped_table(cols, skipped_rows, [why for _, why in sim.skipped])
+    skipped = SkippedJobs.of_rows(cols, skipped_rows, [why for _, why in sim.skipped])
     t0, t1 = int(native["t0"]), int(native["t1"])
     utilization = UtilizationSeries(native["change_s"], native["busy"], t0, t1, config.utilization_step_s, fabric.n_nodes)
     stats = native["statistics"]
@@ -353,9 +457,9 @@ def collect(sim: Outcome, workload: Workload, fabric: Fabric, config: RunConfig,
         over_walltime=int(np.sum(workload["runtime_s"] > workload["walltime_s"])),
         fabric=fabric,
         config=config,
-        replayed=len(jobs),
+        replayed=part.n_rows,
         killed=part.killed,
-        skipped_reasons=skipped.column("reason").to_pylist(),
+        skipped_reasons=skipped.reasons,
         stats=stats,
         util=utilization,
         t0=t0,
@@ -366,19 +470,7 @@ def collect(sim: Outcome, workload: Workload, fabric: Fabric, config: RunConfig,
     if net_summary is not None:
         summary["network"] = net_summary
     reservations = sim.reservations if config.record_reservations else {}
-    return SimResult(workload, fabric, config, jobs, utilization, skipped, summary, reservations)
-
-
-def skipped_table(cols: dict[str, np.ndarray], rows: list[int], reasons: list[str]) -> pa.Table:
-    """skipped.parquet's rows: the jobs at ``rows`` of ``cols`` and why each never ran."""
-    return pa.table(
-        {
-            "job_id": pa.array(cols["job_id"][rows] if rows else np.zeros(0, np.int64)),
-            "submit_s": pa.array(cols["submit_s"][rows] if rows else np.zeros(0, np.int64)),
-            "nodes": pa.array(cols["nodes"][rows] if rows else np.zeros(0, np.int64)),
-            "reason": pa.array(reasons, pa.string()),
-        }
-    )
+    return SimResult(workload, fabric, config, part, utilization, skipped, summary, reservations)
 
 
 def _span_counts(roff: np.ndarray, first: np.ndarray, count: np.ndarray, leaf_of: np.ndarray, pod_of_leaf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

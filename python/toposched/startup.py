@@ -50,8 +50,8 @@ SWITCH_INTERVAL_S = 0.0002
 
 
 class BackgroundImports:
-    """PyArrow imported on a second thread while the main thread reads the log, then
-    :func:`keep_pandas_unloaded`.
+    """PyArrow (or only NumPy: ``modules``) imported on a second thread while the main
+    thread reads the log, then :func:`keep_pandas_unloaded` if PyArrow was.
 
     Importing PyArrow holds the interpreter lock for about 0.1 s; the reading it overlaps
     spends most of its time without it (decompressing, the native parser, the replay), so
@@ -60,14 +60,19 @@ class BackgroundImports:
     the main thread, which then gets the error itself. :meth:`wait` before the first use.
     """
 
-    #: numpy.ma: what the first ``pa.array`` imports (15 ms). Not ``pyarrow.parquet``: the
-    #: result files are written by the native writer (toposched.parquet_out), so the whole
-    #: replay never imports it (15-25 ms); the streamed replay reads its temporary jobs
-    #: file back and imports it with toposched.stream
-    MODULES = ("pyarrow", "numpy.ma")
+    #: What a command that makes Arrow tables needs (the streamed replay, the network
+    #: model's columns): numpy.ma is what the first ``pa.array`` imports (15 ms). Not
+    #: ``pyarrow.parquet``: the result files are written by the native writer
+    #: (toposched.parquet_out); the streamed replay reads its temporary jobs file back and
+    #: imports it with toposched.stream
+    ARROW = ("pyarrow", "numpy.ma")
+    #: What the whole replay needs: it writes its files from NumPy arrays (toposched.results)
+    NUMPY = ("numpy",)
 
-    def __init__(self) -> None:
+    def __init__(self, modules: tuple[str, ...] = ARROW) -> None:
         import threading
+
+        self._modules = modules
 
         # Hand the interpreter lock over sooner while the two threads share it: a thread
         # that comes back from work without the lock (zlib hands back every output block)
@@ -92,7 +97,7 @@ class BackgroundImports:
     def _work(self) -> None:
         import importlib
 
-        for name in self.MODULES:
+        for name in self._modules:
             try:
                 importlib.import_module(name)
             except BaseException:  # noqa: BLE001 - the main thread imports it again and reports
@@ -102,7 +107,8 @@ class BackgroundImports:
         """Join the thread, then keep pandas unloaded (on the main thread, no other
         thread importing: :func:`keep_pandas_unloaded` edits ``sys.meta_path``)."""
         self.close()
-        keep_pandas_unloaded()
+        if "pyarrow" in sys.modules:  # (it would import PyArrow otherwise)
+            keep_pandas_unloaded()
 
     def close(self, timeout_s: float | None = None) -> None:
         """Join the thread (at most ``timeout_s``: a Ctrl-C that cut an import short on the

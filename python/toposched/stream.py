@@ -362,7 +362,7 @@ class _Run:
         assert self.util is not None
         if not self.replayed:
             self.util.t0, self.util.t1 = 0, -1
-        skipped = res.skipped_table(
+        skipped = res.SkippedJobs.of_rows(
             {c: np.concatenate([p[c] for p in self.skipped_cols]) if self.skipped_cols else np.zeros(0, np.int64) for c in ("job_id", "submit_s", "nodes")},
             list(range(len(self.skipped_reasons))),
             self.skipped_reasons,
@@ -399,7 +399,7 @@ class _Run:
                 w.write_table(g.cast(schema))
             w.close()
 
-        paths = res.write_result(out, run_id, write_jobs, self.util, skipped, self.fabric, summary)
+        paths = res.write_result(out, run_id, write_jobs, self.util, lambda p: skipped.write(p, run_id.encode()), self.fabric, summary)
         return StreamedRun(summary, paths)
 
     def _run_id(self, summary: dict[str, Any]) -> str:

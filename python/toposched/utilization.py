@@ -16,19 +16,32 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
-import pyarrow as pa
 
 from . import _core
+
+if TYPE_CHECKING:  # the tables are for API users: the files are written from the arrays
+    import pyarrow as pa
 
 #: Samples per chunk when writing, and the row-group size of utilization.parquet (the
 #: default pyarrow uses, so the file is the one ``pq.write_table`` wrote before): 2^20,
 #: the chunk the native mean reads samples by too.
 CHUNK_SAMPLES: int = _core.UTILIZATION_CHUNK_SAMPLES
 
-SCHEMA = pa.schema([("time_s", pa.int64()), ("busy_nodes", pa.int64()), ("utilization", pa.float64())])
+
+
+def __getattr__(name: str) -> Any:
+    """``SCHEMA``, utilization.parquet's columns, made at its first use (no PyArrow import
+    for a replay that only writes the file)."""
+    if name != "SCHEMA":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import pyarrow as pa
+
+    schema = pa.schema([("time_s", pa.int64()), ("busy_nodes", pa.int64()), ("utilization", pa.float64())])
+    globals()["SCHEMA"] = schema
+    return schema
 
 
 def _i64(a: np.ndarray) -> np.ndarray:
@@ -66,13 +79,17 @@ class SampledUtilization:
 
     def chunks(self, size: int = CHUNK_SAMPLES) -> Iterator[pa.Table]:
         """The samples as tables of at most ``size`` rows (none for an empty run)."""
+        import pyarrow as pa
+
         for times, busy, util in self.arrays(size):
             yield pa.table({"time_s": pa.array(times), "busy_nodes": pa.array(busy), "utilization": pa.array(util)})
 
     def table(self) -> pa.Table:
         """Every sample in one table (memory in proportion to the span: for small runs)."""
+        import pyarrow as pa
+
         parts = list(self.chunks())
-        return pa.concat_tables(parts) if parts else SCHEMA.empty_table()
+        return pa.concat_tables(parts) if parts else __getattr__("SCHEMA").empty_table()
 
     def mean(self) -> float | None:
         """Mean utilization over the samples, bit for bit what ``np.mean`` of the whole

@@ -121,9 +121,10 @@ def run(args: argparse.Namespace) -> int:
     # (a streamed replay reads the log its own way)
     if not args.stream:
         prefetch(args.trace, format=args.format)  # an SWF log only
-    # PyArrow (and NumPy, which it imports) are needed only once the log is read:
-    # imported meanwhile on a second thread
-    imports = BackgroundImports()
+    # NumPy is needed only once the log is read: imported meanwhile on a second thread,
+    # with PyArrow where the run makes Arrow tables (the streamed replay reads its jobs
+    # back; the network model's columns): the whole replay writes its files from arrays
+    imports = BackgroundImports(BackgroundImports.ARROW if args.stream or args.network else BackgroundImports.NUMPY)
     try:
         return _run(args, imports)
     finally:
