@@ -232,3 +232,27 @@ def test_files_written_from_the_columns_are_those_of_the_tables(tmp_path: Path) 
     assert (tmp_path / "c.parquet").read_bytes() == (tmp_path / "d.parquet").read_bytes()
     assert r.skipped.column("reason").to_pylist() == r.never_ran.reasons
     assert r.jobs.num_rows == r.finished.n_rows
+
+
+def test_the_native_utilization_file_is_the_one_of_the_sample_arrays(tmp_path: Path) -> None:
+    """utilization.parquet of a whole replay's series is made and written in Rust; the
+    NumPy sample arrays (SampledUtilization.arrays: times by arange, the fraction by
+    NumPy's division) written by the Python writer give the same bytes: a span of more
+    than one chunk of samples, negative times, an idle fabric and an empty series."""
+    from toposched import results
+    from toposched.utilization import CHUNK_SAMPLES, UtilizationSeries
+
+    rng = np.random.default_rng(5)
+    start = rng.integers(-50, 10_000_000, 300)
+    end = start + rng.integers(0, 100_000, 300)
+    cases = [
+        UtilizationSeries.from_jobs(start, end, rng.integers(1, 9, 300), -7_000, int(end.max()), 7, 37),
+        UtilizationSeries.from_jobs(start, end, rng.integers(1, 9, 300), -30, 200, 60, 0),
+        UtilizationSeries.from_jobs(start[:0], end[:0], start[:0], 0, -1, 60, 10),
+    ]
+    assert cases[0].n_samples > CHUNK_SAMPLES and cases[2].n_samples == 0
+    for i, series in enumerate(cases):
+        native, arrays = tmp_path / f"n{i}.parquet", tmp_path / f"a{i}.parquet"
+        results._write_utilization(series, str(native), b"id")
+        results._write_sample_arrays(series, str(arrays), b"id")
+        assert native.read_bytes() == arrays.read_bytes(), i

@@ -405,3 +405,15 @@ class ParquetFileWriter:
     def __init__(self, path: str, kind: str, metadata: list[tuple[str, str]], row_group_rows: int | None = None) -> None: ...
     def write(self, columns: list[tuple[str, Any, npt.NDArray[np.bool_] | None, bool]]) -> None: ...
     def close(self) -> int: ...
+
+def write_utilization_series(
+    path: str,
+    metadata: list[tuple[str, str]],
+    change_s: npt.NDArray[np.int64],
+    busy: npt.NDArray[np.int64],
+    t0: int,
+    t1: int,
+    step_s: int,
+    n_nodes: int,
+) -> int:
+    """utilization.parquet of a busy-node step function's samples, made and written in Rust."""

@@ -243,13 +243,19 @@ class _Background:
 #: times; snappy).
 JOBS_ROW_GROUP = 1 << 17
 
-#: Key of the run id in the Parquet files' metadata.
-RUN_ID_KEY = parquet_out.RUN_ID_KEY
 
 
 def _write_utilization(series: SampledUtilization, path: str, run_id: bytes) -> None:
     """utilization.parquet a chunk (one row group) at a time, without holding the whole
-    series."""
+    series: in Rust for the whole replay's series, from the sample arrays otherwise (the
+    streamed replay's samples; the same file either way)."""
+    if isinstance(series, UtilizationSeries):
+        series.write(path, parquet_out.file_metadata(None, run_id))
+        return
+    _write_sample_arrays(series, path, run_id)
+
+
+def _write_sample_arrays(series: SampledUtilization, path: str, run_id: bytes) -> None:
     w = parquet_out.TableWriter(path, "utilization", parquet_out.file_metadata(None, run_id))
     n = 0
     for times, busy, util in series.arrays():

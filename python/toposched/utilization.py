@@ -122,6 +122,11 @@ class UtilizationSeries(SampledUtilization):
     def mean(self) -> float | None:
         return _core.utilization_mean(_i64(self.change_s), _i64(self.busy), self.t0, self.t1, self.step_s, self.n_nodes)
 
+    def write(self, path: str, metadata: list[tuple[str, str]]) -> int:
+        """utilization.parquet of the samples, made and written in Rust (the file
+        :meth:`arrays` gives, without the arrays); the number of samples."""
+        return _core.write_utilization_series(path, metadata, _i64(self.change_s), _i64(self.busy), self.t0, self.t1, self.step_s, self.n_nodes)
+
 
 class BusySamples(SampledUtilization):
     """The samples of a streamed replay, made as its jobs finish (:meth:`add`), kept as

@@ -8,7 +8,7 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use common::alloc_of;
+use common::{alloc_of, jobs_in_submit_order, small_fabrics};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::TestRunner;
@@ -73,31 +73,16 @@ fn run(c: &Case, update: ReservationUpdate) -> (Run, [u64; 3]) {
     ((jobs, res), counts)
 }
 
-fn fabric() -> impl Strategy<Value = Topology> {
-    prop_oneof![
-        Just(Topology::preset("toy18").unwrap()),
-        (2u32..6, 1u32..4, 1u32..4).prop_map(|(k, s, p)| Topology::fat_tree("r", k, s, p, None, None).unwrap()),
-        prop::collection::vec(prop::collection::vec(1u32..6, 1..4), 2..4)
-            .prop_map(|pods| Topology::from_leaf_sizes("u", 3, &pods, None, None, None, None).unwrap()),
-    ]
-}
-
 /// Busy queues: 10 to 90 jobs submitted in [0, 120) s, most small, some as large as the
 /// machine (heads that wait), limits 1 to 59 s, run times 0 to 79 s (many end early, some
 /// past their limit: killed or run on).
 fn workload(n: u32) -> impl Strategy<Value = Vec<Job>> {
     let size = prop_oneof![3 => 1u32..=n.div_ceil(4).max(1), 2 => 1u32..=n];
-    prop::collection::vec((0i64..120, size, 1i64..60, 0i64..80), 10..90).prop_map(|mut v| {
-        v.sort_by_key(|x| x.0);
-        v.into_iter()
-            .enumerate()
-            .map(|(i, (s, nodes, w, r))| Job { id: i as i64, submit_s: s, nodes, walltime_s: w, runtime_s: r, ..Default::default() })
-            .collect()
-    })
+    prop::collection::vec((0i64..120, size, 1i64..60, 0i64..80), 10..90).prop_map(jobs_in_submit_order)
 }
 
 fn case() -> impl Strategy<Value = Case> {
-    (fabric(), 0usize..ALLOCS.len(), any::<u8>(), any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>()).prop_flat_map(
+    (small_fabrics(), 0usize..ALLOCS.len(), any::<u8>(), any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>()).prop_flat_map(
         |(topo, ai, variant, flux, always, kill, per_event)| {
             let n = topo.n_nodes() as u32;
             let switches = prop::option::weighted(0.3, prop::collection::vec((0u32..3, 0i64..60), 90));

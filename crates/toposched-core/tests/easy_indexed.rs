@@ -11,7 +11,7 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use common::alloc_of;
+use common::{alloc_of, jobs_in_submit_order, small_fabrics};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::TestRunner;
@@ -115,33 +115,18 @@ fn run(c: &Case, scan: BackfillScan) -> (Run, [u64; 3]) {
     ((jobs, res, e.passes()), scans)
 }
 
-fn fabric() -> impl Strategy<Value = Topology> {
-    prop_oneof![
-        Just(Topology::preset("toy18").unwrap()),
-        (2u32..6, 1u32..4, 1u32..4).prop_map(|(k, s, p)| Topology::fat_tree("r", k, s, p, None, None).unwrap()),
-        prop::collection::vec(prop::collection::vec(1u32..6, 1..4), 2..4)
-            .prop_map(|pods| Topology::from_leaf_sizes("u", 3, &pods, None, None, None, None).unwrap()),
-    ]
-}
-
 /// Long queues: 30 to 200 jobs submitted in [0, 150) s on a machine of n nodes, sizes
 /// mostly small (many fit beside the others, many do not), some the whole machine, limits
 /// 1 to 119 s (short ones end by a shadow time, long ones do not), run times 0 to 129 s.
 fn workload(n: u32) -> impl Strategy<Value = Vec<Job>> {
     let size = prop_oneof![4 => 1u32..=n.div_ceil(4).max(1), 2 => 1u32..=n, 1 => Just(n)];
-    prop::collection::vec((0i64..150, size, 1i64..120, 0i64..130), 30..200).prop_map(|mut v| {
-        v.sort_by_key(|x| x.0);
-        v.into_iter()
-            .enumerate()
-            .map(|(i, (s, nodes, w, r))| Job { id: i as i64, submit_s: s, nodes, walltime_s: w, runtime_s: r, ..Default::default() })
-            .collect()
-    })
+    prop::collection::vec((0i64..150, size, 1i64..120, 0i64..130), 30..200).prop_map(jobs_in_submit_order)
 }
 
 fn case() -> impl Strategy<Value = Case> {
     let front = prop_oneof![4 => Just(Front::None), 1 => Just(Front::Touch), 1 => Just(Front::Hold), 1 => Just(Front::Reorder)];
     let depth = prop::option::weighted(0.2, 1usize..12);
-    (fabric(), 0usize..ALLOCS.len(), any::<u8>(), any::<(bool, bool, bool, bool)>(), depth, front).prop_flat_map(
+    (small_fabrics(), 0usize..ALLOCS.len(), any::<u8>(), any::<(bool, bool, bool, bool)>(), depth, front).prop_flat_map(
         |(topo, ai, variant, (flux, always, kill, per_event), depth, front)| {
             let n = topo.n_nodes() as u32;
             let switches = prop::option::weighted(0.2, prop::collection::vec((0u32..3, 0i64..60), 200));

@@ -343,6 +343,38 @@ pub fn utilization_batch(time_s: Vec<i64>, busy_nodes: Vec<i64>, utilization: Ve
     RecordBatch::try_new(utilization_schema(), vec![Arc::new(Int64Array::from(time_s)), Arc::new(Int64Array::from(busy_nodes)), Arc::new(Float64Array::from(utilization))])
 }
 
+/// utilization.parquet of `n` samples: sample `k` is at `t0 + k * step_s`, with
+/// `busy_at(k0, k1)` nodes busy and `busy / max(n_nodes, 1)` of the fabric, made and
+/// written [`crate::utilization::CHUNK_SAMPLES`] at a time (no sample: the schema alone).
+/// The values are those `toposched.utilization.SampledUtilization.arrays` makes with
+/// NumPy: int64 arithmetic that wraps, the fraction as a division of the two as doubles.
+pub fn write_utilization(
+    path: &Path,
+    metadata: &[(String, String)],
+    n: u64,
+    t0: i64,
+    step_s: i64,
+    n_nodes: i64,
+    mut busy_at: impl FnMut(u64, u64) -> Vec<i64>,
+) -> Result<usize, WriteError> {
+    let mut w = ResultWriter::create(path, ResultFile::Utilization, utilization_schema(), metadata)?;
+    let batch_error = |e: ArrowError| WriteError::Data { path: path.to_path_buf(), message: e.to_string() };
+    if n == 0 {
+        w.write(&utilization_batch(Vec::new(), Vec::new(), Vec::new()).map_err(batch_error)?)?;
+    }
+    let nodes = n_nodes.max(1) as f64;
+    let mut k0 = 0u64;
+    while k0 < n {
+        let k1 = n.min(k0 + crate::utilization::CHUNK_SAMPLES);
+        let busy = busy_at(k0, k1);
+        let times: Vec<i64> = (k0..k1).map(|k| t0.wrapping_add(step_s.wrapping_mul(k as i64))).collect();
+        let util: Vec<f64> = busy.iter().map(|&b| b as f64 / nodes).collect();
+        w.write(&utilization_batch(times, busy, util).map_err(batch_error)?)?;
+        k0 = k1;
+    }
+    w.finish()
+}
+
 /// skipped.parquet's schema: `job_id int64, submit_s int64, nodes int64, reason string`.
 pub fn skipped_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
@@ -524,6 +556,42 @@ mod tests {
         assert_eq!(r.metadata().file_metadata().num_rows(), 0);
         let back: Vec<RecordBatch> = ParquetRecordBatchReaderBuilder::try_new(File::open(&p).unwrap()).unwrap().build().unwrap().map(|b| b.unwrap()).collect();
         assert_eq!(back.iter().map(|b| b.num_rows()).sum::<usize>(), 0);
+    }
+
+    #[test]
+    fn utilization_samples_are_the_per_sample_rule_in_row_groups_of_the_file() {
+        // jobs (start, end, nodes) and the per-sample rule: a job counts at t when start <= t < end
+        let jobs = [(5i64, 200i64, 3i64), (0, 7, 2), (100, 101, 1), (150, 150, 9), (-4, 30, 5)];
+        let (t0, step_s, n_nodes) = (-3i64, 7i64, 4i64);
+        let n = 1 << 20 | 5; // two chunks, two row groups
+        let t1 = t0 + step_s * (n as i64 - 1);
+        let (s, e, k): (Vec<i64>, Vec<i64>, Vec<i64>) = (jobs.iter().map(|j| j.0).collect(), jobs.iter().map(|j| j.1).collect(), jobs.iter().map(|j| j.2).collect());
+        let series = crate::utilization::UtilizationSeries::from_jobs(&s, &e, &k, t0, t1, step_s, n_nodes).unwrap();
+        let p = tmp("util-series.parquet");
+        assert_eq!(write_utilization(&p, &meta(), series.n_samples(), t0, step_s, n_nodes, |a, b| series.busy_at(a, b)).unwrap(), n as usize);
+        let r = SerializedFileReader::new(File::open(&p).unwrap()).unwrap();
+        let groups: Vec<i64> = r.metadata().row_groups().iter().map(|g| g.num_rows()).collect();
+        assert_eq!(groups, vec![1 << 20, 5]);
+        let mut k = 0i64;
+        for b in ParquetRecordBatchReaderBuilder::try_new(File::open(&p).unwrap()).unwrap().build().unwrap() {
+            let b = b.unwrap();
+            let time = b.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+            let busy = b.column(1).as_any().downcast_ref::<Int64Array>().unwrap();
+            let util = b.column(2).as_any().downcast_ref::<Float64Array>().unwrap();
+            for i in 0..b.num_rows() {
+                let t = t0 + step_s * k;
+                let want: i64 = jobs.iter().filter(|j| j.0 >= 0 && j.0 <= t && t < j.1).map(|j| j.2).sum();
+                assert_eq!((time.value(i), busy.value(i)), (t, want), "sample {k}");
+                assert_eq!(util.value(i), want as f64 / 4.0);
+                k += 1;
+            }
+        }
+        assert_eq!(k, n as i64);
+        // no sample: the schema alone, one empty row group
+        let p = tmp("util-empty.parquet");
+        assert_eq!(write_utilization(&p, &meta(), 0, 0, 60, 0, |_, _| Vec::new()).unwrap(), 0);
+        let r = SerializedFileReader::new(File::open(&p).unwrap()).unwrap();
+        assert_eq!(r.metadata().file_metadata().schema_descr().num_columns(), 3);
     }
 
     #[test]

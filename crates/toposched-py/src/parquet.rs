@@ -13,7 +13,8 @@ use numpy::{Element, PyReadonlyArray1};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
-use toposched_io::parquet::{batch_of, node_ranges_array, ResultFile, ResultWriter, WriteError};
+use toposched_io::parquet::{batch_of, node_ranges_array, write_utilization, ResultFile, ResultWriter, WriteError};
+use toposched_io::utilization::{n_samples, series_busy_at};
 
 /// One column as Python gives it: (name, values, validity or None, nullable).
 type PyColumn<'py> = (String, Bound<'py, PyAny>, Option<Bound<'py, PyAny>>, bool);
@@ -164,6 +165,32 @@ impl ParquetFileWriter {
     }
 }
 
+/// utilization.parquet of the busy-node step function (`change_s`, `busy`: what
+/// `toposched.utilization.UtilizationSeries` holds) sampled at t0, t0 + step_s, ... up to
+/// t1: the samples made and written in Rust, without the interpreter lock (the file
+/// `_write_utilization` writes from NumPy's arrays of the same samples). Returns the rows.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)] // the series' fields, as Python holds them
+fn write_utilization_series(
+    py: Python<'_>,
+    path: PathBuf,
+    metadata: Vec<(String, String)>,
+    change_s: PyReadonlyArray1<'_, i64>,
+    busy: PyReadonlyArray1<'_, i64>,
+    t0: i64,
+    t1: i64,
+    step_s: i64,
+    n_nodes: i64,
+) -> PyResult<usize> {
+    let (change_s, busy) = (values_of(&change_s), values_of(&busy));
+    if change_s.len() != busy.len() || step_s <= 0 {
+        return Err(PyValueError::new_err("change_s and busy differ in length, or step_s is not positive"));
+    }
+    let n = n_samples(t0, t1, step_s);
+    py.allow_threads(|| write_utilization(&path, &metadata, n, t0, step_s, n_nodes, |k0, k1| series_busy_at(&change_s, &busy, t0, step_s, k0, k1))).map_err(to_py)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<ParquetFileWriter>()
+    m.add_class::<ParquetFileWriter>()?;
+    m.add_function(wrap_pyfunction!(write_utilization_series, m)?)
 }

@@ -5,7 +5,7 @@
 use proptest::prelude::*;
 use toposched_core::alloc::{self, Allocator, IsolatedOptions, LeafOrder, RandomOptions, TieBreak};
 use toposched_core::registry::Options;
-use toposched_core::Job;
+use toposched_core::{Job, Topology};
 
 /// A policy's options struct as the JSON object the registry takes.
 pub fn options_of<T: serde::Serialize>(t: T) -> Options {
@@ -38,4 +38,24 @@ pub fn alloc_of(name: &str, variant: u8) -> Box<dyn Allocator> {
         _ => Options::new(),
     };
     alloc::by_name(name, &o).unwrap()
+}
+
+/// Small fabrics of every shape: the toy preset, regular fat trees of 2 to 5 nodes per
+/// leaf, and trees of uneven leaves and pods.
+pub fn small_fabrics() -> impl Strategy<Value = Topology> {
+    prop_oneof![
+        Just(Topology::preset("toy18").unwrap()),
+        (2u32..6, 1u32..4, 1u32..4).prop_map(|(k, s, p)| Topology::fat_tree("r", k, s, p, None, None).unwrap()),
+        prop::collection::vec(prop::collection::vec(1u32..6, 1..4), 2..4)
+            .prop_map(|pods| Topology::from_leaf_sizes("u", 3, &pods, None, None, None, None).unwrap()),
+    ]
+}
+
+/// Jobs of (submit, nodes, limit, run time) tuples, put in submit order (rows and ids).
+pub fn jobs_in_submit_order(mut v: Vec<(i64, u32, i64, i64)>) -> Vec<Job> {
+    v.sort_by_key(|x| x.0);
+    v.into_iter()
+        .enumerate()
+        .map(|(i, (s, nodes, w, r))| Job { id: i as i64, submit_s: s, nodes, walltime_s: w, runtime_s: r, ..Default::default() })
+        .collect()
 }
