@@ -205,7 +205,13 @@ def console_main() -> None:
     collector's reach (``gc.freeze``): the interpreter's last collections would otherwise
     walk every module and array the process is about to drop (30-40 ms of a 0.6 s
     replay). Only here, where the process ends: ``main`` itself, called in a longer-lived
-    process (tests, notebooks), leaves the collector alone."""
+    process (tests, notebooks), leaves the collector alone.
+
+    NumPy's OpenBLAS is kept to one thread unless the environment says otherwise: no
+    command does linear algebra, and at NumPy's import OpenBLAS starts a thread per core
+    that spins waiting for work (60 ms of CPU at every start here, taken from the threads
+    that read and write; in a sweep's workers, one per core in every worker)."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     status = main()
     import gc
 
