@@ -1,4 +1,5 @@
-"""Opening logs: plain or gzip, always as UTF-8 text (undecodable bytes replaced)."""
+"""Opening logs: plain or gzip, always as UTF-8 text (undecodable bytes replaced, a
+byte-order mark dropped)."""
 
 from __future__ import annotations
 
@@ -38,5 +39,7 @@ def open_binary(path: str | Path) -> IO[bytes]:
 
 
 def open_text(path: str | Path) -> IO[str]:
-    """Open ``path`` for reading text, decompressing gzip files (detected by magic bytes)."""
-    return io.TextIOWrapper(open_binary(path), encoding="utf-8", errors="replace", newline=None)
+    """Open ``path`` for reading text, decompressing gzip files (detected by magic bytes).
+    A leading UTF-8 byte-order mark is dropped (``utf-8-sig``), as every reader drops it:
+    left in, it would hide the first line's ``;``, ``|`` or PBS date from the format guess."""
+    return io.TextIOWrapper(open_binary(path), encoding="utf-8-sig", errors="replace", newline=None)

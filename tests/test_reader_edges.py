@@ -1,0 +1,48 @@
+"""Odd but plausible log files, each a regression test of a defect found by reading them:
+a byte-order mark, and the like. Each test compares with the same log read without the
+oddity (an independent reference: the plain file's own read)."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+from conftest import KTH, PBS_SAMPLE, SLURM, WAGAP
+
+from toposched.workload import detect_format, read_trace
+
+BOM = b"\xef\xbb\xbf"
+
+
+def _same_table(a, b) -> None:  # type: ignore[no-untyped-def]
+    assert len(a) == len(b) and a.records == b.records
+    assert a.repairs == b.repairs and a.skipped == b.skipped
+    for col in ("job_id", "submit_s", "nodes", "walltime_s", "runtime_s", "user_id", "account_id", "qos_id", "partition_id"):
+        assert a[col].tolist() == b[col].tolist(), col
+    assert a.names == b.names
+
+
+def test_format_guess_skips_byte_order_mark(tmp_path: Path) -> None:
+    """A byte-order mark before the first line does not hide its format from the guess
+    (it hid a PBS date, a header-less SWF record and an extended SWF's ';' header)."""
+    swf = gzip.decompress(KTH.read_bytes())
+    records = b"\n".join(ln for ln in swf.split(b"\n") if ln.strip() and not ln.startswith(b";")) + b"\n"
+    wagap = gzip.decompress(WAGAP.read_bytes())
+    cases = {
+        "pbs.log": (PBS_SAMPLE.read_bytes(), "pbs"),
+        "bare.log": (records, "swf"),  # no header, a name that does not say SWF
+        "wagap.log": (b"; Computer: wagap\n" + wagap, "swf-nodes"),
+        "wagap.swf": (b"; Computer: wagap\n" + wagap, "swf-nodes"),
+        "sacct.log": ((SLURM / "ubccr_ub-hpc_sacct-P-all_dump2110.log").read_bytes(), "sacct"),
+    }
+    for name, (data, fmt) in cases.items():
+        plain, bom = tmp_path / ("plain-" + name), tmp_path / ("bom-" + name)
+        plain.write_bytes(data)
+        bom.write_bytes(BOM + data)
+        assert detect_format(plain) == fmt, name
+        assert detect_format(bom) == fmt, name
+    _same_table(read_trace(tmp_path / "bom-pbs.log"), read_trace(tmp_path / "plain-pbs.log"))
+    _same_table(read_trace(tmp_path / "bom-bare.log"), read_trace(tmp_path / "plain-bare.log"))
+    bom_wagap = read_trace(tmp_path / "bom-wagap.log", cores_per_node=12)
+    assert bom_wagap.format == "swf-nodes"
+    _same_table(bom_wagap, read_trace(tmp_path / "plain-wagap.log", cores_per_node=12))
