@@ -46,3 +46,25 @@ def test_format_guess_skips_byte_order_mark(tmp_path: Path) -> None:
     bom_wagap = read_trace(tmp_path / "bom-wagap.log", cores_per_node=12)
     assert bom_wagap.format == "swf-nodes"
     _same_table(bom_wagap, read_trace(tmp_path / "plain-wagap.log", cores_per_node=12))
+
+
+def test_sacct_byte_order_mark_keeps_first_column(tmp_path: Path) -> None:
+    """A byte-order mark before a sacct header does not rename its first column: the
+    dump's first column, Account, was silently lost (every account_id -1)."""
+    src = SLURM / "ubccr_ub-hpc_sacct-P-all_dump2110.log"
+    assert src.read_bytes().startswith(b"Account|")
+    bom = tmp_path / "bom.log"
+    bom.write_bytes(BOM + src.read_bytes())
+    plain = read_trace(src)
+    assert plain.names["account_id"] == ["account001"]  # the reference: the file as shipped
+    _same_table(read_trace(bom), plain)
+    # a required first column was refused instead ("the header has no JobIDRaw column")
+    text = (
+        "JobIDRaw|Submit|Start|End|ElapsedRaw|Timelimit|NNodes\n"
+        "7|2021-01-01T00:00:00|2021-01-01T00:10:00|2021-01-01T01:10:00|3600|02:00:00|2\n"
+    )
+    (tmp_path / "plain2.log").write_text(text)
+    (tmp_path / "bom2.log").write_bytes(BOM + text.encode())
+    plain2 = read_trace(tmp_path / "plain2.log")
+    assert (plain2["job_id"].tolist(), plain2["nodes"].tolist(), plain2["runtime_s"].tolist()) == ([7], [2], [3600])
+    _same_table(read_trace(tmp_path / "bom2.log"), plain2)
