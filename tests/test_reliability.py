@@ -286,6 +286,15 @@ def test_a_pipe_streams_with_format_and_is_not_guessed(tmp_path: Path) -> None:
         assert pq.read_table(out / "jobs.parquet").equals(want)
     run = _cli_from_fifo(tmp_path, SWF_OK, ["--out", str(tmp_path / "o")])
     assert run.returncode == 2
+    # the node-list reader reads the log twice: refused at once, not left waiting
+    run = _cli_from_fifo(tmp_path, SWF_OK, ["--format", "swf-nodes", "--out", str(tmp_path / "o")])
+    assert run.returncode == 2
+    assert one_clean_line(run.stderr) == (
+        f"error: {tmp_path / 'log.swf'}: is a pipe, which can be read only once, and swf-nodes reads the log twice: "
+        "save it to a file (or give --format swf, without the node lists)"
+    )
+    run = _cli_from_fifo(tmp_path, SWF_OK, ["--out", str(tmp_path / "o")])
+    assert run.returncode == 2
     assert one_clean_line(run.stderr) == f"error: {tmp_path / 'log.swf'}: is a pipe, which can be read only once: give --format, so that its format is not guessed from it first, or save it to a file"
 
 
