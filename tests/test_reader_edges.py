@@ -68,3 +68,21 @@ def test_sacct_byte_order_mark_keeps_first_column(tmp_path: Path) -> None:
     plain2 = read_trace(tmp_path / "plain2.log")
     assert (plain2["job_id"].tolist(), plain2["nodes"].tolist(), plain2["runtime_s"].tolist()) == ([7], [2], [3600])
     _same_table(read_trace(tmp_path / "bom2.log"), plain2)
+
+
+def test_empty_log_without_a_format_says_empty(tmp_path: Path) -> None:
+    """An empty or blank file whose name does not say SWF: "no job records found", as
+    with --format, not "cannot tell the log's format; pass --format", which cannot help."""
+    import pytest
+
+    from toposched.errors import TraceFormatError
+
+    for name, data in (("empty.log", b""), ("blank.log", b"\n \n\t\n"), ("bom.log", BOM + b"\n"), ("empty.gz", gzip.compress(b""))):
+        p = tmp_path / name
+        p.write_bytes(data)
+        with pytest.raises(TraceFormatError, match=r"no job records found") as ei:
+            read_trace(p)
+        assert "--format" not in str(ei.value)
+        for fmt in ("swf", "sacct", "pbs"):  # each reader, told the format, says so too
+            with pytest.raises(TraceFormatError, match=r"no job records found"):
+                read_trace(p, format=fmt)

@@ -60,6 +60,9 @@ def _guess_format(p: Path) -> str:
             if s.split()[0].lstrip("-").isdigit():
                 return "swf"
             break
+        else:
+            # no format to pass would help: every reader says this of an empty file
+            raise TraceFormatError(str(p), "no job records found (the file is empty or blank)")
     raise TraceFormatError(str(p), "cannot tell the log's format; pass --format (one of: " + ", ".join(FORMATS) + ")")
 
 
