@@ -86,3 +86,25 @@ def test_empty_log_without_a_format_says_empty(tmp_path: Path) -> None:
         for fmt in ("swf", "sacct", "pbs"):  # each reader, told the format, says so too
             with pytest.raises(TraceFormatError, match=r"no job records found"):
                 read_trace(p, format=fmt)
+
+
+def test_names_not_utf8_stay_distinct(tmp_path: Path) -> None:
+    """Two Latin-1 names that differ only in a non-ASCII letter are two users / apps (they
+    became one: both bytes were replaced by U+FFFD), spelled with \\xNN for those bytes."""
+    header = "JobIDRaw|Submit|Start|End|ElapsedRaw|Timelimit|NNodes|User|JobName"
+    rows = [f"{i}|2021-01-01T00:0{i}:00|2021-01-01T00:10:00|2021-01-01T01:10:00|3600|02:00:00|1|{u}|{n}" for i, u, n in ((1, "jos\xe9", "r\xe9sum"), (2, "jos\xe8", "r\xe8sum"), (3, "jos\xe9", "plain"))]
+    sacct = tmp_path / "latin1.log"
+    sacct.write_bytes("\n".join([header, *rows, ""]).encode("latin-1"))
+    w = read_trace(sacct)
+    assert w.names["user_id"] == ["jos\\xe9", "jos\\xe8"] and w["user_id"].tolist() == [0, 1, 0]
+    assert w.names["app"] == ["r\\xe9sum", "r\\xe8sum", "plain"] and w.extra["app"].tolist() == [0, 1, 2]
+    # PBS: the shipped sample's first two distinct users' names made Latin-1
+    lines = PBS_SAMPLE.read_bytes().split(b"\n")
+    users = [ln.split(b"user=")[1].split(b" ")[0] for ln in lines if b"user=" in ln]
+    a, b = users[0], next(u for u in users if u != users[0])
+    data = PBS_SAMPLE.read_bytes().replace(b"user=" + a + b" ", b"user=\xe9" + b" ").replace(b"user=" + b + b" ", b"user=\xe8" + b" ")
+    pbs = tmp_path / "latin1-pbs.log"
+    pbs.write_bytes(data)
+    plain, odd = read_trace(PBS_SAMPLE), read_trace(pbs)
+    assert odd["user_id"].tolist() == plain["user_id"].tolist()  # as many users, the same jobs each
+    assert set(odd.names["user_id"]) >= {"\\xe9", "\\xe8"}

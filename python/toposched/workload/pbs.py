@@ -311,7 +311,9 @@ def read_pbs(
         missing_runtime=missing_runtime,
     )
     src = str(path)
-    text = read_bytes(path).decode("utf-8", errors="replace")
+    # bytes that are not UTF-8 kept as \xNN: replaced by U+FFFD, two different Latin-1
+    # names (josé, josè) would silently become one user, account or app
+    text = read_bytes(path).decode("utf-8", errors="backslashreplace")
     if text.startswith("\ufeff"):
         text = text[1:]
 
