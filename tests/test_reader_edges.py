@@ -108,3 +108,16 @@ def test_names_not_utf8_stay_distinct(tmp_path: Path) -> None:
     plain, odd = read_trace(PBS_SAMPLE), read_trace(pbs)
     assert odd["user_id"].tolist() == plain["user_id"].tolist()  # as many users, the same jobs each
     assert set(odd.names["user_id"]) >= {"\\xe9", "\\xe8"}
+
+
+def test_pbs_unclosed_quote_does_not_swallow_the_record() -> None:
+    """A value opening a quote it never closes (a Torque job name is not quoted, so
+    jobname="x is a name) ran to the end of the record: the attributes after it were lost
+    and then repaired (run time from end - start, walltime from the run time)."""
+    from toposched.workload.pbs import _split_message
+
+    got = _split_message('jobname="abc Resource_List.walltime=01:00:00 resources_used.walltime=00:30:00 user=u')
+    assert got == {"jobname": '"abc', "Resource_List.walltime": "01:00:00", "resources_used.walltime": "00:30:00", "user": "u"}
+    # a closed quote still joins the words it holds
+    assert _split_message('jobname="a b" user=u') == {"jobname": "a b", "user": "u"}
+    assert _split_message('jobname="a b user=u c"') == {"jobname": "a b user=u c"}
