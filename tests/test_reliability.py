@@ -247,7 +247,55 @@ def test_a_log_from_a_pipe_reads_with_format_and_says_why_not_without(tmp_path: 
             writer.wait()
         assert code == want, err
         if want:
-            assert one_clean_line(err) == f"error: {fifo}: is a pipe, which can be read only once: give --format, so that its format is not guessed from it first, or save it to a file (--stream needs a file)"
+            assert one_clean_line(err) == f"error: {fifo}: is a pipe, which can be read only once: give --format, so that its format is not guessed from it first, or save it to a file"
+
+
+def _cli_from_fifo(tmp_path: Path, source: Path, args: list[str]) -> subprocess.CompletedProcess:
+    """`toposched simulate --trace FIFO ...` in a child process fed ``source`` through a
+    FIFO (a child, with a time limit: a reader that opens the FIFO twice waits forever)."""
+    fifo = tmp_path / "log.swf"
+    if fifo.exists():
+        fifo.unlink()
+    os.mkfifo(fifo)
+    writer = subprocess.Popen(["sh", "-c", f"cat '{source}' > '{fifo}'"], stderr=subprocess.DEVNULL)
+    code = "import sys; from toposched.cli import main; sys.exit(main(sys.argv[1:]))"
+    try:
+        return subprocess.run([sys.executable, "-c", code, "simulate", "--trace", str(fifo), "--system", FABRIC, "--quiet", *args],
+                              capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})  # fmt: skip
+    finally:
+        writer.kill()
+        writer.wait()
+
+
+def test_a_pipe_streams_with_format_and_is_not_guessed(tmp_path: Path) -> None:
+    """`--stream --format swf` reads a pipe once, as a file (it was refused: the reader
+    looked at the first two bytes and seeked back); without --format, a FIFO named .swf
+    is refused at once (the guess opened it to look for node lists, and the read then
+    waited forever to open it again)."""
+    import gzip
+
+    gz = tmp_path / "ok.swf.gz"
+    gz.write_bytes(gzip.compress(SWF_OK.read_bytes()))
+    ref = tmp_path / "ref"
+    assert main(["simulate", "--trace", str(SWF_OK), "--system", FABRIC, "--quiet", "--out", str(ref)]) == 0
+    want = pq.read_table(ref / "jobs.parquet")
+    for source in (SWF_OK, gz):
+        out = tmp_path / ("out-" + source.name)
+        run = _cli_from_fifo(tmp_path, source, ["--format", "swf", "--stream", "--out", str(out)])
+        assert run.returncode == 0, run.stderr
+        assert pq.read_table(out / "jobs.parquet").equals(want)
+    run = _cli_from_fifo(tmp_path, SWF_OK, ["--out", str(tmp_path / "o")])
+    assert run.returncode == 2
+    # the node-list reader reads the log twice: refused at once, not left waiting
+    run = _cli_from_fifo(tmp_path, SWF_OK, ["--format", "swf-nodes", "--out", str(tmp_path / "o")])
+    assert run.returncode == 2
+    assert one_clean_line(run.stderr) == (
+        f"error: {tmp_path / 'log.swf'}: is a pipe, which can be read only once, and swf-nodes reads the log twice: "
+        "save it to a file (or give --format swf, without the node lists)"
+    )
+    run = _cli_from_fifo(tmp_path, SWF_OK, ["--out", str(tmp_path / "o")])
+    assert run.returncode == 2
+    assert one_clean_line(run.stderr) == f"error: {tmp_path / 'log.swf'}: is a pipe, which can be read only once: give --format, so that its format is not guessed from it first, or save it to a file"
 
 
 def test_bad_trace_paths(tmp_path: Path, capsys) -> None:

@@ -233,9 +233,15 @@ def test_header_only_cpn_edge_cases(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ("; MaxNodes: abc", "field 'MaxNodes': expected a positive integer (a note may follow it), got 'abc' (--cores-per-node N"),
+        ("; MaxNodes: abc", "field 'MaxNodes': expected a positive integer below 2^31 (a note may follow it), got 'abc' (--cores-per-node N"),
         ("; MaxNodes: 0", "field 'MaxNodes': expected a positive integer"),
-        (";MaxProcs:", "field 'MaxProcs': expected a positive integer (a note may follow it), got ''"),
+        (";MaxProcs:", "field 'MaxProcs': expected a positive integer below 2^31 (a note may follow it), got ''"),
+        # an internal error (OverflowError) on the way into the job table
+        ("; MaxProcs: 99999999999999999999999", "field 'MaxProcs': expected a positive integer below 2^31 (a note may follow it), got '99999999999999999999999'"),
+        ("; MaxProcs: 2147483648", "field 'MaxProcs': expected a positive integer below 2^31"),
+        # read as 1 and 9, silently: not an integer followed by a note
+        ("; MaxNodes: 1e1", "field 'MaxNodes': expected a positive integer below 2^31 (a note may follow it), got '1e1'"),
+        ("; MaxNodes: 9.5", "field 'MaxNodes': expected a positive integer below 2^31 (a note may follow it), got '9.5'"),
         ("; UnixStartTime: soon", "field 'UnixStartTime': expected an integer (Unix time of submit time 0), got 'soon' (--lenient reads the log without it)"),
         ("; AllowOveruse: maybe", "field 'AllowOveruse': expected yes or no, got 'maybe' (--lenient"),
     ],

@@ -131,8 +131,19 @@ def test_header_after_the_jobs_is_refused(tmp_path: Path) -> None:
     p = tmp_path / "late.swf"
     p.write_text(_swf([(1, 10), (2, 20)], header="") + "; MaxProcs: 64\n; MaxNodes: 8\n" + _swf([(3, 30)], header=""))
     assert read_swf(p).settings["cores_per_node"] == 8  # the whole read uses it for every job
-    with pytest.raises(TraceFormatError, match="sets MaxNodes, MaxProcs, .*without --stream"):
+    with pytest.raises(TraceFormatError, match=r"late\.swf:3: field 'MaxProcs': .*sets MaxNodes, MaxProcs, .*without --stream"):
         _streamed(p, 1)
+    # refused when read, before the jobs after it (and the log's end) are: a streamed
+    # replay is not run to its end to be refused there
+    s = SwfStream(p, chunk_rows=1)
+    blocks = iter([p.read_bytes()[:45], p.read_bytes()[45:]])  # job 1; then job 2, the late lines, job 3
+    seen = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(swf_stream, "_blocks", lambda path: blocks)
+        with pytest.raises(TraceFormatError, match="late.swf:3: field 'MaxProcs'"):
+            for w in s.chunks():
+                seen += w["job_id"].tolist()
+    assert seen == [1]
     # a note (not a setting) after the jobs is fine
     q = tmp_path / "note.swf"
     q.write_text(_swf([(1, 10)]) + "; Note: hello\n" + _swf([(2, 20)], header=""))

@@ -22,8 +22,15 @@ __all__ = ["COLUMNS", "FORMATS", "NormalizeSettings", "Workload", "detect_format
 
 def detect_format(path: str | Path) -> str:
     """Guess a log's format from its name, then from its first non-blank line. An SWF
-    log whose records carry a node list (Alea's extended SWF) is ``"swf-nodes"``."""
+    log whose records carry a node list (Alea's extended SWF) is ``"swf-nodes"``. A pipe
+    is refused (TraceFormatError): it can be read only once, by the reader."""
     p = Path(path)
+    from ._io import PIPE_READ_TWICE, is_pipe
+
+    if is_pipe(p):
+        # A look at its first lines would consume them, and opening it again for the
+        # read would wait forever on a FIFO whose writer is gone: refuse before reading.
+        raise TraceFormatError(str(p), PIPE_READ_TWICE)
     fmt = _guess_format(p)
     if fmt == "swf":
         from .swf_nodes import has_node_lists
@@ -53,6 +60,9 @@ def _guess_format(p: Path) -> str:
             if s.split()[0].lstrip("-").isdigit():
                 return "swf"
             break
+        else:
+            # no format to pass would help: every reader says this of an empty file
+            raise TraceFormatError(str(p), "no job records found (the file is empty or blank)")
     raise TraceFormatError(str(p), "cannot tell the log's format; pass --format (one of: " + ", ".join(FORMATS) + ")")
 
 

@@ -169,7 +169,7 @@ def parse_resource_spec(text: str, per_node_key: str) -> tuple[int, int]:
 def _split_message(message: str) -> dict[str, str]:
     """``key=value`` pairs separated by blanks. A blank-separated word without ``=`` (a
     value with blanks) continues the previous value; a value opened with ``"`` runs to
-    the closing quote."""
+    the closing quote (without one, the ``"`` is a character of the value)."""
     words = message.split()
     if '"' not in message:
         # The usual record: every word a key=value pair, no quotes. One dict() call does
@@ -198,8 +198,13 @@ def _split_words(words: list[str]) -> dict[str, str]:
                 j = i + 1
                 while j < len(words) and not words[j].endswith('"'):
                     j += 1
-                value = " ".join([value, *words[i + 1 : j + 1]])
-                i = j
+                if j < len(words):
+                    value = " ".join([value, *words[i + 1 : j + 1]])
+                    i = j
+                # else no closing quote: the '"' is part of the value as written (Torque
+                # does not quote), and the words after it are read as usual; run to the
+                # end of the record, it swallowed the attributes after it (walltimes,
+                # ncpus), which then looked absent and were "repaired"
             if len(value) > 1 and value[0] == value[-1] == '"':
                 value = value[1:-1]
             out[key] = value
@@ -311,7 +316,9 @@ def read_pbs(
         missing_runtime=missing_runtime,
     )
     src = str(path)
-    text = read_bytes(path).decode("utf-8", errors="replace")
+    # bytes that are not UTF-8 kept as \xNN: replaced by U+FFFD, two different Latin-1
+    # names (josé, josè) would silently become one user, account or app
+    text = read_bytes(path).decode("utf-8", errors="backslashreplace")
     if text.startswith("\ufeff"):
         text = text[1:]
 

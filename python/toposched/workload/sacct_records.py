@@ -132,7 +132,11 @@ def read_lines(path: str | Path) -> list[str]:
     """The physical lines of the log, without their line ends."""
     # Bytes, split on '\n' only: universal newlines would also split at a bare '\r',
     # which can occur inside a SubmitLine.
-    text = read_bytes(path).decode("utf-8", errors="replace")
+    # A byte-order mark would become part of the first column's name: that column (the
+    # header's first, e.g. Account) would then be missing, silently for an optional one.
+    # Bytes that are not UTF-8 (a Latin-1 job or user name) are kept as \xNN: replaced by
+    # U+FFFD, two different names (josé, josè) would silently become one user or app.
+    text = read_bytes(path).decode("utf-8", errors="backslashreplace").removeprefix("\ufeff")
     lines = [ln[:-1] if ln.endswith("\r") else ln for ln in text.split("\n")]
     if lines and lines[-1] == "":
         lines.pop()  # the newline ending the last line does not start another

@@ -35,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import TraceFormatError
+from ..limits import MAX_COUNT
 from ..readahead import read_swf_bytes
 from ..swf_layout import CHUNK_BYTES, FIELD_NAMES, MAX_FAST_DIGITS, N_FIELDS, USED
 from .model import Workload
@@ -680,9 +681,17 @@ def _header_settings(
     return settings, note, origin
 
 
+#: A count at the start of a header value: digits (a zero fraction allowed, as in the
+#: records), then the end, a blank or "(" (CTC's ``338 (batch partition; 512 total)``).
+#: "1e1" or "9.5" would otherwise be read as 1 or 9, silently.
+_HEADER_COUNT_RE = re.compile(r"\s*(\d+)(?:\.0*)?(?=[\s(]|\Z)")
+
+
 def _positive_leading_int(value: str) -> bool:
-    n = _leading_int(value)
-    return n is not None and n > 0
+    # below 2^31 as every count (docs/reliability.md): a larger one overflowed int64 on
+    # its way into the job table, an internal error
+    m = _HEADER_COUNT_RE.match(value)
+    return m is not None and 0 < int(m.group(1)) < MAX_COUNT
 
 
 def _yes_or_no(value: str) -> bool:
@@ -692,8 +701,8 @@ def _yes_or_no(value: str) -> bool:
 #: The header fields the reader uses: (key, value accepted, what is expected, the flag
 #: that makes the value irrelevant, None when only --lenient does).
 _USED_HEADER: tuple[tuple[str, Callable[[str], bool], str, str | None], ...] = (
-    ("MaxNodes", _positive_leading_int, "a positive integer (a note may follow it)", "--cores-per-node N sets the size of a node instead"),
-    ("MaxProcs", _positive_leading_int, "a positive integer (a note may follow it)", "--cores-per-node N sets the size of a node instead"),
+    ("MaxNodes", _positive_leading_int, "a positive integer below 2^31 (a note may follow it)", "--cores-per-node N sets the size of a node instead"),
+    ("MaxProcs", _positive_leading_int, "a positive integer below 2^31 (a note may follow it)", "--cores-per-node N sets the size of a node instead"),
     ("UnixStartTime", lambda v: _INT_RE.match(v) is not None, "an integer (Unix time of submit time 0)", None),
     ("AllowOveruse", _yes_or_no, "yes or no", None),
 )

@@ -31,7 +31,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ..errors import TraceFormatError
-from ._io import open_text, read_bytes
+from ._io import is_pipe, open_text, read_bytes
 from .model import COLUMNS, Workload
 from .swf import N_FIELDS, read_swf
 from .tally import MAX_EXAMPLES, Tally
@@ -174,6 +174,10 @@ def read_swf_with_nodes(
             19th field that is not ``{id,id,...}`` (field ``node_list``).
     """
     spath = str(path)
+    if is_pipe(path):
+        # fields 1-18 are read by read_swf, the node lists by a second read below: a pipe
+        # read twice gives the second read nothing (or waits forever to reopen a FIFO)
+        raise TraceFormatError(spath, "is a pipe, which can be read only once, and swf-nodes reads the log twice: save it to a file (or give --format swf, without the node lists)")
     w = read_swf(
         path,
         lenient=lenient,

@@ -133,6 +133,9 @@ class SwfStream:
                 self._settings = _header_settings(col, *self._options)
                 self._first_keys = {k: col.header.first.get(k) for k in _SETTING_KEYS}
             line_no += _body_chunk(body, line_no, col)
+            # before this block's jobs reach the engine: found only at the end, a late
+            # header line would refuse a replay already run to its end
+            self._check_late_header()
             for rows, lines in zip(col.rows, col.lines):
                 pending.append((rows, lines))
                 held += len(rows)
@@ -160,14 +163,23 @@ class SwfStream:
             raise TraceFormatError(self.path, "no job records found")
         if self.parsed == 0:
             raise col.tally.no_valid_records()
-        changed = [k for k in _SETTING_KEYS if col.header.first.get(k) != self._first_keys.get(k)]
+        self._done = True
+
+    def _check_late_header(self) -> None:
+        """Refuse a header line after the first job record that sets one of the keys that
+        decide how jobs are read (one the header before the jobs did not set), naming its
+        line and key."""
+        header = self.col.header
+        changed = [k for k in _SETTING_KEYS if header.first.get(k) != self._first_keys.get(k)]
         if changed:
+            first = min(changed, key=lambda k: header.first_line[k])
             raise TraceFormatError(
                 self.path,
                 f"a header line after the first job record sets {', '.join(changed)}, which decides how the jobs are read: "
                 "--stream reads the header before the jobs; replay without --stream",
+                line=header.first_line[first],
+                field=first,
             )
-        self._done = True
 
     def _normalize(self, table: np.ndarray, lines: np.ndarray) -> Workload:
         assert self._settings is not None

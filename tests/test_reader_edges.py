@@ -1,0 +1,123 @@
+"""Odd but plausible log files, each a regression test of a defect found by reading them:
+a byte-order mark, and the like. Each test compares with the same log read without the
+oddity (an independent reference: the plain file's own read)."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+from conftest import KTH, PBS_SAMPLE, SLURM, WAGAP
+
+from toposched.workload import detect_format, read_trace
+
+BOM = b"\xef\xbb\xbf"
+
+
+def _same_table(a, b) -> None:  # type: ignore[no-untyped-def]
+    assert len(a) == len(b) and a.records == b.records
+    assert a.repairs == b.repairs and a.skipped == b.skipped
+    for col in ("job_id", "submit_s", "nodes", "walltime_s", "runtime_s", "user_id", "account_id", "qos_id", "partition_id"):
+        assert a[col].tolist() == b[col].tolist(), col
+    assert a.names == b.names
+
+
+def test_format_guess_skips_byte_order_mark(tmp_path: Path) -> None:
+    """A byte-order mark before the first line does not hide its format from the guess
+    (it hid a PBS date, a header-less SWF record and an extended SWF's ';' header)."""
+    swf = gzip.decompress(KTH.read_bytes())
+    records = b"\n".join(ln for ln in swf.split(b"\n") if ln.strip() and not ln.startswith(b";")) + b"\n"
+    wagap = gzip.decompress(WAGAP.read_bytes())
+    cases = {
+        "pbs.log": (PBS_SAMPLE.read_bytes(), "pbs"),
+        "bare.log": (records, "swf"),  # no header, a name that does not say SWF
+        "wagap.log": (b"; Computer: wagap\n" + wagap, "swf-nodes"),
+        "wagap.swf": (b"; Computer: wagap\n" + wagap, "swf-nodes"),
+        "sacct.log": ((SLURM / "ubccr_ub-hpc_sacct-P-all_dump2110.log").read_bytes(), "sacct"),
+    }
+    for name, (data, fmt) in cases.items():
+        plain, bom = tmp_path / ("plain-" + name), tmp_path / ("bom-" + name)
+        plain.write_bytes(data)
+        bom.write_bytes(BOM + data)
+        assert detect_format(plain) == fmt, name
+        assert detect_format(bom) == fmt, name
+    _same_table(read_trace(tmp_path / "bom-pbs.log"), read_trace(tmp_path / "plain-pbs.log"))
+    _same_table(read_trace(tmp_path / "bom-bare.log"), read_trace(tmp_path / "plain-bare.log"))
+    bom_wagap = read_trace(tmp_path / "bom-wagap.log", cores_per_node=12)
+    assert bom_wagap.format == "swf-nodes"
+    _same_table(bom_wagap, read_trace(tmp_path / "plain-wagap.log", cores_per_node=12))
+
+
+def test_sacct_byte_order_mark_keeps_first_column(tmp_path: Path) -> None:
+    """A byte-order mark before a sacct header does not rename its first column: the
+    dump's first column, Account, was silently lost (every account_id -1)."""
+    src = SLURM / "ubccr_ub-hpc_sacct-P-all_dump2110.log"
+    assert src.read_bytes().startswith(b"Account|")
+    bom = tmp_path / "bom.log"
+    bom.write_bytes(BOM + src.read_bytes())
+    plain = read_trace(src)
+    assert plain.names["account_id"] == ["account001"]  # the reference: the file as shipped
+    _same_table(read_trace(bom), plain)
+    # a required first column was refused instead ("the header has no JobIDRaw column")
+    text = (
+        "JobIDRaw|Submit|Start|End|ElapsedRaw|Timelimit|NNodes\n"
+        "7|2021-01-01T00:00:00|2021-01-01T00:10:00|2021-01-01T01:10:00|3600|02:00:00|2\n"
+    )
+    (tmp_path / "plain2.log").write_text(text)
+    (tmp_path / "bom2.log").write_bytes(BOM + text.encode())
+    plain2 = read_trace(tmp_path / "plain2.log")
+    assert (plain2["job_id"].tolist(), plain2["nodes"].tolist(), plain2["runtime_s"].tolist()) == ([7], [2], [3600])
+    _same_table(read_trace(tmp_path / "bom2.log"), plain2)
+
+
+def test_empty_log_without_a_format_says_empty(tmp_path: Path) -> None:
+    """An empty or blank file whose name does not say SWF: "no job records found", as
+    with --format, not "cannot tell the log's format; pass --format", which cannot help."""
+    import pytest
+
+    from toposched.errors import TraceFormatError
+
+    for name, data in (("empty.log", b""), ("blank.log", b"\n \n\t\n"), ("bom.log", BOM + b"\n"), ("empty.gz", gzip.compress(b""))):
+        p = tmp_path / name
+        p.write_bytes(data)
+        with pytest.raises(TraceFormatError, match=r"no job records found") as ei:
+            read_trace(p)
+        assert "--format" not in str(ei.value)
+        for fmt in ("swf", "sacct", "pbs"):  # each reader, told the format, says so too
+            with pytest.raises(TraceFormatError, match=r"no job records found"):
+                read_trace(p, format=fmt)
+
+
+def test_names_not_utf8_stay_distinct(tmp_path: Path) -> None:
+    """Two Latin-1 names that differ only in a non-ASCII letter are two users / apps (they
+    became one: both bytes were replaced by U+FFFD), spelled with \\xNN for those bytes."""
+    header = "JobIDRaw|Submit|Start|End|ElapsedRaw|Timelimit|NNodes|User|JobName"
+    rows = [f"{i}|2021-01-01T00:0{i}:00|2021-01-01T00:10:00|2021-01-01T01:10:00|3600|02:00:00|1|{u}|{n}" for i, u, n in ((1, "jos\xe9", "r\xe9sum"), (2, "jos\xe8", "r\xe8sum"), (3, "jos\xe9", "plain"))]
+    sacct = tmp_path / "latin1.log"
+    sacct.write_bytes("\n".join([header, *rows, ""]).encode("latin-1"))
+    w = read_trace(sacct)
+    assert w.names["user_id"] == ["jos\\xe9", "jos\\xe8"] and w["user_id"].tolist() == [0, 1, 0]
+    assert w.names["app"] == ["r\\xe9sum", "r\\xe8sum", "plain"] and w.extra["app"].tolist() == [0, 1, 2]
+    # PBS: the shipped sample's first two distinct users' names made Latin-1
+    lines = PBS_SAMPLE.read_bytes().split(b"\n")
+    users = [ln.split(b"user=")[1].split(b" ")[0] for ln in lines if b"user=" in ln]
+    a, b = users[0], next(u for u in users if u != users[0])
+    data = PBS_SAMPLE.read_bytes().replace(b"user=" + a + b" ", b"user=\xe9" + b" ").replace(b"user=" + b + b" ", b"user=\xe8" + b" ")
+    pbs = tmp_path / "latin1-pbs.log"
+    pbs.write_bytes(data)
+    plain, odd = read_trace(PBS_SAMPLE), read_trace(pbs)
+    assert odd["user_id"].tolist() == plain["user_id"].tolist()  # as many users, the same jobs each
+    assert set(odd.names["user_id"]) >= {"\\xe9", "\\xe8"}
+
+
+def test_pbs_unclosed_quote_does_not_swallow_the_record() -> None:
+    """A value opening a quote it never closes (a Torque job name is not quoted, so
+    jobname="x is a name) ran to the end of the record: the attributes after it were lost
+    and then repaired (run time from end - start, walltime from the run time)."""
+    from toposched.workload.pbs import _split_message
+
+    got = _split_message('jobname="abc Resource_List.walltime=01:00:00 resources_used.walltime=00:30:00 user=u')
+    assert got == {"jobname": '"abc', "Resource_List.walltime": "01:00:00", "resources_used.walltime": "00:30:00", "user": "u"}
+    # a closed quote still joins the words it holds
+    assert _split_message('jobname="a b" user=u') == {"jobname": "a b", "user": "u"}
+    assert _split_message('jobname="a b user=u c"') == {"jobname": "a b user=u c"}
