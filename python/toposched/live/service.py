@@ -406,8 +406,24 @@ class Server:
     def __init__(self, service: Service) -> None:
         self.service = service
         self.committer = Committer(service.table)
+        #: open connections and their handlers, closed and awaited at shutdown (close_all)
+        self.connections: dict[asyncio.StreamWriter, asyncio.Task[Any]] = {}
+
+    async def close_all(self, timeout_s: float = 10.0) -> None:
+        """End every open connection and wait for its handler: a request being decided
+        finishes (its commit included; the answer may not reach the client, which retries).
+        Left to asyncio.run, the handlers waiting for a next request were cancelled, and
+        Python 3.11 printed a traceback for each ("Exception in callback ... CancelledError")."""
+        for writer in list(self.connections):
+            writer.close()  # the handler's read ends (EOF), and the handler returns
+        tasks = list(self.connections.values())
+        if tasks:
+            await asyncio.wait(tasks, timeout=timeout_s)
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None  # asyncio runs each connection's handler as a task
+        self.connections[writer] = task
         sock = writer.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -470,6 +486,7 @@ class Server:
                 if close:
                     return
         finally:
+            self.connections.pop(writer, None)
             try:
                 writer.close()
             except Exception:
@@ -525,6 +542,8 @@ async def _serve(service: Service, listen: str, ready: "Callable[[str], None]") 
     ready(where)
     async with srv:
         await stop.wait()
+        srv.close()  # no new connections; then end the open ones
+        await server.close_all()
     if kind == "unix":
         Path(addr).unlink(missing_ok=True)
 
