@@ -444,3 +444,34 @@ def test_stopping_with_clients_connected_is_quiet_and_keeps_the_state(tmp_path, 
         assert sorted(s.client().state()["allocations"]) == ["j0", "j1", "j2"]
     for c in clients:
         c.close()
+
+
+@pytest.mark.parametrize(
+    "sql, says",
+    [
+        ("UPDATE allocations SET nodes='[toy18n00' WHERE job='a'", "allocations row of job 'a': nodes"),
+        ("UPDATE allocations SET nodes='5' WHERE job='a'", "allocations row of job 'a': nodes"),
+        ("UPDATE allocations SET nodes='[\"zz9\"]' WHERE job='a'", "allocations row of job 'a': node 'zz9' is not on fabric toy18"),
+        ("UPDATE allocations SET nodes=(SELECT nodes FROM allocations WHERE job='a') WHERE job='b'", "allocations row of job 'b': node toy18n00 is held by job a too"),
+        ("UPDATE allocations SET start_s='abc' WHERE job='a'", "allocations row of job 'a': start_s"),
+        ("UPDATE allocations SET walltime_s=-5 WHERE job='b'", "allocations row of job 'b': walltime_s"),
+        ("INSERT INTO drained VALUES ('zz1')", "drained row: node 'zz1' is not on fabric toy18"),
+    ],
+)
+def test_a_damaged_state_file_is_refused_in_one_line(tmp_path, sql, says):
+    """A state file edited by hand or damaged: the service refuses to start with one line
+    naming the file, the row and the field (exit 2), never 'internal error ... a bug'."""
+    import sqlite3
+
+    with ServiceProcess(tmp_path / "svc", system="toy18") as s:
+        c = s.client()
+        assert c.allocate("a", 2, 60)[0] == 200 and c.allocate("b", 2, 60)[0] == 200
+        assert c.call("POST", "/v1/nodes/drain", {"nodes": ["toy18n17"]})[0] == 200
+    db = sqlite3.connect(s.state / "toposched-live.sqlite")
+    db.execute(sql)
+    db.commit()
+    db.close()
+    r = _serve_cli(s.state, s.token_file)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.count("\n") == 1 and "toposched-live.sqlite" in r.stderr and says in r.stderr, r.stderr
+    assert "internal error" not in r.stderr and "Traceback" not in r.stderr
