@@ -475,3 +475,26 @@ def test_a_damaged_state_file_is_refused_in_one_line(tmp_path, sql, says):
     assert r.returncode == 2, r.stderr
     assert r.stderr.count("\n") == 1 and "toposched-live.sqlite" in r.stderr and says in r.stderr, r.stderr
     assert "internal error" not in r.stderr and "Traceback" not in r.stderr
+
+
+def test_listen_errors_name_the_flag_and_never_remove_a_file(tmp_path):
+    """--listen unix:PATH on a regular file refuses to start and leaves the file alone (the
+    service unlinked whatever it found there, taking it for a stale socket); a port beyond
+    65535 and a socket in a missing directory are one line naming --listen, exit 2."""
+    tok = tmp_path / "token"
+    write_token(tok)
+    precious = tmp_path / "precious.txt"
+    precious.write_text("keep me\n")
+
+    def serve(listen):
+        return subprocess.run(
+            [sys.executable, "-m", "toposched.cli", "serve", "--system", "toy18", "--state", str(tmp_path / "st"), "--listen", listen, "--token-file", str(tok)],
+            capture_output=True, text=True, timeout=60,
+        )
+
+    r = serve(f"unix:{precious}")
+    assert r.returncode == 2 and f"--listen unix:{precious}" in r.stderr and "not a socket" in r.stderr, r.stderr
+    assert precious.read_text() == "keep me\n"
+    for listen in ("127.0.0.1:99999", f"unix:{tmp_path / 'no' / 'such' / 'dir.sock'}"):
+        r = serve(listen)
+        assert r.returncode == 2 and r.stderr.startswith(f"error: --listen {listen}: ") and r.stderr.count("\n") == 1, r.stderr

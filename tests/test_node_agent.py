@@ -484,3 +484,12 @@ def test_loopback_tcp_listen(tmp_path):
         assert AgentClient(where).release("t1")[0] == 401 and c.release("t1")[0] == 200
     finally:
         agent.stop()
+
+
+def test_listen_port_out_of_range_is_one_line(tmp_path):
+    """--listen HOST:99999 is one line naming --listen (exit 2), not 'internal error:
+    OverflowError ... a bug'."""
+    agent = Agent(tmp_path, str(CAB), "none", "unused")
+    agent.args[agent.args.index("--listen") + 1] = "127.0.0.1:99999"
+    r = subprocess.run(agent.args, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "error: --listen 127.0.0.1:99999: " in r.stderr and "internal error" not in r.stderr, r.stderr

@@ -503,6 +503,8 @@ def parse_listen(text: str) -> tuple[str, Any]:
     host, sep, port = text.rpartition(":")
     if not sep or not port.isdigit() or not host:
         raise ServeError(f"--listen {text}: expected HOST:PORT (e.g. 127.0.0.1:8700) or unix:PATH")
+    if int(port) > 65535:
+        raise ServeError(f"--listen {text}: the port must be 0 to 65535 (0: any free port)")
     return "tcp", (host.strip("[]"), int(port))
 
 
@@ -513,6 +515,9 @@ async def _serve(service: Service, listen: str, ready: "Callable[[str], None]") 
     service.sync_commit = False
     if kind == "unix":
         p = Path(addr)
+        if (p.exists() or p.is_symlink()) and not p.is_socket():
+            # only a stale socket is removed below; anything else there is someone's file
+            raise ServeError(f"--listen {listen}: {p} exists and is not a socket; give another path")
         if p.exists():
             probe = socket.socket(socket.AF_UNIX)
             try:
@@ -525,6 +530,8 @@ async def _serve(service: Service, listen: str, ready: "Callable[[str], None]") 
         old = os.umask(0o077)  # the socket is the owner's only; the token still applies
         try:
             srv = await asyncio.start_unix_server(server.handle, path=str(p), limit=MAX_HEAD_BYTES)
+        except OSError as exc:  # no such directory, not allowed there, path too long
+            raise ServeError(f"--listen {listen}: {exc.strerror or exc}") from None
         finally:
             os.umask(old)
         where = listen

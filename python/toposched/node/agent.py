@@ -439,7 +439,7 @@ def make_server(agent: NodeAgent, listen: str, token: str) -> tuple[socketserver
         raise AgentStartError(f"--listen {listen!r}: expected unix:PATH or HOST:PORT")
     try:
         tcp = ThreadingHTTPServer((host.strip("[]") or "127.0.0.1", int(port)), handler)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, OverflowError) as exc:  # OverflowError: a port beyond 65535
         raise AgentStartError(f"--listen {listen}: {exc}") from None
     tcp.daemon_threads = True
     # The bound (host, port), as server_bind stored it in server_address (typed loosely).
