@@ -546,3 +546,18 @@ def test_node_agents_file_refuses_an_address_without_a_port(tmp_path):
     with pytest.raises(InputError, match="agents.n01") as e:
         AgentDirectory.load(f)
     assert "HOST:PORT" in str(e.value)
+
+
+def test_run_in_refuses_a_job_id_that_would_change_the_url(cab_agent, tmp_path):
+    """run-in --job '7?x=1' looked up GET /v1/jobs/7?x=1, which the agent reads as job 7:
+    the command ran in job 7's CPUs. A job id the agent could never hold is refused first,
+    naming --job, and nothing runs."""
+    assert cab_agent.client.allocate("7", "CORES=1")[0] == 200
+    marker = tmp_path / "ran"
+    for job in ("7?x=1", "7#frag", "../7"):
+        r = subprocess.run([*CLI, "run-in", "--agent", f"unix:{cab_agent.sock}", "--job", job, "--", "touch", str(marker)],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and r.stderr.startswith(f"error: --job {job}: ") and r.stderr.count("\n") == 1, r.stderr
+        assert not marker.exists()
+    with pytest.raises(ValueError, match="job id"):
+        cab_agent.client.job("7?x=1")

@@ -34,10 +34,15 @@ def run(args: argparse.Namespace) -> int:
     from ..tokens import read_token_file
     from ..node.client import AgentAddressError, AgentClient
     from ..node.cpulist import parse_cpulist
+    from ..node.cpuset import check_job_id
 
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     if not cmd:
         raise ToposchedError("run-in: no command given (toposched run-in --job ID -- CMD ...)")
+    try:
+        check_job_id(args.job)  # the agent's own rule: what it could never hold is no job of it
+    except ValueError as exc:
+        raise ToposchedError(f"--job {args.job}: {exc}") from None
     token = read_token_file(args.token_file) if args.token_file else None
     try:
         client = AgentClient(args.agent, token)

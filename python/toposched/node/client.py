@@ -14,6 +14,7 @@ from typing import Mapping
 
 from ..errors import ToposchedError
 from ..unix_http import JsonObject, UnixHTTPConnection
+from .cpuset import check_job_id
 
 # A query answer's host score: (radius, NUMA domains, fragmentation vector).
 RankKey = tuple[int, int, tuple[int, ...]]
@@ -95,7 +96,9 @@ class AgentClient:
         return self.request("GET", "/v1/topology")[1]
 
     def job(self, job: str) -> tuple[int, JsonObject]:
-        return self.request("GET", f"/v1/jobs/{job}")
+        """Raises ValueError for a job id no agent holds: the id is part of the URL, and
+        '7?x=1' would have asked for job 7."""
+        return self.request("GET", f"/v1/jobs/{check_job_id(job)}")
 
     def query(self, requirement: str | JsonObject) -> JsonObject:
         status, body = self.request("POST", "/v1/query", {"requirement": requirement})
