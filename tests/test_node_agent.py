@@ -561,3 +561,15 @@ def test_run_in_refuses_a_job_id_that_would_change_the_url(cab_agent, tmp_path):
         assert not marker.exists()
     with pytest.raises(ValueError, match="job id"):
         cab_agent.client.job("7?x=1")
+
+
+def test_second_agent_on_the_same_state_is_refused(cab_agent, tmp_path):
+    """Two agents on one --state (two sockets) each kept its own table in memory and gave
+    the same CPUs to different jobs; the second now refuses to start, as serve does."""
+    (tmp_path / "other").mkdir()
+    other = Agent(tmp_path / "other", str(CAB), "none", "unused")
+    other.args[other.args.index("--state") + 1] = str(tmp_path / "state")  # cab_agent's
+    r = subprocess.run(other.args, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "another toposched node-agent uses this --state directory" in r.stderr, r.stderr
+    assert r.stderr.count("\n") == 1
+    assert cab_agent.client.health()["ok"]
