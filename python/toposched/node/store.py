@@ -115,7 +115,38 @@ class AgentStore:
     def was_released(self, job: str) -> bool:
         return self._db.execute("SELECT 1 FROM released WHERE job=?", (job,)).fetchone() is not None
 
+    def damaged(self, job: object, what: str) -> AgentStateError:
+        """The error for a row the agent never writes (the file was edited or damaged): one
+        line naming the file, the row and the field, not a Python error deep in the load."""
+        return AgentStateError(f"{self.path}: allocations row of job {job!r}: {what}; the file was edited or is damaged: restore it from a backup")
+
     def all(self) -> list[StoredAllocation]:
+        from .cpulist import CpuListError, parse_cpulist
+        from .cpuset import check_job_id
+
         rows = self._db.execute("SELECT * FROM allocations ORDER BY created_s, job").fetchall()
-        return [StoredAllocation(r[0], r[1], r[2], json.loads(r[3]), bool(r[4]),
-                                 tuple(tuple(x) for x in json.loads(r[5])), r[6], r[7]) for r in rows]
+        out = []
+        for job, cpus, mems, requirement, exclusive, mem_json, uid, created_s in rows:
+            try:
+                check_job_id(job)
+            except ValueError as exc:
+                raise self.damaged(job, str(exc)) from None
+            for field, text in (("cpus", cpus), ("mems", mems)):
+                try:
+                    parse_cpulist(text)
+                except (CpuListError, TypeError, AttributeError):
+                    raise self.damaged(job, f"{field} {text!r} is not a CPU list such as 0-3,8") from None
+            try:
+                req, per_numa = json.loads(requirement), json.loads(mem_json)
+            except (TypeError, ValueError):
+                raise self.damaged(job, "requirement or mem_bytes_per_numa is not JSON") from None
+            if not isinstance(req, dict):
+                raise self.damaged(job, "requirement is not a JSON object")
+            if not isinstance(per_numa, list) or not all(
+                isinstance(x, list) and len(x) == 2 and all(type(v) is int and v >= 0 for v in x) for x in per_numa
+            ):
+                raise self.damaged(job, "mem_bytes_per_numa is not a list of [NUMA domain, bytes] pairs")
+            if exclusive not in (0, 1) or not (uid is None or type(uid) is int) or not isinstance(created_s, (int, float)):
+                raise self.damaged(job, "exclusive, uid or created_s is not a value the agent writes")
+            out.append(StoredAllocation(job, cpus, mems, req, bool(exclusive), tuple((x[0], x[1]) for x in per_numa), uid, created_s))
+        return out
