@@ -145,3 +145,49 @@ def test_fcfs_bridge_stops_at_the_first_job_that_cannot_start(tmp_path):
             slurm.submit(j, n, submit_s=int(j))
         _bridge(svc, slurm, queue="fcfs").one_pass(reconcile=True)
         assert [cmd[1] for cmd in slurm.commands if cmd[0] == "start"] == ["1"]
+
+
+@pytest.mark.parametrize(
+    "flag, value",
+    [
+        ("--poll-s", "0"),  # a pass after a pass without pause: squeue and sinfo hammered
+        ("--poll-s", "-1"),
+        ("--poll-s", "nan"),
+        ("--slurm-timeout-s", "0"),  # every Slurm command timed out
+        ("--slurm-timeout-s", "inf"),
+        ("--partition", ""),
+        ("--partition", 'topo"; os.execute("id") --'),  # Lua source, through --print-job-submit-lua
+        ("--partition", "a,b"),
+        ("--service", "ftp://host:21"),
+        ("--service", "http://localhost"),
+        ("--service", "localhost:abc"),
+        ("--service", "unix:"),
+    ],
+)
+def test_bad_arguments_are_refused_before_slurm_is_asked(tmp_path, flag, value):
+    """Checked by the parser, one line naming the flag, exit 2, before any Slurm command or
+    service request: they were taken as given (--poll-s 0 or nan, a partition name that
+    breaks the Lua it is written into, a service URL that could never be reached)."""
+    import os
+    import subprocess
+    import sys
+
+    from live_util import write_token
+
+    write_token(tmp_path / "token")
+    for extra in (["--once"], ["--print-job-submit-lua"]):
+        r = subprocess.run(
+            [sys.executable, "-m", "toposched.cli", "slurm-bridge", "--token-file", str(tmp_path / "token"), flag, value, *extra],
+            capture_output=True, text=True, timeout=60, env={**os.environ, "PATH": "/nonexistent"},  # no squeue to reach
+        )
+        assert r.returncode == 2 and f"argument {flag}: " in r.stderr and r.stderr.count("\n") == 1, r.stderr
+        assert "slurm command" not in r.stderr and not r.stdout
+
+
+def test_good_arguments_pass_the_parser():
+    from toposched.commands.slurm_bridge import partition_name, service_url
+
+    assert partition_name("topo-1_a.b") == "topo-1_a.b"
+    assert service_url("127.0.0.1:8700") == "http://127.0.0.1:8700"
+    assert service_url("http://[::1]:8700") == "http://[::1]:8700"
+    assert service_url("unix:/run/toposched.sock") == "unix:/run/toposched.sock"

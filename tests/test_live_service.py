@@ -422,3 +422,79 @@ def test_a_failed_commit_is_never_acknowledged(tmp_path):
     again = LiveTable(fabric, "linear", str(tmp_path / "st"))
     assert list(again.snapshot()["allocations"]) == ["ok"]
     again.store.close()
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_stopping_with_clients_connected_is_quiet_and_keeps_the_state(tmp_path, sig):
+    """SIGTERM (systemd's stop) or Ctrl-C while clients hold kept-alive connections: exit 0
+    without a traceback (Python 3.11's asyncio printed one per open connection: "Exception
+    in callback ... CancelledError"), and a restart has every acknowledged decision."""
+    import signal
+
+    s = ServiceProcess(tmp_path / "svc", system="toy18").start()
+    clients = [s.client() for _ in range(3)]
+    for i, c in enumerate(clients):
+        assert c.allocate(f"j{i}", 2, 60)[0] == 200  # each keeps its connection open
+    s.proc.send_signal(getattr(signal, sig))
+    assert s.proc.wait(timeout=20) == 0
+    s.stop()
+    err = (tmp_path / "svc" / "serve.stderr").read_text()
+    assert "Traceback" not in err and "Exception" not in err, err
+    with s:  # starts it again
+        assert sorted(s.client().state()["allocations"]) == ["j0", "j1", "j2"]
+    for c in clients:
+        c.close()
+
+
+@pytest.mark.parametrize(
+    "sql, says",
+    [
+        ("UPDATE allocations SET nodes='[toy18n00' WHERE job='a'", "allocations row of job 'a': nodes"),
+        ("UPDATE allocations SET nodes='5' WHERE job='a'", "allocations row of job 'a': nodes"),
+        ("UPDATE allocations SET nodes='[\"zz9\"]' WHERE job='a'", "allocations row of job 'a': node 'zz9' is not on fabric toy18"),
+        ("UPDATE allocations SET nodes=(SELECT nodes FROM allocations WHERE job='a') WHERE job='b'", "allocations row of job 'b': node toy18n00 is held by job a too"),
+        ("UPDATE allocations SET start_s='abc' WHERE job='a'", "allocations row of job 'a': start_s"),
+        ("UPDATE allocations SET walltime_s=-5 WHERE job='b'", "allocations row of job 'b': walltime_s"),
+        ("INSERT INTO drained VALUES ('zz1')", "drained row: node 'zz1' is not on fabric toy18"),
+    ],
+)
+def test_a_damaged_state_file_is_refused_in_one_line(tmp_path, sql, says):
+    """A state file edited by hand or damaged: the service refuses to start with one line
+    naming the file, the row and the field (exit 2), never 'internal error ... a bug'."""
+    import sqlite3
+
+    with ServiceProcess(tmp_path / "svc", system="toy18") as s:
+        c = s.client()
+        assert c.allocate("a", 2, 60)[0] == 200 and c.allocate("b", 2, 60)[0] == 200
+        assert c.call("POST", "/v1/nodes/drain", {"nodes": ["toy18n17"]})[0] == 200
+    db = sqlite3.connect(s.state / "toposched-live.sqlite")
+    db.execute(sql)
+    db.commit()
+    db.close()
+    r = _serve_cli(s.state, s.token_file)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.count("\n") == 1 and "toposched-live.sqlite" in r.stderr and says in r.stderr, r.stderr
+    assert "internal error" not in r.stderr and "Traceback" not in r.stderr
+
+
+def test_listen_errors_name_the_flag_and_never_remove_a_file(tmp_path):
+    """--listen unix:PATH on a regular file refuses to start and leaves the file alone (the
+    service unlinked whatever it found there, taking it for a stale socket); a port beyond
+    65535 and a socket in a missing directory are one line naming --listen, exit 2."""
+    tok = tmp_path / "token"
+    write_token(tok)
+    precious = tmp_path / "precious.txt"
+    precious.write_text("keep me\n")
+
+    def serve(listen):
+        return subprocess.run(
+            [sys.executable, "-m", "toposched.cli", "serve", "--system", "toy18", "--state", str(tmp_path / "st"), "--listen", listen, "--token-file", str(tok)],
+            capture_output=True, text=True, timeout=60,
+        )
+
+    r = serve(f"unix:{precious}")
+    assert r.returncode == 2 and f"--listen unix:{precious}" in r.stderr and "not a socket" in r.stderr, r.stderr
+    assert precious.read_text() == "keep me\n"
+    for listen in ("127.0.0.1:99999", f"unix:{tmp_path / 'no' / 'such' / 'dir.sock'}"):
+        r = serve(listen)
+        assert r.returncode == 2 and r.stderr.startswith(f"error: --listen {listen}: ") and r.stderr.count("\n") == 1, r.stderr

@@ -484,3 +484,92 @@ def test_loopback_tcp_listen(tmp_path):
         assert AgentClient(where).release("t1")[0] == 401 and c.release("t1")[0] == 200
     finally:
         agent.stop()
+
+
+def test_listen_port_out_of_range_is_one_line(tmp_path):
+    """--listen HOST:99999 is one line naming --listen (exit 2), not 'internal error:
+    OverflowError ... a bug'."""
+    agent = Agent(tmp_path, str(CAB), "none", "unused")
+    agent.args[agent.args.index("--listen") + 1] = "127.0.0.1:99999"
+    r = subprocess.run(agent.args, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "error: --listen 127.0.0.1:99999: " in r.stderr and "internal error" not in r.stderr, r.stderr
+
+
+def _garbage_server():
+    """A TCP listener on loopback answering every connection with a non-HTTP line (an SSH
+    server, say, at the address given as the agent's)."""
+    import socket
+    import threading
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen()
+
+    def serve():
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            conn.recv(65536)
+            conn.sendall(b"SSH-2.0-OpenSSH_9.2\r\n")
+            conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return srv, "127.0.0.1:%d" % srv.getsockname()[1]
+
+
+def test_node_ctl_and_run_in_bad_agent_address_or_peer_is_one_line(tmp_path):
+    """An --agent that is no address (no port, a port that is not a number) or a peer that
+    does not speak HTTP: one line naming --agent, exit 2 (was 'internal error: ValueError'
+    or 'BadStatusLine ... a bug')."""
+    srv, garbage = _garbage_server()
+    try:
+        for agent, says in (("localhost", "--agent localhost: "), ("node1:abc", "--agent node1:abc: "), (garbage, f"node agent at {garbage}: ")):
+            for cmd in (["node-ctl", "--agent", agent, "state"], ["run-in", "--agent", agent, "--job", "1", "--", "true"]):
+                r = subprocess.run([*CLI, *cmd], capture_output=True, text=True, timeout=60)
+                assert r.returncode == 2 and r.stderr.startswith("error: ") and says in r.stderr, (cmd, r.stderr)
+                assert "internal error" not in r.stderr and r.stderr.count("\n") == 1, r.stderr
+        # the service's filter: such a host is rejected with the reason, the others still ranked
+        ranking = rank_hosts("CORES=1", {"n1": AgentClient(garbage)})
+        assert ranking.hosts == [] and ranking.rejected["n1"].startswith("unreachable: ")
+    finally:
+        srv.close()
+
+
+def test_node_agents_file_refuses_an_address_without_a_port(tmp_path):
+    from toposched.errors import InputError
+    from toposched.live.agents import AgentDirectory
+
+    f = tmp_path / "agents.toml"
+    f.write_text('[agents]\nn01 = "10.0.0.2:abc"\n')
+    with pytest.raises(InputError, match="agents.n01") as e:
+        AgentDirectory.load(f)
+    assert "HOST:PORT" in str(e.value)
+
+
+def test_run_in_refuses_a_job_id_that_would_change_the_url(cab_agent, tmp_path):
+    """run-in --job '7?x=1' looked up GET /v1/jobs/7?x=1, which the agent reads as job 7:
+    the command ran in job 7's CPUs. A job id the agent could never hold is refused first,
+    naming --job, and nothing runs."""
+    assert cab_agent.client.allocate("7", "CORES=1")[0] == 200
+    marker = tmp_path / "ran"
+    for job in ("7?x=1", "7#frag", "../7"):
+        r = subprocess.run([*CLI, "run-in", "--agent", f"unix:{cab_agent.sock}", "--job", job, "--", "touch", str(marker)],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and r.stderr.startswith(f"error: --job {job}: ") and r.stderr.count("\n") == 1, r.stderr
+        assert not marker.exists()
+    with pytest.raises(ValueError, match="job id"):
+        cab_agent.client.job("7?x=1")
+
+
+def test_second_agent_on_the_same_state_is_refused(cab_agent, tmp_path):
+    """Two agents on one --state (two sockets) each kept its own table in memory and gave
+    the same CPUs to different jobs; the second now refuses to start, as serve does."""
+    (tmp_path / "other").mkdir()
+    other = Agent(tmp_path / "other", str(CAB), "none", "unused")
+    other.args[other.args.index("--state") + 1] = str(tmp_path / "state")  # cab_agent's
+    r = subprocess.run(other.args, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "another toposched node-agent uses this --state directory" in r.stderr, r.stderr
+    assert r.stderr.count("\n") == 1
+    assert cab_agent.client.health()["ok"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from toposched.node.agent import NodeAgent
@@ -92,3 +93,50 @@ def test_a_failed_write_leaves_the_store_writable(tmp_path):
     again = NodeAgent(CAB, AgentStore(tmp_path), None, log=lambda m: None)
     again.start()
     assert list(again.snapshot()["allocations"]) == ["b"]
+
+
+@pytest.mark.parametrize(
+    "sql, says",
+    [
+        ("UPDATE allocations SET cpus='zz' WHERE job='a'", "job 'a': cpus 'zz' is not a CPU list"),
+        ("UPDATE allocations SET requirement='{bad' WHERE job='a'", "job 'a': requirement or mem_bytes_per_numa is not JSON"),
+        ("UPDATE allocations SET mem_bytes_per_numa='5' WHERE job='a'", "job 'a': mem_bytes_per_numa is not a list"),
+        ("UPDATE allocations SET cpus='40' WHERE job='a'", "job 'a': cpus 40 or mems 0-1 are not all on this topology"),
+        ("UPDATE allocations SET job='a/b' WHERE job='a'", "job 'a/b': job id"),
+        # a copy of a's row under another job: both exclusive on the same CPUs
+        ("INSERT INTO allocations SELECT 'c', cpus, mems, requirement, exclusive, mem_bytes_per_numa, uid, created_s + 1 FROM allocations WHERE job='a'",
+         "job 'c': its CPUs 0-1 are held by job a too"),
+    ],
+)
+def test_a_damaged_state_file_is_refused_in_one_line(tmp_path, sql, says):
+    """A node-agent.sqlite edited by hand or damaged: the agent refuses to start naming
+    the file, the job's row and the field. It was 'internal error: CpuListError /
+    JSONDecodeError / TypeError ... a bug', or worse, loaded: CPUs the node does not have,
+    two exclusive jobs on the same CPUs, a job id with a '/' (a cgroup path below another)."""
+    import sqlite3
+
+    from toposched.node.store import AgentStateError
+
+    agent = NodeAgent(CAB, AgentStore(tmp_path), None, log=lambda m: None)
+    agent.start()
+    assert agent.allocate("a", "CORES=2")[0] == 200 and agent.allocate("b", "CORES=2")[0] == 200
+    agent.store.close()
+    db = sqlite3.connect(tmp_path / "node-agent.sqlite")
+    db.execute(sql)
+    db.commit()
+    db.close()
+    store = AgentStore(tmp_path)
+    try:
+        with pytest.raises(AgentStateError) as e:
+            NodeAgent(CAB, store, None, log=lambda m: None).start()
+        assert str(e.value).startswith(f"{tmp_path / 'node-agent.sqlite'}: allocations row of ") and says in str(e.value), str(e.value)
+    finally:
+        store.close()
+
+
+def test_a_state_file_that_is_no_database_is_one_line(tmp_path):
+    from toposched.node.store import AgentStateError
+
+    (tmp_path / "node-agent.sqlite").write_bytes(b"\x00garbage" * 500)
+    with pytest.raises(AgentStateError, match=r"--state .*: cannot open node-agent.sqlite: file is not a database"):
+        AgentStore(tmp_path)

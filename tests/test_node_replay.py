@@ -118,3 +118,24 @@ def test_cli_on_the_bundled_trace(tmp_path):
                           "--node-topology", str(tmp_path / "nope.xml"), "--nodes", "4", "--out", str(out)],
                          capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and bad.stderr.startswith("error: ") and "nope.xml: cannot read" in bad.stderr
+
+
+def test_cli_has_the_flags_its_errors_name(tmp_path):
+    """The log reader's errors name --format (a log from a pipe, a format it cannot guess),
+    --lenient (a malformed record) and the topology reader's --topology: core-replay had
+    none of them (its flag is --node-topology), so the way out it printed was refused as
+    'unrecognized arguments'."""
+    cli = [sys.executable, "-m", "toposched.cli", "core-replay", "--node-topology", str(CAB), "--nodes", "4", "--out", str(tmp_path / "o")]
+    log = (REPO / "tests" / "data" / "atlas-window-120.swf").read_text()
+    piped = subprocess.run([*cli, "--trace", "/dev/stdin"], input=log, capture_output=True, text=True, timeout=300)
+    assert piped.returncode == 2 and "give --format" in piped.stderr, piped.stderr
+    piped = subprocess.run([*cli, "--trace", "/dev/stdin", "--format", "swf"], input=log, capture_output=True, text=True, timeout=300)
+    assert piped.returncode == 0, piped.stderr
+    (tmp_path / "bad.swf").write_text(log + "9999 x y\n")
+    bad = subprocess.run([*cli, "--trace", str(tmp_path / "bad.swf")], capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "--lenient" in bad.stderr, bad.stderr
+    lenient = subprocess.run([*cli, "--trace", str(tmp_path / "bad.swf"), "--lenient"], capture_output=True, text=True, timeout=300)
+    assert lenient.returncode == 0, lenient.stderr
+    cli[cli.index("--node-topology") + 1] = str(tmp_path / "nope.xml")
+    missing = subprocess.run([*cli, "--trace", str(EXAMPLE_TRACE)], capture_output=True, text=True, timeout=300)
+    assert missing.returncode == 2 and "pass --node-topology FILE or live" in missing.stderr, missing.stderr

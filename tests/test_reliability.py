@@ -401,6 +401,32 @@ def test_check_refuses_corrupt_and_partial_directories(tmp_path: Path, capsys) -
     assert code == 2 and "is missing" in one_clean_line(err)
 
 
+@pytest.mark.parametrize(
+    "edit, says",
+    [
+        (lambda f: f.update(leaf_pod=f["leaf_pod"][:1]), "leaf 1 of node"),  # a leaf with no pod
+        (lambda f: f.update(node_leaf=["a"] * len(f["node_leaf"])), "node_leaf"),
+        (lambda f: f.update(node_leaf=[99] * len(f["node_leaf"])), "leaf 99 of node 0"),
+        (lambda f: f.update(node_leaf=[-1] * len(f["node_leaf"])), "node_leaf"),
+        (lambda f: f.update(leaf_pod=[1.5] * len(f["leaf_pod"])), "leaf_pod"),
+        (lambda f: f.update(leaf_pod=[True] * len(f["leaf_pod"])), "leaf_pod"),
+    ],
+)
+def test_check_refuses_a_damaged_fabric_json_in_one_line(tmp_path: Path, capsys, edit, says) -> None:
+    """fabric.json edited or damaged (its leaf and pod maps are what --interference-free
+    reads): one line naming the file and the field, exit 2; was 'internal error: IndexError
+    / TypeError ... a bug'."""
+    out = tmp_path / "o"
+    assert main(["simulate", "--trace", str(SWF_OK), "--system", FABRIC, "--out", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    fabric = json.loads((out / "fabric.json").read_text())
+    edit(fabric)
+    (out / "fabric.json").write_text(json.dumps(fabric))
+    code, _, err = run_cli(["check", str(out), "--interference-free"], capsys)
+    line = one_clean_line(err)
+    assert code == 2 and line.startswith(f"error: {out / 'fabric.json'}") and says in line and "internal error" not in line, line
+
+
 def test_check_on_a_directory_of_runs_points_at_them(tmp_path: Path, capsys) -> None:
     """`toposched check` on a compare's (or sweep's) directory said "DIR/jobs.parquet: is
     missing: not a complete result directory", as for a broken run."""

@@ -176,6 +176,7 @@ def check_run_dir(out_dir: str | Path, *, interference_free: bool = False) -> Pr
     for key in ("node_leaf", "leaf_pod"):
         if not isinstance(fabric.get(key), list):
             raise InputError(str(out / "fabric.json"), f"has no {key} list: not a fabric.json written by toposched")
+    _check_fabric_maps(out / "fabric.json", fabric["node_leaf"], fabric["leaf_pod"])
     missing = [c for c in ("job_id", "submit_s", "start_s", "end_s") if c not in jobs.column_names]
     if not has_node_lists(jobs.column_names):
         missing.append("node_ranges")
@@ -185,6 +186,21 @@ def check_run_dir(out_dir: str | Path, *, interference_free: bool = False) -> Pr
     problems.extend(found)
     problems.total += found.total
     return problems
+
+
+def _check_fabric_maps(path: Path, node_leaf: list[Any], leaf_pod: list[Any]) -> None:
+    """Every node's leaf and every leaf's pod a whole number >= 0, every node's leaf one
+    that leaf_pod has: the leaf and pod lookups index with them (a damaged map failed there
+    as an IndexError, and a negative leaf counted from the end without a word)."""
+    for key, values in (("node_leaf", node_leaf), ("leaf_pod", leaf_pod)):
+        bad = next((i for i, v in enumerate(values) if type(v) is not int or v < 0), None)
+        if bad is not None:
+            raise InputError(str(path), f"{key}[{bad}] is {values[bad]!r}, not a whole number >= 0: the file is damaged", field=key)
+    beyond = next((i for i, leaf in enumerate(node_leaf) if leaf >= len(leaf_pod)), None)
+    if beyond is not None:
+        raise InputError(
+            str(path), f"leaf {node_leaf[beyond]} of node {beyond} is not in leaf_pod ({len(leaf_pod)} leaves): the file is damaged", field="node_leaf"
+        )
 
 
 def run_ids(out: Path) -> dict[str, str | None]:

@@ -25,7 +25,12 @@ example:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--trace", required=True, metavar="LOG", help="job log (SWF, sacct, PBS)")
+    from ..workload import FORMATS
+
+    parser.add_argument("--trace", required=True, metavar="LOG", help="job log (SWF, sacct, PBS); .gz read as is")
+    parser.add_argument("--format", choices=FORMATS, help="log format (default: guessed from the file; needed for a log read from a pipe)")
+    parser.add_argument("--lenient", action="store_true", help="skip and count malformed log records instead of stopping")
+    parser.add_argument("--allow-long-span", action="store_true", help="accept logs spanning more than 50 years, and run times as long (docs/reliability.md)")
     parser.add_argument("--node-topology", required=True, metavar="FILE|live", help="hwloc XML of one node, or 'live'")
     parser.add_argument("--nodes", required=True, type=positive_int, help="number of identical nodes")
     parser.add_argument("--queue", default="fcfs", choices=["fcfs", "first-fit"], help="queue order (default: fcfs)")
@@ -43,8 +48,8 @@ def run(args: argparse.Namespace) -> int:
     from ..node.replay import core_replay
     from ..workload import read_trace
 
-    topology = load_topology(args.node_topology)
-    workload = read_trace(args.trace)
+    topology = load_topology(args.node_topology, flag="--node-topology")
+    workload = read_trace(args.trace, args.format, lenient=args.lenient, allow_long_span=args.allow_long_span)
     result = core_replay(workload, topology, args.nodes, wait=args.wait, queue=args.queue, max_jobs=args.max_jobs)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -42,10 +42,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..errors import ToposchedError
     from ..tokens import read_token_file
-    from ..node.client import AgentClient
+    from ..node.client import AgentAddressError, AgentClient
 
     token = read_token_file(args.token_file) if args.token_file else None
-    client = AgentClient(args.agent, token)
+    try:
+        client = AgentClient(args.agent, token)
+    except AgentAddressError as exc:
+        raise ToposchedError(f"--agent {args.agent}: {exc.why}") from None
     if args.action == "query":
         status, body = client.request("POST", "/v1/query", {"requirement": args.requirement})
     elif args.action == "allocate":

@@ -32,14 +32,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..errors import ToposchedError
     from ..tokens import read_token_file
-    from ..node.client import AgentClient
+    from ..node.client import AgentAddressError, AgentClient
     from ..node.cpulist import parse_cpulist
+    from ..node.cpuset import check_job_id
 
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     if not cmd:
         raise ToposchedError("run-in: no command given (toposched run-in --job ID -- CMD ...)")
+    try:
+        check_job_id(args.job)  # the agent's own rule: what it could never hold is no job of it
+    except ValueError as exc:
+        raise ToposchedError(f"--job {args.job}: {exc}") from None
     token = read_token_file(args.token_file) if args.token_file else None
-    client = AgentClient(args.agent, token)
+    try:
+        client = AgentClient(args.agent, token)
+    except AgentAddressError as exc:
+        raise ToposchedError(f"--agent {args.agent}: {exc.why}") from None
     status, job = client.job(args.job)
     if status != 200:
         raise ToposchedError(f"run-in: job {args.job}: {job.get('reason', status)} (agent {args.agent})")

@@ -5,7 +5,29 @@ from __future__ import annotations
 import argparse
 from types import FrameType
 
-from ._args import positive_int
+from ._args import positive_int, positive_number
+
+
+def partition_name(text: str) -> str:
+    """A Slurm partition name the bridge can pass to squeue and write into job_submit.lua's
+    string literal: not empty, no whitespace, no comma (Slurm's list separator), no quote
+    or backslash (they would end the Lua string: the file runs inside slurmctld)."""
+    if not text or any(c.isspace() or c in ',"\\' or not c.isprintable() for c in text):
+        raise argparse.ArgumentTypeError(f"not a partition name: {text!r} (no spaces, commas, quotes or backslashes)")
+    return text
+
+
+def service_url(text: str) -> str:
+    """http://HOST:PORT, HOST:PORT or unix:PATH, as the client takes it (http:// added)."""
+    if text.startswith("unix:"):
+        if len(text) == 5:
+            raise argparse.ArgumentTypeError("unix:PATH needs a path")
+        return text
+    hostport = text[len("http://"):] if text.startswith("http://") else text
+    host, sep, port = hostport.rstrip("/").rpartition(":")
+    if "://" in hostport or "/" in hostport.rstrip("/") or not sep or not host or not port.isdigit() or not 0 < int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"expected http://HOST:PORT or unix:PATH (e.g. http://127.0.0.1:8700), got {text!r}")
+    return f"http://{hostport}"
 
 NAME = "slurm-bridge"
 HELP = "place the jobs of a Slurm partition with toposched serve (an external scheduler for Slurm)"
@@ -22,13 +44,13 @@ EPILOG = """examples:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--service", default="http://127.0.0.1:8700", metavar="URL", help="the service: http://HOST:PORT or unix:PATH (default: http://127.0.0.1:8700)")
+    parser.add_argument("--service", type=service_url, default="http://127.0.0.1:8700", metavar="URL", help="the service: http://HOST:PORT or unix:PATH (default: http://127.0.0.1:8700)")
     parser.add_argument("--token-file", metavar="FILE", help="the service's bearer token (mode 0600)")
-    parser.add_argument("--partition", default="topo", help="the Slurm partition whose jobs the bridge places (default: topo)")
+    parser.add_argument("--partition", type=partition_name, default="topo", help="the Slurm partition whose jobs the bridge places (default: topo)")
     parser.add_argument("--queue", default="easy", choices=("easy", "fcfs"), help="queue policy (default: easy)")
-    parser.add_argument("--poll-s", type=float, default=2.0, metavar="S", help="seconds between passes (default: 2)")
+    parser.add_argument("--poll-s", type=positive_number, default=2.0, metavar="S", help="seconds between passes (default: 2)")
     parser.add_argument("--unlimited-walltime-s", type=positive_int, default=365 * 86400, metavar="S", help="walltime assumed for jobs without a time limit (default: one year)")
-    parser.add_argument("--slurm-timeout-s", type=float, default=15.0, metavar="S", help="timeout of each Slurm command (default: 15)")
+    parser.add_argument("--slurm-timeout-s", type=positive_number, default=15.0, metavar="S", help="timeout of each Slurm command (default: 15)")
     parser.add_argument("--once", action="store_true", help="one pass (with reconciliation), then exit")
     parser.add_argument("--print-job-submit-lua", action="store_true", help="print the job_submit.lua that holds the partition's jobs, and exit")
 
@@ -49,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.token_file:
         raise ServeError("--token-file is required (the service's bearer token)")
     token = read_token_file(args.token_file)
-    url = args.service if args.service.startswith(("unix:", "http://")) else f"http://{args.service}"
+    url = args.service  # unix:PATH or http://HOST:PORT (service_url)
     bridge = Bridge(
         Client(url, token), SlurmCommands(timeout_s=args.slurm_timeout_s, log=stderr_log), args.partition,
         queue=args.queue, unlimited_s=args.unlimited_walltime_s, log=stderr_log,

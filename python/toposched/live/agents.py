@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ..errors import InputError
-from ..node.client import AgentClient, Ranking, rank_hosts
+from ..node.client import AgentAddressError, AgentClient, Ranking, rank_hosts
 from ..unix_http import JsonObject
 
 
@@ -59,9 +59,13 @@ class AgentDirectory:
             raise InputError(str(p), f"timeout_s must be a positive number, got {timeout!r}", field="timeout_s")
         out = {}
         for name, addr in agents.items():
-            if not isinstance(addr, str) or not (addr.startswith("unix:") or ":" in addr):
-                raise InputError(str(p), f"agent of {name}: expected \"unix:PATH\" or \"HOST:PORT\", got {addr!r}", field=f"agents.{name}")
-            out[name] = AgentClient(addr, token, timeout_s=float(timeout))
+            bad = InputError(str(p), f"agent of {name}: expected \"unix:PATH\" or \"HOST:PORT\", got {addr!r}", field=f"agents.{name}")
+            if not isinstance(addr, str):
+                raise bad
+            try:
+                out[name] = AgentClient(addr, token, timeout_s=float(timeout))
+            except AgentAddressError:
+                raise bad from None
         return cls(out)
 
     def rank(self, requirement: str | JsonObject, hosts: Iterable[str]) -> Ranking:

@@ -406,8 +406,24 @@ class Server:
     def __init__(self, service: Service) -> None:
         self.service = service
         self.committer = Committer(service.table)
+        #: open connections and their handlers, closed and awaited at shutdown (close_all)
+        self.connections: dict[asyncio.StreamWriter, asyncio.Task[Any]] = {}
+
+    async def close_all(self, timeout_s: float = 10.0) -> None:
+        """End every open connection and wait for its handler: a request being decided
+        finishes (its commit included; the answer may not reach the client, which retries).
+        Left to asyncio.run, the handlers waiting for a next request were cancelled, and
+        Python 3.11 printed a traceback for each ("Exception in callback ... CancelledError")."""
+        for writer in list(self.connections):
+            writer.close()  # the handler's read ends (EOF), and the handler returns
+        tasks = list(self.connections.values())
+        if tasks:
+            await asyncio.wait(tasks, timeout=timeout_s)
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None  # asyncio runs each connection's handler as a task
+        self.connections[writer] = task
         sock = writer.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -470,6 +486,7 @@ class Server:
                 if close:
                     return
         finally:
+            self.connections.pop(writer, None)
             try:
                 writer.close()
             except Exception:
@@ -486,6 +503,8 @@ def parse_listen(text: str) -> tuple[str, Any]:
     host, sep, port = text.rpartition(":")
     if not sep or not port.isdigit() or not host:
         raise ServeError(f"--listen {text}: expected HOST:PORT (e.g. 127.0.0.1:8700) or unix:PATH")
+    if int(port) > 65535:
+        raise ServeError(f"--listen {text}: the port must be 0 to 65535 (0: any free port)")
     return "tcp", (host.strip("[]"), int(port))
 
 
@@ -496,6 +515,9 @@ async def _serve(service: Service, listen: str, ready: "Callable[[str], None]") 
     service.sync_commit = False
     if kind == "unix":
         p = Path(addr)
+        if (p.exists() or p.is_symlink()) and not p.is_socket():
+            # only a stale socket is removed below; anything else there is someone's file
+            raise ServeError(f"--listen {listen}: {p} exists and is not a socket; give another path")
         if p.exists():
             probe = socket.socket(socket.AF_UNIX)
             try:
@@ -508,6 +530,8 @@ async def _serve(service: Service, listen: str, ready: "Callable[[str], None]") 
         old = os.umask(0o077)  # the socket is the owner's only; the token still applies
         try:
             srv = await asyncio.start_unix_server(server.handle, path=str(p), limit=MAX_HEAD_BYTES)
+        except OSError as exc:  # no such directory, not allowed there, path too long
+            raise ServeError(f"--listen {listen}: {exc.strerror or exc}") from None
         finally:
             os.umask(old)
         where = listen
@@ -525,6 +549,8 @@ async def _serve(service: Service, listen: str, ready: "Callable[[str], None]") 
     ready(where)
     async with srv:
         await stop.wait()
+        srv.close()  # no new connections; then end the open ones
+        await server.close_all()
     if kind == "unix":
         Path(addr).unlink(missing_ok=True)
 

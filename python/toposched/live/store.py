@@ -99,12 +99,39 @@ class Store:
         return _Tx(self.db)
 
     # reads (at start)
+    def damaged(self, row: str, what: str) -> StateError:
+        """The error for a row this code never writes (the file was edited or damaged): one
+        line naming the file, the row and the field, not a Python error deep in the load."""
+        return StateError(
+            f"{self.path}: {row}: {what}; the file was edited or is damaged: restore it from a backup, "
+            "or start on an empty --state directory (the Slurm bridge puts Slurm's running jobs back)"
+        )
+
     def allocations(self) -> list[tuple[str, list[str], int, int]]:
         rows = self.db.execute("SELECT job, nodes, start_s, walltime_s FROM allocations ORDER BY job").fetchall()
-        return [(j, json.loads(n), s, w) for j, n, s, w in rows]
+        out = []
+        for j, n, s, w in rows:
+            row = f"allocations row of job {j!r}"
+            if not isinstance(j, str):
+                raise self.damaged(row, "the job id is not text")
+            try:
+                nodes = json.loads(n)
+            except (TypeError, ValueError):
+                nodes = None
+            if not isinstance(nodes, list) or not all(isinstance(x, str) for x in nodes):
+                raise self.damaged(row, f"nodes is not a JSON list of node names ({str(n)[:60]!r})")
+            for field, v in (("start_s", s), ("walltime_s", w)):
+                if type(v) is not int or v < 0:  # what allocate and PUT /v1/state accept
+                    raise self.damaged(row, f"{field} is not a whole number of seconds >= 0 ({str(v)[:60]!r})")
+            out.append((j, nodes, s, w))
+        return out
 
     def drained(self) -> list[str]:
-        return [r[0] for r in self.db.execute("SELECT node FROM drained ORDER BY node")]
+        names = [r[0] for r in self.db.execute("SELECT node FROM drained ORDER BY node")]
+        for n in names:
+            if not isinstance(n, str):
+                raise self.damaged("drained row", f"the node name {n!r} is not text")
+        return names
 
     def was_released(self, job: str) -> bool:
         return self.db.execute("SELECT 1 FROM released WHERE job=?", (job,)).fetchone() is not None

@@ -86,10 +86,24 @@ class LiveTable:
 
     def _load(self) -> None:
         """Put back what the store holds: allocations first (a drained node may be held), then drains."""
+        holder: dict[str, str] = {}
         for job, nodes, start_s, walltime_s in self.store.allocations():
-            self.placer.assign(job, self.node_ids(nodes), start_s, walltime_s)
+            row = f"allocations row of job {job!r}"
+            try:
+                ids = self.node_ids(nodes)
+            except UnknownNode as exc:
+                raise self.store.damaged(row, str(exc)) from None
+            if len(set(nodes)) != len(nodes):
+                raise self.store.damaged(row, "a node is listed twice")
+            for n in nodes:
+                other = holder.setdefault(n, job)
+                if other != job:
+                    raise self.store.damaged(row, f"node {n} is held by job {other} too")
+            self.placer.assign(job, ids, start_s, walltime_s)
             self._held[job] = nodes
         for node in self.store.drained():
+            if node not in self.ids:
+                raise self.store.damaged("drained row", f"node {node!r} is not on fabric {self.fabric.name}")
             self.placer.drain(self.ids[node])
 
     # names <-> ids

@@ -107,6 +107,11 @@ class NodeAgent:
         kept, recreated, orphans = [], [], []
         for a in stored:
             pus = parse_cpulist(a.cpus)
+            if not pus <= frozenset(topo.pus) or not parse_cpulist(a.mems) <= frozenset(topo.all_mems):
+                raise self.store.damaged(a.job, f"cpus {a.cpus} or mems {a.mems} are not all on this topology")
+            clash = next((h.job for h in self.state.holdings.values() if h.pus & pus and (h.exclusive or a.exclusive)), None)
+            if clash is not None:
+                raise self.store.damaged(a.job, f"its CPUs {a.cpus} are held by job {clash} too")
             self.state.add(Holding(a.job, pus, a.exclusive, a.mem_bytes_per_numa))
             self.uids[a.job] = a.uid
             self.requirements[a.job] = a.requirement
@@ -439,7 +444,7 @@ def make_server(agent: NodeAgent, listen: str, token: str) -> tuple[socketserver
         raise AgentStartError(f"--listen {listen!r}: expected unix:PATH or HOST:PORT")
     try:
         tcp = ThreadingHTTPServer((host.strip("[]") or "127.0.0.1", int(port)), handler)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, OverflowError) as exc:  # OverflowError: a port beyond 65535
         raise AgentStartError(f"--listen {listen}: {exc}") from None
     tcp.daemon_threads = True
     # The bound (host, port), as server_bind stored it in server_address (typed loosely).

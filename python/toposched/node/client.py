@@ -14,6 +14,7 @@ from typing import Mapping
 
 from ..errors import ToposchedError
 from ..unix_http import JsonObject, UnixHTTPConnection
+from .cpuset import check_job_id
 
 # A query answer's host score: (radius, NUMA domains, fragmentation vector).
 RankKey = tuple[int, int, tuple[int, ...]]
@@ -23,19 +24,42 @@ class AgentUnreachable(ToposchedError):
     pass
 
 
+class AgentAddressError(ToposchedError):
+    """An agent address that is neither ``unix:PATH`` nor ``HOST:PORT``; ``why`` says what
+    is wrong, for the caller to prefix with where the address came from (``--agent X``)."""
+
+    def __init__(self, address: str, why: str) -> None:
+        super().__init__(f"node agent address {address!r}: {why}")
+        self.why = why
+
+
+def parse_agent_address(address: str) -> tuple[str, int] | str:
+    """``unix:PATH`` -> PATH; ``HOST:PORT`` -> (HOST, PORT). Raises AgentAddressError."""
+    if address.startswith("unix:"):
+        if not address[5:]:
+            raise AgentAddressError(address, "unix:PATH needs a path")
+        return address[5:]
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) <= 65535:
+        raise AgentAddressError(address, "expected unix:PATH or HOST:PORT with a port from 1 to 65535 (e.g. unix:/run/toposched/node-agent.sock)")
+    return host.strip("[]"), int(port)
+
+
 class AgentClient:
-    """A node agent at ``unix:PATH`` or ``HOST:PORT``; ``token`` for allocate and release."""
+    """A node agent at ``unix:PATH`` or ``HOST:PORT``; ``token`` for allocate and release.
+    Raises :class:`AgentAddressError` for any other address."""
 
     def __init__(self, address: str, token: str | None = None, timeout_s: float = 30.0) -> None:
         self.address = address
+        self._where = parse_agent_address(address)
         self.token = token
         self.timeout_s = timeout_s
 
     def _conn(self) -> http.client.HTTPConnection:
-        if self.address.startswith("unix:"):
-            return UnixHTTPConnection(self.address[5:], self.timeout_s)
-        host, _, port = self.address.rpartition(":")
-        return http.client.HTTPConnection(host.strip("[]"), int(port), timeout=self.timeout_s)
+        if isinstance(self._where, str):
+            return UnixHTTPConnection(self._where, self.timeout_s)
+        host, port = self._where
+        return http.client.HTTPConnection(host, port, timeout=self.timeout_s)
 
     def request(self, method: str, path: str, body: JsonObject | None = None, *, auth: bool = True) -> tuple[int, JsonObject]:
         """(HTTP status, JSON body). Raises :class:`AgentUnreachable` if no agent answers."""
@@ -50,12 +74,17 @@ class AgentClient:
             raw = resp.read()
         except OSError as exc:
             raise AgentUnreachable(f"node agent at {self.address}: {exc}") from None
+        except http.client.HTTPException as exc:  # something answered, but not in HTTP
+            raise AgentUnreachable(f"node agent at {self.address}: not an HTTP answer ({type(exc).__name__}: {str(exc).strip()[:80]})") from None
         finally:
             conn.close()
         try:
-            return resp.status, json.loads(raw or b"{}")
+            doc = json.loads(raw or b"{}")
         except ValueError:
-            return resp.status, {"reason": raw.decode(errors="replace")}
+            doc = None
+        if not isinstance(doc, dict):  # callers read fields of a JSON object
+            return resp.status, {"reason": raw.decode(errors="replace")[:200]}
+        return resp.status, doc
 
     def health(self) -> JsonObject:
         return self.request("GET", "/v1/health")[1]
@@ -67,7 +96,9 @@ class AgentClient:
         return self.request("GET", "/v1/topology")[1]
 
     def job(self, job: str) -> tuple[int, JsonObject]:
-        return self.request("GET", f"/v1/jobs/{job}")
+        """Raises ValueError for a job id no agent holds: the id is part of the URL, and
+        '7?x=1' would have asked for job 7."""
+        return self.request("GET", f"/v1/jobs/{check_job_id(job)}")
 
     def query(self, requirement: str | JsonObject) -> JsonObject:
         status, body = self.request("POST", "/v1/query", {"requirement": requirement})

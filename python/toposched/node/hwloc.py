@@ -249,21 +249,22 @@ def _distances(root: ET.Element) -> dict[tuple[int, int], int] | None:
     return None
 
 
-def read_hwloc_xml(path: str | Path) -> NodeTopology:
-    """Read an hwloc XML file (``lstopo --of xml``)."""
+def read_hwloc_xml(path: str | Path, *, flag: str = "--topology") -> NodeTopology:
+    """Read an hwloc XML file (``lstopo --of xml``); ``flag``: the option that gave it, for
+    the error."""
     path = Path(path)
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise HwlocError(str(path), f"cannot read ({exc.strerror}); pass --topology FILE or live") from None
+        raise HwlocError(str(path), f"cannot read ({exc.strerror}); pass {flag} FILE or live") from None
     return parse_hwloc_xml(data, source=str(path))
 
 
-def read_live_topology() -> NodeTopology:
+def read_live_topology(*, flag: str = "--topology") -> NodeTopology:
     """The running machine's topology, from hwloc's ``lstopo --of xml``."""
     exe = shutil.which("lstopo-no-graphics") or shutil.which("lstopo")
     if exe is None:
-        raise HwlocError("live", "hwloc's lstopo is not installed (Debian package 'hwloc'); install it or pass --topology FILE")
+        raise HwlocError("live", f"hwloc's lstopo is not installed (Debian package 'hwloc'); install it or pass {flag} FILE")
     try:
         out = subprocess.run([exe, "--of", "xml", "-"], capture_output=True, check=True, timeout=60)
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
@@ -271,9 +272,10 @@ def read_live_topology() -> NodeTopology:
     return parse_hwloc_xml(out.stdout, source=f"live ({exe})")
 
 
-def load_topology(spec: str) -> NodeTopology:
-    """``live`` for the running machine, else a path to an hwloc XML file."""
-    return read_live_topology() if spec == "live" else read_hwloc_xml(spec)
+def load_topology(spec: str, *, flag: str = "--topology") -> NodeTopology:
+    """``live`` for the running machine, else a path to an hwloc XML file; ``flag``: the
+    command's option that gave it (core-replay: --node-topology), named in the errors."""
+    return read_live_topology(flag=flag) if spec == "live" else read_hwloc_xml(spec, flag=flag)
 
 
 def synthetic_topology(shape: list[tuple[str, int]], *, numa_memory_bytes: int = 1 << 30) -> NodeTopology:
