@@ -513,7 +513,11 @@ def read_swf(
     if not col.rows:
         raise col.tally.no_valid_records()
 
-    table = col.rows[0] if len(col.rows) == 1 else np.concatenate(col.rows)
+    # The fields column by column (the table's transpose made contiguous, then viewed
+    # back: each field's values contiguous, as normalize and the engine take them, made
+    # in one pass over the parsed blocks instead of a copy per field)
+    by_field = np.empty((len(_USED), sum(len(r) for r in col.rows)), dtype=np.int64)
+    table = np.concatenate([r.T for r in col.rows], axis=1, out=by_field).T
     line = col.lines[0] if len(col.lines) == 1 else np.concatenate(col.lines)
     settings, note, origin = _header_settings(col, cores_per_node, size_field, missing_walltime, missing_runtime)
     if lenient:
