@@ -9,7 +9,9 @@ chunk at a time, and are exactly those of the per-sample rule: a job counts at `
 ignored, as the engine's own sampler did).
 
 The samples and their mean are made in Rust (crates/toposched-io/src/utilization.rs,
-through ``_core``); this module gives them to the writers as tables.
+through ``_core``): the whole replay's file is written there too
+(:meth:`UtilizationSeries.write`); this module gives the streamed replay's samples to the
+writer as arrays, and API users their table.
 """
 
 from __future__ import annotations
