@@ -121,3 +121,37 @@ def test_pbs_unclosed_quote_does_not_swallow_the_record() -> None:
     # a closed quote still joins the words it holds
     assert _split_message('jobname="a b" user=u') == {"jobname": "a b", "user": "u"}
     assert _split_message('jobname="a b user=u c"') == {"jobname": "a b user=u c"}
+
+
+def test_sacct_dumps_put_together_repeat_the_header(tmp_path: Path) -> None:
+    """`cat jan.log feb.log`: the second header line is not a record (it was refused as a
+    job id 'JobIDRaw', or with --lenient counted as a malformed record); a header naming
+    other columns is refused even with --lenient, which read the second dump's values
+    under the first dump's columns."""
+    import pytest
+
+    from toposched.errors import TraceFormatError
+
+    header = "JobIDRaw|Submit|Start|End|ElapsedRaw|Timelimit|NNodes"
+
+    def rec(i: int, nodes: int, elapsed: int) -> str:
+        return f"{i}|2021-01-0{i}T00:00:00|2021-01-0{i}T00:10:00|2021-01-0{i}T01:10:00|{elapsed}|02:00:00|{nodes}"
+
+    jan, feb = [header, rec(1, 2, 3600), rec(2, 3, 3600)], [header, rec(3, 4, 1800)]
+    whole = tmp_path / "all.log"
+    whole.write_text("\n".join(jan + feb) + "\n")
+    one = tmp_path / "one.log"  # the reference: the same jobs under one header
+    one.write_text("\n".join(jan + feb[1:]) + "\n")
+    w, ref = read_trace(whole), read_trace(one)
+    _same_table(w, ref)
+    assert w.records == 3 and w.settings["repeated_header_lines"] == 1
+    assert "repeated_header_lines" not in ref.settings
+    # the second dump printed with its columns in another order: same count, other meaning
+    other = tmp_path / "other.log"
+    swapped = "JobIDRaw|Submit|Start|End|ElapsedRaw|Timelimit|NNodes".split("|")
+    swapped[4], swapped[6] = swapped[6], swapped[4]
+    other.write_text("\n".join(jan + ["|".join(swapped), "3|2021-01-03T00:00:00|2021-01-03T00:10:00|2021-01-03T01:10:00|4|02:00:00|1800"]) + "\n")
+    for lenient in (False, True):
+        with pytest.raises(TraceFormatError, match=r"other\.log:4: a header naming other columns than line 1's") as ei:
+            read_trace(other, lenient=lenient)
+        assert ei.value.line == 4
