@@ -155,3 +155,18 @@ def test_sacct_dumps_put_together_repeat_the_header(tmp_path: Path) -> None:
         with pytest.raises(TraceFormatError, match=r"other\.log:4: a header naming other columns than line 1's") as ei:
             read_trace(other, lenient=lenient)
         assert ei.value.line == 4
+
+
+def test_pbs_lone_carriage_returns_end_lines(tmp_path: Path) -> None:
+    """A PBS log with lone carriage-return line ends (or a mix) reads as with "\\n": it was
+    one line, the records run together into the first one's attributes (an error about
+    its qtime, or with --lenient no valid record)."""
+    data = PBS_SAMPLE.read_bytes()
+    lines = data.rstrip(b"\n").split(b"\n")
+    ref = read_trace(PBS_SAMPLE)
+    for name, text in (("cr.log", b"\r".join(lines) + b"\r"), ("mixed.log", b"\r".join(lines[:4]) + b"\r\n" + b"\n".join(lines[4:]) + b"\n")):
+        p = tmp_path / name
+        p.write_bytes(text)
+        w = read_trace(p, format="pbs")
+        _same_table(w, ref)
+        assert w["line"].tolist() == ref["line"].tolist()  # a lone "\r" ends a line, as in an editor

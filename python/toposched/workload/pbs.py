@@ -319,6 +319,10 @@ def read_pbs(
     # bytes that are not UTF-8 kept as \xNN: replaced by U+FFFD, two different Latin-1
     # names (josé, josè) would silently become one user, account or app
     text = read_bytes(path).decode("utf-8", errors="backslashreplace")
+    if "\r" in text and text.count("\r") != text.count("\r\n"):
+        # lone carriage returns end lines, as in read_swf (no PBS value holds one): read
+        # as one line, the log's records ran together into the first one's attributes
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     if text.startswith("\ufeff"):
         text = text[1:]
 
