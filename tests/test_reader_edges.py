@@ -170,3 +170,15 @@ def test_pbs_lone_carriage_returns_end_lines(tmp_path: Path) -> None:
         w = read_trace(p, format="pbs")
         _same_table(w, ref)
         assert w["line"].tolist() == ref["line"].tolist()  # a lone "\r" ends a line, as in an editor
+
+
+def test_sacct_lone_carriage_return_line_ends(tmp_path: Path) -> None:
+    """A sacct log whose every line ends in a lone carriage return reads as with "\\n" (it
+    was one line: "no job records found (only a header)")."""
+    src = SLURM / "xdmod_ub-hpc_sacct-parsable2_job-arrays.log"  # no header: XDMoD's layout
+    header_log = SLURM / "ubccr_ub-hpc_sacct-P-all_dump2110.log"
+    for path in (src, header_log):
+        p = tmp_path / ("cr-" + path.name)
+        p.write_bytes(path.read_bytes().replace(b"\r\n", b"\n").replace(b"\n", b"\r"))
+        assert b"\n" not in p.read_bytes()
+        _same_table(read_trace(p, lenient=True), read_trace(path, lenient=True))

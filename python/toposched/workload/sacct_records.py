@@ -137,6 +137,10 @@ def read_lines(path: str | Path) -> list[str]:
     # Bytes that are not UTF-8 (a Latin-1 job or user name) are kept as \xNN: replaced by
     # U+FFFD, two different names (josé, josè) would silently become one user or app.
     text = read_bytes(path).decode("utf-8", errors="backslashreplace").removeprefix("\ufeff")
+    if "\r" in text and "\n" not in text:
+        # a log whose lines all end in a lone '\r' (a bare '\r' inside a SubmitLine
+        # comes with '\n' line ends): read as one line, it was "only a header"
+        text = text.replace("\r", "\n")
     lines = [ln[:-1] if ln.endswith("\r") else ln for ln in text.split("\n")]
     if lines and lines[-1] == "":
         lines.pop()  # the newline ending the last line does not start another
