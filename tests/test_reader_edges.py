@@ -182,3 +182,14 @@ def test_sacct_lone_carriage_return_line_ends(tmp_path: Path) -> None:
         p.write_bytes(path.read_bytes().replace(b"\r\n", b"\n").replace(b"\n", b"\r"))
         assert b"\n" not in p.read_bytes()
         _same_table(read_trace(p, lenient=True), read_trace(path, lenient=True))
+
+
+def test_alea_machines_file_with_byte_order_mark(tmp_path: Path) -> None:
+    """An Alea .machines file saved with a byte-order mark: its first cluster id was
+    '\\ufeff0', "expected a number"."""
+    from toposched.workload.swf_nodes import read_alea_machines
+
+    src = WAGAP.parent / "alea_wagap-2013.swf.machines"
+    bom = tmp_path / "bom.machines"
+    bom.write_bytes(BOM + src.read_bytes())
+    assert read_alea_machines(bom) == read_alea_machines(src)
