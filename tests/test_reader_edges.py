@@ -193,3 +193,32 @@ def test_alea_machines_file_with_byte_order_mark(tmp_path: Path) -> None:
     bom = tmp_path / "bom.machines"
     bom.write_bytes(BOM + src.read_bytes())
     assert read_alea_machines(bom) == read_alea_machines(src)
+
+
+def test_utf16_logs_are_named_as_such(tmp_path: Path) -> None:
+    """A log saved as UTF-16 (with or without its byte-order mark) is one line saying so,
+    from every reader and the format guess; each said something beside the point before
+    ("expected 18 fields, found 3 (truncated line?)", "cannot tell the log's format")."""
+    import pytest
+
+    from toposched.errors import TraceFormatError
+    from toposched.workload.swf_stream import SwfStream
+
+    sources = {
+        "swf": gzip.decompress(KTH.read_bytes())[:4000].rsplit(b"\n", 1)[0] + b"\n",
+        "pbs": PBS_SAMPLE.read_bytes(),
+        "sacct": (SLURM / "ubccr_ub-hpc_sacct-P-all_dump2110.log").read_bytes(),
+    }
+    for fmt, data in sources.items():
+        for enc in ("utf-16", "utf-16-le", "utf-16-be"):
+            text = data.decode("utf-8", errors="strict").encode(enc)
+            for name in (f"{fmt}-{enc}.log", f"{fmt}-{enc}.swf"):
+                p = tmp_path / name
+                p.write_bytes(text)
+                for kw in ({}, {"format": fmt}):
+                    with pytest.raises(TraceFormatError, match=r"is UTF-16 text .*iconv -f UTF-16 -t UTF-8") as ei:
+                        read_trace(p, **kw)
+                    assert ei.value.line == 1, (name, kw)
+                if fmt == "swf":
+                    with pytest.raises(TraceFormatError, match=r"is UTF-16 text"):
+                        list(SwfStream(p).chunks())

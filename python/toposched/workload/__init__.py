@@ -44,8 +44,10 @@ def _guess_format(p: Path) -> str:
     name = p.name.lower()
     if name.endswith((".swf", ".swf.gz")):
         return "swf"
-    from ._io import open_text
+    from ._io import open_binary, open_text, refuse_utf16
 
+    with open_binary(p) as raw:
+        refuse_utf16(raw.read(256), p)
     with open_text(p) as fh:
         for line in fh:
             s = line.strip()
