@@ -222,3 +222,35 @@ def test_utf16_logs_are_named_as_such(tmp_path: Path) -> None:
                 if fmt == "swf":
                     with pytest.raises(TraceFormatError, match=r"is UTF-16 text"):
                         list(SwfStream(p).chunks())
+
+
+def test_corrupt_gzip_guess_is_one_line_with_stream(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """gzip data corrupt in its first lines, in a log whose name does not say SWF: the
+    format guess raised zlib.error / BadGzipFile, which `simulate --stream` (no
+    read_trace around it) printed without the file ("error: unreadable file: ...", or
+    "error: Unknown compression method", exit 1). Now the whole and the streamed replay
+    say the same line."""
+    import pytest
+
+    from toposched.cli import main
+    from toposched.errors import TraceFormatError
+
+    good = KTH.read_bytes()
+    corrupt = good[:12] + b"\x00" * 50 + good[62:]
+    cases = {"stored.log": corrupt, "method.log": b"\x1f\x8b" + b"garbage" * 20, "named.swf.gz": corrupt}
+    for name, data in cases.items():
+        p = tmp_path / name
+        p.write_bytes(data)
+        if not name.endswith(".swf.gz"):
+            with pytest.raises(TraceFormatError, match=r"cannot read: "):
+                detect_format(p)
+        else:  # the look for node lists does not raise: the reader says what is wrong
+            assert detect_format(p) == "swf"
+        errs = []
+        for extra in ([], ["--stream"]):
+            code = main(["simulate", "--trace", str(p), "--system", "fattree:K=4,S=2,P=2", "--quiet", "--out", str(tmp_path / "o"), *extra])
+            err = capsys.readouterr().err.strip()
+            assert code == 2 and len(err.splitlines()) == 1 and err.startswith(f"error: {p}: "), err
+            assert ("corrupt gzip data: " if name.endswith(".swf.gz") else "cannot read: ") in err
+            errs.append(err)
+        assert errs[0] == errs[1]
