@@ -121,3 +121,136 @@ def test_pbs_unclosed_quote_does_not_swallow_the_record() -> None:
     # a closed quote still joins the words it holds
     assert _split_message('jobname="a b" user=u') == {"jobname": "a b", "user": "u"}
     assert _split_message('jobname="a b user=u c"') == {"jobname": "a b user=u c"}
+
+
+def test_sacct_dumps_put_together_repeat_the_header(tmp_path: Path) -> None:
+    """`cat jan.log feb.log`: the second header line is not a record (it was refused as a
+    job id 'JobIDRaw', or with --lenient counted as a malformed record); a header naming
+    other columns is refused even with --lenient, which read the second dump's values
+    under the first dump's columns."""
+    import pytest
+
+    from toposched.errors import TraceFormatError
+
+    header = "JobIDRaw|Submit|Start|End|ElapsedRaw|Timelimit|NNodes"
+
+    def rec(i: int, nodes: int, elapsed: int) -> str:
+        return f"{i}|2021-01-0{i}T00:00:00|2021-01-0{i}T00:10:00|2021-01-0{i}T01:10:00|{elapsed}|02:00:00|{nodes}"
+
+    jan, feb = [header, rec(1, 2, 3600), rec(2, 3, 3600)], [header, rec(3, 4, 1800)]
+    whole = tmp_path / "all.log"
+    whole.write_text("\n".join(jan + feb) + "\n")
+    one = tmp_path / "one.log"  # the reference: the same jobs under one header
+    one.write_text("\n".join(jan + feb[1:]) + "\n")
+    w, ref = read_trace(whole), read_trace(one)
+    _same_table(w, ref)
+    assert w.records == 3 and w.settings["repeated_header_lines"] == 1
+    assert "repeated_header_lines" not in ref.settings
+    # the second dump printed with its columns in another order: same count, other meaning
+    other = tmp_path / "other.log"
+    swapped = "JobIDRaw|Submit|Start|End|ElapsedRaw|Timelimit|NNodes".split("|")
+    swapped[4], swapped[6] = swapped[6], swapped[4]
+    other.write_text("\n".join(jan + ["|".join(swapped), "3|2021-01-03T00:00:00|2021-01-03T00:10:00|2021-01-03T01:10:00|4|02:00:00|1800"]) + "\n")
+    for lenient in (False, True):
+        with pytest.raises(TraceFormatError, match=r"other\.log:4: a header naming other columns than line 1's") as ei:
+            read_trace(other, lenient=lenient)
+        assert ei.value.line == 4
+
+
+def test_pbs_lone_carriage_returns_end_lines(tmp_path: Path) -> None:
+    """A PBS log with lone carriage-return line ends (or a mix) reads as with "\\n": it was
+    one line, the records run together into the first one's attributes (an error about
+    its qtime, or with --lenient no valid record)."""
+    data = PBS_SAMPLE.read_bytes()
+    lines = data.rstrip(b"\n").split(b"\n")
+    ref = read_trace(PBS_SAMPLE)
+    for name, text in (("cr.log", b"\r".join(lines) + b"\r"), ("mixed.log", b"\r".join(lines[:4]) + b"\r\n" + b"\n".join(lines[4:]) + b"\n")):
+        p = tmp_path / name
+        p.write_bytes(text)
+        w = read_trace(p, format="pbs")
+        _same_table(w, ref)
+        assert w["line"].tolist() == ref["line"].tolist()  # a lone "\r" ends a line, as in an editor
+
+
+def test_sacct_lone_carriage_return_line_ends(tmp_path: Path) -> None:
+    """A sacct log whose every line ends in a lone carriage return reads as with "\\n" (it
+    was one line: "no job records found (only a header)")."""
+    src = SLURM / "xdmod_ub-hpc_sacct-parsable2_job-arrays.log"  # no header: XDMoD's layout
+    header_log = SLURM / "ubccr_ub-hpc_sacct-P-all_dump2110.log"
+    for path in (src, header_log):
+        p = tmp_path / ("cr-" + path.name)
+        p.write_bytes(path.read_bytes().replace(b"\r\n", b"\n").replace(b"\n", b"\r"))
+        assert b"\n" not in p.read_bytes()
+        _same_table(read_trace(p, lenient=True), read_trace(path, lenient=True))
+
+
+def test_alea_machines_file_with_byte_order_mark(tmp_path: Path) -> None:
+    """An Alea .machines file saved with a byte-order mark: its first cluster id was
+    '\\ufeff0', "expected a number"."""
+    from toposched.workload.swf_nodes import read_alea_machines
+
+    src = WAGAP.parent / "alea_wagap-2013.swf.machines"
+    bom = tmp_path / "bom.machines"
+    bom.write_bytes(BOM + src.read_bytes())
+    assert read_alea_machines(bom) == read_alea_machines(src)
+
+
+def test_utf16_logs_are_named_as_such(tmp_path: Path) -> None:
+    """A log saved as UTF-16 (with or without its byte-order mark) is one line saying so,
+    from every reader and the format guess; each said something beside the point before
+    ("expected 18 fields, found 3 (truncated line?)", "cannot tell the log's format")."""
+    import pytest
+
+    from toposched.errors import TraceFormatError
+    from toposched.workload.swf_stream import SwfStream
+
+    sources = {
+        "swf": gzip.decompress(KTH.read_bytes())[:4000].rsplit(b"\n", 1)[0] + b"\n",
+        "pbs": PBS_SAMPLE.read_bytes(),
+        "sacct": (SLURM / "ubccr_ub-hpc_sacct-P-all_dump2110.log").read_bytes(),
+    }
+    for fmt, data in sources.items():
+        for enc in ("utf-16", "utf-16-le", "utf-16-be"):
+            text = data.decode("utf-8", errors="strict").encode(enc)
+            for name in (f"{fmt}-{enc}.log", f"{fmt}-{enc}.swf"):
+                p = tmp_path / name
+                p.write_bytes(text)
+                for kw in ({}, {"format": fmt}):
+                    with pytest.raises(TraceFormatError, match=r"is UTF-16 text .*iconv -f UTF-16 -t UTF-8") as ei:
+                        read_trace(p, **kw)
+                    assert ei.value.line == 1, (name, kw)
+                if fmt == "swf":
+                    with pytest.raises(TraceFormatError, match=r"is UTF-16 text"):
+                        list(SwfStream(p).chunks())
+
+
+def test_corrupt_gzip_guess_is_one_line_with_stream(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """gzip data corrupt in its first lines, in a log whose name does not say SWF: the
+    format guess raised zlib.error / BadGzipFile, which `simulate --stream` (no
+    read_trace around it) printed without the file ("error: unreadable file: ...", or
+    "error: Unknown compression method", exit 1). Now the whole and the streamed replay
+    say the same line."""
+    import pytest
+
+    from toposched.cli import main
+    from toposched.errors import TraceFormatError
+
+    good = KTH.read_bytes()
+    corrupt = good[:12] + b"\x00" * 50 + good[62:]
+    cases = {"stored.log": corrupt, "method.log": b"\x1f\x8b" + b"garbage" * 20, "named.swf.gz": corrupt}
+    for name, data in cases.items():
+        p = tmp_path / name
+        p.write_bytes(data)
+        if not name.endswith(".swf.gz"):
+            with pytest.raises(TraceFormatError, match=r"cannot read: "):
+                detect_format(p)
+        else:  # the look for node lists does not raise: the reader says what is wrong
+            assert detect_format(p) == "swf"
+        errs = []
+        for extra in ([], ["--stream"]):
+            code = main(["simulate", "--trace", str(p), "--system", "fattree:K=4,S=2,P=2", "--quiet", "--out", str(tmp_path / "o"), *extra])
+            err = capsys.readouterr().err.strip()
+            assert code == 2 and len(err.splitlines()) == 1 and err.startswith(f"error: {p}: "), err
+            assert ("corrupt gzip data: " if name.endswith(".swf.gz") else "cannot read: ") in err
+            errs.append(err)
+        assert errs[0] == errs[1]

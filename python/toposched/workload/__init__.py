@@ -31,7 +31,12 @@ def detect_format(path: str | Path) -> str:
         # A look at its first lines would consume them, and opening it again for the
         # read would wait forever on a FIFO whose writer is gone: refuse before reading.
         raise TraceFormatError(str(p), PIPE_READ_TWICE)
-    fmt = _guess_format(p)
+    try:
+        fmt = _guess_format(p)
+    except (OSError, EOFError, zlib.error) as exc:
+        # gzip data corrupt in its first lines, as read_trace says it: --stream (and any
+        # other caller) calls this without read_trace's own net
+        raise TraceFormatError(str(p), f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
     if fmt == "swf":
         from .swf_nodes import has_node_lists
 
@@ -44,8 +49,10 @@ def _guess_format(p: Path) -> str:
     name = p.name.lower()
     if name.endswith((".swf", ".swf.gz")):
         return "swf"
-    from ._io import open_text
+    from ._io import open_binary, open_text, refuse_utf16
 
+    with open_binary(p) as raw:
+        refuse_utf16(raw.read(256), p)
     with open_text(p) as fh:
         for line in fh:
             s = line.strip()

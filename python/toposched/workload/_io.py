@@ -13,10 +13,24 @@ from typing import IO
 from ..errors import TraceFormatError
 from ..readahead import log_file, read_bytes
 
-__all__ = ["PIPE_READ_TWICE", "is_pipe", "open_binary", "open_text", "read_bytes"]
+__all__ = ["PIPE_READ_TWICE", "is_pipe", "open_binary", "open_text", "read_bytes", "refuse_utf16"]
 
 #: Why a pipe's format is not guessed: the guess would consume what the reader needs.
 PIPE_READ_TWICE = "is a pipe, which can be read only once: give --format, so that its format is not guessed from it first, or save it to a file"
+
+
+def refuse_utf16(head: bytes, path: str | Path) -> None:
+    """One line for a log in UTF-16 (a Windows editor's "Unicode"), from its first bytes:
+    read as UTF-8, every other byte is a NUL, and each reader said something beside the
+    point ("expected 18 fields, found 3", "cannot tell the log's format")."""
+    head = head[:256]
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        why = f"it starts with the byte-order mark {head[:2].hex(' ').upper()}"
+    elif len(head) >= 8 and head.count(b"\x00") * 3 >= len(head):
+        why = "every other byte is a NUL"
+    else:
+        return
+    raise TraceFormatError(str(path), f"is UTF-16 text ({why}), not UTF-8: convert it first, e.g. iconv -f UTF-16 -t UTF-8", line=1)
 
 
 def is_pipe(path: str | Path) -> bool:

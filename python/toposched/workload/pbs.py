@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import TraceFormatError
 from ..limits import EPOCH_MAX_S, EPOCH_MIN_S, MAX_INT64, MAX_SPAN_LONG_S, MAX_SPAN_S, years
-from ._io import read_bytes
+from ._io import read_bytes, refuse_utf16
 from .model import Workload, ids_of_names
 from .normalize import NormalizeSettings, normalize
 from .tally import Tally
@@ -318,7 +318,13 @@ def read_pbs(
     src = str(path)
     # bytes that are not UTF-8 kept as \xNN: replaced by U+FFFD, two different Latin-1
     # names (josé, josè) would silently become one user, account or app
-    text = read_bytes(path).decode("utf-8", errors="backslashreplace")
+    data = read_bytes(path)
+    refuse_utf16(data, path)
+    text = data.decode("utf-8", errors="backslashreplace")
+    if "\r" in text and text.count("\r") != text.count("\r\n"):
+        # lone carriage returns end lines, as in read_swf (no PBS value holds one): read
+        # as one line, the log's records ran together into the first one's attributes
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     if text.startswith("\ufeff"):
         text = text[1:]
 

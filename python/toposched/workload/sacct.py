@@ -420,6 +420,13 @@ class _Jobs:
 # --------------------------------------------------------------------------- reader
 
 
+def _is_header_line(line: str) -> bool:
+    """A line of column names: it names the job id and the submit time columns (no job's
+    fields are both, whatever its free text)."""
+    names = {p.strip().lower() for p in line.strip().removeprefix("\ufeff").split("|")}
+    return "submit" in names and bool(names & {"jobid", "jobidraw"})
+
+
 def read_sacct(
     path: str | Path,
     *,
@@ -496,7 +503,22 @@ def read_sacct(
     skipped: dict[str, int] = {}
     tally = Tally(src, lenient, skipped)
     jobs = _Jobs()
+    # Dumps put together (cat jan.log feb.log) repeat the header line: not a record. One
+    # naming other columns is refused even with lenient, which would skip it as malformed
+    # and then read the next dump's values under the first dump's columns.
+    header_text = lines[layout.header_line - 1].strip() if layout.header_line is not None else None
+    repeated_headers = 0
     for first0, last0, pieces, status, detail in Splitter(layout, cols.used(), lines, cols.text()).records(data_start):
+        if header_text is not None and first0 == last0 and _is_header_line(lines[first0]):
+            if lines[first0].strip().removeprefix("\ufeff") == header_text:
+                repeated_headers += 1
+                continue
+            raise TraceFormatError(
+                src,
+                f"a header naming other columns than line {layout.header_line}'s: logs of different sacct --format "
+                "put together; read them one at a time (or print them with the same --format)",
+                line=first0 + 1,
+            )
         records += 1
         first, last = first0 + 1, last0 + 1
         if status != "ok":
@@ -530,6 +552,8 @@ def read_sacct(
 
     origin, raw, extra, names = jobs.columns()
     note: dict[str, Any] = {"layout": layout.kind}
+    if repeated_headers:
+        note["repeated_header_lines"] = repeated_headers
     if jobs.apps_not_located:
         note["jobname_not_located"] = jobs.apps_not_located
     if lenient:

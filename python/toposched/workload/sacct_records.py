@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import TraceFormatError
-from ._io import read_bytes
+from ._io import read_bytes, refuse_utf16
 
 __all__ = ["FREE", "FREE_TEXT", "XDMOD_FIELDS", "Layout", "Splitter", "positions", "read_layout", "read_lines", "split_message", "split_positions"]
 
@@ -136,7 +136,13 @@ def read_lines(path: str | Path) -> list[str]:
     # header's first, e.g. Account) would then be missing, silently for an optional one.
     # Bytes that are not UTF-8 (a Latin-1 job or user name) are kept as \xNN: replaced by
     # U+FFFD, two different names (josé, josè) would silently become one user or app.
-    text = read_bytes(path).decode("utf-8", errors="backslashreplace").removeprefix("\ufeff")
+    data = read_bytes(path)
+    refuse_utf16(data, path)
+    text = data.decode("utf-8", errors="backslashreplace").removeprefix("\ufeff")
+    if "\r" in text and "\n" not in text:
+        # a log whose lines all end in a lone '\r' (a bare '\r' inside a SubmitLine
+        # comes with '\n' line ends): read as one line, it was "only a header"
+        text = text.replace("\r", "\n")
     lines = [ln[:-1] if ln.endswith("\r") else ln for ln in text.split("\n")]
     if lines and lines[-1] == "":
         lines.pop()  # the newline ending the last line does not start another

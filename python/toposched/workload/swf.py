@@ -37,6 +37,7 @@ import numpy.typing as npt
 from ..errors import TraceFormatError
 from ..limits import MAX_COUNT
 from ..readahead import read_swf_bytes
+from ._io import refuse_utf16
 from ..swf_layout import CHUNK_BYTES, FIELD_NAMES, MAX_FAST_DIGITS, N_FIELDS, USED
 from .model import Workload
 from .normalize import NormalizeSettings, normalize
@@ -609,6 +610,7 @@ def not_swf(first_record: bytes, line: int, path: str) -> None:
     """Refuse a log of another format read as SWF, from its first record (the line after
     the header): one line naming the format to pass, rather than the first record's
     field error and its advice to skip records with --lenient (which would skip them all)."""
+    refuse_utf16(first_record, path)
     if first_record.count(b"|") >= 2 and len(first_record.split()) < N_FIELDS:  # not an SWF record with a stray '|'
         what = "a Slurm sacct log (fields separated by '|'" + (", a 'JobID|...' header)" if first_record.lstrip().lower().startswith(b"jobid") else ")")
         fmt = "sacct"

@@ -24,6 +24,7 @@ switch it hangs from. ``docs/as-logged.md`` says how we place them on a fabric.
 from __future__ import annotations
 
 import re
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -121,7 +122,9 @@ def has_node_lists(path: str | Path) -> bool:
                     continue
                 t = s.split()
                 return len(t) > N_FIELDS and t[N_FIELDS].startswith("{")
-    except (OSError, EOFError, TraceFormatError):
+    except (OSError, EOFError, zlib.error, TraceFormatError):
+        # the reader then says what is wrong (zlib.error, from gzip data corrupt in the
+        # first lines, escaped: --stream printed it without the file's name)
         return False
     return False
 
