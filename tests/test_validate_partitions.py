@@ -213,3 +213,28 @@ def test_priority_job_factor_is_slurms_partition_factor(tmp_path):
     slurm.priority = {k: v for k, v in slurm.priority.items() if k != "priority_weight_partition"}
     s = val.compare(lab_fabric(), slurm, select="linear", scheduler="builtin").summary()
     assert s["start_diff_s"]["mean"] > 10, s
+
+
+def test_a_bad_partition_max_time_names_partitions():
+    """'--partitions a=n00:MaxTime=x' said 'error: --multifactor: MaxTime=...': the
+    duration reader named the other flag that uses it."""
+    names = list(lab_fabric().spec.node_names)
+    with pytest.raises(InputError) as e:
+        val.parse_partitions("a=n00:MaxTime=x", names)
+    assert e.value.path == "--partitions" and "MaxTime='x'" in str(e.value)
+    with pytest.raises(InputError) as e:
+        val.multifactor_conf("PriorityMaxAge=x")
+    assert e.value.path == "--multifactor"
+
+
+def test_more_accounts_than_jobs_is_refused_before_anything_starts(monkeypatch, capsys):
+    """--accounts beyond the jobs of --random: at most one account per job can be used, and
+    the stream drew each job's account in time proportional to N (--accounts 100000000 ran
+    for ever before anything was said). Refused in one line naming --accounts."""
+    from toposched.cli import main
+    from toposched.live import slurmlab
+
+    monkeypatch.setattr(slurmlab, "missing_binaries", lambda: ["(no Slurm in this test)"])  # never start one
+    assert main(["validate-slurm", "--random", "5", "--accounts", "6", "--out", "/nonexistent/never-written"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --accounts: 6: ") and "at most the number of jobs (5, --random)" in err and err.count("\n") == 1, err

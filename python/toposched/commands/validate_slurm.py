@@ -52,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default: priority/basic)")
     parser.add_argument("--accounts", type=int, default=0, metavar="N",
                         help="--random: each job charges one of N accounts a0..aN-1 (directly under root, user root in each; a0 the busiest), "
-                             "made in the lab with sacctmgr (default: 0, root's own account)")
+                             "made in the lab with sacctmgr; at most the number of jobs (default: 0, root's own account)")
     parser.add_argument("--qos", default="", metavar="NAME=PRIORITY,...",
                         help="QOS made in the lab with these priorities (normal=P sets Slurm's own); with --random each job asks for one of them")
     parser.add_argument("--partitions", default="", metavar="NAME=NODES[:MaxTime=MIN][:MaxNodes=N][:MinNodes=N][:PriorityTier=N][:PriorityJobFactor=N],...",
@@ -87,6 +87,9 @@ def run(args: argparse.Namespace) -> int:
         qos_names = tuple(val.qos_priorities(args.qos)) if args.qos else ()  # normal included
         if args.accounts < 0:
             raise InputError("--accounts", f"{args.accounts}: expected 0 or more")
+        if args.accounts > (args.random or 200):
+            # each job charges one account; drawing one costs time in proportion to N
+            raise InputError("--accounts", f"{args.accounts}: expected at most the number of jobs ({args.random or 200}, --random)")
         stream = val.random_stream(args.random or 200, n_nodes, args.seed, arrival_span_s=args.arrival_span_s, max_run_s=args.max_run_s or 4,
                                    accounts=args.accounts, qos=qos_names, partitions=partitions)
     if args.multifactor:
