@@ -238,3 +238,13 @@ def test_more_accounts_than_jobs_is_refused_before_anything_starts(monkeypatch, 
     assert main(["validate-slurm", "--random", "5", "--accounts", "6", "--out", "/nonexistent/never-written"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: --accounts: 6: ") and "at most the number of jobs (5, --random)" in err and err.count("\n") == 1, err
+
+
+def test_a_qos_given_twice_is_refused():
+    """'--qos hi=1,hi=2' kept the last priority without a word (as --partitions refuses a
+    partition given twice); Slurm's own normal may be given once."""
+    assert val.qos_priorities("normal=5,hi=1") == {"normal": 5, "hi": 1}
+    for bad in ("hi=1,hi=2", "normal=1,normal=2"):
+        with pytest.raises(InputError, match="given twice") as e:
+            val.qos_priorities(bad)
+        assert e.value.path == "--qos"

@@ -301,10 +301,14 @@ def qos_priorities(text: str) -> dict[str, int]:
     """``--qos hi=100,lo=10`` -> {QOS name: priority}; ``normal`` (Slurm's own QOS, priority 0
     unless given) always included. Names as sacctmgr takes them."""
     out: dict[str, int] = {"normal": 0}
+    given: set[str] = set()
     for item in (x.strip() for x in text.split(",") if x.strip()):
         name, eq, value = item.partition("=")
         if not eq or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]{0,30}", name.strip()) or not value.strip().isdigit() or int(value) > 2**32 - 2:
             raise InputError("--qos", f"{item!r}: expected NAME=PRIORITY (a name of letters, digits and _, a whole number below 2^32 - 1)")
+        if name.strip() in given:
+            raise InputError("--qos", f"QOS {name.strip()} is given twice")
+        given.add(name.strip())
         out[name.strip()] = int(value)
     return out
 
