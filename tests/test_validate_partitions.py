@@ -248,3 +248,18 @@ def test_a_qos_given_twice_is_refused():
         with pytest.raises(InputError, match="given twice") as e:
             val.qos_priorities(bad)
         assert e.value.path == "--qos"
+
+
+def test_lenient_system_as_the_error_advises(monkeypatch, capsys, tmp_path):
+    """--system with a topology.conf listing a node under two leaf switches: the error
+    advised --lenient, which validate-slurm did not have."""
+    from toposched.cli import main
+    from toposched.live import slurmlab
+
+    monkeypatch.setattr(slurmlab, "missing_binaries", lambda: ["(no Slurm in this test)"])  # never start one
+    conf = tmp_path / "topology.conf"
+    conf.write_text("SwitchName=s1 Nodes=n[1-4]\nSwitchName=s2 Nodes=n[3-6]\nSwitchName=top Switches=s[1-2]\n")
+    argv = ["validate-slurm", "--system", str(conf), "--random", "3", "--out", str(tmp_path / "o")]
+    assert main(argv) == 2 and "--lenient" in capsys.readouterr().err
+    assert main([*argv, "--lenient"]) == 2  # the fabric loaded: what stops it now is the missing Slurm
+    assert "(no Slurm in this test)" in capsys.readouterr().err

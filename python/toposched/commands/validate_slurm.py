@@ -32,6 +32,7 @@ EPILOG = """examples:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--system", help="fabric: a preset, fabric file or Slurm topology.conf (default: 32 nodes n00-n31, 4 leaves of 8, 2 pods)")
+    parser.add_argument("--lenient", action="store_true", help="let a topology.conf listing a node under two leaf switches load, each node on the first (Slurm only warns)")
     src = parser.add_mutually_exclusive_group()
     src.add_argument("--trace", metavar="SWF", help="take the stream from a window of this SWF log (sizes kept, times compressed)")
     src.add_argument("--random", type=positive_int, metavar="N", help="a random stream of N jobs (default: 200)")
@@ -73,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     from ..live.slurmlab import missing_binaries
     from ..topology import Fabric, load_fabric, regular_spec
 
-    fabric = load_fabric(args.system) if args.system else Fabric.from_spec(regular_spec("lab", 8, 2, 2, node_prefix="n"))
+    fabric = load_fabric(args.system, lenient=args.lenient) if args.system else Fabric.from_spec(regular_spec("lab", 8, 2, 2, node_prefix="n"))
     n_nodes = len(fabric.spec.node_names)
     partitions = tuple(val.parse_partitions(args.partitions, list(fabric.spec.node_names))) if args.partitions else ()
     if args.trace and partitions:
