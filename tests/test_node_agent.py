@@ -573,3 +573,13 @@ def test_second_agent_on_the_same_state_is_refused(cab_agent, tmp_path):
     assert r.returncode == 2 and "another toposched node-agent uses this --state directory" in r.stderr, r.stderr
     assert r.stderr.count("\n") == 1
     assert cab_agent.client.health()["ok"]
+
+
+@pytest.mark.parametrize("prefix", ["../x", "a/b", ""])
+def test_cgroup_prefix_that_is_no_directory_name_is_one_line(tmp_path, prefix):
+    """--cgroup-prefix ../x was 'internal error: ValueError: job id '../x' must be ... a bug'
+    (the check is right, a path out of the cgroup base; the message was not)."""
+    agent = Agent(tmp_path, str(CAB), "auto", prefix)
+    r = subprocess.run(agent.args, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "argument --cgroup-prefix: " in r.stderr and "internal error" not in r.stderr, r.stderr
+    assert r.stderr.count("\n") == 1
