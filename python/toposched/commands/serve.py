@@ -56,4 +56,14 @@ def run(args: argparse.Namespace) -> int:
         from ..live.agents import AgentDirectory
 
         agents = AgentDirectory.load(args.node_agents)
+        unknown = sorted(set(agents.agents) - set(table.names))
+        if unknown:
+            # a typo would leave the real node without an agent: every job stating a
+            # requirement refused there, with no word at start
+            from ..errors import InputError
+
+            raise InputError(
+                args.node_agents, f"[agents] names {', '.join(unknown)}, not on fabric {fabric.name} (its nodes: {table.names[0]} ...)",
+                field=f"agents.{unknown[0]}",
+            )
     return serve_forever(Service(table, token, log=None if args.quiet else sys.stderr, agents=agents), args.listen)
