@@ -96,3 +96,25 @@ def test_agents_file_errors_name_the_file_and_key(tmp_path):
     p.write_text("agent = 1\n")
     with pytest.raises(InputError, match="unknown keys"):
         AgentDirectory.load(Path(p))
+
+
+def test_agents_file_naming_a_node_not_on_the_fabric_is_refused_at_start(tmp_path):
+    """A typo in [agents] (n1 for hype1) was taken silently: the real node then had no
+    agent, and every job stating a requirement was refused there ('no node agent
+    configured for this host'). serve now refuses to start, naming the file and the key."""
+    import subprocess
+    import sys
+
+    from live_util import write_token
+
+    tok = tmp_path / "token"
+    write_token(tok)
+    agents = tmp_path / "agents.toml"
+    agents.write_text('[agents]\nhype1 = "unix:/nonexistent/a.sock"\nn2 = "unix:/nonexistent/b.sock"\n')
+    r = subprocess.run(
+        [sys.executable, "-m", "toposched.cli", "serve", "--system", "hype", "--state", str(tmp_path / "st"), "--listen", "127.0.0.1:0",
+         "--token-file", str(tok), "--node-agents", str(agents)],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert r.returncode == 2 and str(agents) in r.stderr and "agents.n2" in r.stderr and "not on fabric hype" in r.stderr, r.stderr
+    assert r.stderr.count("\n") == 1

@@ -498,3 +498,18 @@ def test_listen_errors_name_the_flag_and_never_remove_a_file(tmp_path):
     for listen in ("127.0.0.1:99999", f"unix:{tmp_path / 'no' / 'such' / 'dir.sock'}"):
         r = serve(listen)
         assert r.returncode == 2 and r.stderr.startswith(f"error: --listen {listen}: ") and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_lenient_topology_conf_as_the_error_advises(tmp_path):
+    """A Slurm topology.conf listing a node under two leaf switches (Slurm only warns):
+    serve's error advised '--lenient', which serve did not have. With it the service starts,
+    each node on the first leaf that lists it."""
+    conf = tmp_path / "topology.conf"
+    conf.write_text("SwitchName=s1 Nodes=n[1-4]\nSwitchName=s2 Nodes=n[3-6]\nSwitchName=top Switches=s[1-2]\n")
+    tok = tmp_path / "token"
+    write_token(tok)
+    r = _serve_cli(tmp_path / "st", tok, system=str(conf))
+    assert r.returncode == 2 and "--lenient" in r.stderr, r.stderr
+    with ServiceProcess(tmp_path / "svc", system=str(conf), extra=["--lenient"]) as s:
+        state = s.client().state()
+        assert state["nodes"] == 6 and [leaf["nodes"] for leaf in state["leaves"]] == [4, 2]

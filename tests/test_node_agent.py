@@ -573,3 +573,36 @@ def test_second_agent_on_the_same_state_is_refused(cab_agent, tmp_path):
     assert r.returncode == 2 and "another toposched node-agent uses this --state directory" in r.stderr, r.stderr
     assert r.stderr.count("\n") == 1
     assert cab_agent.client.health()["ok"]
+
+
+@pytest.mark.parametrize("prefix", ["../x", "a/b", ""])
+def test_cgroup_prefix_that_is_no_directory_name_is_one_line(tmp_path, prefix):
+    """--cgroup-prefix ../x was 'internal error: ValueError: job id '../x' must be ... a bug'
+    (the check is right, a path out of the cgroup base; the message was not)."""
+    agent = Agent(tmp_path, str(CAB), "auto", prefix)
+    r = subprocess.run(agent.args, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "argument --cgroup-prefix: " in r.stderr and "internal error" not in r.stderr, r.stderr
+    assert r.stderr.count("\n") == 1
+
+
+def test_a_huge_cpu_list_is_refused_at_once(cab_agent):
+    """POST /v1/query (no token needed) with CPU_LIST=0-99999999999 made the agent build a
+    set of 10^11 numbers: 12 GB in 30 s, the client timed out, the machine headed for the
+    OOM killer. CPU numbers are below 65536 (Linux's NR_CPUS is at most 8192), and a list
+    names at most 65536 CPUs in all, however it is written."""
+    import time as _time
+
+    from toposched.node.cpulist import MAX_CPU, CpuListError
+
+    assert parse_cpulist(f"0-{MAX_CPU}") == frozenset(range(MAX_CPU + 1))
+    for text in ("0-99999999999", f"{MAX_CPU + 1}", ",".join(["0-65535"] * 3)):
+        with pytest.raises(CpuListError):
+            parse_cpulist(text)
+    c = AgentClient(cab_agent.client.address, TOKEN, timeout_s=10)
+    t0 = _time.monotonic()
+    for path, body in (("/v1/query", {"requirement": "CPU_LIST=0-99999999999"}),
+                       ("/v1/allocate", {"job": "big", "requirement": "CPU_LIST=" + ",".join(["0-65535"] * 1000)})):
+        code, answer = c.request("POST", path, body)
+        assert code == 400 and answer["field"] == "CPU_LIST", answer
+    assert _time.monotonic() - t0 < 5
+    assert c.health()["ok"]

@@ -213,3 +213,53 @@ def test_priority_job_factor_is_slurms_partition_factor(tmp_path):
     slurm.priority = {k: v for k, v in slurm.priority.items() if k != "priority_weight_partition"}
     s = val.compare(lab_fabric(), slurm, select="linear", scheduler="builtin").summary()
     assert s["start_diff_s"]["mean"] > 10, s
+
+
+def test_a_bad_partition_max_time_names_partitions():
+    """'--partitions a=n00:MaxTime=x' said 'error: --multifactor: MaxTime=...': the
+    duration reader named the other flag that uses it."""
+    names = list(lab_fabric().spec.node_names)
+    with pytest.raises(InputError) as e:
+        val.parse_partitions("a=n00:MaxTime=x", names)
+    assert e.value.path == "--partitions" and "MaxTime='x'" in str(e.value)
+    with pytest.raises(InputError) as e:
+        val.multifactor_conf("PriorityMaxAge=x")
+    assert e.value.path == "--multifactor"
+
+
+def test_more_accounts_than_jobs_is_refused_before_anything_starts(monkeypatch, capsys):
+    """--accounts beyond the jobs of --random: at most one account per job can be used, and
+    the stream drew each job's account in time proportional to N (--accounts 100000000 ran
+    for ever before anything was said). Refused in one line naming --accounts."""
+    from toposched.cli import main
+    from toposched.live import slurmlab
+
+    monkeypatch.setattr(slurmlab, "missing_binaries", lambda: ["(no Slurm in this test)"])  # never start one
+    assert main(["validate-slurm", "--random", "5", "--accounts", "6", "--out", "/nonexistent/never-written"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --accounts: 6: ") and "at most the number of jobs (5, --random)" in err and err.count("\n") == 1, err
+
+
+def test_a_qos_given_twice_is_refused():
+    """'--qos hi=1,hi=2' kept the last priority without a word (as --partitions refuses a
+    partition given twice); Slurm's own normal may be given once."""
+    assert val.qos_priorities("normal=5,hi=1") == {"normal": 5, "hi": 1}
+    for bad in ("hi=1,hi=2", "normal=1,normal=2"):
+        with pytest.raises(InputError, match="given twice") as e:
+            val.qos_priorities(bad)
+        assert e.value.path == "--qos"
+
+
+def test_lenient_system_as_the_error_advises(monkeypatch, capsys, tmp_path):
+    """--system with a topology.conf listing a node under two leaf switches: the error
+    advised --lenient, which validate-slurm did not have."""
+    from toposched.cli import main
+    from toposched.live import slurmlab
+
+    monkeypatch.setattr(slurmlab, "missing_binaries", lambda: ["(no Slurm in this test)"])  # never start one
+    conf = tmp_path / "topology.conf"
+    conf.write_text("SwitchName=s1 Nodes=n[1-4]\nSwitchName=s2 Nodes=n[3-6]\nSwitchName=top Switches=s[1-2]\n")
+    argv = ["validate-slurm", "--system", str(conf), "--random", "3", "--out", str(tmp_path / "o")]
+    assert main(argv) == 2 and "--lenient" in capsys.readouterr().err
+    assert main([*argv, "--lenient"]) == 2  # the fabric loaded: what stops it now is the missing Slurm
+    assert "(no Slurm in this test)" in capsys.readouterr().err

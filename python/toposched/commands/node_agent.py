@@ -23,6 +23,17 @@ example:
       --listen unix:/run/toposched/node-agent.sock --token-file /etc/toposched/agent.token"""
 
 
+def cgroup_dir_name(text: str) -> str:
+    """One directory name under the cgroup base (the job cpusets' parent), by the rule of job
+    ids: a path such as ../x would leave the base."""
+    from ..node.cpuset import check_job_id
+
+    try:
+        return check_job_id(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not one directory name (1-100 characters of A-Z a-z 0-9 _ . + -)") from None
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--topology", required=True, metavar="FILE|live", help="hwloc XML file (lstopo --of xml) or 'live' for this machine")
     parser.add_argument("--state", required=True, metavar="DIR", help="directory of the durable state (SQLite)")
@@ -30,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--token-file", required=True, metavar="FILE", help="bearer token for allocate/release (a file only its owner can read)")
     parser.add_argument("--cpusets", default="auto", choices=["auto", "v1", "v2", "none"], help="cgroup hierarchy for cpusets; 'none' places without binding (default: auto)")
     parser.add_argument("--cgroup-root", metavar="DIR", help="base cgroup directory (a delegated v2 subtree); default: the mount point")
-    parser.add_argument("--cgroup-prefix", default="toposched", metavar="NAME", help="directory of the job cpusets under the base (default: toposched)")
+    parser.add_argument("--cgroup-prefix", type=cgroup_dir_name, default="toposched", metavar="NAME", help="directory of the job cpusets under the base (default: toposched)")
     parser.add_argument("--reserve-cpus", default="", metavar="LIST", help="PUs never given to jobs, e.g. 0 for the OS (Linux list form)")
     parser.add_argument("--host", metavar="NAME", help="host name to report (default: from the topology, else this machine's)")
 

@@ -32,6 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tie-break", default="name", choices=("name", "index"), help="isolated: tie order")
     parser.add_argument("--slurm-profile", default="current", choices=("current", "classic"), help="slurm-tree: which Slurm version's rules")
     parser.add_argument("--node-agents", metavar="FILE", help="TOML naming each node's agent (toposched node-agent): jobs that state a per-host requirement go only to hosts whose agents can meet it, and get each host's CPU list (docs/live.md)")
+    parser.add_argument("--lenient", action="store_true", help="let a topology.conf listing a node under two leaf switches load, each node on the first (Slurm only warns)")
     parser.add_argument("--quiet", action="store_true", help="do not log each decision on stderr")
 
 
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     from ..topology import load_fabric
 
     token = read_token_file(args.token_file)
-    fabric = load_fabric(args.system)
+    fabric = load_fabric(args.system, lenient=args.lenient)
     lock_state_dir(args.state)
     table = LiveTable(
         fabric, args.alloc, args.state, seed=args.seed, leaf_order=args.leaf_order, tie_break=args.tie_break, slurm_profile=args.slurm_profile,
@@ -55,4 +56,14 @@ def run(args: argparse.Namespace) -> int:
         from ..live.agents import AgentDirectory
 
         agents = AgentDirectory.load(args.node_agents)
+        unknown = sorted(set(agents.agents) - set(table.names))
+        if unknown:
+            # a typo would leave the real node without an agent: every job stating a
+            # requirement refused there, with no word at start
+            from ..errors import InputError
+
+            raise InputError(
+                args.node_agents, f"[agents] names {', '.join(unknown)}, not on fabric {fabric.name} (its nodes: {table.names[0]} ...)",
+                field=f"agents.{unknown[0]}",
+            )
     return serve_forever(Service(table, token, log=None if args.quiet else sys.stderr, agents=agents), args.listen)

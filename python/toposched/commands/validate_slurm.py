@@ -32,6 +32,7 @@ EPILOG = """examples:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--system", help="fabric: a preset, fabric file or Slurm topology.conf (default: 32 nodes n00-n31, 4 leaves of 8, 2 pods)")
+    parser.add_argument("--lenient", action="store_true", help="let a topology.conf listing a node under two leaf switches load, each node on the first (Slurm only warns)")
     src = parser.add_mutually_exclusive_group()
     src.add_argument("--trace", metavar="SWF", help="take the stream from a window of this SWF log (sizes kept, times compressed)")
     src.add_argument("--random", type=positive_int, metavar="N", help="a random stream of N jobs (default: 200)")
@@ -52,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default: priority/basic)")
     parser.add_argument("--accounts", type=int, default=0, metavar="N",
                         help="--random: each job charges one of N accounts a0..aN-1 (directly under root, user root in each; a0 the busiest), "
-                             "made in the lab with sacctmgr (default: 0, root's own account)")
+                             "made in the lab with sacctmgr; at most the number of jobs (default: 0, root's own account)")
     parser.add_argument("--qos", default="", metavar="NAME=PRIORITY,...",
                         help="QOS made in the lab with these priorities (normal=P sets Slurm's own); with --random each job asks for one of them")
     parser.add_argument("--partitions", default="", metavar="NAME=NODES[:MaxTime=MIN][:MaxNodes=N][:MinNodes=N][:PriorityTier=N][:PriorityJobFactor=N],...",
@@ -73,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     from ..live.slurmlab import missing_binaries
     from ..topology import Fabric, load_fabric, regular_spec
 
-    fabric = load_fabric(args.system) if args.system else Fabric.from_spec(regular_spec("lab", 8, 2, 2, node_prefix="n"))
+    fabric = load_fabric(args.system, lenient=args.lenient) if args.system else Fabric.from_spec(regular_spec("lab", 8, 2, 2, node_prefix="n"))
     n_nodes = len(fabric.spec.node_names)
     partitions = tuple(val.parse_partitions(args.partitions, list(fabric.spec.node_names))) if args.partitions else ()
     if args.trace and partitions:
@@ -87,6 +88,9 @@ def run(args: argparse.Namespace) -> int:
         qos_names = tuple(val.qos_priorities(args.qos)) if args.qos else ()  # normal included
         if args.accounts < 0:
             raise InputError("--accounts", f"{args.accounts}: expected 0 or more")
+        if args.accounts > (args.random or 200):
+            # each job charges one account; drawing one costs time in proportion to N
+            raise InputError("--accounts", f"{args.accounts}: expected at most the number of jobs ({args.random or 200}, --random)")
         stream = val.random_stream(args.random or 200, n_nodes, args.seed, arrival_span_s=args.arrival_span_s, max_run_s=args.max_run_s or 4,
                                    accounts=args.accounts, qos=qos_names, partitions=partitions)
     if args.multifactor:

@@ -90,11 +90,12 @@ _PRIORITY_KEYS = {
 }
 
 
-def _slurm_minutes(key: str, value: str) -> int:
-    """A slurm.conf duration as ``time_str2mins`` reads it: MINUTES, or DAYS-HOURS[:MINUTES]."""
+def _slurm_minutes(key: str, value: str, where: str = "--multifactor") -> int:
+    """A slurm.conf duration as ``time_str2mins`` reads it: MINUTES, or DAYS-HOURS[:MINUTES].
+    ``where``: the flag (or file) it came from, named in the error."""
     m = re.fullmatch(r"(\d+)-(\d+)(?::(\d+))?|(\d+)", value.strip())
     if not m:
-        raise InputError("--multifactor", f"{key}={value!r}: expected minutes or days-hours[:minutes]")
+        raise InputError(where, f"{key}={value!r}: expected minutes or days-hours[:minutes]")
     if m.group(4) is not None:
         return int(m.group(4))
     return int(m.group(1)) * 1440 + int(m.group(2)) * 60 + int(m.group(3) or 0)
@@ -207,7 +208,7 @@ def parse_partitions(text: str, node_names: list[str]) -> list[PartitionSpec]:
             if not eq or key not in ("maxtime", "maxnodes", "minnodes", "prioritytier", "priorityjobfactor"):
                 raise InputError("--partitions", f"{item!r}: {f!r} is not MaxTime=, MaxNodes=, MinNodes=, PriorityTier= or PriorityJobFactor=")
             if key == "maxtime":
-                limits[key] = _slurm_minutes("MaxTime", value)
+                limits[key] = _slurm_minutes("MaxTime", value, "--partitions")
             elif value.strip().isdigit() and (key not in ("prioritytier", "priorityjobfactor") or int(value) <= 65533):
                 limits[key] = int(value)
             else:
@@ -231,7 +232,7 @@ def partitions_from_conf(conf: str) -> list[PartitionSpec]:
         mt, mx = kv.get("maxtime", "INFINITE"), kv.get("maxnodes", "UNLIMITED")
         parts.append(PartitionSpec(
             kv["partitionname"], tuple(hostlist.expand_hostlist(kv["nodes"])),
-            None if mt.upper() in ("INFINITE", "UNLIMITED") else _slurm_minutes("MaxTime", mt),
+            None if mt.upper() in ("INFINITE", "UNLIMITED") else _slurm_minutes("MaxTime", mt, "slurm.conf"),
             None if mx.upper() in ("INFINITE", "UNLIMITED") else int(mx), int(kv.get("minnodes", "0")), int(kv.get("prioritytier", "1")),
             int(kv.get("priorityjobfactor", "1")),
         ))
@@ -300,10 +301,14 @@ def qos_priorities(text: str) -> dict[str, int]:
     """``--qos hi=100,lo=10`` -> {QOS name: priority}; ``normal`` (Slurm's own QOS, priority 0
     unless given) always included. Names as sacctmgr takes them."""
     out: dict[str, int] = {"normal": 0}
+    given: set[str] = set()
     for item in (x.strip() for x in text.split(",") if x.strip()):
         name, eq, value = item.partition("=")
         if not eq or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]{0,30}", name.strip()) or not value.strip().isdigit() or int(value) > 2**32 - 2:
             raise InputError("--qos", f"{item!r}: expected NAME=PRIORITY (a name of letters, digits and _, a whole number below 2^32 - 1)")
+        if name.strip() in given:
+            raise InputError("--qos", f"QOS {name.strip()} is given twice")
+        given.add(name.strip())
         out[name.strip()] = int(value)
     return out
 

@@ -17,12 +17,21 @@ class CpuListError(ValueError):
     """A CPU list that cannot be read; the message says which part and why."""
 
 
+#: Largest CPU number accepted (Linux's NR_CPUS is at most 8192). A list reaches the agent
+#: from any client (POST /v1/query needs no token): 0-99999999999 built a set of 10^11
+#: numbers, gigabytes a second, until the OOM killer came.
+MAX_CPU = 65535
+
+
 def parse_cpulist(text: str) -> frozenset[int]:
-    """The set of CPU numbers a list such as ``0-3,8`` names (empty text: the empty set)."""
+    """The set of CPU numbers a list such as ``0-3,8`` names (empty text: the empty set).
+    Numbers above :data:`MAX_CPU`, or more than MAX_CPU + 1 CPUs named in all (ranges
+    given again count again), are refused: the work is bounded whatever the text."""
     out: set[int] = set()
     text = text.strip()
     if not text:
         return frozenset()
+    named = 0
     for part in text.split(","):
         part = part.strip()
         lo_text, sep, hi_text = part.partition("-")
@@ -33,6 +42,11 @@ def parse_cpulist(text: str) -> frozenset[int]:
             raise CpuListError(f"{part!r} is not a CPU number or a range A-B") from None
         if lo < 0 or hi < lo:
             raise CpuListError(f"{part!r} is not a valid range (need 0 <= A <= B)")
+        if hi > MAX_CPU:
+            raise CpuListError(f"{part[:40]!r}: CPU numbers go up to {MAX_CPU}")
+        named += hi - lo + 1
+        if named > MAX_CPU + 1:
+            raise CpuListError(f"the list names more than {MAX_CPU + 1} CPUs")
         out.update(range(lo, hi + 1))
     return frozenset(out)
 
