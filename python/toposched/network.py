@@ -523,7 +523,11 @@ def _resolve_phi(model: Any, jobs: list[ScenarioJob]) -> None:
             continue
         d = j.core_dict()
         dem = model.demand(d["nodes"], d["pattern"], bytes=1.0, ranks_per_node=d["ranks_per_node"], seed=d["seed"], flows=d.get("flows"))
-        j.fractions = j.profile.fractions_from_demand(float(dem["t_ideal"]), j.timing or FabricTiming())
+        # t_ideal is the busiest node link's bytes over the host bandwidth, which only sets
+        # the unit of times: times the host bandwidth, it is that link's messages, which the
+        # job model turns into seconds at the fabric's own link rate
+        t_ideal_messages = float(dem["t_ideal"]) * float(model.bandwidth[0])
+        j.fractions = j.profile.fractions_from_demand(t_ideal_messages, j.timing or FabricTiming())
         j.phi = j.fractions["bandwidth"]
 
 
