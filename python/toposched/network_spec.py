@@ -592,6 +592,8 @@ def _spec_from_obj(obj: Any, src: str, bin_lines: tuple[int, ...] = ()) -> Netwo
                 raise field_error(src, "patterns", f"expected pattern names, got {p!r}")
             check_pattern(p, src, "patterns")
         spec.patterns = tuple(pats)
+    if "phi" in obj and "comm_fraction" in obj:  # phi would win and the fraction be dropped
+        raise field_error(src, "phi", "phi is given, and comm_fraction (the job model makes phi of it): give one of them")
     for key in ("phi", "comm_fraction"):
         if key not in obj:
             continue
