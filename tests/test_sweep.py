@@ -704,3 +704,21 @@ def test_runs_sql_prints_a_timestamp_with_time_zone(sweep8, capsys, fmt):
     # in the session's time zone, whichever it is: the same instant
     assert datetime.fromisoformat(row["t"]) == want and datetime.fromisoformat(row["t"]).tzinfo is not None
     assert row["naive"] == "2024-01-02T03:04:05" and int(row["n"]) == 8
+
+
+def test_runs_lists_the_network_setting_that_tells_two_runs_apart(tmp_path, capsys):
+    """Two runs that differ only by their network setting were listed as two identical
+    rows by default (`network` was not among the default columns)."""
+    toml = tmp_path / "net.toml"
+    toml.write_text(
+        f'[[workloads]]\nname = "atlas"\ntrace = "{EXAMPLE_TRACE}"\ntransforms = ["days:1"]\n\n'
+        '[[fabrics]]\nsystem = "cab"\n\n[policies]\nalloc = "linear"\n\n[scenarios]\nnetwork = ["bins", "heavy"]\n'
+    )
+    out = tmp_path / "out"
+    assert main(["sweep", str(toml), "--out", str(out), "--workers", "1", "--quiet", "--no-report"]) == 0
+    capsys.readouterr()
+    code, stdout, _ = _cli(["runs", out, "--format", "csv"], capsys)
+    rows = list(csv.DictReader(io.StringIO(stdout)))
+    assert code == 0 and [r["network"] for r in rows] == ["bins", "heavy"], stdout
+    # the rows differ by more than their run ids
+    assert len({tuple(v for k, v in r.items() if k != "run_id") for r in rows}) == 2
