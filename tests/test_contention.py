@@ -608,3 +608,15 @@ def test_run_from_the_outputs_own_replay_stays(tmp_path, capsys):
     assert main(["contention", "--run", str(out / "run"), "--out", str(out), "--uplinks", "12,3", *common]) == 0
     assert (out / "run" / "jobs.parquet").read_bytes() == jobs
     assert [r["uplinks"] for r in json.loads((out / "contention.json").read_text())["uplink_sweep"]] == [12, 3]
+
+
+def test_a_fraction_or_uplink_count_given_twice_is_evaluated_once():
+    """--uplinks 3,3 was evaluated once but --comm-fractions 0.5,0.5 twice: two identical
+    probabilistic rows per R, and sweeps.parquet's column of that J written twice under
+    one name. The same values given twice now give the analysis of the values once."""
+    s = Schedule.from_arrays(node_leaf=[0, 0, 1, 1], start_s=[0, 5], end_s=[10, 20], node_offsets=[0, 2, 4], node_ids=[0, 2, 1, 3])
+    once = analyze(s, uplinks=[1], comm_fractions=[0.5, 0.1])
+    twice = analyze(s, uplinks=[1, 1], comm_fractions=[0.5, 0.1, 0.5])
+    assert twice.comm_fractions == (0.5, 0.1)  # first-given order kept
+    assert twice.summary() == once.summary()
+    assert [p["J"] for p in twice.summary()["uplink_sweep"][0]["probabilistic"]] == [0.5, 0.1]
