@@ -645,6 +645,14 @@ def _workload_column(workload: Any, name: str, src: str, what: str) -> np.ndarra
     return col
 
 
+def check_spec_on(workload: Any, spec: NetworkSpec | str) -> None:
+    """Raise the InputError a run would for a spec that reads but does not fit this
+    workload (a column it lacks, a rule on a feature it does not give, an application name
+    where the log numbers them), so that compare and frontier refuse it in one line before
+    any run, not in every worker."""
+    assign_traffic(workload, parse_network_spec(spec) if isinstance(spec, str) else spec)
+
+
 def assign_traffic(workload: Any, spec: NetworkSpec) -> dict[str, Any]:
     """Pattern (index into ``patterns``), phi and service level of every job row."""
     n = len(workload)
