@@ -450,6 +450,12 @@ def test_bad_job_model_timing_names_its_own_key(model, field):
         # toy18's leaves hold 3 nodes: was "jobs[0]: the job got no nodes"
         ({"place": {"leaves": "all", "per_leaf": 9}}, "jobs[0].place.per_leaf"),
         ({"place": {"leaves": "all", "per_leaf": 2, "offset": 2}}, "jobs[0].place.per_leaf"),
+        # bytes 0 sent nothing while the job model still gave the job a phi (as --network
+        # refuses bytes=0); phi with the job model's own keys dropped those silently
+        ({"nodes": [0, 1], "pattern": "a2a", "bytes": 0}, "jobs[0].bytes"),
+        ({"nodes": [0, 1], "pattern": "a2a", "phi": 0.5, "comm_fraction": 0.2}, "jobs[0].phi"),
+        ({"nodes": [0, 1], "pattern": "a2a", "phi": 0.5, "message_bytes": 100}, "jobs[0].phi"),
+        ({"nodes": [0, 1], "pattern": "a2a", "phi": 0.5, "messages": 3}, "jobs[0].phi"),
     ],
 )
 def test_bad_scenarios_name_the_field(job, field):

@@ -412,6 +412,11 @@ def parse_scenario(obj: dict[str, Any], *, source: str = "<scenario>", system: s
             "service_level": _number(j, "service_level", 0, int, src, where, lo=0, hi=len(settings.sl_weights) - 1),
             "phi": _number(j, "phi", -1.0, float, src, where, lo=0.0, hi=1.0) if "phi" in j else -1.0,
         }
+        if common["bytes"] <= 0:  # no traffic, yet the job model would give it a phi
+            raise field_error(src, f"{where}.bytes", f"must be > 0 (bytes per flow; a job without traffic has pattern none), got {j['bytes']}")
+        both = [k for k in ("comm_fraction", "message_bytes", "messages") if k in j]
+        if "phi" in j and both:  # phi bypasses the job model: its keys would be dropped
+            raise field_error(src, f"{where}.phi", f"phi is the bandwidth-bound fraction itself, bypassing the job model; give it or {both[0]}, not both")
         app = j.get("app")
         overrides = {
             "comm_fraction": _number(j, "comm_fraction", None, float, src, where, lo=0.0, hi=1.0) if "comm_fraction" in j else None,
