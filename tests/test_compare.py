@@ -279,3 +279,29 @@ def test_check_invariants_applies_to_the_runs_that_promise_it(tmp_path):
     assert [p["policy"] for p in f.document["points"]] == ["linear", "isolated"]
     for run, expected in (("linear__open", False), ("isolated__open", True), ("isolated__net", True)):
         assert json.loads((tmp_path / "f" / "runs" / run / "summary.json").read_text())["policy"]["check_interference_free"] is expected
+
+
+@pytest.mark.parametrize("command", ["compare", "frontier"])
+@pytest.mark.parametrize(
+    "rules, expect",
+    [
+        (None, "field 'column': the workload has no column 'nope'"),  # --network column:nope
+        ("app,pattern,comm_fraction\nlammps,a2a,0.3\n,none,0\n", "rules.csv:2: field 'app': this workload (swf) gives app as numbers"),
+    ],
+)
+def test_a_network_spec_the_workload_cannot_take_is_one_line_before_any_run(tmp_path, capsys, command, rules, expect):
+    """A --network spec that reads but does not fit the log (a column it lacks, an
+    application name where an SWF log numbers them) passed the up-front check and failed
+    in every run: a worker's traceback file per run, several lines per failure. It is
+    now refused before any run, in the line simulate gives."""
+    spec = "column:nope"
+    if rules is not None:
+        (tmp_path / "rules.csv").write_text(rules)
+        spec = str(tmp_path / "rules.csv")
+    what = ["--allocs", "linear", "--scenarios", "none"] if command == "compare" else ["--policies", "linear"]
+    out = tmp_path / "out"
+    code = main([command, "--trace", str(EXAMPLE_TRACE), "--transform", "days:1", "--system", "cab", *what,
+                 "--network", spec, "--jobs", "1", "--out", str(out), "--quiet", "--no-report"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith("error: ") and expect in err[0], err
+    assert not (out / "runs").exists() or not any((out / "runs").iterdir())

@@ -11,6 +11,7 @@ from __future__ import annotations
 import doctest
 import json
 import math
+import re
 from collections import defaultdict
 
 import numpy as np
@@ -608,3 +609,36 @@ def test_run_from_the_outputs_own_replay_stays(tmp_path, capsys):
     assert main(["contention", "--run", str(out / "run"), "--out", str(out), "--uplinks", "12,3", *common]) == 0
     assert (out / "run" / "jobs.parquet").read_bytes() == jobs
     assert [r["uplinks"] for r in json.loads((out / "contention.json").read_text())["uplink_sweep"]] == [12, 3]
+
+
+def test_a_fraction_or_uplink_count_given_twice_is_evaluated_once():
+    """--uplinks 3,3 was evaluated once but --comm-fractions 0.5,0.5 twice: two identical
+    probabilistic rows per R, and sweeps.parquet's column of that J written twice under
+    one name. The same values given twice now give the analysis of the values once."""
+    s = Schedule.from_arrays(node_leaf=[0, 0, 1, 1], start_s=[0, 5], end_s=[10, 20], node_offsets=[0, 2, 4], node_ids=[0, 2, 1, 3])
+    once = analyze(s, uplinks=[1], comm_fractions=[0.5, 0.1])
+    twice = analyze(s, uplinks=[1, 1], comm_fractions=[0.5, 0.1, 0.5])
+    assert twice.comm_fractions == (0.5, 0.1)  # first-given order kept
+    assert twice.summary() == once.summary()
+    assert [p["J"] for p in twice.summary()["uplink_sweep"][0]["probabilistic"]] == [0.5, 0.1]
+
+
+def test_the_printed_table_marks_the_row_of_the_fabric_as_built(tmp_path, capsys):
+    """On a tapered fabric (W1 = 2 of K = 4) the table ran R = 4 down to 1 with taper 1.00
+    on its first row and nothing saying which row is the fabric replayed; docs/contention.md
+    says its cost is the row R = W1. That row is now marked, and the header names W1."""
+    out = tmp_path / "c"
+    code = main([
+        "contention", "--trace", str(EXAMPLE_TRACE), "--system", "fattree:K=4,S=4,P=2,W1=2", "--out", str(out),
+        "--crossbar-sizes", "none", "--cores-sweep", "none", "--comm-fractions", "none", "--no-figures", "--no-report",
+    ])
+    stdout = capsys.readouterr().out
+    assert code == 0
+    rows = {int(line.split()[0]): line for line in stdout.splitlines() if re.match(r"^\s+\d+\s+\d+\.\d\d:", line)}
+    assert sorted(rows) == [1, 2, 3, 4]
+    assert [r for r, line in rows.items() if line.rstrip().endswith("<- as built (W1 = 2)")] == [2], stdout
+    assert "as built W1=2" in stdout
+    # a full fabric marks nothing: its as-built row is the first, taper 1
+    code = main(["contention", "--trace", str(EXAMPLE_TRACE), "--system", "fattree:K=4,S=4,P=2", "--out", str(tmp_path / "d"),
+                 "--crossbar-sizes", "none", "--cores-sweep", "none", "--comm-fractions", "none", "--no-figures", "--no-report"])
+    assert code == 0 and "as built" not in capsys.readouterr().out

@@ -450,6 +450,12 @@ def test_bad_job_model_timing_names_its_own_key(model, field):
         # toy18's leaves hold 3 nodes: was "jobs[0]: the job got no nodes"
         ({"place": {"leaves": "all", "per_leaf": 9}}, "jobs[0].place.per_leaf"),
         ({"place": {"leaves": "all", "per_leaf": 2, "offset": 2}}, "jobs[0].place.per_leaf"),
+        # bytes 0 sent nothing while the job model still gave the job a phi (as --network
+        # refuses bytes=0); phi with the job model's own keys dropped those silently
+        ({"nodes": [0, 1], "pattern": "a2a", "bytes": 0}, "jobs[0].bytes"),
+        ({"nodes": [0, 1], "pattern": "a2a", "phi": 0.5, "comm_fraction": 0.2}, "jobs[0].phi"),
+        ({"nodes": [0, 1], "pattern": "a2a", "phi": 0.5, "message_bytes": 100}, "jobs[0].phi"),
+        ({"nodes": [0, 1], "pattern": "a2a", "phi": 0.5, "messages": 3}, "jobs[0].phi"),
     ],
 )
 def test_bad_scenarios_name_the_field(job, field):
@@ -909,3 +915,27 @@ def test_interfere_flags_that_contradict_name_the_flags(tmp_path, capsys):
     assert main(["interfere", str(scen), "--fairness", "ports"]) == 2
     assert capsys.readouterr().err == "error: --fairness: progressive filling is per-flow max-min: it needs fairness flows, not ports (--fairness ports)\n"
     assert main(["interfere", str(scen), "--fairness", "ports", "--filling", "steady", "--quiet"]) == 0
+
+
+
+@pytest.mark.parametrize("pattern, busiest_node_link_messages", [("a2a", 7.0), ("pairs", 1.0)])
+def test_phi_does_not_depend_on_the_bandwidth_unit(pattern, busiest_node_link_messages):
+    """model.bandwidth only sets the unit of times (docs/network.md: 1.0 "link unit", or
+    bytes per second to get seconds); the job model's phi comes from the fabric's link
+    rate, so a uniform bandwidth of 4e9 must give the phi and slowdowns of 1.0, and times
+    4e9 times smaller. Reference phi: the job model on the busiest node link counted by
+    hand (8 nodes, one rank each: a2a sends 7 messages per node, pairs 1)."""
+    from toposched.jobmodel import FabricTiming, profile
+
+    jobs = [{"name": "A", "place": {"linear": 8}, "pattern": pattern, "comm_fraction": 0.5},
+            {"name": "B", "place": {"linear": 8}, "pattern": "pairs", "comm_fraction": 0.5}]
+    results = {bw: evaluate_scenario({"fabric": "fattree:K=4,S=4,P=2,W1=2,W2=2", "model": {"bandwidth": bw}, "jobs": jobs})
+               for bw in (1.0, 4e9)}
+    expected = profile(pattern, overrides={"comm_fraction": 0.5}).fractions_from_demand(busiest_node_link_messages, FabricTiming())["bandwidth"]
+    one, fast = results[1.0]["jobs"], results[4e9]["jobs"]
+    assert one[0]["phi"] == pytest.approx(expected, rel=1e-12)
+    assert fast[0]["phi"] == pytest.approx(expected, rel=1e-9)
+    for a, b in zip(one, fast):
+        assert b["phi"] == pytest.approx(a["phi"], rel=1e-9)
+        assert b["slowdown"] == pytest.approx(a["slowdown"], rel=1e-9)
+        assert b["t_alone"] == pytest.approx(a["t_alone"] / 4e9, rel=1e-9)

@@ -214,6 +214,10 @@ def test_a_key_the_mapping_would_ignore_is_refused_not_dropped(tmp_path, capsys)
         ("random,comm=0.2,comm_fraction=0.3", "comm_fraction", "given twice ('comm=0.2' and 'comm_fraction=0.3')"),
         ("heavy,comm=0.5", "comm", "given twice ('heavy' and 'comm=0.5')"),
         ("bins,random", "mapping", "given twice ('bins' and 'random')"),
+        # phi won and comm_fraction was dropped without a word
+        ("random,phi=0.5,comm=0.2", "phi", "phi is given, and comm_fraction"),
+        ("column:app,comm_fraction=0.1-0.4,phi=0.2", "phi", "phi is given, and comm_fraction"),
+        ("heavy,phi=0.5", "phi", "phi is given, and comm_fraction"),
     ],
 )
 def test_a_spec_with_a_bad_or_repeated_key_is_one_line(tmp_path, capsys, spec, field, expect):

@@ -294,8 +294,8 @@ alloc = "linear"
     code, _, err = _cli(["sweep", toml, "--out", tmp_path / "o"], capsys)
     assert code == 2
     lines = err.strip().splitlines()
-    assert all(line.startswith(f"error: {toml}: ") for line in lines), err
-    wheres = [line[len(f"error: {toml}: ") :].split(": ", 1)[0] for line in lines]
+    assert all(re.match(rf"error: {re.escape(str(toml))}:\d+: ", line) for line in lines), err  # each with its line
+    wheres = [re.sub(r"^:\d+: ", "", line[len(f"error: {toml}") :]).split(": ", 1)[0] for line in lines]
     assert wheres == [
         "workloads[1].reader.size_feld",
         "workloads[1].reader.cores_per_node",
@@ -330,7 +330,7 @@ def test_a_topology_conf_that_does_not_load_is_refused_with_the_sweep_file(tmp_p
     code, stdout, err = _cli(["sweep", toml, "--out", tmp_path / "o"], capsys)
     assert code == 2 and stdout == ""
     (line,) = err.strip().splitlines()
-    assert line.startswith(f"error: {toml}: fabrics[0].system[1]: {tmp_path / 'bad.conf'}:2: ") and "already on leaf switch" in line, err
+    assert line.startswith(f"error: {toml}:4: fabrics[0].system[1]: {tmp_path / 'bad.conf'}:2: ") and "already on leaf switch" in line, err
     assert not (tmp_path / "o").exists()
     # lenient = true is the file's own way to load it (first leaf wins): then it plans
     from toposched.sweep import parse_sweep
@@ -375,10 +375,10 @@ isolation_wait_s = 9223372036854775808
     )
     code, _, err = _cli(["sweep", toml, "--out", tmp_path / "o", "--dry-run"], capsys)
     assert code == 2, err
-    assert f"error: {toml}: scenarios.seeds[0]: must be at most 2^64 - 1 (as --seed), got 18446744073709551616" in err
-    assert f"error: {toml}: run.queue_depth: must be at most 2^31 - 1 (as its flag), got 99999999999999999999" in err
-    assert f"error: {toml}: workloads[0].reader.cores_per_node: must be at most 2^31 - 1" in err
-    assert f"error: {toml}: run.isolation_wait_s: must be at most 2^63 - 1" in err
+    assert f"error: {toml}:8: scenarios.seeds[0]: must be at most 2^64 - 1 (as --seed), got 18446744073709551616" in err
+    assert f"error: {toml}:10: run.queue_depth: must be at most 2^31 - 1 (as its flag), got 99999999999999999999" in err
+    assert f"error: {toml}:4: workloads[0].reader.cores_per_node: must be at most 2^31 - 1" in err
+    assert f"error: {toml}:11: run.isolation_wait_s: must be at most 2^63 - 1" in err
     assert not (tmp_path / "o").exists()
 
 
@@ -704,3 +704,58 @@ def test_runs_sql_prints_a_timestamp_with_time_zone(sweep8, capsys, fmt):
     # in the session's time zone, whichever it is: the same instant
     assert datetime.fromisoformat(row["t"]) == want and datetime.fromisoformat(row["t"]).tzinfo is not None
     assert row["naive"] == "2024-01-02T03:04:05" and int(row["n"]) == 8
+
+
+def test_runs_lists_the_network_setting_that_tells_two_runs_apart(tmp_path, capsys):
+    """Two runs that differ only by their network setting were listed as two identical
+    rows by default (`network` was not among the default columns)."""
+    toml = tmp_path / "net.toml"
+    toml.write_text(
+        f'[[workloads]]\nname = "atlas"\ntrace = "{EXAMPLE_TRACE}"\ntransforms = ["days:1"]\n\n'
+        '[[fabrics]]\nsystem = "cab"\n\n[policies]\nalloc = "linear"\n\n[scenarios]\nnetwork = ["bins", "heavy"]\n'
+    )
+    out = tmp_path / "out"
+    assert main(["sweep", str(toml), "--out", str(out), "--workers", "1", "--quiet", "--no-report"]) == 0
+    capsys.readouterr()
+    code, stdout, _ = _cli(["runs", out, "--format", "csv"], capsys)
+    rows = list(csv.DictReader(io.StringIO(stdout)))
+    assert code == 0 and [r["network"] for r in rows] == ["bins", "heavy"], stdout
+    # the rows differ by more than their run ids
+    assert len({tuple(v for k, v in r.items() if k != "run_id") for r in rows}) == 2
+
+
+def test_a_sweep_file_mistake_names_its_line(tmp_path, capsys):
+    """Each problem names the file's line of its key (or of the table or array holding it),
+    not only its path: a typo in a key of a long file is found without counting tables.
+    Expected lines read off the text below by hand."""
+    toml = tmp_path / "typo.toml"
+    toml.write_text(
+        f'name = "t"\n'  # 1
+        f"[[workloads]]\n"  # 2
+        f'trace = "{EXAMPLE_TRACE}"\n'  # 3
+        f"transforms = [\n"  # 4
+        f'  "days:1",\n'  # 5
+        f'  "scal:2",\n'  # 6
+        f"]\n"  # 7
+        f"\n"  # 8
+        f"[[fabrics]]\n"  # 9
+        f'system = "cab"\n'  # 10
+        f"[[fabrics]]\n"  # 11
+        f'preset = "cab"\n'  # 12
+        f"fattree = {{ K = 18, S = 18, P = 4, Q = 1 }}\n"  # 13
+        f"[policies]\n"  # 14
+        f'alloc = ["linear", "isolate"]\n'  # 15
+        f"[scenarios]\n"  # 16
+        f"seed = [1]\n"  # 17
+    )
+    code, _, err = _cli(["sweep", toml, "--out", tmp_path / "o"], capsys)
+    lines = err.strip().splitlines()
+    got = [(int(m.group(1)), m.group(2)) for m in (re.match(rf"error: {re.escape(str(toml))}:(\d+): ([^:]+): ", x) for x in lines) if m]
+    assert code == 2 and len(got) == len(lines), err
+    assert got == [
+        (4, "workloads[0].transforms[1]"),  # the line of its array's key
+        (12, "fabrics[1].preset"),
+        (13, "fabrics[1].fattree.Q"),
+        (15, "policies.alloc[1]"),
+        (17, "scenarios.seed"),
+    ], err

@@ -381,6 +381,10 @@ def run_compare(
     fabric = load_fabric(system, lenient=lenient)  # fail early on a bad --system
     workload = load_workload(trace, transforms=transforms, fabric_nodes=fabric.n_nodes, format=format, lenient=lenient)
     _check_allocs_here(plan, workload, fabric)
+    if network:
+        from .network_spec import check_spec_on
+
+        check_spec_on(workload, network)  # a spec the log cannot take: here, not in every run
     read_s = time.perf_counter() - t_start
 
     out = Path(out_dir)

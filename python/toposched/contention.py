@@ -813,7 +813,9 @@ def analyze(
     R = np.array(sorted({int(r) for r in (uplinks if uplinks is not None else range(R_full, 0, -1))}, reverse=True), dtype=np.int64)
     if len(R) and R.min() < 1:
         raise ValueError("uplinks left per leaf must be at least 1")
-    Js = tuple(float(j) for j in comm_fractions)
+    # a J given twice is evaluated once (as R is): its rows and its sweeps.parquet column
+    # would otherwise be written twice; dict keeps the order given
+    Js = tuple(dict.fromkeys(float(j) for j in comm_fractions))
     for J in Js:
         if not 0.0 <= J <= 1.0:
             raise ValueError(f"a communication fraction must lie in [0, 1], got {J}")

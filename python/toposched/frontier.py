@@ -332,6 +332,10 @@ def run_frontier(
     invariant_check_settings(list(dict.fromkeys(p.alloc for p in points)), options, "--policies")
     fabric = load_fabric(system, lenient=lenient)
     workload = load_workload(trace, transforms=list(transforms), fabric_nodes=fabric.n_nodes, format=format, lenient=lenient)
+    if network:
+        from .network_spec import check_spec_on
+
+        check_spec_on(workload, network)  # a spec the log cannot take: here, not in every run
     # the settings of each run: the shared ones, then the point's own policy options; each
     # point runs without the network model (its cost) and with it (its interference)
     specs = []

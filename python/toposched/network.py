@@ -412,6 +412,11 @@ def parse_scenario(obj: dict[str, Any], *, source: str = "<scenario>", system: s
             "service_level": _number(j, "service_level", 0, int, src, where, lo=0, hi=len(settings.sl_weights) - 1),
             "phi": _number(j, "phi", -1.0, float, src, where, lo=0.0, hi=1.0) if "phi" in j else -1.0,
         }
+        if common["bytes"] <= 0:  # no traffic, yet the job model would give it a phi
+            raise field_error(src, f"{where}.bytes", f"must be > 0 (bytes per flow; a job without traffic has pattern none), got {j['bytes']}")
+        both = [k for k in ("comm_fraction", "message_bytes", "messages") if k in j]
+        if "phi" in j and both:  # phi bypasses the job model: its keys would be dropped
+            raise field_error(src, f"{where}.phi", f"phi is the bandwidth-bound fraction itself, bypassing the job model; give it or {both[0]}, not both")
         app = j.get("app")
         overrides = {
             "comm_fraction": _number(j, "comm_fraction", None, float, src, where, lo=0.0, hi=1.0) if "comm_fraction" in j else None,
@@ -523,7 +528,11 @@ def _resolve_phi(model: Any, jobs: list[ScenarioJob]) -> None:
             continue
         d = j.core_dict()
         dem = model.demand(d["nodes"], d["pattern"], bytes=1.0, ranks_per_node=d["ranks_per_node"], seed=d["seed"], flows=d.get("flows"))
-        j.fractions = j.profile.fractions_from_demand(float(dem["t_ideal"]), j.timing or FabricTiming())
+        # t_ideal is the busiest node link's bytes over the host bandwidth, which only sets
+        # the unit of times: times the host bandwidth, it is that link's messages, which the
+        # job model turns into seconds at the fabric's own link rate
+        t_ideal_messages = float(dem["t_ideal"]) * float(model.bandwidth[0])
+        j.fractions = j.profile.fractions_from_demand(t_ideal_messages, j.timing or FabricTiming())
         j.phi = j.fractions["bandwidth"]
 
 

@@ -592,6 +592,8 @@ def _spec_from_obj(obj: Any, src: str, bin_lines: tuple[int, ...] = ()) -> Netwo
                 raise field_error(src, "patterns", f"expected pattern names, got {p!r}")
             check_pattern(p, src, "patterns")
         spec.patterns = tuple(pats)
+    if "phi" in obj and "comm_fraction" in obj:  # phi would win and the fraction be dropped
+        raise field_error(src, "phi", "phi is given, and comm_fraction (the job model makes phi of it): give one of them")
     for key in ("phi", "comm_fraction"):
         if key not in obj:
             continue
@@ -641,6 +643,14 @@ def _workload_column(workload: Any, name: str, src: str, what: str) -> np.ndarra
         have = sorted(set(workload.columns) | {k for k, v in workload.extra.items() if isinstance(v, np.ndarray)})
         raise field_error(src, what, f"the workload has no column {name!r}; it has {', '.join(have)}")
     return col
+
+
+def check_spec_on(workload: Any, spec: NetworkSpec | str) -> None:
+    """Raise the InputError a run would for a spec that reads but does not fit this
+    workload (a column it lacks, a rule on a feature it does not give, an application name
+    where the log numbers them), so that compare and frontier refuse it in one line before
+    any run, not in every worker."""
+    assign_traffic(workload, parse_network_spec(spec) if isinstance(spec, str) else spec)
 
 
 def assign_traffic(workload: Any, spec: NetworkSpec) -> dict[str, Any]:

@@ -255,11 +255,19 @@ def _print_summary(doc: dict[str, Any]) -> None:
     from ..reporting.contention import pct as _pct
 
     s = doc["schedule"]
-    print(f"{s['name']}: {s['jobs']:,} jobs, {doc['exposed_jobs']:,} on two or more leaves; K={s['nodes_per_leaf']}, full R={s['full_uplinks']}")
+    # a tapered fabric's own cost is the row R = W1 (docs/contention.md); the rows above it
+    # are uplinks it does not have, so say which row is the fabric replayed
+    built = s.get("uplinks_per_leaf_as_built")
+    tapered = built is not None and built < s["full_uplinks"]
+    print(
+        f"{s['name']}: {s['jobs']:,} jobs, {doc['exposed_jobs']:,} on two or more leaves; K={s['nodes_per_leaf']}, full R={s['full_uplinks']}"
+        + (f", as built W1={built}" if tapered else "")
+    )
     print(f"{'R':>4} {'taper':>6} {'system':>9} {'per node-s':>10} {'affected':>9} {'mean/job':>9} {'max/job':>9}")
     for r in doc["uplink_sweep"]:
         a = r["affected_job_slowdown"]
         print(
             f"{r['uplinks']:>4} {r['taper']:>5.2f}: {_pct(r['system_slowdown']):>9} {_pct(r['added_wall_per_node_second']):>10} "
             f"{r['affected_jobs']:>9,} {_pct(a['mean']):>9} {_pct(a['max']):>9}"
+            + (f"  <- as built (W1 = {built})" if tapered and r["uplinks"] == built else "")
         )

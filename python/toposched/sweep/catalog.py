@@ -42,6 +42,7 @@ DEFAULT_COLUMNS = (
     "alloc",
     "speedup",
     "seed",
+    "network",  # present when a run has a network setting; tells apart runs that differ by it only
     "wait_mean_s",
     "bsld_mean",
     "utilization",

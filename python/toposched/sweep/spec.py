@@ -133,15 +133,72 @@ class SweepSpecError(InputError):
     """Problems in a sweep file: ``problems`` is a list of ``(where, message)``, ``where``
     being the place in the file (``workloads[1].transforms[0]``) or ``""``."""
 
-    def __init__(self, path: str, problems: list[tuple[str, str]], *, line: int | None = None) -> None:
+    def __init__(self, path: str, problems: list[tuple[str, str]], *, line: int | None = None, text: str | None = None) -> None:
         self.path = str(path)
-        self.line = line
         self.field = problems[0][0] if problems else None
         self.problems = problems
         self.message = "; ".join(m for _, m in problems)
-        prefix = f"{self.path}:{line}" if line is not None else self.path
-        self.lines = [f"{prefix}: {where}: {msg}" if where else f"{prefix}: {msg}" for where, msg in problems]
+        # each problem's line in the file (``text``): its key's, else its table's or array's
+        keys = _key_lines(text) if text is not None else {}
+        at = [line if line is not None else _line_of(where, keys) for where, _ in problems]
+        self.line = next((n for n in at if n is not None), None)
+        prefixes = [f"{self.path}:{n}" if n is not None else self.path for n in at]
+        self.lines = [f"{prefix}: {where}: {msg}" if where else f"{prefix}: {msg}" for prefix, (where, msg) in zip(prefixes, problems)]
         Exception.__init__(self, "\n".join(self.lines))
+
+
+_TABLE = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.-]+)\s*\]\]?\s*(#.*)?$")
+_KEY = re.compile(r"^\s*([A-Za-z0-9_.-]+|\"[^\"]*\"|'[^']*')\s*=")
+
+
+def _key_lines(text: str) -> dict[str, int]:
+    """The line (from 1) of every table header and of every key written at the start of a
+    line, by its path as the checker names it (``fabrics[1].preset``, ``policies``).
+    A light scan, not a TOML parser: the file has parsed already; lines inside multi-line
+    strings are skipped, keys inside inline tables and arrays are not listed (their
+    problems take the line of the key holding them)."""
+    out: dict[str, int] = {}
+    counts: dict[str, int] = {}
+    table = ""
+    in_string: str | None = None
+    for n, raw in enumerate(text.splitlines(), 1):
+        if in_string is not None:
+            if raw.count(in_string) % 2 == 1:
+                in_string = None
+            continue
+        m = _TABLE.match(raw)
+        if m:
+            name = m.group(2)
+            if m.group(1) == "[[":
+                counts[name] = counts.get(name, -1) + 1
+                table = f"{name}[{counts[name]}]"
+            else:
+                table = name
+            out.setdefault(table, n)
+            continue
+        k = _KEY.match(raw)
+        if k:
+            key = k.group(1).strip("\"'")
+            out.setdefault(f"{table}.{key}" if table else key, n)
+        for quote in ('"""', "'''"):
+            if raw.count(quote) % 2 == 1:
+                in_string = quote
+                break
+    return out
+
+
+def _line_of(where: str, keys: dict[str, int]) -> int | None:
+    """The line of ``where`` or of the nearest path holding it: ``fabrics[0].fattree.K``
+    falls back to ``fabrics[0].fattree``, ``workloads[1].transforms[0]`` to
+    ``workloads[1].transforms``."""
+    while where:
+        if where in keys:
+            return keys[where]
+        cut = max(where.rfind("."), where.rfind("["))
+        if cut <= 0:
+            return None
+        where = where[:cut]
+    return None
 
 
 def run_id_of(spec: dict[str, Any]) -> str:
@@ -860,7 +917,7 @@ def parse_sweep(text: str, path: str | Path = "<sweep>", *, base: str | Path | N
     run_axes = _run_axes(c, doc.get("run"))
     excludes = _excludes(c, doc.get("exclude"))
     if c.problems:
-        raise SweepSpecError(shown, c.problems)
+        raise SweepSpecError(shown, c.problems, text=text)
 
     cfg_keys = list(run_axes)
     net_choices: list[str | None] = list(networks) if networks else [None]  # None: the run's default network
@@ -872,7 +929,7 @@ def parse_sweep(text: str, path: str | Path = "<sweep>", *, base: str | Path | N
     }  # fmt: skip
     _check_excludes(c, excludes, axis_values)
     if c.problems:
-        raise SweepSpecError(shown, c.problems)
+        raise SweepSpecError(shown, c.problems, text=text)
     net_sha256 = {n: _network_file_sha256(n) for n in net_choices if n is not None}
     runs: list[RunSpec] = []
     seen: set[str] = set()
