@@ -256,3 +256,27 @@ def test_the_native_utilization_file_is_the_one_of_the_sample_arrays(tmp_path: P
         results._write_utilization(series, str(native), b"id")
         results._write_sample_arrays(series, str(arrays), b"id")
         assert native.read_bytes() == arrays.read_bytes(), i
+
+
+def test_the_program_keeps_openblas_to_one_thread_unless_told(tmp_path: Path) -> None:
+    """`toposched` (console_main) sets OPENBLAS_NUM_THREADS=1 before NumPy is imported,
+    unless the environment gives a value, which is kept; NumPy imported as a library
+    (``main``, notebooks) is left alone."""
+    import os
+
+    code = (
+        "import os, sys\nfrom toposched import cli\n"
+        "sys.argv = ['toposched', 'systems']\n"
+        "try:\n    cli.console_main()\nexcept SystemExit:\n    pass\n"
+        "sys.stdout.write('\\nBLAS=' + os.environ.get('OPENBLAS_NUM_THREADS', 'unset'))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+
+    def blas(extra: dict[str, str]) -> str:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env={**env, **extra}).stdout
+        return out.rsplit("BLAS=", 1)[-1]
+
+    assert blas({}) == "1"
+    assert blas({"OPENBLAS_NUM_THREADS": "4"}) == "4"
+    lib = subprocess.run([sys.executable, "-c", "import os\nfrom toposched.cli import main\nmain(['systems'])\nprint(os.environ.get('OPENBLAS_NUM_THREADS', 'unset'))"], capture_output=True, text=True, timeout=120, env=env).stdout
+    assert lib.split()[-1] == "unset"
