@@ -143,4 +143,5 @@ def test_an_option_beyond_its_rust_type_is_refused_naming_its_flag(tmp_path, cap
     toml.write_text(f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\n[[fabrics]]\nsystem = "cab"\n[policies]\nalloc = "capped"\n[run]\nleaf_cap = {u32_max + 1}\n')
     capsys.readouterr()
     assert main(["sweep", str(toml), "--out", str(tmp_path / "o"), "--dry-run"]) == 2
-    assert capsys.readouterr().err == f"error: {toml}: run.leaf_cap: must be at most 2^32 - 1, got {u32_max + 1}\n"
+    # (the line of the key in the file: leaf_cap is on line 8)
+    assert capsys.readouterr().err == f"error: {toml}:8: run.leaf_cap: must be at most 2^32 - 1, got {u32_max + 1}\n"
