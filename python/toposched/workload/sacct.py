@@ -509,7 +509,13 @@ def read_sacct(
     header_text = lines[layout.header_line - 1].strip() if layout.header_line is not None else None
     repeated_headers = 0
     for first0, last0, pieces, status, detail in Splitter(layout, cols.used(), lines, cols.text()).records(data_start):
-        if header_text is not None and first0 == last0 and _is_header_line(lines[first0]):
+        if (
+            header_text is not None
+            and first0 == last0
+            # a job id starts with a digit: the full look only at lines that cannot be records' first
+            and not (cols.job_id < len(pieces) and pieces[cols.job_id].strip()[:1].isdigit())
+            and _is_header_line(lines[first0])
+        ):
             if lines[first0].strip().removeprefix("\ufeff") == header_text:
                 repeated_headers += 1
                 continue
