@@ -239,3 +239,35 @@ def test_corrupt_gzip_guess_is_one_line_with_stream(tmp_path: Path, capsys) -> N
             assert ("corrupt gzip data: " if name.endswith(".swf.gz") else "cannot read: ") in err
             errs.append(err)
         assert errs[0] == errs[1]
+
+
+@pytest.mark.parametrize("digit", ["\u0662", "\uff12", "\u096a"])  # Arabic-Indic 2, fullwidth 2, Devanagari 4
+def test_digits_of_other_scripts_are_not_numbers(tmp_path: Path, digit: str) -> None:
+    """sacct and PBS read a count, a time or a duration written with another script's
+    digits ('٢', which int() reads as 2) as that number, silently; the SWF reader refuses
+    them (docs/workloads.md: digits). Now all three say which field holds it."""
+    header = "JobIDRaw|Submit|Start|End|ElapsedRaw|Timelimit|NNodes"
+    row = {"JobIDRaw": "7", "Submit": "2021-01-01T00:00:00", "Start": "2021-01-01T00:10:00", "End": "2021-01-01T01:10:00",
+           "ElapsedRaw": "3600", "Timelimit": "02:00:00", "NNodes": "2"}  # fmt: skip
+    for col in ("NNodes", "ElapsedRaw", "Timelimit", "Submit"):
+        bad = dict(row)
+        bad[col] = bad[col].replace("2", digit, 1) if "2" in bad[col] else digit + bad[col][1:]
+        p = tmp_path / f"sacct-{col}.log"
+        p.write_text(header + "\n" + "|".join(bad[c] for c in header.split("|")) + "\n", encoding="utf-8")
+        with pytest.raises(TraceFormatError) as ei:
+            read_trace(p)
+        assert (ei.value.line, ei.value.field) == (2, col), str(ei.value)
+    plain = PBS_SAMPLE.read_text().split("\n")[2]  # 6464684: nodect-free Torque record
+    assert "Resource_List.walltime=" in plain and "qtime=1415579756" in plain
+    for attr, old in (("qtime", "qtime=1415579756"), ("Resource_List.nodect", "Resource_List.nodect=1"), ("resources_used.walltime", "resources_used.walltime=02:35:49")):
+        assert old in plain, old
+        p = tmp_path / f"pbs-{attr}.log"
+        p.write_text(plain.replace(old, old[:-1] + digit) + "\n", encoding="utf-8")
+        with pytest.raises(TraceFormatError) as ei:
+            read_trace(p, format="pbs")
+        assert ei.value.field == attr, str(ei.value)
+    swf = tmp_path / "x.swf"
+    swf.write_text(f"1 0 5 10 {digit} -1 -1 2 100 -1 1 1 1 1 1 1 -1 -1\n", encoding="utf-8")
+    with pytest.raises(TraceFormatError) as ei:
+        read_trace(swf)
+    assert ei.value.field == "allocated_processors"
