@@ -1,15 +1,22 @@
 """Odd but plausible log files, each a regression test of a defect found by reading them:
-a byte-order mark, and the like. Each test compares with the same log read without the
-oddity (an independent reference: the plain file's own read)."""
+a byte-order mark, UTF-16, Latin-1 names, carriage-return line ends, sacct dumps put
+together, an unclosed PBS quote, corrupt gzip. Where a test compares tables, the
+reference is the same log read without the oddity (the plain file's own read)."""
 
 from __future__ import annotations
 
 import gzip
 from pathlib import Path
 
+import pytest
 from conftest import KTH, PBS_SAMPLE, SLURM, WAGAP
 
+from toposched.cli import main
+from toposched.errors import TraceFormatError
 from toposched.workload import detect_format, read_trace
+from toposched.workload.pbs import _split_message
+from toposched.workload.swf_nodes import read_alea_machines
+from toposched.workload.swf_stream import SwfStream
 
 BOM = b"\xef\xbb\xbf"
 
@@ -73,10 +80,6 @@ def test_sacct_byte_order_mark_keeps_first_column(tmp_path: Path) -> None:
 def test_empty_log_without_a_format_says_empty(tmp_path: Path) -> None:
     """An empty or blank file whose name does not say SWF: "no job records found", as
     with --format, not "cannot tell the log's format; pass --format", which cannot help."""
-    import pytest
-
-    from toposched.errors import TraceFormatError
-
     for name, data in (("empty.log", b""), ("blank.log", b"\n \n\t\n"), ("bom.log", BOM + b"\n"), ("empty.gz", gzip.compress(b""))):
         p = tmp_path / name
         p.write_bytes(data)
@@ -114,8 +117,6 @@ def test_pbs_unclosed_quote_does_not_swallow_the_record() -> None:
     """A value opening a quote it never closes (a Torque job name is not quoted, so
     jobname="x is a name) ran to the end of the record: the attributes after it were lost
     and then repaired (run time from end - start, walltime from the run time)."""
-    from toposched.workload.pbs import _split_message
-
     got = _split_message('jobname="abc Resource_List.walltime=01:00:00 resources_used.walltime=00:30:00 user=u')
     assert got == {"jobname": '"abc', "Resource_List.walltime": "01:00:00", "resources_used.walltime": "00:30:00", "user": "u"}
     # a closed quote still joins the words it holds
@@ -128,10 +129,6 @@ def test_sacct_dumps_put_together_repeat_the_header(tmp_path: Path) -> None:
     job id 'JobIDRaw', or with --lenient counted as a malformed record); a header naming
     other columns is refused even with --lenient, which read the second dump's values
     under the first dump's columns."""
-    import pytest
-
-    from toposched.errors import TraceFormatError
-
     header = "JobIDRaw|Submit|Start|End|ElapsedRaw|Timelimit|NNodes"
 
     def rec(i: int, nodes: int, elapsed: int) -> str:
@@ -187,8 +184,6 @@ def test_sacct_lone_carriage_return_line_ends(tmp_path: Path) -> None:
 def test_alea_machines_file_with_byte_order_mark(tmp_path: Path) -> None:
     """An Alea .machines file saved with a byte-order mark: its first cluster id was
     '\\ufeff0', "expected a number"."""
-    from toposched.workload.swf_nodes import read_alea_machines
-
     src = WAGAP.parent / "alea_wagap-2013.swf.machines"
     bom = tmp_path / "bom.machines"
     bom.write_bytes(BOM + src.read_bytes())
@@ -199,11 +194,6 @@ def test_utf16_logs_are_named_as_such(tmp_path: Path) -> None:
     """A log saved as UTF-16 (with or without its byte-order mark) is one line saying so,
     from every reader and the format guess; each said something beside the point before
     ("expected 18 fields, found 3 (truncated line?)", "cannot tell the log's format")."""
-    import pytest
-
-    from toposched.errors import TraceFormatError
-    from toposched.workload.swf_stream import SwfStream
-
     sources = {
         "swf": gzip.decompress(KTH.read_bytes())[:4000].rsplit(b"\n", 1)[0] + b"\n",
         "pbs": PBS_SAMPLE.read_bytes(),
@@ -230,11 +220,6 @@ def test_corrupt_gzip_guess_is_one_line_with_stream(tmp_path: Path, capsys) -> N
     read_trace around it) printed without the file ("error: unreadable file: ...", or
     "error: Unknown compression method", exit 1). Now the whole and the streamed replay
     say the same line."""
-    import pytest
-
-    from toposched.cli import main
-    from toposched.errors import TraceFormatError
-
     good = KTH.read_bytes()
     corrupt = good[:12] + b"\x00" * 50 + good[62:]
     cases = {"stored.log": corrupt, "method.log": b"\x1f\x8b" + b"garbage" * 20, "named.swf.gz": corrupt}
@@ -254,3 +239,35 @@ def test_corrupt_gzip_guess_is_one_line_with_stream(tmp_path: Path, capsys) -> N
             assert ("corrupt gzip data: " if name.endswith(".swf.gz") else "cannot read: ") in err
             errs.append(err)
         assert errs[0] == errs[1]
+
+
+@pytest.mark.parametrize("digit", ["\u0662", "\uff12", "\u096a"])  # Arabic-Indic 2, fullwidth 2, Devanagari 4
+def test_digits_of_other_scripts_are_not_numbers(tmp_path: Path, digit: str) -> None:
+    """sacct and PBS read a count, a time or a duration written with another script's
+    digits ('٢', which int() reads as 2) as that number, silently; the SWF reader refuses
+    them (docs/workloads.md: digits). Now all three say which field holds it."""
+    header = "JobIDRaw|Submit|Start|End|ElapsedRaw|Timelimit|NNodes"
+    row = {"JobIDRaw": "7", "Submit": "2021-01-01T00:00:00", "Start": "2021-01-01T00:10:00", "End": "2021-01-01T01:10:00",
+           "ElapsedRaw": "3600", "Timelimit": "02:00:00", "NNodes": "2"}  # fmt: skip
+    for col in ("NNodes", "ElapsedRaw", "Timelimit", "Submit"):
+        bad = dict(row)
+        bad[col] = bad[col].replace("2", digit, 1) if "2" in bad[col] else digit + bad[col][1:]
+        p = tmp_path / f"sacct-{col}.log"
+        p.write_text(header + "\n" + "|".join(bad[c] for c in header.split("|")) + "\n", encoding="utf-8")
+        with pytest.raises(TraceFormatError) as ei:
+            read_trace(p)
+        assert (ei.value.line, ei.value.field) == (2, col), str(ei.value)
+    plain = PBS_SAMPLE.read_text().split("\n")[2]  # 6464684: nodect-free Torque record
+    assert "Resource_List.walltime=" in plain and "qtime=1415579756" in plain
+    for attr, old in (("qtime", "qtime=1415579756"), ("Resource_List.nodect", "Resource_List.nodect=1"), ("resources_used.walltime", "resources_used.walltime=02:35:49")):
+        assert old in plain, old
+        p = tmp_path / f"pbs-{attr}.log"
+        p.write_text(plain.replace(old, old[:-1] + digit) + "\n", encoding="utf-8")
+        with pytest.raises(TraceFormatError) as ei:
+            read_trace(p, format="pbs")
+        assert ei.value.field == attr, str(ei.value)
+    swf = tmp_path / "x.swf"
+    swf.write_text(f"1 0 5 10 {digit} -1 -1 2 100 -1 1 1 1 1 1 1 -1 -1\n", encoding="utf-8")
+    with pytest.raises(TraceFormatError) as ei:
+        read_trace(swf)
+    assert ei.value.field == "allocated_processors"

@@ -32,15 +32,20 @@ from .tally import Tally
 __all__ = ["LINE_RE", "parse_exec_host", "parse_exec_vnode", "parse_pbs_duration", "parse_resource_spec", "read_pbs"]
 
 #: One accounting line: date, time, record type, job id, message.
-LINE_RE = re.compile(r"(\d\d)/(\d\d)/(\d{4}) (\d\d):(\d\d):(\d\d);([A-Za-z]);([^;]*);(.*)\Z")
+LINE_RE = re.compile(r"(\d\d)/(\d\d)/(\d{4}) (\d\d):(\d\d):(\d\d);([A-Za-z]);([^;]*);(.*)\Z", re.ASCII)
 # A job id: number, optional array index, optional ".server" suffix (any text).
-_JOBID_RE = re.compile(r"(\d+)(\[\d*\]|-\d+)?(?:\.(.*))?\Z")
-# A whole number is ``str.isdecimal()``: the same strings as the pattern ``\d+\Z`` (one or
-# more Unicode decimal digits, which ``int`` reads), without a regular expression.
-_INT_RE = re.compile(r"-?\d+\Z")
-_SLOTS_RE = re.compile(r"(\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*)(?:\*(\d+))?\Z")
-_VNODE_SUFFIX_RE = re.compile(r"\[\d+\]\Z")
-_LEADING_COUNT_RE = re.compile(r"(\d+)(?::|\Z)")
+_JOBID_RE = re.compile(r"(\d+)(\[\d*\]|-\d+)?(?:\.(.*))?\Z", re.ASCII)
+_INT_RE = re.compile(r"-?\d+\Z", re.ASCII)
+_SLOTS_RE = re.compile(r"(\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*)(?:\*(\d+))?\Z", re.ASCII)
+_VNODE_SUFFIX_RE = re.compile(r"\[\d+\]\Z", re.ASCII)
+_LEADING_COUNT_RE = re.compile(r"(\d+)(?::|\Z)", re.ASCII)
+
+
+def _is_uint(text: str) -> bool:
+    """A whole number: ASCII digits only, as the regular expressions here (``re.ASCII``)
+    and the SWF reader take them. ``str.isdecimal()`` alone also takes other scripts'
+    digits ("٢", which ``int`` reads as 2), and a log holding them is not a log."""
+    return text.isascii() and text.isdecimal()
 
 class _FieldError(ValueError):
     def __init__(self, field: str | None, message: str) -> None:
@@ -61,7 +66,7 @@ def parse_pbs_duration(text: str) -> int:
     """
     s = text.strip()
     parts = s.split(":")
-    if not 1 <= len(parts) <= 4 or not all(p.isdecimal() for p in parts):
+    if not 1 <= len(parts) <= 4 or not all(_is_uint(p) for p in parts):
         raise ValueError(f"expected a duration like 04:00:00, got {text!r}")
     values = [int(p) for p in parts]
     # minutes and seconds below 60 when a larger unit is given
@@ -128,7 +133,7 @@ def parse_exec_vnode(text: str) -> tuple[list[str], int]:
         for res in resources.split(":"):
             key, _, value = res.partition("=")
             if key == "ncpus":
-                if not value.isdecimal():
+                if not _is_uint(value):
                     raise ValueError(f"ncpus of vnode {name!r}: expected a whole number, got {value!r}")
                 cpus += int(value)
     return list(hosts), cpus
@@ -149,7 +154,7 @@ def parse_resource_spec(text: str, per_node_key: str) -> tuple[int, int]:
         count = 1
         first = items[0]
         rest = items
-        if first.isdecimal():
+        if _is_uint(first):
             count = int(first)
             rest = items[1:]
         elif first == "":
@@ -158,7 +163,7 @@ def parse_resource_spec(text: str, per_node_key: str) -> tuple[int, int]:
         for item in rest:
             key, sep, value = item.partition("=")
             if sep and key == per_node_key:
-                if not value.isdecimal():
+                if not _is_uint(value):
                     raise ValueError(f"{per_node_key} must be a whole number, got {value!r}")
                 per = int(value)
         nodes += count
@@ -231,7 +236,7 @@ def _epoch(attrs: dict[str, str], key: str) -> int | None:
     if v is None or v == "":
         return None
     v = v.strip()
-    if not v.isdecimal():
+    if not _is_uint(v):
         raise _FieldError(key, f"expected Unix seconds, got {v!r}")
     return int(v)
 
@@ -504,7 +509,7 @@ def _requested_nodes(attrs: dict[str, str], fixes: list[str]) -> tuple[int, int]
     nodect = attrs.get("Resource_List.nodect")
     if nodect:
         v = nodect.strip()
-        if v.isdecimal():
+        if _is_uint(v):
             nodes = int(v)
         elif _LEADING_COUNT_RE.match(v):
             # e.g. "1:ppn=24:gpu=4": a nodes spec written into nodect
@@ -518,7 +523,7 @@ def _requested_nodes(attrs: dict[str, str], fixes: list[str]) -> tuple[int, int]
             raise _FieldError("Resource_List.nodect", f"expected a whole number, got {nodect!r}")
     ncpus = attrs.get("Resource_List.ncpus")
     if cpus < 0 and ncpus:
-        if not ncpus.strip().isdecimal():
+        if not _is_uint(ncpus.strip()):
             raise _FieldError("Resource_List.ncpus", f"expected a whole number, got {ncpus!r}")
         cpus = int(ncpus)
     return nodes, cpus
@@ -649,14 +654,14 @@ def _parse_end_record(jobid: str, attrs: dict[str, str]) -> _EndRecord:
     pa = -1
     used_cpus = attrs.get("resources_used.ncpus")
     if used_cpus:
-        if not used_cpus.strip().isdecimal():
+        if not _is_uint(used_cpus.strip()):
             raise _FieldError("resources_used.ncpus", f"expected a whole number, got {used_cpus!r}")
         pa = int(used_cpus)
     if pa <= 0 and slots > 0:
         pa = slots
     if pa <= 0:
         ncpus = attrs.get("Resource_List.ncpus", "").strip()
-        pa = int(ncpus) if ncpus.isdecimal() else -1
+        pa = int(ncpus) if _is_uint(ncpus) else -1
     return (
         jid,
         index,

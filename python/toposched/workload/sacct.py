@@ -37,11 +37,11 @@ _UNKNOWN_DURATIONS = frozenset({"", "unlimited", "partition_limit", "invalid", "
 _UNKNOWN_TIMES = frozenset({"", "unknown", "none"})
 _NOT_ALLOCATED = "None assigned"
 
-_RE_DHMS = re.compile(r"(?:(\d+)-)?(\d+):(\d\d):(\d\d)")
-_RE_MS = re.compile(r"(\d+):(\d\d)(?:\.\d+)?")
-_RE_MIN = re.compile(r"\d+")
-_RE_TIME = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)")
-_RE_UINT = re.compile(r"\d+")
+_RE_DHMS = re.compile(r"(?:(\d+)-)?(\d+):(\d\d):(\d\d)", re.ASCII)
+_RE_MS = re.compile(r"(\d+):(\d\d)(?:\.\d+)?", re.ASCII)
+_RE_MIN = re.compile(r"\d+", re.ASCII)
+_RE_TIME = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)", re.ASCII)
+_RE_UINT = re.compile(r"\d+", re.ASCII)
 
 _DURATION_HINT = "expected a duration like 1-00:00:00, got {!r}"
 _TIME_HINT = "expected a time like 2021-01-06T14:09:15, got {!r}"
@@ -88,7 +88,7 @@ def parse_duration(text: str) -> int:
     raise ValueError(_DURATION_HINT.format(text))
 
 
-_RE_SWITCHES = re.compile(r"--switches[= ](\d+)(?:@(\S+))?")
+_RE_SWITCHES = re.compile(r"--switches[= ](\d+)(?:@(\S+))?", re.ASCII)
 #: Slurm's default cap on the switch wait (SchedulerParameters=max_switch_wait).
 _MAX_SWITCH_WAIT_S = SLURM_MAX_SWITCH_WAIT_S
 
@@ -509,7 +509,13 @@ def read_sacct(
     header_text = lines[layout.header_line - 1].strip() if layout.header_line is not None else None
     repeated_headers = 0
     for first0, last0, pieces, status, detail in Splitter(layout, cols.used(), lines, cols.text()).records(data_start):
-        if header_text is not None and first0 == last0 and _is_header_line(lines[first0]):
+        if (
+            header_text is not None
+            and first0 == last0
+            # a job id starts with a digit: the full look only at lines that cannot be records' first
+            and not (cols.job_id < len(pieces) and pieces[cols.job_id].strip()[:1].isdigit())
+            and _is_header_line(lines[first0])
+        ):
             if lines[first0].strip().removeprefix("\ufeff") == header_text:
                 repeated_headers += 1
                 continue
@@ -580,7 +586,7 @@ def read_sacct(
 def _parse_job(vals: dict[int, str], raw_id: str, cols: Columns, name: list[str]) -> _Job:
     """The values of one job record (raises _FieldError for a bad value)."""
     if not _RE_UINT.fullmatch(raw_id):
-        if name[cols.job_id].lower() == "jobid" and re.fullmatch(r"\d+[_+].*", raw_id):
+        if name[cols.job_id].lower() == "jobid" and re.fullmatch(r"\d+[_+].*", raw_id, re.ASCII):
             raise _FieldError(
                 name[cols.job_id],
                 f"job id {raw_id!r} is an array task or a heterogeneous-job component and has "

@@ -121,11 +121,11 @@ _SHAPES: dict[str, str] = {
     # which must stay empty.
     "": r"",
 }  # fmt: skip
-_COMPILED = {k: re.compile(v) for k, v in _SHAPES.items()}
+_COMPILED = {k: re.compile(v, re.ASCII) for k, v in _SHAPES.items()}
 #: The kind of a free-text column (any number of pieces).
 FREE = "free"
 
-_RE_UINT = re.compile(r"\d+")
+_RE_UINT = re.compile(r"\d+", re.ASCII)
 
 
 def read_lines(path: str | Path) -> list[str]:
