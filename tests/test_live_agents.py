@@ -110,7 +110,7 @@ def test_agents_file_naming_a_node_not_on_the_fabric_is_refused_at_start(tmp_pat
     tok = tmp_path / "token"
     write_token(tok)
     agents = tmp_path / "agents.toml"
-    agents.write_text('[agents]\nhype1 = "unix:/nonexistent/a.sock"\nn2 = "unix:/nonexistent/b.sock"\n')
+    agents.write_text('[agents]\nhype96 = "unix:/nonexistent/a.sock"\nn2 = "unix:/nonexistent/b.sock"\n')
     r = subprocess.run(
         [sys.executable, "-m", "toposched.cli", "serve", "--system", "hype", "--state", str(tmp_path / "st"), "--listen", "127.0.0.1:0",
          "--token-file", str(tok), "--node-agents", str(agents)],
@@ -118,3 +118,36 @@ def test_agents_file_naming_a_node_not_on_the_fabric_is_refused_at_start(tmp_pat
     )
     assert r.returncode == 2 and str(agents) in r.stderr and "agents.n2" in r.stderr and "not on fabric hype" in r.stderr, r.stderr
     assert r.stderr.count("\n") == 1
+
+
+def test_a_silent_agent_does_not_stall_the_other_requests(tmp_path):
+    """A node agent that accepts connections but never answers (a hung host) kept the
+    service's only thread waiting for the whole agent timeout_s on every request stating a
+    requirement: health, state, release of other clients all waited behind it. The agents
+    are now asked off the event loop."""
+    import socket
+    import threading
+    import time
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)  # connections queue in the kernel; nobody ever reads them
+    try:
+        (tmp_path / "agents.toml").write_text(f'timeout_s = 4\n[agents]\nhype96 = "127.0.0.1:{silent.getsockname()[1]}"\n')
+        with ServiceProcess(tmp_path / "svc", extra=["--node-agents", str(tmp_path / "agents.toml")]) as svc:
+            c = svc.client()
+            assert c.allocate("other", 2, 60)[0] == 200
+            answer: list = []
+            asking = threading.Thread(target=lambda: answer.append(svc.client().allocate("j", 1, 60, requirement="CORES=1")))
+            asking.start()
+            time.sleep(0.5)  # the service is now waiting for hype96's agent
+            t0 = time.monotonic()
+            assert c.request("GET", "/v1/health")[0] == 200
+            assert c.release("other")[0] == 200
+            waited_s = time.monotonic() - t0
+            asking.join(timeout=30)
+            code, body = answer[0]
+            assert code == 409 and body["hosts_refused"]["hype96"].startswith("unreachable"), body
+            assert waited_s < 2.0, f"health and release waited {waited_s:.1f} s behind the silent agent"
+    finally:
+        silent.close()

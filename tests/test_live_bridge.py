@@ -191,3 +191,30 @@ def test_good_arguments_pass_the_parser():
     assert service_url("127.0.0.1:8700") == "http://127.0.0.1:8700"
     assert service_url("http://[::1]:8700") == "http://[::1]:8700"
     assert service_url("unix:/run/toposched.sock") == "unix:/run/toposched.sock"
+
+
+def test_once_with_slurm_unreachable_is_one_line_not_a_bug(tmp_path):
+    """slurm-bridge --once while slurmctld cannot be reached: after its retries the pass
+    failed with 'internal error: SlurmError: ... (a bug in toposched: rerun with --debug
+    and report the traceback)' over several lines (squeue's own). It is the site's Slurm,
+    not a bug: one line, exit 1."""
+    import os
+    import subprocess
+    import sys
+
+    from live_util import write_token
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("squeue", "sinfo", "scontrol"):
+        (bin_dir / tool).write_text("#!/bin/sh\necho 'error: Unable to contact slurm controller' >&2\necho 'fatal: giving up' >&2\nexit 1\n")
+        (bin_dir / tool).chmod(0o755)
+    write_token(tmp_path / "token")
+    r = subprocess.run(
+        [sys.executable, "-m", "toposched.cli", "slurm-bridge", "--token-file", str(tmp_path / "token"), "--once", "--slurm-timeout-s", "5"],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"},
+    )
+    last = r.stderr.strip().splitlines()[-1]
+    assert r.returncode == 1 and last.startswith("error: slurm-bridge --once: ") and "Unable to contact slurm controller" in last, r.stderr
+    assert "a bug" not in r.stderr and "internal error" not in r.stderr
+    assert "fatal: giving up" in last  # squeue's lines joined into the one line

@@ -606,3 +606,30 @@ def test_a_huge_cpu_list_is_refused_at_once(cab_agent):
         assert code == 400 and answer["field"] == "CPU_LIST", answer
     assert _time.monotonic() - t0 < 5
     assert c.health()["ok"]
+
+
+def test_rank_hosts_asks_the_agents_at_once(tmp_path):
+    """rank_hosts asked the hosts one after another: with k hung hosts (accepting, never
+    answering) a requirement cost k times the agents' timeout (50 s for 10 hung hosts at
+    the default 5 s, past the clients' own timeouts). The hosts are asked together: the
+    slowest one bounds it. The answer is the same whatever order the agents answer in."""
+    import socket
+    import time as _time
+
+    silent = []
+    for _ in range(3):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        s.listen(4)
+        silent.append(s)
+    try:
+        agents = {f"h{i}": AgentClient("127.0.0.1:%d" % s.getsockname()[1], timeout_s=1.5) for i, s in enumerate(silent)}
+        t0 = _time.monotonic()
+        ranking = rank_hosts("CORES=1", agents)
+        took_s = _time.monotonic() - t0
+        assert ranking.hosts == [] and sorted(ranking.rejected) == ["h0", "h1", "h2"]
+        assert all(r.startswith("unreachable: ") for r in ranking.rejected.values())
+        assert took_s < 3.0, f"{took_s:.1f} s for 3 hung hosts at 1.5 s each"
+    finally:
+        for s in silent:
+            s.close()

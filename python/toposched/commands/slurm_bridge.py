@@ -57,6 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import signal
+    import sys
     from pathlib import Path
 
     if args.print_job_submit_lua:
@@ -77,7 +78,17 @@ def run(args: argparse.Namespace) -> int:
         queue=args.queue, unlimited_s=args.unlimited_walltime_s, log=stderr_log,
     )
     if args.once:
-        print(bridge.one_pass(reconcile=True))
+        from ..live.bridge import SlurmError
+        from ..live.client import ServiceUnavailable
+
+        try:
+            print(bridge.one_pass(reconcile=True))
+        except (SlurmError, ServiceUnavailable) as exc:
+            # the site's Slurm or service, after the retries: not a bug; one line (squeue's
+            # own messages come over several)
+            text = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+            print(f"error: slurm-bridge --once: {text}", file=sys.stderr)
+            return 1
         return 0
     stopping = {"now": False}
 

@@ -20,6 +20,7 @@ import signal
 import socket
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, TextIO
 
@@ -408,6 +409,10 @@ class Server:
         self.committer = Committer(service.table)
         #: open connections and their handlers, closed and awaited at shutdown (close_all)
         self.connections: dict[asyncio.StreamWriter, asyncio.Task[Any]] = {}
+        #: threads that ask the node agents (up to their timeout_s each): an allocation that
+        #: states a requirement is decided there, so that a silent agent stalls only it, not
+        #: the event loop (and not the default executor, where the commits run)
+        self.agent_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="node-agents") if service.agents is not None else None
 
     async def close_all(self, timeout_s: float = 10.0) -> None:
         """End every open connection and wait for its handler: a request being decided
@@ -472,8 +477,13 @@ class Server:
                         raw = await reader.readexactly(n)
                     except (asyncio.IncompleteReadError, ConnectionError):
                         return
-                code, body, ctype = route(svc, method, target, headers, raw)
                 path = target.split("?", 1)[0].rstrip("/") or "/"
+                if self.agent_pool is not None and method == "POST" and path == "/v1/allocate":
+                    # (one that states a requirement asks the agents; decisions stay serialized:
+                    # the table is changed only under svc.lock, wherever the handler runs)
+                    code, body, ctype = await asyncio.get_running_loop().run_in_executor(self.agent_pool, route, svc, method, target, headers, raw)
+                else:
+                    code, body, ctype = route(svc, method, target, headers, raw)
                 if code < 400 and (method != "GET" or path == "/v1/state"):
                     try:
                         await self.committer.durable(svc.table.seq)
@@ -551,6 +561,8 @@ async def _serve(service: Service, listen: str, ready: "Callable[[str], None]") 
         await stop.wait()
         srv.close()  # no new connections; then end the open ones
         await server.close_all()
+        if server.agent_pool is not None:
+            server.agent_pool.shutdown(wait=False, cancel_futures=True)
     if kind == "unix":
         Path(addr).unlink(missing_ok=True)
 

@@ -162,13 +162,21 @@ def rank_answers(answers: Mapping[str, JsonObject]) -> Ranking:
 def rank_hosts(requirement: str | JsonObject, agents: Mapping[str, AgentClient]) -> Ranking:
     """Ask every host's agent about ``requirement``; keep those that can place it now (and,
     for WAIT, well enough), best radius first; ties by host name."""
-    answers: dict[str, JsonObject] = {}
-    rejected: dict[str, str] = {}
-    for host in sorted(agents):
+    from concurrent.futures import ThreadPoolExecutor
+
+    def ask(host: str) -> JsonObject | str:
         try:
-            answers[host] = agents[host].query(requirement)
+            return agents[host].query(requirement)
         except ToposchedError as exc:
-            rejected[host] = f"unreachable: {exc}"
+            return f"unreachable: {exc}"
+
+    # All at once: one after another, k hung hosts cost k times the timeout. Collected in
+    # host order, so the answer does not depend on which agent answers first.
+    hosts = sorted(agents)
+    with ThreadPoolExecutor(max_workers=max(1, min(32, len(hosts)))) as pool:
+        got = list(pool.map(ask, hosts))
+    answers = {h: a for h, a in zip(hosts, got) if not isinstance(a, str)}
+    rejected = {h: a for h, a in zip(hosts, got) if isinstance(a, str)}
     ranking = rank_answers(answers)
     ranking.rejected.update(rejected)
     return ranking
