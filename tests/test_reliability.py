@@ -773,7 +773,8 @@ def test_no_jobs_left_after_the_transforms_is_an_input_error(tmp_path: Path, cap
 @pytest.mark.parametrize(
     "argv, says",
     [
-        (["simulate", "--trace", "x", "--system", "cab", "--missing-walltime", "abc", "--out", "o"], "argument --missing-walltime: expected 'runtime' or a number of seconds, got 'abc'"),
+        (["simulate", "--trace", "x", "--system", "cab", "--missing-walltime", "abc", "--out", "o"], "argument --missing-walltime: expected 'runtime' or a whole number of seconds above 0, got 'abc'"),
+        (["simulate", "--trace", "x", "--system", "cab", "--missing-walltime", "0", "--out", "o"], "argument --missing-walltime: expected 'runtime' or a whole number of seconds above 0, got '0'"),
         (["simulat"], "argument COMMAND: invalid choice: 'simulat'"),
         (["simulate", "--system", "cab"], "the following arguments are required: --trace, --out"),
         (["simulate", "--trace", "x", "--system", "cab", "--out", "o", "--no-such-flag"], "toposched simulate: error: unrecognized arguments: --no-such-flag ('toposched simulate --help'"),

@@ -75,7 +75,7 @@ def _walltime_default(text: str) -> str | int:
     try:
         return _positive_int(text)
     except (ValueError, argparse.ArgumentTypeError):
-        raise argparse.ArgumentTypeError(f"expected 'runtime' or a number of seconds, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected 'runtime' or a whole number of seconds above 0, got {text!r}") from None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
