@@ -71,7 +71,15 @@ def openapi_document() -> dict[str, Any]:
         },
         "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
         "paths": {
-            "/v1/health": {"get": {"summary": "liveness", "responses": {"200": _json(_obj({"status": {"type": "string"}}), "up")}}},
+            "/v1/health": {
+                "get": {
+                    "summary": "liveness: 503 once a commit of the state has failed (nothing more is acknowledged until a restart)",
+                    "responses": {
+                        "200": _json(_obj({"status": {"type": "string"}}), "up"),
+                        "503": _json(_obj({"status": {"type": "string"}, "error": {"type": "string"}}), "a commit failed: restart the service"),
+                    },
+                }
+            },
             "/v1/openapi.json": {"get": {"summary": "this document", "responses": {"200": {"description": "OpenAPI 3.0"}}}},
             "/metrics": {"get": {"summary": "Prometheus text format", "responses": {"200": {"description": "metrics"}}}},
             "/v1/allocate": {

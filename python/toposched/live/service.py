@@ -333,6 +333,11 @@ def route(svc: Service, method: str, path: str, headers: dict[str, str], raw: by
     try:
         if method == "GET":
             if path == "/v1/health":
+                # after a failed commit the service answers but acknowledges nothing more:
+                # a monitor (or a liveness probe that restarts it) must see that
+                broken = svc.table.broken
+                if broken is not None:
+                    return 503, {"status": "broken", "error": f"{broken}; nothing more is acknowledged: restart the service"}, None
                 return 200, {"status": "ok"}, None
             if path == "/v1/openapi.json":
                 return 200, openapi_document(), None
