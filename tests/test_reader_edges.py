@@ -271,3 +271,18 @@ def test_digits_of_other_scripts_are_not_numbers(tmp_path: Path, digit: str) -> 
     with pytest.raises(TraceFormatError) as ei:
         read_trace(swf)
     assert ei.value.field == "allocated_processors"
+
+
+def test_pbs_node_count_out_of_range_names_where_it_came_from(tmp_path: Path) -> None:
+    """A node count beyond 2^31 read from the request (no exec_host in the record) was
+    reported as field 'exec_host', which the record does not have: the field named now
+    says the count comes from exec_host or, without it, from the request."""
+    log = tmp_path / "big.log"
+    log.write_text(
+        "12/21/2009 15:27:00;E;7.x;user=a group=b jobname=j queue=q ctime=1261424924 qtime=1261424924 etime=1261424924 "
+        "start=1261425023 end=1261425123 Resource_List.nodes=99999999999 Resource_List.walltime=01:00:00 resources_used.walltime=00:01:40 Exit_status=0\n"
+    )
+    with pytest.raises(TraceFormatError) as exc:
+        read_trace(log, format="pbs")
+    text = str(exc.value)
+    assert "99999999999 is out of range" in text and "Resource_List.nodect/nodes/select" in text and ":1:" in text

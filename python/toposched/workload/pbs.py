@@ -484,7 +484,7 @@ def read_pbs(
         settings_note=note,
         lenient=lenient,
         allow_long_span=allow_long_span,
-        field_names={"submit_s": "qtime", "runtime_s": "resources_used.walltime", "walltime_s": "Resource_List.walltime", "procs_alloc": "ncpus", "procs_req": "Resource_List.ncpus", "nodes_alloc": "exec_host"},
+        field_names={"submit_s": "qtime", "runtime_s": "resources_used.walltime", "walltime_s": "Resource_List.walltime", "procs_alloc": "ncpus", "procs_req": "Resource_List.ncpus", "nodes_alloc": "exec_host (or Resource_List.nodect/nodes/select without it)"},
     )
 
 
