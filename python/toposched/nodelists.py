@@ -24,9 +24,7 @@ ranges are ``range_offsets[j]:range_offsets[j+1]``), ids as ``(offsets, ids)``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
