@@ -939,3 +939,22 @@ def test_phi_does_not_depend_on_the_bandwidth_unit(pattern, busiest_node_link_me
         assert b["phi"] == pytest.approx(a["phi"], rel=1e-9)
         assert b["slowdown"] == pytest.approx(a["slowdown"], rel=1e-9)
         assert b["t_alone"] == pytest.approx(a["t_alone"] / 4e9, rel=1e-9)
+
+
+def test_interfere_table_prints_every_name_and_number_whole(tmp_path, capsys, monkeypatch):
+    """Printed to a pipe or a file (80 columns), the table cut its cells to fit: the jobs
+    of an interleaved bully all read 'bull…', patterns 'sten…', queueing '0.0…'. Every
+    cell is now printed whole, whatever the width."""
+    monkeypatch.setenv("COLUMNS", "80")
+    s = tmp_path / "s.json"
+    s.write_text(json.dumps({"fabric": "toy18", "seed": 1, "jobs": [
+        {"name": "application-with-a-long-name", "place": {"linear": 4}, "pattern": "unstructured"},
+        {"name": "bully", "bully": "interleaved", "place": {"leaves": "2-5"}}]}))
+    assert main(["interfere", str(s), "--out", str(tmp_path / "r.json")]) == 0
+    out = capsys.readouterr().out
+    result = json.loads((tmp_path / "r.json").read_text())
+    assert "…" not in out, out
+    for j in result["jobs"]:
+        row = next(line for line in out.splitlines() if line.split("│")[0].strip() == j["name"])
+        cells = [c.strip() for c in row.split("│")]
+        assert cells[1].startswith(j["pattern"]) and cells[8] == f"{j['queueing']:.4f}" and cells[9] == f"{j['slowdown']:.2f}", row
