@@ -305,3 +305,16 @@ def test_a_network_spec_the_workload_cannot_take_is_one_line_before_any_run(tmp_
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and err[0].startswith("error: ") and expect in err[0], err
     assert not (out / "runs").exists() or not any((out / "runs").iterdir())
+
+
+@pytest.mark.parametrize("jobs", [0, -1, 1.5, True])
+def test_run_compare_and_run_frontier_refuse_a_worker_count_below_1(tmp_path, jobs):
+    """--jobs 0 is refused by the command line, but run_compare(jobs=0) ran on every core
+    and jobs=-1 on one process, silently."""
+    from toposched.frontier import run_frontier
+
+    with pytest.raises(ValueError, match=r"run_compare\(\): jobs must be a whole number >= 1"):
+        run_compare(EXAMPLE_TRACE, "cab", tmp_path / "c", allocs=["linear"], scenarios=["none"], jobs=jobs)
+    with pytest.raises(ValueError, match=r"run_frontier\(\): jobs must be a whole number >= 1"):
+        run_frontier(EXAMPLE_TRACE, "cab", tmp_path / "f", policies=["linear"], jobs=jobs)
+    assert not (tmp_path / "c").exists() and not (tmp_path / "f").exists()

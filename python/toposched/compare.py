@@ -209,6 +209,13 @@ def _sweep_runs(trace: str | Path, system: str, specs: list[RunSpec], *, transfo
     return runs
 
 
+def check_jobs(func: str, jobs: object) -> None:
+    """Refuse a worker count the command line would (--jobs 0): the pool took 0 as "every
+    core" and a negative count as 1, silently."""
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise ValueError(f"{func}(): jobs must be a whole number >= 1 (worker processes; None: the machine's cores), got {jobs!r}")
+
+
 def run_matrix(
     trace: str | Path,
     system: str,
@@ -364,6 +371,7 @@ def run_compare(
     t_start = time.perf_counter()
     for name, value in (("allocs", allocs), ("scenarios", scenarios), ("transforms", transforms)):
         require_list("run_compare", name, value)
+    check_jobs("run_compare", jobs)
     options = dict(run_options or {})
     seed = options.pop("seed", seed)
     network = options.pop("network", network)
