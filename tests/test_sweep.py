@@ -759,3 +759,16 @@ def test_a_sweep_file_mistake_names_its_line(tmp_path, capsys):
         (15, "policies.alloc[1]"),
         (17, "scenarios.seed"),
     ], err
+
+
+@pytest.mark.parametrize("workers", [0, -2])
+def test_run_sweep_refuses_a_worker_count_below_1(tmp_path, workers):
+    """--workers 0 is refused by the command line; run_sweep(workers=0) ran on every core
+    and workers=-2 on one process, silently."""
+    from toposched.sweep import parse_sweep
+    from toposched.sweep.runner import run_sweep
+
+    sweep = parse_sweep(f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\ntransforms = ["days:1"]\n[[fabrics]]\nsystem = "cab"\n', tmp_path / "s.toml")
+    with pytest.raises(ValueError, match=r"run_sweep\(\): workers must be a whole number >= 1"):
+        run_sweep(sweep, tmp_path / "out", workers=workers, progress=False, report=False)
+    assert not (tmp_path / "out").exists()
