@@ -263,6 +263,8 @@ def _print_summary(doc: dict[str, Any]) -> None:
         f"{s['name']}: {s['jobs']:,} jobs, {doc['exposed_jobs']:,} on two or more leaves; K={s['nodes_per_leaf']}, full R={s['full_uplinks']}"
         + (f", as built W1={built}" if tapered else "")
     )
+    for note in s.get("notes", []):
+        print(f"note: {note}")
     print(f"{'R':>4} {'taper':>6} {'system':>9} {'per node-s':>10} {'affected':>9} {'mean/job':>9} {'max/job':>9}")
     for r in doc["uplink_sweep"]:
         a = r["affected_job_slowdown"]
