@@ -385,6 +385,8 @@ def run_compare(
     if queue not in QUEUES:
         raise InputError("--queue", f"unknown queue policy {queue!r}; expected one of {', '.join(QUEUES)}")
     plan = plan_runs(allocs, scenarios)
+    if network and any(a == "as-logged" for a, _ in plan):  # else its run alone fails, in a worker
+        raise InputError("--network", "as-logged replays the log's own start and end times; the network model cannot move them (leave as-logged out of --allocs, or --network out)")
     invariant_check_settings(_dedupe([a for a, _ in plan]), options, "--allocs")
     fabric = load_fabric(system, lenient=lenient)  # fail early on a bad --system
     workload = load_workload(trace, transforms=transforms, fabric_nodes=fabric.n_nodes, format=format, lenient=lenient)
