@@ -772,3 +772,19 @@ def test_run_sweep_refuses_a_worker_count_below_1(tmp_path, workers):
     with pytest.raises(ValueError, match=r"run_sweep\(\): workers must be a whole number >= 1"):
         run_sweep(sweep, tmp_path / "out", workers=workers, progress=False, report=False)
     assert not (tmp_path / "out").exists()
+
+
+def test_as_logged_runs_with_the_network_model_are_refused_with_the_file(tmp_path):
+    """A sweep crossing alloc as-logged with a network setting passed the file's check and
+    every such run failed ("the network model cannot move them"); the file is now refused
+    naming the line, unless an [[exclude]] leaves those runs out."""
+    from toposched.sweep import SweepSpecError, parse_sweep
+
+    text = (f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\n[[fabrics]]\nsystem = "cab"\n'
+            '[policies]\nalloc = ["linear", "as-logged"]\n[scenarios]\nnetwork = ["bins"]\n')
+    with pytest.raises(SweepSpecError) as e:
+        parse_sweep(text, tmp_path / "s.toml")
+    assert [where for where, _ in e.value.problems] == ["policies.alloc[1]"]
+    assert e.value.lines[0].startswith(f"{tmp_path / 's.toml'}:6: policies.alloc[1]: as-logged replays the log's own start and end times")
+    sweep = parse_sweep(text + '[[exclude]]\nalloc = "as-logged"\nnetwork = "bins"\n', tmp_path / "s.toml")
+    assert [r.spec["config"]["alloc"] for r in sweep.runs] == ["linear"]

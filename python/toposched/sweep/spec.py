@@ -971,6 +971,14 @@ def parse_sweep(text: str, path: str | Path = "<sweep>", *, base: str | Path | N
                                 continue
                             seen.add(rid)
                             runs.append(RunSpec(rid, spec))
+    if any(r.spec["config"].get("alloc") == "as-logged" and r.spec["config"].get("network") for r in runs):
+        # each such run would fail ("the network model cannot move them"), knowably now
+        raise SweepSpecError(
+            shown,
+            [(f"policies.alloc[{allocs.index('as-logged')}]", "as-logged replays the log's own start and end times and the network model cannot move them; "
+              "leave those runs out: [[exclude]] alloc = \"as-logged\", network = [...]")],
+            text=text,
+        )
     notes = []
     if dropped:
         notes.append(f"{dropped} combination{'s' if dropped != 1 else ''} left out by [[exclude]]")
