@@ -664,3 +664,14 @@ def test_a_run_replayed_with_the_network_model_is_noted(tmp_path, capsys):
             assert f"note: {noted[0]}" in printed, printed
         else:
             assert noted == [] and "note:" not in printed
+
+
+@pytest.mark.parametrize("flag", ["--uplinks", "--crossbar-sizes", "--cores-sweep", "--comm-fractions"])
+@pytest.mark.parametrize("value", ["", ","])
+def test_an_empty_list_flag_says_it_is_empty(tmp_path, capsys, flag, value):
+    """--uplinks '' said "every value must be at least 1" (there is no value), and
+    --comm-fractions '' was taken as 'none' silently."""
+    with pytest.raises(SystemExit) as e:
+        main(["contention", "--trace", str(EXAMPLE_TRACE), "--system", "cab", "--out", str(tmp_path / "c"), flag, value])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert e.value.code == 2 and len(err) == 1 and f"argument {flag}: no value given" in err[0] and "'none'" in err[0], err

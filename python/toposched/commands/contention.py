@@ -47,7 +47,9 @@ def _int_list(text: str) -> list[int] | None:
         out = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers or 'none', got {text!r}") from None
-    if not out or min(out) < 1:
+    if not out:
+        raise argparse.ArgumentTypeError(f"no value given ({text!r}); give comma-separated whole numbers or 'none'")
+    if min(out) < 1:
         raise argparse.ArgumentTypeError("every value must be at least 1")
     return out
 
@@ -59,6 +61,8 @@ def _fraction_list(text: str) -> list[float]:
         out = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated fractions, got {text!r}") from None
+    if not out:  # was taken as 'none', silently
+        raise argparse.ArgumentTypeError(f"no value given ({text!r}); give comma-separated fractions or 'none' (skip the probabilistic variant)")
     if any(not 0.0 <= x <= 1.0 for x in out):
         raise argparse.ArgumentTypeError("communication fractions lie in [0, 1]")
     return out
