@@ -759,6 +759,13 @@ def test_a_sweep_file_mistake_names_its_line(tmp_path, capsys):
         (15, "policies.alloc[1]"),
         (17, "scenarios.seed"),
     ], err
+    # a sub-table of an array of tables: [workloads.reader] belongs to the last [[workloads]]
+    from toposched.sweep import SweepSpecError, parse_sweep
+
+    text = f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\n[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\n[workloads.reader]\ncores_per_nod = 8\n[[fabrics]]\nsystem = "cab"\n'
+    with pytest.raises(SweepSpecError) as e:
+        parse_sweep(text, "r.toml")
+    assert e.value.lines == ["r.toml:6: workloads[1].reader.cores_per_nod: unknown key 'cores_per_nod' (did you mean 'cores_per_node'?); expected one of: lenient, cores_per_node, size_field, missing_walltime, missing_runtime"]
 
 
 @pytest.mark.parametrize("workers", [0, -2])

@@ -169,9 +169,12 @@ def _key_lines(text: str) -> dict[str, int]:
         m = _TABLE.match(raw)
         if m:
             name = m.group(2)
+            first, dot, rest = name.partition(".")
             if m.group(1) == "[[":
                 counts[name] = counts.get(name, -1) + 1
                 table = f"{name}[{counts[name]}]"
+            elif first in counts:  # [workloads.reader]: a table of the last [[workloads]]
+                table = f"{first}[{counts[first]}]{dot}{rest}"
             else:
                 table = name
             out.setdefault(table, n)
