@@ -456,6 +456,10 @@ def test_bad_job_model_timing_names_its_own_key(model, field):
         ({"nodes": [0, 1], "pattern": "a2a", "phi": 0.5, "comm_fraction": 0.2}, "jobs[0].phi"),
         ({"nodes": [0, 1], "pattern": "a2a", "phi": 0.5, "message_bytes": 100}, "jobs[0].phi"),
         ({"nodes": [0, 1], "pattern": "a2a", "phi": 0.5, "messages": 3}, "jobs[0].phi"),
+        # bytes near the largest double: the busiest link's sum overflowed, t_alone was inf
+        # and the slowdown NaN (printed as JSON's invalid NaN)
+        ({"nodes": "0-7", "pattern": "a2a", "bytes": 1e308}, "jobs[0].bytes"),
+        ({"nodes": [0, 1], "flows": [[0, 1, 1e308], [0, 1, 1e308]]}, "jobs[0].flows[0]"),
     ],
 )
 def test_bad_scenarios_name_the_field(job, field):

@@ -47,6 +47,11 @@ SL_PRESETS: dict[str, tuple[float, ...]] = {
     "254:1": (254.0, 1.0),
 }
 
+#: The most bytes one flow may carry. Only ratios within a job matter (each job is
+#: normalised by its own time alone), but a link's sum over flows and jobs must stay a
+#: finite double: near 1e308 it overflowed to inf, and slowdowns became NaN.
+MAX_FLOW_BYTES = 1e200
+
 #: Seed 004's bully jobs and the pattern each runs.
 BULLIES: dict[str, str] = {
     "bisection": "pairs",
@@ -406,7 +411,7 @@ def parse_scenario(obj: dict[str, Any], *, source: str = "<scenario>", system: s
         if ("nodes" in j) == ("place" in j) and not (bully and "nodes" not in j):
             raise field_error(src, where, "give exactly one of nodes (an explicit list) and place (a placement rule)")
         common = {
-            "bytes": _number(j, "bytes", 1.0, float, src, where, lo=0.0),
+            "bytes": _number(j, "bytes", 1.0, float, src, where, lo=0.0, hi=MAX_FLOW_BYTES),
             "ranks_per_node": _number(j, "ranks_per_node", 1, int, src, where, lo=1),
             "seed": _number(j, "seed", seed * 1_000_003 + i, int, src, where, lo=0),
             "service_level": _number(j, "service_level", 0, int, src, where, lo=0, hi=len(settings.sl_weights) - 1),
@@ -560,8 +565,8 @@ def _flows(value: Any, src: str, where: str) -> list[tuple[int, int, float]]:
         if not (isinstance(f, list) and len(f) == 3 and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in f)):
             raise field_error(src, f"{where}[{k}]", "expected [source rank, destination rank, bytes]")
         s, d, b = f
-        if not all(math.isfinite(x) for x in f) or int(s) != s or int(d) != d or s < 0 or d < 0 or b < 0:
-            raise field_error(src, f"{where}[{k}]", "ranks are whole numbers >= 0 and bytes a finite number >= 0")
+        if not all(math.isfinite(x) for x in f) or int(s) != s or int(d) != d or s < 0 or d < 0 or not 0 <= b <= MAX_FLOW_BYTES:
+            raise field_error(src, f"{where}[{k}]", f"ranks are whole numbers >= 0 and bytes a number from 0 to {MAX_FLOW_BYTES:g}")
         out.append((int(s), int(d), float(b)))
     return out
 
