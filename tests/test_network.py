@@ -460,6 +460,14 @@ def test_bad_job_model_timing_names_its_own_key(model, field):
         # and the slowdown NaN (printed as JSON's invalid NaN)
         ({"nodes": "0-7", "pattern": "a2a", "bytes": 1e308}, "jobs[0].bytes"),
         ({"nodes": [0, 1], "flows": [[0, 1, 1e308], [0, 1, 1e308]]}, "jobs[0].flows[0]"),
+        # a place with a key random/linear do not read, or two rules: the extra was dropped
+        ({"place": {"random": 2, "seed": 3}}, "jobs[0].place.seed"),
+        ({"place": {"random": 2, "linear": 2}}, "jobs[0].place"),
+        ({"place": {"linear": 2, "per_leaf": 1}}, "jobs[0].place.per_leaf"),
+        # a leaf listed twice was the engine's "jobs: job 0: node 0 is listed twice"; a
+        # reversed range was "the job got no nodes"
+        ({"place": {"leaves": [0, 0], "per_leaf": 1}}, "jobs[0].place.leaves"),
+        ({"place": {"leaves": "3-1", "per_leaf": 1}}, "jobs[0].place.leaves"),
     ],
 )
 def test_bad_scenarios_name_the_field(job, field):

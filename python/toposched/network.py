@@ -293,8 +293,14 @@ def _place(spec: Any, fabric: Fabric, used: np.ndarray, rng: np.random.Generator
     if not isinstance(spec, dict) or not spec:
         raise field_error(src, where, "expected an object such as {\"random\": 72}, {\"linear\": 36} or {\"leaves\": [0, 1], \"per_leaf\": 9}")
     free = np.flatnonzero(~used)
+    rules = [k for k in ("random", "linear", "leaves") if k in spec]
+    if len(rules) > 1:  # one of them was dropped silently
+        raise field_error(src, where, f"give one placement rule, not {' and '.join(rules)}")
     if "random" in spec or "linear" in spec:
         kind = "random" if "random" in spec else "linear"
+        unknown = set(spec) - {kind}
+        if unknown:  # per_leaf, offset, a seed: not read by random or linear, were ignored
+            raise field_error(src, f"{where}.{sorted(unknown)[0]}", f"not a key of a {kind} placement (it takes the node count alone: {{\"{kind}\": N}})")
         count = spec[kind]
         if not isinstance(count, int) or count < 1:
             raise field_error(src, f"{where}.{kind}", "expected a node count >= 1")
@@ -315,11 +321,16 @@ def _place(spec: Any, fabric: Fabric, used: np.ndarray, rng: np.random.Generator
                 m = _RANGE.match(part)
                 if not m:
                     raise field_error(src, f"{where}.leaves", f"cannot read {part!r}")
+                if m.group(2) is not None and int(m.group(2)) < int(m.group(1)):
+                    raise field_error(src, f"{where}.leaves", f"range {part.strip()!r} runs backwards (write low-high)")
                 leaves.extend(range(int(m.group(1)), int(m.group(2) or m.group(1)) + 1))
             if any(not 0 <= x < n_leaves for x in leaves):
                 raise field_error(src, f"{where}.leaves", f"leaf ids must be below {n_leaves}")
         else:
             raise field_error(src, f"{where}.leaves", f"expected \"all\", a list of leaf ids below {n_leaves} or a range string")
+        twice = sorted({x for x in leaves if leaves.count(x) > 1})
+        if twice:
+            raise field_error(src, f"{where}.leaves", f"leaf {twice[0]} is listed twice")
         per_leaf = spec.get("per_leaf")
         offset = spec.get("offset", 0)
         if per_leaf is not None and (not isinstance(per_leaf, int) or per_leaf < 1):
