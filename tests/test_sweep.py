@@ -795,3 +795,15 @@ def test_as_logged_runs_with_the_network_model_are_refused_with_the_file(tmp_pat
     assert e.value.lines[0].startswith(f"{tmp_path / 's.toml'}:6: policies.alloc[1]: as-logged replays the log's own start and end times")
     sweep = parse_sweep(text + '[[exclude]]\nalloc = "as-logged"\nnetwork = "bins"\n', tmp_path / "s.toml")
     assert [r.spec["config"]["alloc"] for r in sweep.runs] == ["linear"]
+
+
+def test_a_sweep_file_with_a_byte_order_mark_reads(tmp_path, capsys):
+    """A sweep file saved with a UTF-8 byte order mark (Windows editors) was 'not valid
+    TOML: Invalid statement (column 1)'; --network spec files with one already read."""
+    toml = tmp_path / "bom.toml"
+    toml.write_bytes(b"\xef\xbb\xbf" + f'[[workloads]]\r\ntrace = "{EXAMPLE_TRACE}"\r\n[[fabrics]]\r\nsystem = "cab"\r\n'.encode())
+    code, stdout, err = _cli(["sweep", toml, "--out", tmp_path / "o", "--dry-run"], capsys)
+    assert code == 0 and "1 runs, 0 complete, 1 to run" in stdout, (stdout, err)
+    toml.write_bytes(b"\xef\xbb\xbf" + f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\n[[fabrics]]\nsytem = "cab"\n'.encode())
+    code, _, err = _cli(["sweep", toml, "--dry-run"], capsys)
+    assert code == 2 and err.startswith(f"error: {toml}:4: fabrics[0].sytem: unknown key"), err

@@ -894,6 +894,7 @@ def parse_sweep(text: str, path: str | Path = "<sweep>", *, base: str | Path | N
 
 
     shown = str(path)
+    text = text.removeprefix("\ufeff")  # a byte order mark (Windows editors): not TOML, not content
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
