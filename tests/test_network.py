@@ -970,3 +970,12 @@ def test_interfere_table_prints_every_name_and_number_whole(tmp_path, capsys, mo
         row = next(line for line in out.splitlines() if line.split("│")[0].strip() == j["name"])
         cells = [c.strip() for c in row.split("│")]
         assert cells[1].startswith(j["pattern"]) and cells[8] == f"{j['queueing']:.4f}" and cells[9] == f"{j['slowdown']:.2f}", row
+
+
+def test_a_scenario_file_with_a_byte_order_mark_reads(tmp_path):
+    """A scenario saved with a UTF-8 byte order mark was 'not valid JSON: Unexpected UTF-8
+    BOM (decode using utf-8-sig)'; --network JSON spec files already took one."""
+    obj = {"fabric": "toy18", "jobs": [{"name": "A", "nodes": [0, 3], "pattern": "flood", "phi": 1}]}
+    p = tmp_path / "bom.json"
+    p.write_bytes(b"\xef\xbb\xbf" + json.dumps(obj).encode())
+    assert load_scenario(p).jobs[0].nodes == [0, 3]

@@ -597,7 +597,7 @@ def load_scenario(path: str | Path, *, system: str | None = None) -> Scenario:
         return out
 
     try:
-        obj = json.loads(p.read_text(), object_pairs_hook=pairs)
+        obj = json.loads(p.read_text(encoding="utf-8-sig"), object_pairs_hook=pairs)  # -sig: a byte order mark is not content
     except json.JSONDecodeError as exc:
         raise InputError(str(p), f"not valid JSON: {exc.msg}", line=exc.lineno) from None
     if repeated:
