@@ -979,3 +979,13 @@ def test_a_scenario_file_with_a_byte_order_mark_reads(tmp_path):
     p = tmp_path / "bom.json"
     p.write_bytes(b"\xef\xbb\xbf" + json.dumps(obj).encode())
     assert load_scenario(p).jobs[0].nodes == [0, 3]
+
+
+def test_a_scenario_file_that_is_not_utf8_is_one_line(tmp_path, capsys):
+    """A scenario with a byte that is not UTF-8 was an 'internal error: UnicodeDecodeError
+    ... (a bug in toposched)', exit 1."""
+    p = tmp_path / "latin1.json"
+    p.write_bytes(b'{"fabric": "toy18", "jobs": [{"name": "caf\xe9", "nodes": [0, 3]}]}')
+    assert main(["interfere", str(p)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {p}: not UTF-8 text"), err

@@ -600,6 +600,8 @@ def load_scenario(path: str | Path, *, system: str | None = None) -> Scenario:
         obj = json.loads(p.read_text(encoding="utf-8-sig"), object_pairs_hook=pairs)  # -sig: a byte order mark is not content
     except json.JSONDecodeError as exc:
         raise InputError(str(p), f"not valid JSON: {exc.msg}", line=exc.lineno) from None
+    except UnicodeDecodeError as exc:  # else an "internal error"
+        raise InputError(str(p), f"not UTF-8 text: byte 0x{exc.object[exc.start]:02x} at offset {exc.start} (save the file as UTF-8)") from None
     if repeated:
         raise InputError(str(p), "given twice in one object (JSON would keep the last silently)", field=repeated[0])
     return parse_scenario(obj, source=str(p), system=system)
