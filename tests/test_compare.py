@@ -305,3 +305,34 @@ def test_a_network_spec_the_workload_cannot_take_is_one_line_before_any_run(tmp_
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and err[0].startswith("error: ") and expect in err[0], err
     assert not (out / "runs").exists() or not any((out / "runs").iterdir())
+
+
+@pytest.mark.parametrize("jobs", [0, -1, 1.5, True])
+def test_run_compare_and_run_frontier_refuse_a_worker_count_below_1(tmp_path, jobs):
+    """--jobs 0 is refused by the command line, but run_compare(jobs=0) ran on every core
+    and jobs=-1 on one process, silently."""
+    from toposched.frontier import run_frontier
+
+    with pytest.raises(ValueError, match=r"run_compare\(\): jobs must be a whole number >= 1"):
+        run_compare(EXAMPLE_TRACE, "cab", tmp_path / "c", allocs=["linear"], scenarios=["none"], jobs=jobs)
+    with pytest.raises(ValueError, match=r"run_frontier\(\): jobs must be a whole number >= 1"):
+        run_frontier(EXAMPLE_TRACE, "cab", tmp_path / "f", policies=["linear"], jobs=jobs)
+    assert not (tmp_path / "c").exists() and not (tmp_path / "f").exists()
+
+
+def test_as_logged_with_the_network_model_is_refused_before_any_run(tmp_path, capsys):
+    """compare --allocs as-logged,... --network SPEC failed in the as-logged run's worker
+    (three lines and a traceback file) after the others had run; the two do not go
+    together, so it is now one line naming --network before anything runs."""
+    from conftest import WAGAP  # a log with node lists, so that as-logged can run
+    from toposched.aslogged import fabric_from_hosts, hosts_of, topology_conf_text
+    from toposched.workload import read_trace
+
+    conf = tmp_path / "wagap.conf"
+    conf.write_text(topology_conf_text(fabric_from_hosts(hosts_of(read_trace(WAGAP)), 16, name="wagap-44")))
+    out = tmp_path / "out"
+    code = main(["compare", "--trace", str(WAGAP), "--transform", "days:2", "--system", str(conf), "--allocs", "as-logged,linear",
+                 "--scenarios", "none", "--network", "bins", "--jobs", "1", "--out", str(out), "--quiet", "--no-report"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith("error: --network: as-logged replays the log's own start and end times"), err
+    assert not out.exists()

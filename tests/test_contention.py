@@ -642,3 +642,36 @@ def test_the_printed_table_marks_the_row_of_the_fabric_as_built(tmp_path, capsys
     code = main(["contention", "--trace", str(EXAMPLE_TRACE), "--system", "fattree:K=4,S=4,P=2", "--out", str(tmp_path / "d"),
                  "--crossbar-sizes", "none", "--cores-sweep", "none", "--comm-fractions", "none", "--no-figures", "--no-report"])
     assert code == 0 and "as built" not in capsys.readouterr().out
+
+
+def test_a_run_replayed_with_the_network_model_is_noted(tmp_path, capsys):
+    """contention --run on a run replayed with --network took its run times, which already
+    include the network model's predicted slowdowns, and said nothing: the uplink
+    slowdowns it reports then come on top of those. contention.json's notes and the
+    printed summary now say so; a run without the model gets no such note."""
+    for spec in ("heavy", None):
+        run = tmp_path / f"run-{spec}"
+        argv = ["simulate", "--trace", str(EXAMPLE_TRACE), "--transform", "days:2", "--system", "cab", "--out", str(run), "--quiet"]
+        assert main(argv + (["--network", spec] if spec else [])) == 0
+        out = tmp_path / f"c-{spec}"
+        assert main(["contention", "--run", str(run), "--out", str(out), "--crossbar-sizes", "none", "--cores-sweep", "none",
+                     "--comm-fractions", "none", "--no-figures", "--no-report"]) == 0
+        printed = capsys.readouterr().out
+        notes = json.loads((out / "contention.json").read_text())["schedule"]["notes"]
+        noted = [n for n in notes if "network model" in n]
+        if spec:
+            assert len(noted) == 1 and "--network heavy" in noted[0] and "already include" in noted[0], notes
+            assert f"note: {noted[0]}" in printed, printed
+        else:
+            assert noted == [] and "note:" not in printed
+
+
+@pytest.mark.parametrize("flag", ["--uplinks", "--crossbar-sizes", "--cores-sweep", "--comm-fractions"])
+@pytest.mark.parametrize("value", ["", ","])
+def test_an_empty_list_flag_says_it_is_empty(tmp_path, capsys, flag, value):
+    """--uplinks '' said "every value must be at least 1" (there is no value), and
+    --comm-fractions '' was taken as 'none' silently."""
+    with pytest.raises(SystemExit) as e:
+        main(["contention", "--trace", str(EXAMPLE_TRACE), "--system", "cab", "--out", str(tmp_path / "c"), flag, value])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert e.value.code == 2 and len(err) == 1 and f"argument {flag}: no value given" in err[0] and "'none'" in err[0], err

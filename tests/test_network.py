@@ -456,6 +456,18 @@ def test_bad_job_model_timing_names_its_own_key(model, field):
         ({"nodes": [0, 1], "pattern": "a2a", "phi": 0.5, "comm_fraction": 0.2}, "jobs[0].phi"),
         ({"nodes": [0, 1], "pattern": "a2a", "phi": 0.5, "message_bytes": 100}, "jobs[0].phi"),
         ({"nodes": [0, 1], "pattern": "a2a", "phi": 0.5, "messages": 3}, "jobs[0].phi"),
+        # bytes near the largest double: the busiest link's sum overflowed, t_alone was inf
+        # and the slowdown NaN (printed as JSON's invalid NaN)
+        ({"nodes": "0-7", "pattern": "a2a", "bytes": 1e308}, "jobs[0].bytes"),
+        ({"nodes": [0, 1], "flows": [[0, 1, 1e308], [0, 1, 1e308]]}, "jobs[0].flows[0]"),
+        # a place with a key random/linear do not read, or two rules: the extra was dropped
+        ({"place": {"random": 2, "seed": 3}}, "jobs[0].place.seed"),
+        ({"place": {"random": 2, "linear": 2}}, "jobs[0].place"),
+        ({"place": {"linear": 2, "per_leaf": 1}}, "jobs[0].place.per_leaf"),
+        # a leaf listed twice was the engine's "jobs: job 0: node 0 is listed twice"; a
+        # reversed range was "the job got no nodes"
+        ({"place": {"leaves": [0, 0], "per_leaf": 1}}, "jobs[0].place.leaves"),
+        ({"place": {"leaves": "3-1", "per_leaf": 1}}, "jobs[0].place.leaves"),
     ],
 )
 def test_bad_scenarios_name_the_field(job, field):
@@ -939,3 +951,41 @@ def test_phi_does_not_depend_on_the_bandwidth_unit(pattern, busiest_node_link_me
         assert b["phi"] == pytest.approx(a["phi"], rel=1e-9)
         assert b["slowdown"] == pytest.approx(a["slowdown"], rel=1e-9)
         assert b["t_alone"] == pytest.approx(a["t_alone"] / 4e9, rel=1e-9)
+
+
+def test_interfere_table_prints_every_name_and_number_whole(tmp_path, capsys, monkeypatch):
+    """Printed to a pipe or a file (80 columns), the table cut its cells to fit: the jobs
+    of an interleaved bully all read 'bull…', patterns 'sten…', queueing '0.0…'. Every
+    cell is now printed whole, whatever the width."""
+    monkeypatch.setenv("COLUMNS", "80")
+    s = tmp_path / "s.json"
+    s.write_text(json.dumps({"fabric": "toy18", "seed": 1, "jobs": [
+        {"name": "application-with-a-long-name", "place": {"linear": 4}, "pattern": "unstructured"},
+        {"name": "bully", "bully": "interleaved", "place": {"leaves": "2-5"}}]}))
+    assert main(["interfere", str(s), "--out", str(tmp_path / "r.json")]) == 0
+    out = capsys.readouterr().out
+    result = json.loads((tmp_path / "r.json").read_text())
+    assert "…" not in out, out
+    for j in result["jobs"]:
+        row = next(line for line in out.splitlines() if line.split("│")[0].strip() == j["name"])
+        cells = [c.strip() for c in row.split("│")]
+        assert cells[1].startswith(j["pattern"]) and cells[8] == f"{j['queueing']:.4f}" and cells[9] == f"{j['slowdown']:.2f}", row
+
+
+def test_a_scenario_file_with_a_byte_order_mark_reads(tmp_path):
+    """A scenario saved with a UTF-8 byte order mark was 'not valid JSON: Unexpected UTF-8
+    BOM (decode using utf-8-sig)'; --network JSON spec files already took one."""
+    obj = {"fabric": "toy18", "jobs": [{"name": "A", "nodes": [0, 3], "pattern": "flood", "phi": 1}]}
+    p = tmp_path / "bom.json"
+    p.write_bytes(b"\xef\xbb\xbf" + json.dumps(obj).encode())
+    assert load_scenario(p).jobs[0].nodes == [0, 3]
+
+
+def test_a_scenario_file_that_is_not_utf8_is_one_line(tmp_path, capsys):
+    """A scenario with a byte that is not UTF-8 was an 'internal error: UnicodeDecodeError
+    ... (a bug in toposched)', exit 1."""
+    p = tmp_path / "latin1.json"
+    p.write_bytes(b'{"fabric": "toy18", "jobs": [{"name": "caf\xe9", "nodes": [0, 3]}]}')
+    assert main(["interfere", str(p)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {p}: not UTF-8 text"), err

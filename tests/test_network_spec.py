@@ -218,6 +218,8 @@ def test_a_key_the_mapping_would_ignore_is_refused_not_dropped(tmp_path, capsys)
         ("random,phi=0.5,comm=0.2", "phi", "phi is given, and comm_fraction"),
         ("column:app,comm_fraction=0.1-0.4,phi=0.2", "phi", "phi is given, and comm_fraction"),
         ("heavy,phi=0.5", "phi", "phi is given, and comm_fraction"),
+        # the link sums overflowed: no job slowed and busy utilization 0.0013 instead of 0.24
+        ("random,bytes=1e308", "bytes", "expected a positive number up to 1e+200"),
     ],
 )
 def test_a_spec_with_a_bad_or_repeated_key_is_one_line(tmp_path, capsys, spec, field, expect):

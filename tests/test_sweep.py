@@ -759,3 +759,51 @@ def test_a_sweep_file_mistake_names_its_line(tmp_path, capsys):
         (15, "policies.alloc[1]"),
         (17, "scenarios.seed"),
     ], err
+    # a sub-table of an array of tables: [workloads.reader] belongs to the last [[workloads]]
+    from toposched.sweep import SweepSpecError, parse_sweep
+
+    text = f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\n[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\n[workloads.reader]\ncores_per_nod = 8\n[[fabrics]]\nsystem = "cab"\n'
+    with pytest.raises(SweepSpecError) as e:
+        parse_sweep(text, "r.toml")
+    assert e.value.lines == ["r.toml:6: workloads[1].reader.cores_per_nod: unknown key 'cores_per_nod' (did you mean 'cores_per_node'?); expected one of: lenient, cores_per_node, size_field, missing_walltime, missing_runtime"]
+
+
+@pytest.mark.parametrize("workers", [0, -2])
+def test_run_sweep_refuses_a_worker_count_below_1(tmp_path, workers):
+    """--workers 0 is refused by the command line; run_sweep(workers=0) ran on every core
+    and workers=-2 on one process, silently."""
+    from toposched.sweep import parse_sweep
+    from toposched.sweep.runner import run_sweep
+
+    sweep = parse_sweep(f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\ntransforms = ["days:1"]\n[[fabrics]]\nsystem = "cab"\n', tmp_path / "s.toml")
+    with pytest.raises(ValueError, match=r"run_sweep\(\): workers must be a whole number >= 1"):
+        run_sweep(sweep, tmp_path / "out", workers=workers, progress=False, report=False)
+    assert not (tmp_path / "out").exists()
+
+
+def test_as_logged_runs_with_the_network_model_are_refused_with_the_file(tmp_path):
+    """A sweep crossing alloc as-logged with a network setting passed the file's check and
+    every such run failed ("the network model cannot move them"); the file is now refused
+    naming the line, unless an [[exclude]] leaves those runs out."""
+    from toposched.sweep import SweepSpecError, parse_sweep
+
+    text = (f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\n[[fabrics]]\nsystem = "cab"\n'
+            '[policies]\nalloc = ["linear", "as-logged"]\n[scenarios]\nnetwork = ["bins"]\n')
+    with pytest.raises(SweepSpecError) as e:
+        parse_sweep(text, tmp_path / "s.toml")
+    assert [where for where, _ in e.value.problems] == ["policies.alloc[1]"]
+    assert e.value.lines[0].startswith(f"{tmp_path / 's.toml'}:6: policies.alloc[1]: as-logged replays the log's own start and end times")
+    sweep = parse_sweep(text + '[[exclude]]\nalloc = "as-logged"\nnetwork = "bins"\n', tmp_path / "s.toml")
+    assert [r.spec["config"]["alloc"] for r in sweep.runs] == ["linear"]
+
+
+def test_a_sweep_file_with_a_byte_order_mark_reads(tmp_path, capsys):
+    """A sweep file saved with a UTF-8 byte order mark (Windows editors) was 'not valid
+    TOML: Invalid statement (column 1)'; --network spec files with one already read."""
+    toml = tmp_path / "bom.toml"
+    toml.write_bytes(b"\xef\xbb\xbf" + f'[[workloads]]\r\ntrace = "{EXAMPLE_TRACE}"\r\n[[fabrics]]\r\nsystem = "cab"\r\n'.encode())
+    code, stdout, err = _cli(["sweep", toml, "--out", tmp_path / "o", "--dry-run"], capsys)
+    assert code == 0 and "1 runs, 0 complete, 1 to run" in stdout, (stdout, err)
+    toml.write_bytes(b"\xef\xbb\xbf" + f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\n[[fabrics]]\nsytem = "cab"\n'.encode())
+    code, _, err = _cli(["sweep", toml, "--dry-run"], capsys)
+    assert code == 2 and err.startswith(f"error: {toml}:4: fabrics[0].sytem: unknown key"), err

@@ -209,6 +209,13 @@ def _sweep_runs(trace: str | Path, system: str, specs: list[RunSpec], *, transfo
     return runs
 
 
+def check_jobs(func: str, jobs: object) -> None:
+    """Refuse a worker count the command line would (--jobs 0): the pool took 0 as "every
+    core" and a negative count as 1, silently."""
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise ValueError(f"{func}(): jobs must be a whole number >= 1 (worker processes; None: the machine's cores), got {jobs!r}")
+
+
 def run_matrix(
     trace: str | Path,
     system: str,
@@ -364,6 +371,7 @@ def run_compare(
     t_start = time.perf_counter()
     for name, value in (("allocs", allocs), ("scenarios", scenarios), ("transforms", transforms)):
         require_list("run_compare", name, value)
+    check_jobs("run_compare", jobs)
     options = dict(run_options or {})
     seed = options.pop("seed", seed)
     network = options.pop("network", network)
@@ -377,6 +385,8 @@ def run_compare(
     if queue not in QUEUES:
         raise InputError("--queue", f"unknown queue policy {queue!r}; expected one of {', '.join(QUEUES)}")
     plan = plan_runs(allocs, scenarios)
+    if network and any(a == "as-logged" for a, _ in plan):  # else its run alone fails, in a worker
+        raise InputError("--network", "as-logged replays the log's own start and end times; the network model cannot move them (leave as-logged out of --allocs, or --network out)")
     invariant_check_settings(_dedupe([a for a, _ in plan]), options, "--allocs")
     fabric = load_fabric(system, lenient=lenient)  # fail early on a bad --system
     workload = load_workload(trace, transforms=transforms, fabric_nodes=fabric.n_nodes, format=format, lenient=lenient)

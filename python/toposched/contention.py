@@ -62,6 +62,15 @@ PIECES_PER_CHUNK = 1_000_000
 # The schedule
 
 
+def _network_notes(network: Any) -> tuple[str, ...]:
+    """The note for a schedule replayed with the network model (a run's summary
+    ``network`` block): its run times already include the predicted link sharing, so the
+    uplink slowdowns computed here come on top of it."""
+    if not isinstance(network, dict):
+        return ()
+    return (f"replayed with the network model (--network {network.get('spec', '?')}): its run times already include that model's predicted slowdowns, and the uplink slowdowns here come on top of them",)
+
+
 @dataclass(frozen=True)
 class Schedule:
     """Who ran where and when, on which leaves. Build it with :meth:`from_arrays`,
@@ -195,7 +204,9 @@ class Schedule:
         )
 
     @classmethod
-    def from_jobs_table(cls, jobs: pa.Table, fabric: dict[str, Any], *, cores_per_node: int | None = None, name: str = "") -> "Schedule":
+    def from_jobs_table(
+        cls, jobs: pa.Table, fabric: dict[str, Any], *, cores_per_node: int | None = None, name: str = "", notes: Sequence[str] = ()
+    ) -> "Schedule":
         """From a ``jobs.parquet`` table (``start_s``, ``end_s``, ``node_ranges`` or, in
         files of earlier versions, ``node_ids``, ``job_id``) and a ``fabric.json``
         dictionary (``node_leaf``, ``nodes_per_leaf``, ``uplinks_per_leaf``)."""
@@ -217,6 +228,7 @@ class Schedule:
             cores_per_node=cores_per_node,
             name=name or str(fabric.get("name", "")),
             leaf_names=fabric.get("leaf_names"),
+            notes=notes,
         )
 
     @classmethod
@@ -234,15 +246,17 @@ class Schedule:
         jobs = pq.read_table(d / "jobs.parquet", columns=["job_id", "start_s", "end_s", file_node_column(d / "jobs.parquet")])
         fabric = json.loads((d / "fabric.json").read_text())
         cpn = None
+        notes: tuple[str, ...] = ()
         if (d / "summary.json").is_file():
             summary = json.loads((d / "summary.json").read_text())
             cpn = summary.get("input", {}).get("settings", {}).get("cores_per_node")
             src = summary.get("input", {}).get("source")
             name = f"{Path(src).name if src else d.name} on {fabric.get('name', '?')}"
+            notes = _network_notes(summary.get("network"))
         else:
             name = f"{d.name} on {fabric.get('name', '?')}"
         try:
-            return cls.from_jobs_table(jobs, fabric, cores_per_node=cpn, name=name)
+            return cls.from_jobs_table(jobs, fabric, cores_per_node=cpn, name=name, notes=notes)
         except ValueError as exc:
             # a damaged or hand-edited result (a node past the fabric, an end before its
             # start): bad input, named, not an internal error
@@ -258,7 +272,8 @@ class Schedule:
         name = f"{Path(result.workload.source).name} on {fabric['name']}"
         from .nodelists import node_column
 
-        return cls.from_jobs_table(result.jobs.select(["job_id", "start_s", "end_s", node_column(result.jobs.column_names)]), fabric, cores_per_node=cpn, name=name)
+        table = result.jobs.select(["job_id", "start_s", "end_s", node_column(result.jobs.column_names)])
+        return cls.from_jobs_table(table, fabric, cores_per_node=cpn, name=name, notes=_network_notes(result.summary.get("network")))
 
     # -- shape --------------------------------------------------------------------------
 

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from . import __version__, registry
-from .compare import RunSpec, checks_interference_free, invariant_check_settings, load_workload, run_matrix
+from .compare import RunSpec, check_jobs, checks_interference_free, invariant_check_settings, load_workload, run_matrix
 from .config import RunConfig
 from .errors import InputError, require_list
 from .files import write_text_atomic
@@ -309,6 +309,7 @@ def run_frontier(
     t0 = time.perf_counter()
     require_list("run_frontier", "policies", policies)
     require_list("run_frontier", "transforms", transforms)
+    check_jobs("run_frontier", jobs)
     if not network:
         raise InputError("--network", "the frontier needs the network model: give a SPEC (bins, heavy, ...; docs/network.md)")
     if queue not in registry.queue_names():

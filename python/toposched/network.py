@@ -47,6 +47,11 @@ SL_PRESETS: dict[str, tuple[float, ...]] = {
     "254:1": (254.0, 1.0),
 }
 
+#: The most bytes one flow may carry. Only ratios within a job matter (each job is
+#: normalised by its own time alone), but a link's sum over flows and jobs must stay a
+#: finite double: near 1e308 it overflowed to inf, and slowdowns became NaN.
+MAX_FLOW_BYTES = 1e200
+
 #: Seed 004's bully jobs and the pattern each runs.
 BULLIES: dict[str, str] = {
     "bisection": "pairs",
@@ -288,8 +293,14 @@ def _place(spec: Any, fabric: Fabric, used: np.ndarray, rng: np.random.Generator
     if not isinstance(spec, dict) or not spec:
         raise field_error(src, where, "expected an object such as {\"random\": 72}, {\"linear\": 36} or {\"leaves\": [0, 1], \"per_leaf\": 9}")
     free = np.flatnonzero(~used)
+    rules = [k for k in ("random", "linear", "leaves") if k in spec]
+    if len(rules) > 1:  # one of them was dropped silently
+        raise field_error(src, where, f"give one placement rule, not {' and '.join(rules)}")
     if "random" in spec or "linear" in spec:
         kind = "random" if "random" in spec else "linear"
+        unknown = set(spec) - {kind}
+        if unknown:  # per_leaf, offset, a seed: not read by random or linear, were ignored
+            raise field_error(src, f"{where}.{sorted(unknown)[0]}", f"not a key of a {kind} placement (it takes the node count alone: {{\"{kind}\": N}})")
         count = spec[kind]
         if not isinstance(count, int) or count < 1:
             raise field_error(src, f"{where}.{kind}", "expected a node count >= 1")
@@ -310,11 +321,16 @@ def _place(spec: Any, fabric: Fabric, used: np.ndarray, rng: np.random.Generator
                 m = _RANGE.match(part)
                 if not m:
                     raise field_error(src, f"{where}.leaves", f"cannot read {part!r}")
+                if m.group(2) is not None and int(m.group(2)) < int(m.group(1)):
+                    raise field_error(src, f"{where}.leaves", f"range {part.strip()!r} runs backwards (write low-high)")
                 leaves.extend(range(int(m.group(1)), int(m.group(2) or m.group(1)) + 1))
             if any(not 0 <= x < n_leaves for x in leaves):
                 raise field_error(src, f"{where}.leaves", f"leaf ids must be below {n_leaves}")
         else:
             raise field_error(src, f"{where}.leaves", f"expected \"all\", a list of leaf ids below {n_leaves} or a range string")
+        twice = sorted({x for x in leaves if leaves.count(x) > 1})
+        if twice:
+            raise field_error(src, f"{where}.leaves", f"leaf {twice[0]} is listed twice")
         per_leaf = spec.get("per_leaf")
         offset = spec.get("offset", 0)
         if per_leaf is not None and (not isinstance(per_leaf, int) or per_leaf < 1):
@@ -406,7 +422,7 @@ def parse_scenario(obj: dict[str, Any], *, source: str = "<scenario>", system: s
         if ("nodes" in j) == ("place" in j) and not (bully and "nodes" not in j):
             raise field_error(src, where, "give exactly one of nodes (an explicit list) and place (a placement rule)")
         common = {
-            "bytes": _number(j, "bytes", 1.0, float, src, where, lo=0.0),
+            "bytes": _number(j, "bytes", 1.0, float, src, where, lo=0.0, hi=MAX_FLOW_BYTES),
             "ranks_per_node": _number(j, "ranks_per_node", 1, int, src, where, lo=1),
             "seed": _number(j, "seed", seed * 1_000_003 + i, int, src, where, lo=0),
             "service_level": _number(j, "service_level", 0, int, src, where, lo=0, hi=len(settings.sl_weights) - 1),
@@ -560,8 +576,8 @@ def _flows(value: Any, src: str, where: str) -> list[tuple[int, int, float]]:
         if not (isinstance(f, list) and len(f) == 3 and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in f)):
             raise field_error(src, f"{where}[{k}]", "expected [source rank, destination rank, bytes]")
         s, d, b = f
-        if not all(math.isfinite(x) for x in f) or int(s) != s or int(d) != d or s < 0 or d < 0 or b < 0:
-            raise field_error(src, f"{where}[{k}]", "ranks are whole numbers >= 0 and bytes a finite number >= 0")
+        if not all(math.isfinite(x) for x in f) or int(s) != s or int(d) != d or s < 0 or d < 0 or not 0 <= b <= MAX_FLOW_BYTES:
+            raise field_error(src, f"{where}[{k}]", f"ranks are whole numbers >= 0 and bytes a number from 0 to {MAX_FLOW_BYTES:g}")
         out.append((int(s), int(d), float(b)))
     return out
 
@@ -581,9 +597,11 @@ def load_scenario(path: str | Path, *, system: str | None = None) -> Scenario:
         return out
 
     try:
-        obj = json.loads(p.read_text(), object_pairs_hook=pairs)
+        obj = json.loads(p.read_text(encoding="utf-8-sig"), object_pairs_hook=pairs)  # -sig: a byte order mark is not content
     except json.JSONDecodeError as exc:
         raise InputError(str(p), f"not valid JSON: {exc.msg}", line=exc.lineno) from None
+    except UnicodeDecodeError as exc:  # else an "internal error"
+        raise InputError(str(p), f"not UTF-8 text: byte 0x{exc.object[exc.start]:02x} at offset {exc.start} (save the file as UTF-8)") from None
     if repeated:
         raise InputError(str(p), "given twice in one object (JSON would keep the last silently)", field=repeated[0])
     return parse_scenario(obj, source=str(p), system=system)

@@ -22,7 +22,7 @@ import numpy as np
 
 from .errors import InputError
 from .jobmodel import FabricTiming, profile
-from .network import SL_PRESETS, ModelSettings, check_pattern, field_error, parse_settings
+from .network import MAX_FLOW_BYTES, SL_PRESETS, ModelSettings, check_pattern, field_error, parse_settings
 
 #: What an error in a spec file adds, so that the user knows which flag gave the file.
 FLAG_HINT = "given with --network"
@@ -569,8 +569,8 @@ def _spec_from_obj(obj: Any, src: str, bin_lines: tuple[int, ...] = ()) -> Netwo
     for key, low, high in (("seed", 0, SEED_LIMIT), ("ranks_per_node", 1, 2**31)):
         if key in obj and (not _is_int(obj[key]) or not low <= obj[key] <= high):
             raise field_error(src, key, f"expected a whole number from {low} to {high}, got {obj[key]!r}")
-    if "bytes" in obj and (not _is_number(obj["bytes"]) or not 0 < obj["bytes"] < float("inf")):
-        raise field_error(src, "bytes", f"expected a positive number, got {obj['bytes']!r}")
+    if "bytes" in obj and (not _is_number(obj["bytes"]) or not 0 < obj["bytes"] <= MAX_FLOW_BYTES):
+        raise field_error(src, "bytes", f"expected a positive number up to {MAX_FLOW_BYTES:g}, got {obj['bytes']!r}")
     spec = NetworkSpec(text=src)
     spec.mapping = obj.get("mapping", "bins")
     if spec.mapping not in ("bins", "random", "column"):

@@ -47,7 +47,9 @@ def _int_list(text: str) -> list[int] | None:
         out = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers or 'none', got {text!r}") from None
-    if not out or min(out) < 1:
+    if not out:
+        raise argparse.ArgumentTypeError(f"no value given ({text!r}); give comma-separated whole numbers or 'none'")
+    if min(out) < 1:
         raise argparse.ArgumentTypeError("every value must be at least 1")
     return out
 
@@ -59,6 +61,8 @@ def _fraction_list(text: str) -> list[float]:
         out = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated fractions, got {text!r}") from None
+    if not out:  # was taken as 'none', silently
+        raise argparse.ArgumentTypeError(f"no value given ({text!r}); give comma-separated fractions or 'none' (skip the probabilistic variant)")
     if any(not 0.0 <= x <= 1.0 for x in out):
         raise argparse.ArgumentTypeError("communication fractions lie in [0, 1]")
     return out
@@ -263,6 +267,8 @@ def _print_summary(doc: dict[str, Any]) -> None:
         f"{s['name']}: {s['jobs']:,} jobs, {doc['exposed_jobs']:,} on two or more leaves; K={s['nodes_per_leaf']}, full R={s['full_uplinks']}"
         + (f", as built W1={built}" if tapered else "")
     )
+    for note in s.get("notes", []):
+        print(f"note: {note}")
     print(f"{'R':>4} {'taper':>6} {'system':>9} {'per node-s':>10} {'affected':>9} {'mean/job':>9} {'max/job':>9}")
     for r in doc["uplink_sweep"]:
         a = r["affected_job_slowdown"]

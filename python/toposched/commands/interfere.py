@@ -97,6 +97,13 @@ def run(args: argparse.Namespace) -> int:
             f"{j['slowdown']:.2f}",
             str(j["links_shared"]),
         )
+    # as wide as the table needs, so that no cell is cut to fit (80 columns in a pipe or a
+    # file: the jobs of an interleaved bully all read 'bull…'); print(width=) only narrows
+    from rich.measure import Measurement
+
+    needed = Measurement.get(console, console.options.update_width(10_000), t).maximum
+    if needed > console.width:
+        console = Console(width=needed)
     console.print(t)
     links = result["links"]
     console.print(f"links: {links['total']} directed, {links['shared']} shared by two jobs or more, {len(links['hot'])} oversubscribed")

@@ -366,6 +366,9 @@ def run_sweep(
     or, with ``dask`` or a ``scheduler`` / ``scheduler_file``, to Dask (a local cluster of
     ``workers`` processes, or the scheduler given). Either way each run publishes its
     directory whole (:func:`execute_run`)."""
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        # as --workers 0 is: the pool took 0 as "every core" and a negative count as 1
+        raise ValueError(f"run_sweep(): workers must be a whole number >= 1 (None: the machine's cores), got {workers!r}")
     use_dask = bool(dask or scheduler or scheduler_file)
     from rich.console import Console
 

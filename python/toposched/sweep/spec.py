@@ -169,9 +169,12 @@ def _key_lines(text: str) -> dict[str, int]:
         m = _TABLE.match(raw)
         if m:
             name = m.group(2)
+            first, dot, rest = name.partition(".")
             if m.group(1) == "[[":
                 counts[name] = counts.get(name, -1) + 1
                 table = f"{name}[{counts[name]}]"
+            elif first in counts:  # [workloads.reader]: a table of the last [[workloads]]
+                table = f"{first}[{counts[first]}]{dot}{rest}"
             else:
                 table = name
             out.setdefault(table, n)
@@ -891,6 +894,7 @@ def parse_sweep(text: str, path: str | Path = "<sweep>", *, base: str | Path | N
 
 
     shown = str(path)
+    text = text.removeprefix("\ufeff")  # a byte order mark (Windows editors): not TOML, not content
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -971,6 +975,14 @@ def parse_sweep(text: str, path: str | Path = "<sweep>", *, base: str | Path | N
                                 continue
                             seen.add(rid)
                             runs.append(RunSpec(rid, spec))
+    if any(r.spec["config"].get("alloc") == "as-logged" and r.spec["config"].get("network") for r in runs):
+        # each such run would fail ("the network model cannot move them"), knowably now
+        raise SweepSpecError(
+            shown,
+            [(f"policies.alloc[{allocs.index('as-logged')}]", "as-logged replays the log's own start and end times and the network model cannot move them; "
+              "leave those runs out: [[exclude]] alloc = \"as-logged\", network = [...]")],
+            text=text,
+        )
     notes = []
     if dropped:
         notes.append(f"{dropped} combination{'s' if dropped != 1 else ''} left out by [[exclude]]")
