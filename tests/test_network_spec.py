@@ -550,3 +550,22 @@ def test_a_sweeps_network_files_are_relative_to_the_sweep_file(tmp_path, monkeyp
     assert [r.spec["config"]["network"] for r in runs] == [mix, f"bins={mix},reference=alone", "bins"]
     sha = hashlib.sha256((study / "mix.csv").read_bytes()).hexdigest()
     assert [r.spec["scenario"].get("network_sha256") for r in runs] == [sha, sha, None]
+
+
+@pytest.mark.parametrize("spec", ["", " ", ",", " , "])
+def test_an_empty_spec_is_refused_by_the_api_as_by_the_cli(tmp_path: Path, spec: str) -> None:
+    """``--network ""`` is refused by the command line; RunConfig, run_compare and
+    run_frontier took an empty spec for "no model" (compare) or ran without a word:
+    each refuses it now, naming the field (None is the way to run without the model)."""
+    from toposched.compare import run_compare
+    from toposched.config import RunConfig
+    from toposched.frontier import run_frontier
+
+    with pytest.raises(InputError, match="network"):
+        RunConfig(network=spec)
+    with pytest.raises(InputError, match="network"):
+        run_compare(THUNDER, "cab", tmp_path / "c", network=spec)
+    with pytest.raises(InputError, match="network"):
+        run_frontier(THUNDER, "cab", tmp_path / "f", network=spec)
+    assert not (tmp_path / "c").exists() and not (tmp_path / "f").exists()
+    assert RunConfig(network=None).network is None

@@ -375,6 +375,8 @@ def run_compare(
     options = dict(run_options or {})
     seed = options.pop("seed", seed)
     network = options.pop("network", network)
+    if network is not None:
+        RunConfig(network=network)  # an empty spec is refused, as --network "" is (None: no model)
     if network:
         from .network_spec import parse_network_spec
 

@@ -74,6 +74,9 @@ class RunConfig:
             v = getattr(self, name)
             if v is not None and not isinstance(v, str):
                 raise InputError("RunConfig", f"expected a string or None, got {v!r}", field=name)
+        if isinstance(self.network, str) and self.network.replace(",", "").strip() == "":
+            # as --network refuses it: an empty spec read as "no model" ran without a word
+            raise InputError("RunConfig", f"expected a network SPEC (bins, random, heavy, column:NAME, KEY=VALUE,... or a spec file), got {self.network!r}; None runs without the model", field="network")
         if not isinstance(self.policy_options, dict):
             raise InputError("RunConfig", f"expected a dict of option name -> value, got {self.policy_options!r}", field="policy_options")
 

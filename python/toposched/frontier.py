@@ -326,6 +326,8 @@ def run_frontier(
     options = dict(run_options or {})
     seed = options.pop("seed", seed)
     network = options.pop("network", None) or network
+    if network is not None:
+        RunConfig(network=network)  # an empty spec is refused, as --network "" is
     if network:
         from .network_spec import parse_network_spec
 
