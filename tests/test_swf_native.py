@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toposched import _core
+from swf_numpy_reference import fast_chunk_numpy
 from toposched.workload import swf
 
 DATA = Path(__file__).parent / "data"
@@ -18,17 +18,13 @@ DATA = Path(__file__).parent / "data"
 
 def _both(chunk: bytes, first_line: int = 7):
     results = []
-    for parse in (swf._fast_chunk, swf._fast_chunk_numpy):
+    for parse in (swf._fast_chunk, fast_chunk_numpy):
         col = swf._Collector("x.swf", False)
         n = parse(chunk, first_line, col)
         rows = np.concatenate(col.rows).tolist() if col.rows else []
         lines = np.concatenate(col.lines).tolist() if col.lines else []
         results.append((n, col.records, rows, lines))
     return results
-
-
-def test_the_native_path_is_used() -> None:
-    assert swf._native_plain_chunk() is _core.swf_plain_chunk
 
 
 # Tokens that are plain numbers, near misses of every rule, and the odd stray byte.

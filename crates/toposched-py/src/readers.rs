@@ -7,8 +7,9 @@ use numpy::PyArray1;
 use pyo3::prelude::*;
 
 /// Integer values of the kept fields of a chunk of plain SWF lines, or None when the
-/// chunk is anything but plain: exactly what `swf._fast_chunk_numpy` accepts and
-/// computes (the Python tests compare the two on every kind of line).
+/// chunk is anything but plain: exactly what the NumPy parser it replaced accepts and
+/// computes (tests/swf_numpy_reference.py; tests/test_swf_native.py compares the two on
+/// every kind of line).
 ///
 /// Plain means: only the bytes `0-9 - . space tab CR LF`; every non-blank line holds
 /// exactly `n_fields` tokens; a token is `-?digits(.digits*)?` ('-' only first and
