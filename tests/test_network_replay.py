@@ -88,3 +88,36 @@ def test_compare_without_the_network_model_has_no_network_section(tmp_path):
     run_compare(EXAMPLE_TRACE, "cab", tmp_path, allocs=["linear"], scenarios=["none"], transforms=["days:5"], jobs=1)
     assert network_rows(CompareData.load(tmp_path)) is None
     assert "Network model" not in build_compare_report(tmp_path).read_text()
+
+
+@pytest.mark.parametrize("bad", [{"bytes": 1e308}, {"bytes": float("nan")}, {"bytes": float("inf")}, {"bytes": -1.0}, {"phi": float("nan")}, {"phi": 1.5}])
+def test_the_core_refuses_a_demand_that_would_overflow_the_model(bad):
+    """The native entry points refuse what would make a link's sum of bytes inf (and every
+    slowdown NaN), not only the Python ones: bytes from 0 to MAX_FLOW_BYTES (1e200, the one
+    definition, which toposched.network reads), phi (the communication fraction) from 0 to
+    1. A replay given 1e308 bytes through _core.network_attach slowed no job."""
+    from toposched.network import MAX_FLOW_BYTES
+    from toposched.simulate import new_simulation
+    from toposched import policies
+    from toposched.config import RunConfig, policy_options
+    from toposched.topology import load_fabric
+    from toposched.workload import read_trace
+
+    assert MAX_FLOW_BYTES == _core.MAX_FLOW_BYTES == 1e200
+    w = read_trace(EXAMPLE_TRACE).take(np.arange(20))
+    fabric = load_fabric("toy18")
+    cfg = RunConfig()
+    sim = new_simulation(_core, fabric, w, cfg, policy_options(cfg), policies.resolve("linear", fabric), None, None)
+    n = len(w)
+    kw = {"bytes": np.full(n, bad.get("bytes", 1.0))}
+    phi = np.full(n, bad.get("phi", 0.5))
+    with pytest.raises(ValueError, match="job row 0: (bytes|phi)"):
+        _core.network_attach(sim, ["a2a"], np.zeros(n, np.int64), phi, reference="alone", bandwidth=(1.0, 1.0, 1.0), fairness="flows", sl_weights=None, overrun="run-on", **kw)
+    model = _core.NetworkModel(fabric.core)
+    if "bytes" in bad:
+        with pytest.raises(ValueError, match="bytes must be"):
+            model.demand([0, 1, 2, 3], "a2a", bytes=bad["bytes"])
+        with pytest.raises(ValueError, match="flow 1: bytes must be"):
+            model.demand([0, 1], "none", flows=[(0, 1, 1.0), (1, 0, bad["bytes"])])
+    # the largest demand is taken
+    _core.network_attach(sim, ["a2a"], np.zeros(n, np.int64), np.full(n, 1.0), reference="alone", bandwidth=(1.0, 1.0, 1.0), fairness="flows", sl_weights=None, overrun="run-on", bytes=np.full(n, MAX_FLOW_BYTES))

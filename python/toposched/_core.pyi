@@ -217,6 +217,8 @@ def check_ranges_columns(
 
 PATTERNS: Final[list[str]]
 CATALYST_SL_WEIGHTS: Final[list[float]]
+#: The most bytes one flow may carry per iteration (larger demands are refused).
+MAX_FLOW_BYTES: Final[float]
 
 @final
 class NetworkModel:

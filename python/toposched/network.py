@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from . import __version__
+from . import __version__, _core
 from .errors import InputError
 from .jobmodel import DEFAULT_FAIRNESS, AppProfile, FabricTiming, profile, timing_for
 from .topology import Fabric, load_fabric
@@ -47,10 +47,10 @@ SL_PRESETS: dict[str, tuple[float, ...]] = {
     "254:1": (254.0, 1.0),
 }
 
-#: The most bytes one flow may carry. Only ratios within a job matter (each job is
-#: normalised by its own time alone), but a link's sum over flows and jobs must stay a
-#: finite double: near 1e308 it overflowed to inf, and slowdowns became NaN.
-MAX_FLOW_BYTES = 1e200
+#: The most bytes one flow may carry (the core's, which refuses more: crates/toposched-core
+#: network/demand.rs). Only ratios within a job matter, but a link's sum over flows and
+#: jobs must stay a finite double: near 1e308 it overflowed to inf, and slowdowns became NaN.
+MAX_FLOW_BYTES: float = _core.MAX_FLOW_BYTES
 
 #: Seed 004's bully jobs and the pattern each runs.
 BULLIES: dict[str, str] = {

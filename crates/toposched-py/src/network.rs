@@ -9,7 +9,8 @@ use pyo3::types::{PyDict, PyList};
 
 use toposched_core::network::demand::{check_traffic, for_each_node_flow};
 use toposched_core::network::{
-    Bandwidth, Fairness, Filling, JobSpec, JobTraffic, NetConfig, NetReplay, Network, Pattern, Reference, Traffic, CATALYST_SL_WEIGHTS, PATTERNS,
+    check_flow_bytes, Bandwidth, Fairness, Filling, JobSpec, JobTraffic, NetConfig, NetReplay, Network, Pattern, Reference, Traffic, CATALYST_SL_WEIGHTS,
+    MAX_FLOW_BYTES, PATTERNS,
 };
 
 use crate::{Simulation, Topology};
@@ -38,6 +39,12 @@ pub(crate) fn traffic(pattern: &str, bytes: f64, ranks_per_node: u32, seed: u64,
     };
     if ranks_per_node == 0 {
         return Err(PyValueError::new_err("ranks_per_node must be at least 1"));
+    }
+    check_flow_bytes(bytes).map_err(value_err)?;
+    if let Pattern::Explicit(flows) = &pattern {
+        for (k, &(_, _, b)) in flows.iter().enumerate() {
+            check_flow_bytes(b).map_err(|e| PyValueError::new_err(format!("flow {k}: {e}")))?;
+        }
     }
     Ok(Traffic { pattern, bytes, ranks_per_node, seed })
 }
@@ -323,6 +330,13 @@ fn network_attach(
     let mut traffic = Vec::with_capacity(n);
     for i in 0..n {
         let bad = |what: &str, v: i64| PyValueError::new_err(format!("job row {i}: {what} out of range: {v}"));
+        // a non-finite or huge demand made every sum over a link inf, and slowdowns NaN
+        if let Some(b) = bytes {
+            check_flow_bytes(b[i]).map_err(|e| PyValueError::new_err(format!("job row {i}: {e}")))?;
+        }
+        if !(0.0..=1.0).contains(&phi[i]) {
+            return Err(PyValueError::new_err(format!("job row {i}: phi (the communication fraction) must be from 0 to 1, got {}", phi[i])));
+        }
         traffic.push(JobTraffic {
             pattern: u16::try_from(pat[i]).map_err(|_| bad("pattern", pat[i]))?,
             bytes: bytes.map_or(1.0, |b| b[i]),
@@ -398,6 +412,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(network_attach, m)?)?;
     m.add_function(wrap_pyfunction!(network_results, m)?)?;
     m.add("PATTERNS", PATTERNS.to_vec())?;
+    m.add("MAX_FLOW_BYTES", MAX_FLOW_BYTES)?;
     m.add("CATALYST_SL_WEIGHTS", CATALYST_SL_WEIGHTS.to_vec())?;
     Ok(())
 }

@@ -41,6 +41,21 @@ impl Demand {
     }
 }
 
+/// The most bytes one flow may carry per iteration. Only ratios within a job matter (each
+/// job is normalised by its own time alone), but a link's sum over flows and jobs must stay
+/// a finite double: near 1e308 it overflowed to inf, and slowdowns became NaN.
+pub const MAX_FLOW_BYTES: f64 = 1e200;
+
+/// `bytes` (of a job's flows, or of one explicit flow) as the model takes them: a finite
+/// number from 0 to [`MAX_FLOW_BYTES`].
+pub fn check_flow_bytes(bytes: f64) -> Result<(), String> {
+    if (0.0..=MAX_FLOW_BYTES).contains(&bytes) {
+        Ok(())
+    } else {
+        Err(format!("bytes must be a number from 0 to {MAX_FLOW_BYTES:e}, got {bytes:e}"))
+    }
+}
+
 /// What a job sends, on which nodes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Traffic {

@@ -26,7 +26,7 @@ pub mod solver;
 #[cfg(test)]
 mod tests;
 
-pub use demand::{Demand, DemandBuilder, Traffic};
+pub use demand::{check_flow_bytes, Demand, DemandBuilder, Traffic, MAX_FLOW_BYTES};
 pub use links::{Bandwidth, LinkKind, Links};
 pub use model::{Evaluation, Filling, JobResult, JobSpec, NetConfig, Network, CATALYST_SL_WEIGHTS, PROGRESSIVE_AUTO_MAX_FLOWS, PROGRESSIVE_ITERATIONS};
 pub use patterns::{Pattern, PATTERNS};
