@@ -24,6 +24,8 @@ use arrow_array::{
 };
 use arrow_buffer::{OffsetBuffer, ScalarBuffer};
 use arrow_schema::{ArrowError, DataType, Field, Fields, Schema, SchemaRef};
+
+use crate::collect::FinishedJobs;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding};
 use parquet::errors::ParquetError;
@@ -390,31 +392,9 @@ pub fn skipped_batch(job_id: Vec<i64>, submit_s: Vec<i64>, nodes: Vec<i64>, reas
     RecordBatch::try_new(skipped_schema(), vec![Arc::new(Int64Array::from(job_id)), Arc::new(Int64Array::from(submit_s)), Arc::new(Int64Array::from(nodes)), Arc::new(StringArray::from(reason))])
 }
 
-/// jobs.parquet's columns of finished jobs (the whole replay's and the streamed one's),
-/// for a caller that builds them in Rust; `aph` None is a null.
-pub struct JobsColumns {
-    pub job_id: Vec<i64>,
-    pub submit_s: Vec<i64>,
-    pub start_s: Vec<i64>,
-    pub end_s: Vec<i64>,
-    pub wait_s: Vec<i64>,
-    pub nodes: Vec<i64>,
-    pub walltime_s: Vec<i64>,
-    pub runtime_s: Vec<i64>,
-    pub log_runtime_s: Vec<i64>,
-    pub killed: Vec<bool>,
-    pub bounded_slowdown: Vec<f64>,
-    pub aph: Vec<Option<f64>>,
-    pub alloc_class: Vec<i8>,
-    pub leaves: Vec<i32>,
-    pub pods: Vec<i32>,
-    pub range_offsets: Vec<i64>,
-    pub range_first: Vec<u32>,
-    pub range_count: Vec<u32>,
-}
-
-impl JobsColumns {
-    /// The columns as one batch, in jobs.parquet's order.
+impl FinishedJobs {
+    /// The columns as one batch, in jobs.parquet's order (`aph` NaN: a null), for a
+    /// caller that writes jobs.parquet from Rust.
     pub fn into_batch(self) -> Result<RecordBatch, String> {
         let ranges = node_ranges_array(&self.range_offsets, self.range_first, self.range_count)?;
         let c = |n: &str, a: ArrayRef| (n.to_string(), a, true);
@@ -430,7 +410,7 @@ impl JobsColumns {
             c("log_runtime_s", Arc::new(Int64Array::from(self.log_runtime_s))),
             c("killed", Arc::new(BooleanArray::from(self.killed))),
             c("bounded_slowdown", Arc::new(Float64Array::from(self.bounded_slowdown))),
-            c("aph", Arc::new(Float64Array::from(self.aph))),
+            c("aph", Arc::new(self.aph.iter().map(|&a| (!a.is_nan()).then_some(a)).collect::<Float64Array>())),
             c("alloc_class", Arc::new(Int8Array::from(self.alloc_class))),
             c("leaves", Arc::new(Int32Array::from(self.leaves))),
             c("pods", Arc::new(Int32Array::from(self.pods))),
@@ -446,7 +426,7 @@ mod tests {
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
     use parquet::file::reader::{FileReader, SerializedFileReader};
 
-    fn jobs(n: usize) -> JobsColumns {
+    fn jobs(n: usize) -> FinishedJobs {
         let mut roff = vec![0i64];
         let (mut first, mut count) = (vec![], vec![]);
         for j in 0..n {
@@ -457,7 +437,7 @@ mod tests {
             roff.push(first.len() as i64);
         }
         let v = |f: fn(usize) -> i64| (0..n).map(f).collect::<Vec<i64>>();
-        JobsColumns {
+        FinishedJobs {
             job_id: v(|j| j as i64 + 1),
             submit_s: v(|j| j as i64 * 7),
             start_s: v(|j| j as i64 * 9),
@@ -469,13 +449,14 @@ mod tests {
             log_runtime_s: v(|j| j as i64 * 2),
             killed: (0..n).map(|j| j % 7 == 0).collect(),
             bounded_slowdown: (0..n).map(|j| 1.0 + j as f64 / 3.0).collect(),
-            aph: (0..n).map(|j| (j % 4 != 0).then_some(j as f64 / 5.0)).collect(),
+            aph: (0..n).map(|j| if j % 4 != 0 { j as f64 / 5.0 } else { f64::NAN }).collect(),
             alloc_class: (0..n).map(|j| (j % 3) as i8).collect(),
             leaves: (0..n).map(|j| (j % 3) as i32).collect(),
             pods: (0..n).map(|j| (j % 2) as i32).collect(),
             range_offsets: roff,
             range_first: first,
             range_count: count,
+            ..FinishedJobs::default()
         }
     }
 
