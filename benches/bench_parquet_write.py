@@ -22,9 +22,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from benchinfo import commit
+from benchinfo import DEFAULT_TRACE_DIR, commit
 
-HERE = Path(__file__).resolve().parent
 TRACE = "HPC2N-2002-2.2-cln.swf.gz"
 SYSTEM = "fattree:K=16,S=15,P=1"
 
@@ -49,7 +48,7 @@ def _best(repeat: int, work: Callable[[], object]) -> tuple[float, list[float]]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--trace-dir", default=os.environ.get("TOPOSCHED_TRACES", str(HERE.parent.parent / "shared" / "data" / "traces")))
+    ap.add_argument("--trace-dir", default=str(DEFAULT_TRACE_DIR))
     args = ap.parse_args(argv)
     trace = Path(args.trace_dir) / TRACE
     if not trace.exists():

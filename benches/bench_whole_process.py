@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchinfo import commit
+from benchinfo import DEFAULT_TRACE_DIR, commit
 
 HERE = Path(__file__).resolve().parent
 TRACE = "HPC2N-2002-2.2-cln.swf.gz"
@@ -57,7 +57,7 @@ def _compile_modules() -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--trace-dir", default=os.environ.get("TOPOSCHED_TRACES", str(HERE.parent.parent / "shared" / "data" / "traces")))
+    ap.add_argument("--trace-dir", default=str(DEFAULT_TRACE_DIR))
     args = ap.parse_args(argv)
     trace = Path(args.trace_dir) / TRACE
     if not trace.exists():

@@ -6,10 +6,14 @@ this directory is on ``sys.path``).
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+
+#: Where the real logs are: $TOPOSCHED_TRACES, else ../shared/data/traces beside the repo.
+DEFAULT_TRACE_DIR = Path(os.environ.get("TOPOSCHED_TRACES", HERE.parent.parent / "shared" / "data" / "traces"))
 
 
 def commit() -> str:
