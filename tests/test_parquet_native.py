@@ -25,10 +25,16 @@ from toposched.utilization import UtilizationSeries
 RUN_ID = b"0123456789abcdef"
 ROW_GROUP = 1 << 17
 
-#: What results.py passed pyarrow before the native writer (the reference's options).
+#: The encodings the native writer gives each column, as pyarrow options (the reference's:
+#: what results.py passed pyarrow before the native writer, with the times and ids of
+#: jobs.parquet delta-encoded since).
 JOBS_OPTIONS: dict[str, Any] = {
     "use_dictionary": ["nodes", "killed", "alloc_class", "leaves", "pods"],
-    "column_encoding": {f"{NODE_RANGES}.list.element.first": "DELTA_BINARY_PACKED", f"{NODE_RANGES}.list.element.count": "DELTA_BINARY_PACKED"},
+    "column_encoding": {
+        **{c: "DELTA_BINARY_PACKED" for c in ("job_id", "submit_s", "start_s", "end_s", "wait_s", "walltime_s", "runtime_s", "log_runtime_s")},
+        f"{NODE_RANGES}.list.element.first": "DELTA_BINARY_PACKED",
+        f"{NODE_RANGES}.list.element.count": "DELTA_BINARY_PACKED",
+    },
 }
 UTILIZATION_OPTIONS: dict[str, Any] = {"use_dictionary": ["busy_nodes", "utilization"], "column_encoding": {"time_s": "DELTA_BINARY_PACKED"}}
 
