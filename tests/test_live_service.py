@@ -515,3 +515,18 @@ def test_lenient_topology_conf_as_the_error_advises(tmp_path):
     with ServiceProcess(tmp_path / "svc", system=str(conf), extra=["--lenient"]) as s:
         state = s.client().state()
         assert state["nodes"] == 6 and [leaf["nodes"] for leaf in state["leaves"]] == [4, 2]
+
+
+def test_a_stopped_service_removes_its_socket_and_only_its_own(tmp_path):
+    """SIGTERM removes the service's unix socket file; a file another process has put at
+    the path while it ran is left alone (the service unlinked whatever was there)."""
+    s = ServiceProcess(tmp_path / "a", system="toy18", unix=True).start()
+    sock = tmp_path / "a" / "serve.sock"
+    assert sock.is_socket()
+    s.stop()
+    assert not sock.exists()
+    s = ServiceProcess(tmp_path / "a", system="toy18", unix=True).start()
+    sock.rename(tmp_path / "a" / "moved.sock")
+    sock.write_text("someone else's\n")
+    s.stop()
+    assert sock.read_text() == "someone else's\n"

@@ -633,3 +633,22 @@ def test_rank_hosts_asks_the_agents_at_once(tmp_path):
     finally:
         for s in silent:
             s.close()
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT"])
+def test_a_stopped_agent_removes_its_socket_and_only_its_own(tmp_path, how):
+    """A clean stop (SIGTERM from systemd, Ctrl-C) removes the agent's socket file; a file
+    another process has put at the path since is left alone."""
+    agent = Agent(tmp_path, str(CAB), "none", "unused").start()
+    assert agent.sock.is_socket()
+    agent.proc.send_signal(getattr(signal, how))
+    assert agent.proc.wait(timeout=30) == 0
+    assert not agent.sock.exists()
+    # the path taken over while the agent runs: its stop leaves that file
+    agent = Agent(tmp_path, str(CAB), "none", "unused").start()
+    moved = tmp_path / "moved.sock"
+    agent.sock.rename(moved)
+    agent.sock.write_text("someone else's\n")
+    agent.stop()
+    assert agent.proc.returncode == 0
+    assert agent.sock.read_text() == "someone else's\n"

@@ -4,6 +4,7 @@ serve`` and of ``toposched node-agent`` (both listen on ``unix:PATH`` too) conne
 from __future__ import annotations
 
 import http.client
+import os
 import socket
 from typing import Any
 
@@ -24,3 +25,22 @@ class UnixHTTPConnection(http.client.HTTPConnection):
         s.settimeout(self.timeout)
         s.connect(self.unix_path)
         self.sock = s
+
+
+def socket_file_stamp(path: str) -> tuple[int, int] | None:
+    """(device, inode) of the socket file a server has just bound at ``path``."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def remove_socket_file(path: str, stamp: tuple[int, int] | None) -> None:
+    """Remove the socket file a stopping server bound (``stamp``: :func:`socket_file_stamp`
+    after the bind), unless another process has put a file of its own at ``path`` since."""
+    if stamp is not None and socket_file_stamp(path) == stamp:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass  # gone in between

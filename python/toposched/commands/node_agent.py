@@ -67,14 +67,16 @@ def run(args: argparse.Namespace) -> int:
     store = AgentStore(args.state)
     agent = NodeAgent(topology, store, backend, reserved_pus=reserved, host=args.host)
     agent.start()
-    server, where = make_server(agent, args.listen, token)
-    print(f"node-agent: listening on {where}", file=sys.stderr, flush=True)
 
     def stop(signum: int, frame: FrameType | None) -> NoReturn:  # serve_forever returns; the state is already durable
         raise KeyboardInterrupt
 
+    # before "listening" is said: a SIGTERM right after it is a clean stop (the socket
+    # file removed), not the default handler's death
     signal.signal(signal.SIGTERM, stop)
+    server, where = make_server(agent, args.listen, token)
     try:
+        print(f"node-agent: listening on {where}", file=sys.stderr, flush=True)
         server.serve_forever()
     except KeyboardInterrupt:
         pass

@@ -28,7 +28,7 @@ import hostlist
 
 from ..errors import ToposchedError
 from ..limits import MAX_COUNT, MAX_INT64, MAX_TIME_S
-from ..unix_http import JsonObject
+from ..unix_http import JsonObject, remove_socket_file, socket_file_stamp
 from .metrics import Metrics
 from .openapi import openapi_document
 from .table import DurabilityError, LiveTable, UnknownNode
@@ -549,6 +549,7 @@ async def _serve(service: Service, listen: str, ready: "Callable[[str], None]") 
             raise ServeError(f"--listen {listen}: {exc.strerror or exc}") from None
         finally:
             os.umask(old)
+        bound = socket_file_stamp(str(p))
         where = listen
     else:
         try:
@@ -568,8 +569,8 @@ async def _serve(service: Service, listen: str, ready: "Callable[[str], None]") 
         await server.close_all()
         if server.agent_pool is not None:
             server.agent_pool.shutdown(wait=False, cancel_futures=True)
-    if kind == "unix":
-        Path(addr).unlink(missing_ok=True)
+    if kind == "unix":  # our socket file only: another process may have taken the path since
+        remove_socket_file(str(addr), bound)
 
 
 def lock_state_dir(state_dir: str) -> int:

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..tokens import token_matches
-from ..unix_http import JsonObject
+from ..unix_http import JsonObject, remove_socket_file, socket_file_stamp
 from .cpulist import format_cpulist, parse_cpulist
 from .cpuset import CgroupError, CgroupUnavailable, CpusetBackend, check_job_id
 from .hwloc import NodeTopology
@@ -411,6 +411,19 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _UnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
+    #: (device, inode) of the socket file this server bound: closing removes that file
+    #: only, never one another process put at the path since
+    _bound: tuple[int, int] | None = None
+
+    def server_bind(self) -> None:
+        super().server_bind()
+        self._bound = socket_file_stamp(str(self.server_address))
+
+    def server_close(self) -> None:
+        """Close the socket and remove its file (a clean stop leaves no socket behind: the
+        next start would have to probe it as stale)."""
+        super().server_close()
+        remove_socket_file(str(self.server_address), self._bound)
 
     def get_request(self) -> tuple[socket.socket, tuple[str, int]]:
         conn, _ = self.socket.accept()
