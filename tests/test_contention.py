@@ -275,8 +275,9 @@ def test_shared_nodes_with_link_units_match_brute_force():
             s = sorted_copy(s)  # ascending lists: the direct node // f path when cores = f * base
         for base, cores in ((2, 4), (2, 3), (4, 6), (1, 1), (1, 3)):
             t = s.with_cores_per_node(cores, base)
-            a = analyze(t, uplinks=[3, 2, 1], comm_fractions=[0.5])
-            want_add, want_exp, _ = brute(t, [3, 2, 1], [0.5])
+            R = [r for r in (3, 2, 1) if r <= t.full_uplinks]  # more than K is refused
+            a = analyze(t, uplinks=R, comm_fractions=[0.5])
+            want_add, want_exp, _ = brute(t, R, [0.5])
             assert np.allclose(added(a, t.n_jobs), want_add)
             got = np.zeros_like(want_add)
             got[a.rows] = a.expected_added_s[0.5]
@@ -675,3 +676,13 @@ def test_an_empty_list_flag_says_it_is_empty(tmp_path, capsys, flag, value):
         main(["contention", "--trace", str(EXAMPLE_TRACE), "--system", "cab", "--out", str(tmp_path / "c"), flag, value])
     err = capsys.readouterr().err.strip().splitlines()
     assert e.value.code == 2 and len(err) == 1 and f"argument {flag}: no value given" in err[0] and "'none'" in err[0], err
+
+
+def test_analyze_refuses_more_uplinks_than_the_nonblocking_leaf():
+    """analyze(uplinks=[R > K]) gave a row with "removed": -2 and a taper below 1 (the
+    command refuses such an --uplinks; the API did not): now the same refusal."""
+    s = Schedule.from_arrays(node_leaf=[0, 0, 1, 1], start_s=[0, 5], end_s=[10, 20], node_offsets=[0, 2, 4], node_ids=[0, 2, 1, 3])
+    assert s.full_uplinks == 2
+    with pytest.raises(ValueError, match="4 uplinks left per leaf is more than the 2 "):
+        analyze(s, uplinks=[4, 1])
+    assert [r["removed"] for r in analyze(s, uplinks=[2, 1]).summary()["uplink_sweep"]] == [0, 1]

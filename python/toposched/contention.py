@@ -828,6 +828,10 @@ def analyze(
     R = np.array(sorted({int(r) for r in (uplinks if uplinks is not None else range(R_full, 0, -1))}, reverse=True), dtype=np.int64)
     if len(R) and R.min() < 1:
         raise ValueError("uplinks left per leaf must be at least 1")
+    if len(R) and R.max() > R_full:
+        # beyond the nonblocking count nothing is removed: the rows would say "removed -2",
+        # a taper below 1 (the command refuses it as --uplinks)
+        raise ValueError(f"{int(R.max())} uplinks left per leaf is more than the {R_full} of this fabric's nonblocking leaf (R counts the uplinks left: at most K)")
     # a J given twice is evaluated once (as R is): its rows and its sweeps.parquet column
     # would otherwise be written twice; dict keeps the order given
     Js = tuple(dict.fromkeys(float(j) for j in comm_fractions))
