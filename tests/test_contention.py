@@ -686,3 +686,20 @@ def test_analyze_refuses_more_uplinks_than_the_nonblocking_leaf():
     with pytest.raises(ValueError, match="4 uplinks left per leaf is more than the 2 "):
         analyze(s, uplinks=[4, 1])
     assert [r["removed"] for r in analyze(s, uplinks=[2, 1]).summary()["uplink_sweep"]] == [0, 1]
+
+
+def test_transform_before_the_replay_equals_a_transformed_simulate_run(tmp_path, capsys):
+    """contention had no --transform (a site studying its log at twice the scale had to
+    simulate first): --trace with --transform now analyses the same schedule as simulate
+    --transform then contention --run; with --run it is refused (no replay is made)."""
+    common = ["--crossbar-sizes", "none", "--cores-sweep", "none", "--comm-fractions", "0.2", "--no-figures", "--no-report", "--quiet"]
+    system = "fattree:K=4,S=8,P=1"
+    assert main(["simulate", "--trace", str(EXAMPLE_TRACE), "--system", system, "--transform", "days:3", "scale:2", "cap", "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    assert main(["contention", "--run", str(tmp_path / "run"), "--out", str(tmp_path / "a"), *common]) == 0
+    assert main(["contention", "--trace", str(EXAMPLE_TRACE), "--system", system, "--transform", "days:3", "scale:2", "cap", "--out", str(tmp_path / "b"), *common]) == 0
+    a, b = (json.loads((tmp_path / d / "contention.json").read_text()) for d in ("a", "b"))
+    assert a["uplink_sweep"] == b["uplink_sweep"] and a["schedule"]["jobs"] == b["schedule"]["jobs"]
+    assert pq.read_table(tmp_path / "b" / "run" / "jobs.parquet").equals(pq.read_table(tmp_path / "run" / "jobs.parquet"))
+    capsys.readouterr()
+    assert main(["contention", "--run", str(tmp_path / "run"), "--transform", "scale:2", "--out", str(tmp_path / "c"), "--quiet"]) == 2
+    assert "--transform applies to --trace" in capsys.readouterr().err

@@ -77,6 +77,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("replaying a log (with --trace)")
     g.add_argument("--system", metavar="FABRIC", help="preset, fattree:K=..,S=..,P=.. or topology.conf")
     g.add_argument("--format", help="log format, as toposched simulate takes it (default: guessed from the file)")
+    g.add_argument(
+        "--transform", action="extend", nargs="+", default=[], metavar="T",
+        help="workload transforms before the replay, as toposched simulate takes them: scale:K, days:N[@START], cores:C, cap[:N], drop[:N] (docs/compare.md)",
+    )
     g.add_argument("--queue", default="easy", choices=_core.QUEUES, help="queue policy (default: easy)")
     g.add_argument(
         "--alloc", default="linear", metavar="POLICY",
@@ -120,6 +124,13 @@ def _load_schedule(args: argparse.Namespace, out: Path, say: Callable[[str], Non
         options["cores_per_node"] = args.cores_per_node
     workload = read_trace(args.trace, format=args.format, **options)
     fabric = load_fabric(args.system, lenient=args.lenient)
+    if args.transform:
+        from ..errors import InputError
+        from ..transforms import apply_transforms
+
+        workload = apply_transforms(workload, list(args.transform), fabric_nodes=fabric.n_nodes)
+        if len(workload) == 0:  # as simulate says it
+            raise InputError(str(args.trace), "no jobs left to replay after the transforms " + ", ".join(args.transform))
     tick = time.perf_counter()
     result = simulate(workload, fabric, RunConfig(queue=args.queue, alloc=args.alloc, seed=args.seed))
     result.write(out / "run")
@@ -156,6 +167,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.trace and not args.system:
         print("error: --trace needs --system", file=sys.stderr)
+        return 2
+    if args.transform and not args.trace:
+        print("error: --transform applies to --trace (a replay made here); a --run directory is analysed as it was replayed", file=sys.stderr)
         return 2
     if args.trace:
         # before the replay: the fabric alone says how many uplinks a leaf has, and nodes
