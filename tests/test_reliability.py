@@ -883,3 +883,11 @@ def test_writing_a_result_onto_a_file_says_so_before_writing(tmp_path: Path) -> 
     assert e.value.filename == str(target) and "is a file, not a directory" in str(e.value)
     assert called == [] and target.read_text() == "mine"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]  # no staging left
+
+
+def test_a_character_device_is_named_as_such_not_as_a_pipe(tmp_path):
+    """--trace /dev/null said "is a pipe": it is a character device (read once, as a pipe),
+    and the message now says what it is."""
+    run = subprocess.run([sys.executable, "-m", "toposched.cli", "simulate", "--trace", "/dev/null", "--system", "toy18", "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2
+    assert one_clean_line(run.stderr) == "error: /dev/null: is a character device, which can be read only once: give --format, so that its format is not guessed from it first, or save it to a file"

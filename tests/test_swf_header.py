@@ -83,3 +83,52 @@ def test_cli_kill_at_limit_and_the_rule_in_the_summary(tmp_path):
         s = json.loads((out / "summary.json").read_text())
         assert s["policy"]["kill_at_walltime"] is (end == 60)
         assert s["input"]["settings"]["allow_overuse"] is True
+
+
+def _log(origin: int, recs: list[tuple[int, int, int]], maxprocs: int = 8) -> str:
+    """One SWF log: a header with ``origin``, records (job, submit, run)."""
+    head = f"; UnixStartTime: {origin}\n; MaxNodes: 4\n; MaxProcs: {maxprocs}\n"
+    return head + "".join(f"{j} {s} 0 {r} 2 -1 -1 2 {r + 10} -1 1 1 1 1 1 1 -1 -1\n" for j, s, r in recs)
+
+
+def test_logs_put_together_are_moved_to_the_first_origin(tmp_path):
+    """Two logs of one machine concatenated, each with its header: the second log's submit
+    times counted from its own UnixStartTime were taken as counted from the first's
+    (a month's jobs replayed a month early, silently). They are now moved to the first
+    origin, counted; the reference is each log read alone, its times made absolute."""
+    a, b, c = 1_000_000_000, 1_000_086_400, 1_000_000_000 + 3 * 86_400
+    logs = [(a, [(1, 0, 100), (2, 50, 200)]), (b, [(1, 10, 100), (3, -1, 5), (4, 20, 300)]), (c, [(9, 0, 7)])]
+    (tmp_path / "all.swf").write_text("".join(_log(o, r) for o, r in logs))
+    got = read_trace(tmp_path / "all.swf")
+    want = []
+    for i, (origin, recs) in enumerate(logs):
+        (tmp_path / f"{i}.swf").write_text(_log(origin, recs))
+        alone = read_trace(tmp_path / f"{i}.swf")
+        want += [s + origin - a for s in alone["submit_s"].tolist()]
+    assert got["submit_s"].tolist() == sorted(want) and got.time_origin_epoch_s == a
+    assert got.repairs["submit_rebased_to_first_origin"] == 3  # job 3's unknown submit stays unknown
+    assert got.skipped["unknown_submit"] == 1
+    # the same header again moves nothing
+    (tmp_path / "same.swf").write_text(_log(a, [(1, 0, 100)]) + _log(a, [(2, 5, 100)]))
+    assert "submit_rebased_to_first_origin" not in read_trace(tmp_path / "same.swf").repairs
+
+
+def test_logs_put_together_that_read_differently_are_refused(tmp_path):
+    """A later MaxProcs of another value would size the later jobs wrongly: one line naming
+    the line and field, unless --cores-per-node makes it unused; --stream refuses a later
+    UnixStartTime too (it cannot move times it has replayed)."""
+    p = tmp_path / "two.swf"
+    p.write_text(_log(1_000_000_000, [(1, 0, 100)]) + _log(1_000_000_000, [(2, 5, 100)], maxprocs=16))
+    def simulate_cli(log, *extra):
+        cmd = [sys.executable, "-m", "toposched.cli", "simulate", "--trace", str(log), "--system", "toy18", "--quiet", "--out", str(tmp_path / "o"), *extra]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+    r = simulate_cli(p)
+    assert r.returncode == 2 and r.stderr.startswith(f"error: {p}:7: field 'MaxProcs': a second header sets MaxProcs: '16' where line 3 set '8'"), r.stderr
+    assert r.stderr.count("\n") == 1 and "--cores-per-node" in r.stderr
+    assert read_trace(p, cores_per_node=2)["nodes"].tolist() == [1, 1]
+    q = tmp_path / "origins.swf"
+    q.write_text(_log(1_000_000_000, [(1, 0, 100)]) + _log(1_000_000_100, [(2, 5, 100)]))
+    for log, line, key in ((p, 7, "MaxProcs"), (q, 5, "UnixStartTime")):
+        r = simulate_cli(log, "--stream")
+        assert r.returncode == 2 and r.stderr.startswith(f"error: {log}:{line}: field '{key}': a header line after the first job record sets {key}"), r.stderr

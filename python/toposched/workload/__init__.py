@@ -25,12 +25,12 @@ def detect_format(path: str | Path) -> str:
     log whose records carry a node list (Alea's extended SWF) is ``"swf-nodes"``. A pipe
     is refused (TraceFormatError): it can be read only once, by the reader."""
     p = Path(path)
-    from ._io import PIPE_READ_TWICE, is_pipe
+    from ._io import is_pipe, read_once
 
     if is_pipe(p):
         # A look at its first lines would consume them, and opening it again for the
         # read would wait forever on a FIFO whose writer is gone: refuse before reading.
-        raise TraceFormatError(str(p), PIPE_READ_TWICE)
+        raise TraceFormatError(str(p), read_once(p))
     try:
         fmt = _guess_format(p)
     except (OSError, EOFError, zlib.error) as exc:

@@ -13,10 +13,25 @@ from typing import IO
 from ..errors import TraceFormatError
 from ..readahead import log_file, read_bytes
 
-__all__ = ["PIPE_READ_TWICE", "is_pipe", "open_binary", "open_text", "read_bytes", "refuse_utf16"]
+__all__ = ["is_pipe", "open_binary", "open_text", "read_bytes", "read_once", "refuse_utf16"]
 
-#: Why a pipe's format is not guessed: the guess would consume what the reader needs.
-PIPE_READ_TWICE = "is a pipe, which can be read only once: give --format, so that its format is not guessed from it first, or save it to a file"
+
+def read_once(path: str | Path, why: str = ": give --format, so that its format is not guessed from it first, or save it to a file") -> str:
+    """Why a log that can be read only once (:func:`is_pipe`) is refused, naming what it
+    is (/dev/null is no pipe): a guess of its format, say, would consume what the reader
+    needs. ``why``: the rest of the sentence (what the user can do)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        mode = 0
+    kind = (
+        "a pipe" if stat.S_ISFIFO(mode)
+        else "a character device" if stat.S_ISCHR(mode)
+        else "a socket" if stat.S_ISSOCK(mode)
+        else "a block device" if stat.S_ISBLK(mode)
+        else "not a regular file"
+    )
+    return f"is {kind}, which can be read only once{why}"
 
 
 def refuse_utf16(head: bytes, path: str | Path) -> None:

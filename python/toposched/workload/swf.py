@@ -35,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import TraceFormatError
-from ..limits import MAX_COUNT
+from ..limits import EPOCH_MAX_S, EPOCH_MIN_S, MAX_COUNT
 from ..readahead import read_swf_bytes
 from ._io import refuse_utf16
 from ..swf_layout import CHUNK_BYTES, FIELD_NAMES, MAX_FAST_DIGITS, N_FIELDS, USED
@@ -98,6 +98,10 @@ class _Header:
     values: dict[str, str] = field(default_factory=dict)
     first: dict[str, str] = field(default_factory=dict)
     first_line: dict[str, int] = field(default_factory=dict)  # 1-based line of each key's first value
+    #: (key, line, value) of every later value of a key that differs from the one before
+    #: it: a header of another log further down (logs put together)
+    changed: list[tuple[str, int, str]] = field(default_factory=list)
+    last: dict[str, str] = field(default_factory=dict)  # each key's latest value
     last_key: str | None = None
 
     def feed(self, raw: bytes, line: int) -> None:
@@ -105,6 +109,9 @@ class _Header:
         kv = parse_header_line(text)
         if kv is not None:
             key, value = kv
+            if key in self.last and value != self.last[key]:
+                self.changed.append((key, line, value))
+            self.last[key] = value
             self.first.setdefault(key, value)
             self.first_line.setdefault(key, line)
             old = self.values.get(key)
@@ -427,6 +434,7 @@ def read_swf(
         note["extended_fields_ignored"] = col.extended_lines
     skipped = dict(col.tally.skipped)  # {"malformed_line": n}, or empty
     repairs: dict[str, int] = {}
+    table = later_headers(col, table, line, repairs, cores_per_node)
     table, line = repeated_records(table, line, skipped, repairs)
     raw, extra = _raw_columns(table, line)
     return normalize(
@@ -445,6 +453,62 @@ def read_swf(
         allow_long_span=allow_long_span,
         field_names=FIELD_NAMES_OF_COLUMNS,
     )
+
+
+#: Header keys that decide how the records are read (what _header_settings looks at): a
+#: later header line (another log put after the first) that changes one is a repair
+#: (UnixStartTime) or an error (the others); --stream refuses it.
+SETTING_KEYS = ("MaxNodes", "MaxProcs", "UnixStartTime", "AllowOveruse")
+
+
+def later_headers(col: _Collector, table: np.ndarray, line: np.ndarray, repairs: dict[str, int], cores_per_node: int | None) -> np.ndarray:
+    """Headers further down the log (logs put together, each with its header) that change
+    how records are read. A new ``UnixStartTime``: the records after it count their submit
+    times from that origin, so they are moved to the first one's (counted in
+    ``repairs["submit_rebased_to_first_origin"]``). A new ``MaxNodes``, ``MaxProcs`` (unless
+    ``cores_per_node`` is given: then they are not used) or ``AllowOveruse``: the records
+    cannot all be read one way, and the read stops naming the line. The (possibly new)
+    table; ``line`` holds each row's line number."""
+    # after the first record only: a header before the jobs that gives a key twice keeps
+    # its first value, as it always has
+    first_record = int(line[0]) if len(line) else 0
+    changed = [
+        (k, n, v) for k, n, v in col.header.changed
+        if n > first_record and k in SETTING_KEYS and not (k in ("MaxNodes", "MaxProcs") and cores_per_node is not None)
+    ]
+    if not changed:
+        return table
+    for key, n, value in changed:
+        if key == "UnixStartTime":
+            continue
+        raise TraceFormatError(
+            col.path,
+            f"a second header sets {key}: {value!r} where line {col.header.first_line[key]} set {col.header.first[key]!r}: "
+            "logs put together that read differently; replay each log on its own"
+            + (" (or give --cores-per-node, which makes MaxNodes and MaxProcs unused)" if key != "AllowOveruse" else ""),
+            line=n,
+            field=key,
+        )
+    first = _INT_RE.match(col.header.first.get("UnixStartTime", ""))
+    cuts, offsets = [], []
+    for _, n, value in changed:
+        m = _INT_RE.match(value)
+        if first is None or m is None or not EPOCH_MIN_S <= int(m.group(1)) <= EPOCH_MAX_S:
+            why = (
+                f"{value!r} is no Unix time within {EPOCH_MIN_S}..{EPOCH_MAX_S}" if first is not None
+                else "the header before the jobs gives none, so the times before it have no origin to be moved to"
+            )
+            raise TraceFormatError(col.path, f"a second header sets UnixStartTime: {why}; replay each log on its own", line=n, field="UnixStartTime")
+        cuts.append(n)
+        offsets.append(int(m.group(1)) - int(first.group(1)))
+    # each record: the offset of the last header line before it (0 before the first)
+    shift = np.array([0, *offsets], dtype=np.int64)[np.searchsorted(np.array(cuts, dtype=np.int64), line)]
+    move = (shift != 0) & (table[:, _SUBMIT] >= 0)  # an unknown submit (-1) stays unknown
+    if move.any():
+        table = table.copy()
+        table[move, _SUBMIT] += shift[move]
+        repairs["submit_rebased_to_first_origin"] = int(move.sum())
+    return table
 
 
 #: The SWF fields behind the raw columns, for normalize's error messages.

@@ -32,7 +32,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ..errors import TraceFormatError
-from ._io import is_pipe, open_text, read_bytes
+from ._io import is_pipe, open_text, read_bytes, read_once
 from .model import COLUMNS, Workload
 from .swf import N_FIELDS, read_swf
 from .tally import MAX_EXAMPLES, Tally
@@ -180,7 +180,7 @@ def read_swf_with_nodes(
     if is_pipe(path):
         # fields 1-18 are read by read_swf, the node lists by a second read below: a pipe
         # read twice gives the second read nothing (or waits forever to reopen a FIFO)
-        raise TraceFormatError(spath, "is a pipe, which can be read only once, and swf-nodes reads the log twice: save it to a file (or give --format swf, without the node lists)")
+        raise TraceFormatError(spath, read_once(path, ", and swf-nodes reads the log twice: save it to a file (or give --format swf, without the node lists)"))
     w = read_swf(
         path,
         lenient=lenient,

@@ -56,6 +56,7 @@ from .normalize import _MAX_EXAMPLES, NormalizeSettings, normalize
 from .swf import (
     FIELD_NAMES,
     FIELD_NAMES_OF_COLUMNS,
+    SETTING_KEYS,
     _body_chunk,
     _Collector,
     _header_block,
@@ -70,8 +71,6 @@ __all__ = ["SwfStream"]
 #: Bytes read from the file at a time (the whole read parses chunks of this size too).
 _BLOCK_BYTES = 1 << 20
 
-#: Header keys that decide how the log is read (what _header_settings looks at).
-_SETTING_KEYS = ("MaxNodes", "MaxProcs", "UnixStartTime", "AllowOveruse")
 
 
 class SwfStream:
@@ -131,7 +130,8 @@ class SwfStream:
                 nl = body.find(b"\n")
                 not_swf(body if nl < 0 else body[:nl], line_no, self.path)
                 self._settings = _header_settings(col, *self._options)
-                self._first_keys = {k: col.header.first.get(k) for k in _SETTING_KEYS}
+                self._first_keys = {k: col.header.first.get(k) for k in SETTING_KEYS}
+                self._changes_before = len(col.header.changed)  # those of the header before the jobs
             line_no += _body_chunk(body, line_no, col)
             # before this block's jobs reach the engine: found only at the end, a late
             # header line would refuse a replay already run to its end
@@ -170,14 +170,19 @@ class SwfStream:
         decide how jobs are read (one the header before the jobs did not set), naming its
         line and key."""
         header = self.col.header
-        changed = [k for k in _SETTING_KEYS if header.first.get(k) != self._first_keys.get(k)]
+        # a key the header before the jobs did not set, or set to another value (a later
+        # log's header: the whole read moves its times to the first origin, which needs
+        # every record; the other keys it refuses too)
+        line_of = {k: n for k, n, _ in reversed(header.changed[self._changes_before :]) if k in SETTING_KEYS}
+        line_of.update((k, header.first_line[k]) for k in SETTING_KEYS if header.first.get(k) != self._first_keys.get(k))
+        changed = [k for k in SETTING_KEYS if k in line_of]
         if changed:
-            first = min(changed, key=lambda k: header.first_line[k])
+            first = min(changed, key=lambda k: line_of[k])
             raise TraceFormatError(
                 self.path,
                 f"a header line after the first job record sets {', '.join(changed)}, which decides how the jobs are read: "
                 "--stream reads the header before the jobs; replay without --stream",
-                line=header.first_line[first],
+                line=line_of[first],
                 field=first,
             )
 
