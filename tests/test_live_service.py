@@ -530,3 +530,40 @@ def test_a_stopped_service_removes_its_socket_and_only_its_own(tmp_path):
     sock.write_text("someone else's\n")
     s.stop()
     assert sock.read_text() == "someone else's\n"
+
+
+def test_history_is_kept_for_its_window_only(tmp_path):
+    """The released and placements tables grew with every job for ever (a service running
+    for years: gigabytes). Released jobs and past placements older than the history window
+    are now pruned (a second release of such a job is unknown, not "already released"); a
+    placement of a job still holding nodes is kept; None keeps everything."""
+    import sqlite3
+
+    from toposched.live.table import PRUNE_EVERY_S
+
+    fabric = load_fabric("toy18")
+    day = 86_400
+    for keep in (2 * day, None):
+        clock = {"t": 1_000_000}
+        d = tmp_path / f"st{keep}"
+        table = LiveTable(fabric, "linear", str(d), clock=lambda: clock["t"], keep_history_s=keep)
+        assert table.allocate("old", 2, 600).outcome == "placed" and table.allocate("long", 2, 99 * day).outcome == "placed"
+        assert table.release("old")[0] == "released" and table.release("old")[0] == "already"
+        clock["t"] += 3 * day + PRUNE_EVERY_S
+        assert table.allocate("new", 2, 600).outcome == "placed"  # a commit: the pruning rides on it
+        assert table.release("new")[0] == "released"
+        db = sqlite3.connect(d / "toposched-live.sqlite")
+        released = sorted(r[0] for r in db.execute("SELECT job FROM released"))
+        placed = sorted(r[0] for r in db.execute("SELECT job FROM placements"))
+        db.close()
+        if keep is None:
+            assert released == ["new", "old"] and placed == ["long", "new", "old"]
+            assert table.release("old")[0] == "already"
+        else:
+            assert released == ["new"] and placed == ["long", "new"]  # "long" still holds its nodes
+            assert table.release("old")[0] == "unknown"
+        table.store.close()
+        again = LiveTable(fabric, "linear", str(d), clock=lambda: clock["t"], keep_history_s=keep)
+        assert again.release("old")[0] == ("already" if keep is None else "unknown")
+        assert again.release("new")[0] == "already"
+        again.store.close()

@@ -21,6 +21,16 @@ EPILOG = """examples:
 """
 
 
+def _history_days(text: str) -> int:
+    try:
+        days = int(text)
+    except ValueError:
+        days = -1
+    if not 0 <= days <= 100_000:
+        raise argparse.ArgumentTypeError(f"expected a whole number of days from 0 (for ever) to 100000, got {text!r}")
+    return days
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--system", required=True, metavar="FABRIC", help="preset, fattree:K=..,S=..,P=.. or a Slurm topology.conf")
     parser.add_argument("--alloc", default="isolated", choices=_core.ALLOCATORS, help="allocation policy (default: isolated)")
@@ -32,6 +42,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tie-break", default="name", choices=("name", "index"), help="isolated: tie order")
     parser.add_argument("--slurm-profile", default="current", choices=("current", "classic"), help="slurm-tree: which Slurm version's rules")
     parser.add_argument("--node-agents", metavar="FILE", help="TOML naming each node's agent (toposched node-agent): jobs that state a per-host requirement go only to hosts whose agents can meet it, and get each host's CPU list (docs/live.md)")
+    parser.add_argument(
+        "--keep-history-days", type=_history_days, default=30, metavar="DAYS",
+        help="how long released jobs (a second release of one says 'already released', not unknown) and past placements are kept in the state: "
+        "30 days by default, 0 keeps them for ever (the state then grows with every job)",
+    )
     parser.add_argument("--lenient", action="store_true", help="let a topology.conf listing a node under two leaf switches load, each node on the first (Slurm only warns)")
     parser.add_argument("--quiet", action="store_true", help="do not log each decision on stderr")
 
@@ -49,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     lock_state_dir(args.state)
     table = LiveTable(
         fabric, args.alloc, args.state, seed=args.seed, leaf_order=args.leaf_order, tie_break=args.tie_break, slurm_profile=args.slurm_profile,
-        autocommit=False,
+        autocommit=False, keep_history_s=args.keep_history_days * 86_400 if args.keep_history_days else None,
     )
     agents = None
     if args.node_agents:

@@ -7,11 +7,15 @@ Tables:
 * ``allocations(job, nodes, start_s, walltime_s)``: jobs holding nodes (node names, JSON);
 * ``released(job, at_s)``: jobs released, so that releasing twice is harmless and not a 404;
 * ``drained(node)``: nodes drained by ``/v1/nodes/drain``;
-* ``placements(seq, job, nodes, at_s, source)``: every placement ever made, in order, for
-  audit (``source`` is ``allocate`` or ``put-state``);
+* ``placements(seq, job, nodes, at_s, source)``: the placements made, in order, for audit
+  (``source`` is ``allocate`` or ``put-state``);
 * ``meta(key, value)``: the fabric's node names and the policy the state was made under. A
   state directory is refused under another fabric or policy (its node names would mean
   other nodes).
+
+Released jobs and placements are kept for the service's history window (``serve
+--keep-history-days``, 30 days by default; :meth:`Store.prune`): a service that runs for
+years keeps a bounded file. A placement of a job that still holds its nodes is kept.
 
 Reservations are not stored: they are advice recomputed at every scheduling pass.
 """
@@ -35,6 +39,8 @@ CREATE TABLE IF NOT EXISTS released (job TEXT PRIMARY KEY, at_s INTEGER NOT NULL
 CREATE TABLE IF NOT EXISTS drained (node TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS placements (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, job TEXT NOT NULL, nodes TEXT NOT NULL, at_s INTEGER NOT NULL, source TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS released_at ON released (at_s);
+CREATE INDEX IF NOT EXISTS placements_at ON placements (at_s);
 """
 
 
@@ -154,6 +160,13 @@ class Store:
         self.db.executemany(
             "INSERT INTO placements (job, nodes, at_s, source) VALUES (?, ?, ?, 'put-state')", [(j, json.dumps(n), s) for j, n, s, _ in rows]
         )
+
+    def prune(self, before_s: int) -> None:
+        """Forget jobs released before ``before_s`` and placements made before it, except
+        those of jobs that still hold nodes (the history window: the indexes on ``at_s``
+        make it a walk over the rows removed only)."""
+        self.db.execute("DELETE FROM released WHERE at_s < ?", (before_s,))
+        self.db.execute("DELETE FROM placements WHERE at_s < ? AND job NOT IN (SELECT job FROM allocations)", (before_s,))
 
     def set_drained(self, node: str, drained: bool) -> None:
         if drained:

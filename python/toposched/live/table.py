@@ -39,6 +39,12 @@ class DurabilityError(RuntimeError):
     """A commit failed: nothing more is acknowledged until the service restarts."""
 
 
+#: How long released jobs and placements are kept by default (serve --keep-history-days).
+DEFAULT_HISTORY_S = 30 * 86_400
+#: At most one pruning of the history per this many seconds (it rides on a commit).
+PRUNE_EVERY_S = 60
+
+
 class LiveTable:
     def __init__(
         self,
@@ -52,7 +58,10 @@ class LiveTable:
         slurm_profile: str = "current",
         clock: Callable[[], float] = time.time,
         autocommit: bool = True,
+        keep_history_s: int | None = DEFAULT_HISTORY_S,
     ) -> None:
+        """``keep_history_s``: how long released jobs (a second release of one is "already
+        released", not unknown) and placements are kept (None: for ever)."""
         self.fabric = fabric
         self.names: list[str] = list(fabric.spec.node_names)
         self.ids = {n: i for i, n in enumerate(self.names)}
@@ -78,7 +87,10 @@ class LiveTable:
         self._durable = 0
         self.broken: str | None = None
         self._held: dict[str, list[str]] = {}
-        self._released: set[str] = set()
+        #: jobs released while this table ran, with when (pruned as the store is)
+        self._released: dict[str, int] = {}
+        self.keep_history_s = keep_history_s
+        self._pruned_s = self.now_s()
         self._load()
 
     def now_s(self) -> int:
@@ -158,6 +170,8 @@ class LiveTable:
                 with self.lock:
                     ops, self._pending = self._pending, []
                     upto = self._seq
+                    if ops:
+                        ops += self._prune_op()
                 try:
                     if ops:
                         with self.store.tx():
@@ -167,6 +181,19 @@ class LiveTable:
                     self.broken = f"committing the state failed: {type(exc).__name__}: {exc}"
                     raise DurabilityError(self.broken) from exc
                 self._durable = upto
+
+    def _prune_op(self) -> list[Callable[[Store], None]]:
+        """The history window's pruning, once a minute at most, in the next commit (the
+        store's rows and this table's released jobs alike): nothing to do between writes,
+        when nothing grows."""
+        now = self.now_s()
+        if self.keep_history_s is None or now - self._pruned_s < PRUNE_EVERY_S:
+            return []
+        self._pruned_s = now
+        before = now - self.keep_history_s
+        for job in [j for j, at in self._released.items() if at < before]:
+            del self._released[job]
+        return [lambda st: st.prune(before)]
 
     def _done(self, seq: int) -> None:
         if self.autocommit:
@@ -190,7 +217,7 @@ class LiveTable:
             if repeated:
                 return Answer("placed", names, repeated=True)
             self._held[job] = names
-            self._released.discard(job)
+            self._released.pop(job, None)
             self._done(self._queue(lambda st: st.put_allocation(job, names, now, walltime_s)))
             return Answer("placed", names)
         if outcome == "reserved":
@@ -209,7 +236,7 @@ class LiveTable:
             return ("reservation-dropped" if had_reservation else "unknown"), []
         now = self.now_s()
         del self._held[job]
-        self._released.add(job)
+        self._released[job] = now
         self._done(self._queue(lambda st: st.delete_allocation(job, now)))
         return "released", self.node_names(ids)
 
@@ -232,7 +259,7 @@ class LiveTable:
             rows_ids.append((job, ids, s, w))
             rows_names.append((job, self.node_names(sorted(ids)), s, w))
         self.placer.replace_all(rows_ids)
-        self._released.update(j for j in self._held if j not in table)
+        self._released.update((j, now) for j in self._held if j not in table)
         self._held = {job: names for job, names, _, _ in rows_names}
         self._done(self._queue(lambda st: st.replace_allocations(rows_names)))
 
