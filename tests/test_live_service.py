@@ -567,3 +567,17 @@ def test_history_is_kept_for_its_window_only(tmp_path):
         assert again.release("old")[0] == ("already" if keep is None else "unknown")
         assert again.release("new")[0] == "already"
         again.store.close()
+
+
+def test_a_job_dropped_by_put_state_stays_released_after_a_restart(tmp_path):
+    """PUT /v1/state (the bridge's Slurm view) releases the jobs it drops: a second release
+    said "already released", but after a restart "unknown" (the store had no row)."""
+    fabric = load_fabric("toy18")
+    table = LiveTable(fabric, "linear", str(tmp_path / "st"), clock=lambda: 5000)
+    assert table.allocate("gone", 2, 600).outcome == "placed" and table.allocate("kept", 2, 600).outcome == "placed"
+    table.replace({"kept": (table._held["kept"], 5000, 600)})
+    assert table.release("gone")[0] == "already"
+    table.store.close()
+    again = LiveTable(fabric, "linear", str(tmp_path / "st"), clock=lambda: 5000)
+    assert again.release("gone")[0] == "already" and again.release("kept")[0] == "released"
+    again.store.close()

@@ -152,8 +152,10 @@ class Store:
         self.db.execute("DELETE FROM allocations WHERE job=?", (job,))
         self.db.execute("INSERT OR REPLACE INTO released VALUES (?, ?)", (job, at_s))
 
-    def replace_allocations(self, rows: list[tuple[str, list[str], int, int]]) -> None:
+    def replace_allocations(self, rows: list[tuple[str, list[str], int, int]], released: list[str], at_s: int) -> None:
+        """The allocation table replaced by ``rows``; ``released``: the jobs it drops."""
         self.db.execute("DELETE FROM allocations")
+        self.db.executemany("INSERT OR REPLACE INTO released VALUES (?, ?)", [(j, at_s) for j in released])
         self.db.executemany(
             "INSERT INTO allocations VALUES (?, ?, ?, ?)", [(j, json.dumps(n), s, w) for j, n, s, w in rows]
         )

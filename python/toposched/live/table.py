@@ -259,9 +259,12 @@ class LiveTable:
             rows_ids.append((job, ids, s, w))
             rows_names.append((job, self.node_names(sorted(ids)), s, w))
         self.placer.replace_all(rows_ids)
-        self._released.update((j, now) for j in self._held if j not in table)
+        # jobs the new table drops are released (in the store too: after a restart a second
+        # release of one said unknown, where before it said already released)
+        dropped = [j for j in self._held if j not in table]
+        self._released.update((j, now) for j in dropped)
         self._held = {job: names for job, names, _, _ in rows_names}
-        self._done(self._queue(lambda st: st.replace_allocations(rows_names)))
+        self._done(self._queue(lambda st: st.replace_allocations(rows_names, dropped, now)))
 
     def set_drained(self, names: list[str], drained: bool) -> list[str]:
         """Drain (or resume) nodes; returns those whose state changed."""
