@@ -329,6 +329,9 @@ def test_seed003_service_levels_reorder_but_do_not_raise_throughput():
     of the jobs' progress rates; it never beats the default, while the job given the top
     level runs faster than by default."""
     pats = ["flood", "stencil2d", "a2a", "pairs"]
+    # 003's micro-benchmarks (Flood-Pairs, Nearest-Neighbor, All-to-all, Random-Pairs):
+    # "pairs" alone would be Chatterbug's Pairs of seed 000
+    apps = ["flood-pairs", "nearest-neighbor", "all-to-all", "random-pairs"]
     thr = {}
     faster = []
     for rep in range(4):
@@ -336,7 +339,7 @@ def test_seed003_service_levels_reorder_but_do_not_raise_throughput():
         nodes = [sorted(perm[70 * k : 70 * (k + 1)].tolist()) for k in range(4)]
         base = None
         for sls in [(0, 0, 0, 0), *itertools.permutations(range(4))]:
-            jobs = [{"nodes": n, "pattern": p, "service_level": s, "seed": rep} for p, n, s in zip(pats, nodes, sls)]
+            jobs = [{"nodes": n, "pattern": p, "app": a, "service_level": s, "seed": rep} for p, a, n, s in zip(pats, apps, nodes, sls)]
             r = evaluate_scenario({"fabric": "fattree:K=20,S=15,P=1", "model": {"service_levels": "catalyst"}, "jobs": jobs})
             thr.setdefault(sls, []).append(sum(j["x"] for j in r["jobs"]))
             if base is None:
@@ -939,8 +942,8 @@ def test_phi_does_not_depend_on_the_bandwidth_unit(pattern, busiest_node_link_me
     hand (8 nodes, one rank each: a2a sends 7 messages per node, pairs 1)."""
     from toposched.jobmodel import FabricTiming, profile
 
-    jobs = [{"name": "A", "place": {"linear": 8}, "pattern": pattern, "comm_fraction": 0.5},
-            {"name": "B", "place": {"linear": 8}, "pattern": "pairs", "comm_fraction": 0.5}]
+    jobs = [{"name": "A", "place": {"linear": 8}, "pattern": pattern, "comm_fraction": 0.5, "ranks_per_node": 1},
+            {"name": "B", "place": {"linear": 8}, "pattern": "pairs", "comm_fraction": 0.5, "ranks_per_node": 1}]
     results = {bw: evaluate_scenario({"fabric": "fattree:K=4,S=4,P=2,W1=2,W2=2", "model": {"bandwidth": bw}, "jobs": jobs})
                for bw in (1.0, 4e9)}
     expected = profile(pattern, overrides={"comm_fraction": 0.5}).fractions_from_demand(busiest_node_link_messages, FabricTiming())["bandwidth"]
@@ -951,6 +954,26 @@ def test_phi_does_not_depend_on_the_bandwidth_unit(pattern, busiest_node_link_me
         assert b["phi"] == pytest.approx(a["phi"], rel=1e-9)
         assert b["slowdown"] == pytest.approx(a["slowdown"], rel=1e-9)
         assert b["t_alone"] == pytest.approx(a["t_alone"] / 4e9, rel=1e-9)
+
+
+@pytest.mark.parametrize("pattern", ["a2a", "flood", "stencil4d", "stencil3d", "unstructured"])
+def test_a_job_has_the_phi_the_replay_gives_it(pattern):
+    """interfere and the replay gave the same job different phi: a scenario job without
+    ranks_per_node counted one rank per node, the replay its application profile's (16 for
+    Chatterbug's patterns, 36 for Quartz's): unstructured on 8 nodes at 50 % was 0.5 x
+    0.02 in one and 0.5 x 0.7 in the other. A scenario job now counts its profile's ranks
+    unless it gives ranks_per_node (its flows stay as given); the replay's phi is
+    comm_fraction x network_spec.bandwidth_share."""
+    from toposched.jobmodel import profile
+    from toposched.network_spec import bandwidth_share
+
+    jobs = [{"name": "A", "place": {"linear": 8}, "pattern": pattern, "comm_fraction": 0.5}]
+    got = evaluate_scenario({"fabric": "fattree:K=4,S=4,P=2", "jobs": jobs})["jobs"][0]
+    assert got["phi"] == pytest.approx(0.5 * bandwidth_share(pattern, 8), rel=1e-12)
+    assert got["ranks_per_node"] == 1  # the flows: as the job gives them (default one rank per node)
+    given = evaluate_scenario({"fabric": "fattree:K=4,S=4,P=2", "jobs": [{**jobs[0], "ranks_per_node": 1}]})["jobs"][0]
+    if profile(pattern).ranks_per_node > 1:
+        assert given["phi"] < got["phi"]  # fewer ranks per node: less of the iteration is bandwidth
 
 
 def test_interfere_table_prints_every_name_and_number_whole(tmp_path, capsys, monkeypatch):

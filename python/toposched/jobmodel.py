@@ -172,11 +172,14 @@ APPS: dict[str, AppProfile] = {
         # seed 003's micro-benchmarks: 100 % communication; the paper gives no message
         # size ("can be tuned"); 5 kB per node-to-node message is fitted to its ~20 %
         # ideal -> default penalty (4 jobs x 70 nodes on Catalyst); the Flood-Pairs
-        # 37 s -> 31 s at high priority is then a check, not fitted.
-        AppProfile("flood-pairs", "flood", 1.0, 5e3, ranks_per_node=22, source="seed 003 §III-A; message size fitted to 003's 20 % penalty"),
-        AppProfile("nearest-neighbor", "stencil2d", 1.0, 5e3, messages=4, ranks_per_node=22, source="seed 003 §III-A; size fitted (as flood-pairs)"),
-        AppProfile("all-to-all", "a2a", 1.0, 5e3, messages=69, ranks_per_node=22, source="seed 003 §III-A; size fitted (as flood-pairs)"),
-        AppProfile("random-pairs", "pairs", 1.0, 5e3, ranks_per_node=22, source="seed 003 §III-A; size fitted (as flood-pairs)"),
+        # 37 s -> 31 s at high priority is then a check, not fitted. The size is per
+        # node-to-node message, 003's 22 ranks per node folded into it: the profiles
+        # count one rank per node, so the replay's phi and interfere's are the one fitted
+        # (with 22 ranks, a2a's node link would carry 484x the messages, not 22x).
+        AppProfile("flood-pairs", "flood", 1.0, 5e3, source="seed 003 §III-A (22 ranks per node, folded into the node-to-node message); message size fitted to 003's 20 % penalty"),
+        AppProfile("nearest-neighbor", "stencil2d", 1.0, 5e3, messages=4, source="seed 003 §III-A; size fitted (as flood-pairs)"),
+        AppProfile("all-to-all", "a2a", 1.0, 5e3, messages=69, source="seed 003 §III-A; size fitted (as flood-pairs)"),
+        AppProfile("random-pairs", "pairs", 1.0, 5e3, source="seed 003 §III-A; size fitted (as flood-pairs)"),
         # pure bandwidth: every message huge, latency negligible (phi = comm_fraction)
         AppProfile("bandwidth", "flood", 1.0, 1e12, source="a pure bandwidth test (no seed)"),
         # seed 004's bullies: bandwidth hogs

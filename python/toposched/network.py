@@ -140,6 +140,8 @@ class ScenarioJob:
     fractions: dict[str, float] | None = None
     profile: AppProfile | None = None
     timing: FabricTiming | None = None
+    #: ranks_per_node was given: else the job model's phi takes its profile's (as the replay does)
+    ranks_per_node_given: bool = False
 
     def core_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -527,6 +529,7 @@ def _apply_job_model(job: ScenarioJob, app: Any, overrides: dict[str, Any], timi
     job.profile = profile(job.pattern, app=app, overrides=overrides, src=f"{src}: {where}")
     job.app = job.profile.name
     job.timing = timing
+    job.ranks_per_node_given = rpn_given
     if job.phi >= 0:  # an explicit phi is the bandwidth fraction; the rest counts as compute
         job.fractions = {"compute": 1.0 - job.phi, "latency": 0.0, "bandwidth": job.phi}
 
@@ -543,7 +546,10 @@ def _resolve_phi(model: Any, jobs: list[ScenarioJob]) -> None:
             j.phi, j.fractions = 0.0, {"compute": 1.0, "latency": 0.0, "bandwidth": 0.0}
             continue
         d = j.core_dict()
-        dem = model.demand(d["nodes"], d["pattern"], bytes=1.0, ranks_per_node=d["ranks_per_node"], seed=d["seed"], flows=d.get("flows"))
+        # the ranks on a node the application runs (its profile's), unless the job gives
+        # them: the replay's phi counts the same ranks (network_spec.bandwidth_share)
+        rpn = d["ranks_per_node"] if j.ranks_per_node_given else j.profile.ranks_per_node
+        dem = model.demand(d["nodes"], d["pattern"], bytes=1.0, ranks_per_node=rpn, seed=d["seed"], flows=d.get("flows"))
         # t_ideal is the busiest node link's bytes over the host bandwidth, which only sets
         # the unit of times: times the host bandwidth, it is that link's messages, which the
         # job model turns into seconds at the fabric's own link rate
