@@ -960,8 +960,9 @@ def test_phi_does_not_depend_on_the_bandwidth_unit(pattern, busiest_node_link_me
 def test_a_job_has_the_phi_the_replay_gives_it(pattern):
     """interfere and the replay gave the same job different phi: a scenario job without
     ranks_per_node counted one rank per node, the replay its application profile's (16 for
-    Chatterbug's patterns, 36 for Quartz's): unstructured on 8 nodes at 50 % was 0.5 x
-    0.02 in one and 0.5 x 0.7 in the other. A scenario job now counts its profile's ranks
+    Chatterbug's patterns, 36 for Quartz's; 22 for seed 003's, whose fitted size is per
+    node-to-node message): on 8 nodes at 50 %, unstructured was 0.089 in one and 0.326 in
+    the other, a2a 0.044 and 0.490. A scenario job now counts its profile's ranks
     unless it gives ranks_per_node (its flows stay as given); the replay's phi is
     comm_fraction x network_spec.bandwidth_share."""
     from toposched.jobmodel import profile
