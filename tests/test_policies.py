@@ -158,3 +158,27 @@ def test_a_policy_that_never_places_a_job_stops_conservative_cleanly():
     w = read_trace(EXAMPLE_TRACE).take(np.arange(300))
     with pytest.raises(SimulationError, match="never places it"):
         simulate(w, load_fabric("cab"), RunConfig(queue="conservative", alloc=Never()))
+
+
+def test_a_class_a_factory_giving_a_name_or_a_bare_queue_order_name_is_one_clear_error(tmp_path, capsys, monkeypatch):
+    """RunConfig(alloc=Lowest) (the class) failed in setup() as "policy builtins:type:
+    ... missing 1 required positional argument: 'fabric'"; "mod:function" returning a
+    string was run as the built-in of that name ("unknown allocation policy '/work/...'");
+    --queue-order sjf (no built-in queue orders exist) was "internal error: TypeError"."""
+    from toposched.cli import main
+    from toposched.errors import InputError, ToposchedError
+
+    w = read_trace(EXAMPLE_TRACE).take(np.arange(50))
+    fabric = load_fabric("cab")
+    with pytest.raises(ToposchedError, match=r"pass an instance, Lowest\(\), not the class"):
+        simulate(w, fabric, RunConfig(alloc=Lowest))
+    with pytest.raises(ToposchedError, match=r"pass an instance, SmallFirst\(\), not the class"):
+        simulate(w, fabric, RunConfig(queue_order=SmallFirst))
+    with pytest.raises(ToposchedError, match=r"getcwd\(\) gave str .*not a policy object"):
+        simulate(w, fabric, RunConfig(alloc="os:getcwd"))
+    with pytest.raises(InputError, match="field 'queue_order': expected None, a 'module:Class' string"):
+        RunConfig(queue_order="sjf")
+    with pytest.raises(SystemExit) as done:  # a usage error, as argparse exits
+        main(["simulate", "--trace", str(EXAMPLE_TRACE), "--system", "cab", "--queue-order", "sjf", "--out", str(tmp_path / "o"), "--quiet"])
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and "argument --queue-order: expected MODULE:CLASS" in err and "internal error" not in err

@@ -77,6 +77,9 @@ class RunConfig:
         if isinstance(self.network, str) and self.network.replace(",", "").strip() == "":
             # as --network refuses it: an empty spec read as "no model" ran without a word
             raise InputError("RunConfig", f"expected a network SPEC (bins, random, heavy, column:NAME, KEY=VALUE,... or a spec file), got {self.network!r}; None runs without the model", field="network")
+        if isinstance(self.queue_order, str) and ":" not in self.queue_order or isinstance(self.queue_order, (bool, int, float)):
+            # a name such as "sjf" reached the engine, which refused it as an internal error
+            raise InputError("RunConfig", f"expected None, a 'module:Class' string or a QueueOrder instance (docs/python-policies.md), got {self.queue_order!r}; the queue policy itself is queue=", field="queue_order")
         if not isinstance(self.policy_options, dict):
             raise InputError("RunConfig", f"expected a dict of option name -> value, got {self.policy_options!r}", field="policy_options")
 

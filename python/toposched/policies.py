@@ -111,15 +111,23 @@ def load_policy(spec: str) -> Any:
     except AttributeError:
         raise ToposchedError(f"policy {spec!r}: module {module_name!r} has no {attr!r}") from None
     try:
-        return cls()
+        obj = cls()
     except Exception as exc:  # a user's constructor: report, do not crash
         raise ToposchedError(f"policy {spec!r}: creating it failed: {exc!r}") from None
+    if obj is None or isinstance(obj, (str, bytes, int, float, type)):
+        # "mod:some_function" returning a string was then run as the built-in of that name
+        raise ToposchedError(f"policy {spec!r}: {attr}() gave {type(obj).__name__} {obj!r:.60}, not a policy object; name a class (docs/python-policies.md)")
+    return obj
 
 
 def resolve(policy: Any, fabric: Any) -> Any:
     """A built-in name stays a string; ``module:Class`` or an instance becomes a set-up object."""
     if isinstance(policy, str) and ":" not in policy:
         return policy
+    if isinstance(policy, type):
+        # RunConfig(alloc=FewLeaves): the class, not an instance; its setup() then failed
+        # as "missing 1 required positional argument: 'fabric'" under the name builtins:type
+        raise ToposchedError(f"policy {policy.__module__}:{policy.__qualname__}: pass an instance, {policy.__qualname__}(), not the class")
     obj = load_policy(policy) if isinstance(policy, str) else policy
     setup = getattr(obj, "setup", None)
     if callable(setup):
