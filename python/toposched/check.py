@@ -41,18 +41,31 @@ class Problems(list[str]):
 
 
 def _overlaps(key: np.ndarray, start: np.ndarray, end: np.ndarray, job: np.ndarray, what: str, limit: int) -> tuple[list[str], int]:
-    """Pairs of intervals with the same key that overlap (the first ``limit``, and how many
-    in all). Sorted by (key, start), an overlap exists iff two neighbours overlap, so one
-    pass over neighbours suffices."""
+    """Intervals that start while an earlier interval of the same key still holds it (the
+    first ``limit``, each with the one holding the key longest, and how many in all).
+    Sorted by (key, start), each is compared with the latest-ending interval before it of
+    its key, not only its neighbour: a job holding a node across several short ones
+    overlaps each of them (a neighbour-only pass reported the first and counted 1)."""
     keep = end > start  # zero-length intervals hold nothing
     key, start, end, job = key[keep], start[keep], end[keep], job[keep]
     order = np.lexsort((start, key))
     key, start, end, job = key[order], start[order], end[order], job[order]
-    bad = np.flatnonzero((key[1:] == key[:-1]) & (start[1:] < end[:-1]))
-    return [
-        f"{what} {int(key[i])} held by jobs {int(job[i])} [{int(start[i])}, {int(end[i])}) and {int(job[i + 1])} [{int(start[i + 1])}, {int(end[i + 1])})"
-        for i in bad[:limit]
-    ], len(bad)
+    n = len(key)
+    if n < 2:
+        return [], 0
+    # the latest end among the intervals of key[i] up to i, in one running maximum: each
+    # end replaced by its rank (< n), offset by its key's group number times n, so that a
+    # group's values exceed every earlier group's (group * n + rank < n^2 < 2^63)
+    ends, rank = np.unique(end, return_inverse=True)
+    group = np.cumsum(np.concatenate([[0], key[1:] != key[:-1]])).astype(np.int64)
+    latest = ends[np.maximum.accumulate(group * n + rank.astype(np.int64)) - group * n]
+    bad = np.flatnonzero((key[1:] == key[:-1]) & (start[1:] < latest[:-1])) + 1
+    lines = []
+    for i in bad[:limit].tolist():
+        first = int(np.searchsorted(key, key[i]))  # the holder: the earlier interval of the key ending last
+        h = first + int(np.argmax(end[first:i]))
+        lines.append(f"{what} {int(key[i])} held by jobs {int(job[h])} [{int(start[h])}, {int(end[h])}) and {int(job[i])} [{int(start[i])}, {int(end[i])})")
+    return lines, len(bad)
 
 
 def _ranges_never_shared(range_offsets: np.ndarray, first: np.ndarray, count: np.ndarray, start: np.ndarray, end: np.ndarray) -> bool:
