@@ -203,6 +203,16 @@ def test_absurd_transform_numbers_are_input_errors_not_overflows(spec):
     assert repr(spec) in str(err.value)
 
 
+@pytest.mark.parametrize("spec", ["days:1e400", "days:1@1e400", "days:1e14@1e14"])
+def test_a_window_beyond_2_63_seconds_is_an_input_error_not_an_overflow(spec):
+    """days:1e400 failed as an internal error: OverflowError 'integer division result too
+    large for a float' (the window's bounds are int64 seconds)."""
+    with pytest.raises(InputError, match=r"must be below 106,751,991,167,300 \(2\^63 seconds\)") as err:
+        apply_transforms(make([1, 2]), [spec])
+    assert repr(spec) in str(err.value)
+    assert len(apply_transforms(make([1, 2]), ["days:1e14"])) == 2  # far, but in range: everything is kept
+
+
 def test_scale_past_2_31_nodes_names_the_job_and_never_wraps():
     """1,140 x 10^16 wraps in int64 (to a negative product, then "at least 1" node): the
     job must not silently become a 1-node job. Expected values by hand."""
