@@ -229,6 +229,36 @@ def test_pbs_as_logged() -> None:
     assert nodes[6] == 4 and nodes[2994] == 5
 
 
+def test_a_logged_start_before_the_earliest_submit_is_a_start(tmp_path: Path) -> None:
+    """sacct and PBS times are relative to the earliest submit, and "no start" was -1: a
+    job whose Start (or start) came before that submit got a negative start and was
+    skipped as "no start in the log". It is placed, counted as starting before its submit,
+    and its nodes are busy from the series' first instant."""
+    head = "JobIDRaw|JobID|Submit|Start|End|Elapsed|ElapsedRaw|Timelimit|NNodes|AllocCPUS|ReqCPUS|NodeList|State|Partition|User|Account|QOS|JobName\n"
+    (tmp_path / "jobs.log").write_text(
+        head
+        + "1|1|2024-01-01T00:10:00|2024-01-01T00:00:00|2024-01-01T00:20:00|00:20:00|1200|01:00:00|2|2|2|n[1-2]|COMPLETED|p|u|a|q|j\n"
+        + "2|2|2024-01-01T00:20:00|2024-01-01T00:20:00|2024-01-01T00:30:00|00:10:00|600|01:00:00|1|1|1|n3|COMPLETED|p|u|a|q|j\n"
+        + "3|3|2024-01-01T00:20:00|Unknown|Unknown|00:00:00|0|01:00:00|1|1|1|n4|CANCELLED|p|u|a|q|j\n"
+    )
+    pbs = "01/01/2024 00:30:00;E;7.srv;qtime={q} start={s} end={e} exec_host=n4/0 Resource_List.nodes=1 resources_used.walltime=00:10:00\n"
+    (tmp_path / "pbs.log").write_text(pbs.format(q=1704067800, s=1704067200, e=1704067800) + pbs.format(q=1704068400, s=0, e=1704068400).replace("7.srv", "8.srv"))
+    fab = fabric_from_hosts(["n1", "n2", "n3", "n4"], 2)
+    w = read_trace(tmp_path / "jobs.log", lenient=True, missing_runtime="zero")
+    r = replay_as_logged(w, fab, RunConfig(alloc="as-logged", utilization_step_s=300))
+    assert r.jobs.column("job_id").to_pylist() == [1, 2] and r.jobs.column("start_s").to_pylist() == [-600, 600]
+    assert w.extra["logged_start_s"].tolist() == [-600, 600, -1] and w.extra["logged_started"].tolist() == [True, True, False]
+    assert r.skipped.column("job_id").to_pylist() == [3]
+    assert r.summary["policy"]["as_logged"]["jobs_starting_before_submit"] == 1
+    # samples at 0, 300, 600, 900, 1200: job 1 holds 2 nodes until 600, job 2 one from 600
+    assert r.utilization.column("busy_nodes").to_pylist() == [2, 2, 1, 1, 0]
+    p = read_trace(tmp_path / "pbs.log", format="pbs", missing_runtime="zero")
+    rp = replay_as_logged(p, fab)
+    assert rp.jobs.column("job_id").to_pylist() == [7] and rp.jobs.column("start_s").to_pylist() == [-600]
+    assert rp.skipped.column("job_id").to_pylist() == [8]  # start=0: never ran
+    assert p.extra["logged_start_s"].tolist() == [-600, -1] and p.extra["logged_started"].tolist() == [True, False]
+
+
 # --------------------------------------------------------------------------- mapping rules
 
 

@@ -207,6 +207,9 @@ def map_hosts(workload: Workload, fabric: Fabric) -> HostMapping:
     unmapped: dict[str, int] = {}
     by_short: set[str] = set()
     starts = workload.extra["logged_start_s"]
+    # sacct and PBS say which jobs have a start: theirs may be negative (before the
+    # earliest submit, the origin); an SWF start (submit + wait) is -1 when unknown
+    started = workload.extra.get("logged_started")
     for row, hosts in enumerate(workload.extra["logged_hosts"]):
         if not hosts:
             node_ids.append(None)
@@ -231,7 +234,7 @@ def map_hosts(workload: Workload, fabric: Fabric) -> HostMapping:
             what = f"host {missing[0]} is" if len(missing) == 1 else f"hosts {_list(missing)} are"
             reasons[row] = f"host not on fabric; {what} not on fabric {fabric.name} ({why})"
             continue
-        if int(starts[row]) < 0:
+        if not bool(started[row]) if started is not None else int(starts[row]) < 0:
             node_ids.append(None)
             reasons[row] = "no start in the log; the log names hosts but no start time"
             continue
@@ -366,6 +369,11 @@ def replay_as_logged(workload: Workload, fabric: Fabric, config: RunConfig = Run
         from .utilization import UtilizationSeries
 
         t0, t1, step = int(summary["first_submit_s"]), int(summary["last_end_s"]), cfg.utilization_step_s
+        # a logged start before the first submit: busy from t0, the series' first instant
+        # (from_jobs leaves out an interval that begins before t0)
+        m_start = np.maximum(m_start, t0)
+        keep = m_end > m_start
+        m_start, m_end, ones = m_start[keep], m_end[keep], ones[keep]
         # only zero-length jobs: no changes, nothing is ever busy
         series = UtilizationSeries.from_jobs(m_start, m_end, ones, t0, t1, step, fabric.n_nodes)
         result.utilization_series = series
