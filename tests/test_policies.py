@@ -182,3 +182,25 @@ def test_a_class_a_factory_giving_a_name_or_a_bare_queue_order_name_is_one_clear
         main(["simulate", "--trace", str(EXAMPLE_TRACE), "--system", "cab", "--queue-order", "sjf", "--out", str(tmp_path / "o"), "--quiet"])
     err = capsys.readouterr().err
     assert done.value.code == 2 and "argument --queue-order: expected MODULE:CLASS" in err and "internal error" not in err
+
+
+def test_attributes_the_engine_reads_of_the_wrong_type_are_one_clear_error():
+    """name = 5 or fungible = "yes" ended in a bare TypeError from the binding ("'int'
+    object cannot be converted to 'PyString'": an internal error on the command line), and
+    a fits_ever that is no method made every job a skipped "fits_ever raised TypeError"."""
+    from toposched.errors import ToposchedError
+
+    w = read_trace(EXAMPLE_TRACE).take(np.arange(50))
+    fabric = load_fabric("cab")
+    for attrs, words in [
+        ({"name": 5}, "its name must be a string or None, got 5"),
+        ({"fungible": "yes"}, "fungible must be True or False, got 'yes'"),
+        ({"fungible": None}, "fungible must be True or False, got None"),
+        ({"fits_ever": 16}, "fits_ever must be a method fits_ever(nodes), got 16"),
+    ]:
+        policy = type("Odd", (Lowest,), attrs)()
+        with pytest.raises(ToposchedError) as err:
+            simulate(w, fabric, RunConfig(alloc=policy))
+        assert words in str(err.value), err.value
+    ok = simulate(w, fabric, RunConfig(alloc=type("Named", (Lowest,), {"name": "lowest", "fungible": np.bool_(True)})()))
+    assert ok.summary["policy"]["alloc"] == "lowest" and len(ok.jobs) == 50

@@ -139,10 +139,28 @@ def resolve(policy: Any, fabric: Any) -> Any:
 
 
 def check_methods(policy: Any, method: str, signature: str) -> None:
-    """Refuse a policy written in Python that lacks the method the engine calls (the
-    binding's TypeError would read as a bug in toposched)."""
+    """Refuse a policy written in Python that lacks the method the engine calls, or (an
+    allocation policy) whose ``name``, ``fungible`` or ``fits_ever`` the engine cannot
+    read (the binding's TypeError would read as a bug in toposched)."""
     if not isinstance(policy, str) and not callable(getattr(policy, method, None)):
         raise ToposchedError(f"policy {describe(policy)}: has no {method}({signature}) method (docs/python-policies.md)")
+    if method == "select" and not isinstance(policy, str):
+        # what the engine reads from the object: a wrong type was a bare TypeError ("'int'
+        # object cannot be converted to 'PyString'"), an internal error on the command
+        # line; a fits_ever that is no method skipped every job as "fits_ever raised"
+        name = getattr(policy, "name", None)
+        if name is not None and not isinstance(name, str):
+            raise ToposchedError(f"policy {describe_type(policy)}: its name must be a string or None, got {name!r}")
+        fungible = getattr(policy, "fungible", False)
+        if not isinstance(fungible, (bool, np.bool_)):
+            raise ToposchedError(f"policy {describe(policy)}: fungible must be True or False, got {fungible!r}")
+        if hasattr(policy, "fits_ever") and not callable(policy.fits_ever):
+            raise ToposchedError(f"policy {describe(policy)}: fits_ever must be a method fits_ever(nodes), got {policy.fits_ever!r}")
+
+
+def describe_type(policy: Any) -> str:
+    """``module:Class`` of a policy object."""
+    return f"{type(policy).__module__}:{type(policy).__qualname__}"
 
 
 def describe(policy: Any) -> str | None:
