@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .errors import InputError
-from .nodelists import has_node_lists, lists_from_ranges, table_ranges
+from .nodelists import NODE_RANGES, has_node_lists, lists_from_ranges, node_column, table_ranges
 
 
 class Problems(list[str]):
@@ -138,8 +138,14 @@ def check_schedule(jobs: pa.Table, fabric: dict[str, Any], *, interference_free:
     )
     if "nodes" in jobs.column_names:
         listed = np.bincount(job_of_range, weights=count, minlength=len(job_id)).astype(np.int64)
-        said = jobs.column("nodes").to_numpy(zero_copy_only=False)
-        differ = np.flatnonzero(listed != said)
+        column = jobs.column("nodes")
+        known = np.ones(len(job_id), dtype=bool)
+        if column.null_count:  # read as NaN, they failed as an internal error
+            problems.add([f"{column.null_count:,} job(s) have no nodes value: their node lists are not compared with it"], column.null_count, "jobs without nodes")
+            known = column.is_valid().to_numpy(zero_copy_only=False)
+            column = column.fill_null(0)
+        said = column.to_numpy(zero_copy_only=False)
+        differ = np.flatnonzero(known & (listed != said))
         problems.add(
             [f"job {int(job_id[i])} lists {int(listed[i]):,} nodes, but its nodes column says {int(said[i]):,}" for i in differ[:limit]],
             len(differ),
@@ -195,10 +201,30 @@ def check_run_dir(out_dir: str | Path, *, interference_free: bool = False) -> Pr
         missing.append("node_ranges")
     if missing:
         raise InputError(str(out / "jobs.parquet"), f"lacks columns {missing}: not a jobs.parquet written by toposched")
+    _check_column_types(out / "jobs.parquet", jobs.schema)
     found = check_schedule(jobs, fabric, interference_free=interference_free)
     problems.extend(found)
     problems.total += found.total
     return problems
+
+
+def _check_column_types(path: Path, schema: pa.Schema) -> None:
+    """The columns the checks read hold whole numbers, and the node lists are lists of
+    node ids or of (first, count) ranges: a string start_s, or a node_ranges column of
+    another shape, failed in the comparisons as an internal error."""
+    wrong = [f"{c} ({schema.field(c).type})" for c in ("job_id", "submit_s", "start_s", "end_s", "nodes") if c in schema.names and not pa.types.is_integer(schema.field(c).type)]
+    name = node_column(schema.names)
+    typ = schema.field(name).type
+    value = typ.value_type if pa.types.is_list(typ) or pa.types.is_large_list(typ) else None
+    if name == NODE_RANGES:
+        fields = {value.field(i).name: value.field(i).type for i in range(value.num_fields)} if value is not None and pa.types.is_struct(value) else {}
+        shaped = all(k in fields and pa.types.is_integer(fields[k]) for k in ("first", "count"))
+    else:
+        shaped = value is not None and pa.types.is_integer(value)
+    if not shaped:
+        wrong.append(f"{name} ({typ})")
+    if wrong:
+        raise InputError(str(path), f"columns of the wrong type: {', '.join(wrong)}: not a jobs.parquet written by toposched")
 
 
 def _check_fabric_maps(path: Path, node_leaf: list[Any], leaf_pod: list[Any]) -> None:
