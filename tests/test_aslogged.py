@@ -369,3 +369,17 @@ def test_cli_as_logged_unmapped(tmp_path: Path) -> None:
     skipped = pq.read_table(out / "skipped.parquet")
     assert "host i02n33, i02n32" not in skipped.column("reason").to_pylist()[0]
     assert "hosts i02n33, i02n32, i02n31, i02n30 are not on fabric cab" in skipped.column("reason").to_pylist()[0]
+
+
+def test_a_short_name_several_fabric_nodes_share_is_reported_as_such() -> None:
+    """A log host n1 on a fabric of n1.a.org and n1.b.org matched neither (rightly), but
+    was reported as "not on fabric ... (not among the hosts the fabric was built from)",
+    which it is, twice."""
+    fab = fabric_from_hosts(["n1.a.org", "n1.b.org", "n2.a.org"], 2)
+    r = replay_as_logged(small([["n1"], ["n2"], ["n1", "x9"]], [0, 0, 0]), fab)
+    assert r.jobs.column("job_id").to_pylist() == [2]
+    assert r.skipped.column("reason").to_pylist() == [
+        "host not on fabric; host n1 matches 2 nodes of fabric hosts-3 by its short name (n1.a.org, n1.b.org), none exactly",
+        "host not on fabric; host x9 is not on fabric hosts-3 (not among the hosts the fabric was built from); "
+        "host n1 matches 2 nodes of fabric hosts-3 by its short name (n1.a.org, n1.b.org), none exactly",
+    ]

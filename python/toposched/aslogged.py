@@ -198,9 +198,11 @@ def map_hosts(workload: Workload, fabric: Fabric) -> HostMapping:
     names = fabric.spec.node_names
     exact = {n: i for i, n in enumerate(names)}
     short: dict[str, int | None] = {}
+    shared: dict[str, list[str]] = {}  # short name -> the fabric's nodes that have it
     for i, n in enumerate(names):
         s = n.split(".", 1)[0]
         short[s] = None if s in short and short[s] != i else i
+        shared.setdefault(s, []).append(n)
     why = _why_not_on(fabric)
     node_ids: list[np.ndarray | None] = []
     reasons: dict[int, str] = {}
@@ -231,8 +233,18 @@ def map_hosts(workload: Workload, fabric: Fabric) -> HostMapping:
             for h in missing:
                 unmapped[h] = unmapped.get(h, 0) + 1
             node_ids.append(None)
-            what = f"host {missing[0]} is" if len(missing) == 1 else f"hosts {_list(missing)} are"
-            reasons[row] = f"host not on fabric; {what} not on fabric {fabric.name} ({why})"
+            # a short name that several nodes share matches none of them: not an absent host
+            ambiguous = [(h, shared[h.split(".", 1)[0]]) for h in missing if len(shared.get(h.split(".", 1)[0], ())) > 1]
+            absent = [h for h in missing if len(shared.get(h.split(".", 1)[0], ())) <= 1]
+            parts = []
+            if absent:
+                what = f"host {absent[0]} is" if len(absent) == 1 else f"hosts {_list(absent)} are"
+                parts.append(f"{what} not on fabric {fabric.name} ({why})")
+            if ambiguous:
+                h, those = ambiguous[0]
+                more = f" (and {len(ambiguous) - 1} more such hosts)" if len(ambiguous) > 1 else ""
+                parts.append(f"host {h} matches {len(those)} nodes of fabric {fabric.name} by its short name ({_list(those)}), none exactly{more}")
+            reasons[row] = "host not on fabric; " + "; ".join(parts)
             continue
         if not bool(started[row]) if started is not None else int(starts[row]) < 0:
             node_ids.append(None)
