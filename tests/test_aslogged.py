@@ -383,3 +383,16 @@ def test_a_short_name_several_fabric_nodes_share_is_reported_as_such() -> None:
         "host not on fabric; host x9 is not on fabric hosts-3 (not among the hosts the fabric was built from); "
         "host n1 matches 2 nodes of fabric hosts-3 by its short name (n1.a.org, n1.b.org), none exactly",
     ]
+
+
+def test_fabric_from_hosts_and_its_topology_conf_refuse_names_they_would_mangle() -> None:
+    """fabric_from_hosts("n1,n2", 2) built a fabric of the hosts 'n', '1', ',' and '2'; an
+    empty host name was silently lost by topology_conf_text, one with a space split the
+    line; a name with '[' or ',' ended in hostlist's bare 'BadHostlist: forbidden character'."""
+    with pytest.raises(TypeError, match="not one string"):
+        fabric_from_hosts("n1,n2", 2)
+    for hosts in (["n1", ""], ["x y", "z"], ["n1", 5]):
+        with pytest.raises(ValueError, match="host names must be non-empty strings without spaces"):
+            fabric_from_hosts(hosts, 2)
+    with pytest.raises(ValueError, match=r"node 'a\[1\]' of leaf leaf0 cannot be written in a topology.conf"):
+        topology_conf_text(fabric_from_hosts(["a[1]", "b"], 2))

@@ -103,7 +103,15 @@ def fabric_from_hosts(
     """
     if isinstance(nodes_per_leaf, bool) or int(nodes_per_leaf) != nodes_per_leaf or nodes_per_leaf < 1:
         raise ValueError(f"nodes_per_leaf must be a positive integer, got {nodes_per_leaf!r}")
-    ordered = sorted(dict.fromkeys(hosts), key=natural_key)
+    if isinstance(hosts, (str, bytes)):
+        # fabric_from_hosts("n1,n2", 16) made a fabric of the hosts 'n', '1', ',' and '2'
+        raise TypeError(f"hosts must be a list of host names (e.g. hosts_of(workload)), not one string: {hosts!r:.60}")
+    distinct = list(dict.fromkeys(hosts))
+    bad = next((h for h in distinct if not isinstance(h, str) or not h or any(c.isspace() for c in h)), None)
+    if bad is not None:
+        # an empty name or one with a space was dropped or split by topology_conf_text
+        raise ValueError(f"host names must be non-empty strings without spaces, got {bad!r}")
+    ordered = sorted(distinct, key=natural_key)
     if not ordered:
         raise ValueError("no hosts to build a fabric from")
     groups: list[list[str]] = []
@@ -138,6 +146,9 @@ def topology_conf_text(fabric: Fabric) -> str:
     lines = [f"# {spec.name}, written by toposched"] + [f"# {n}" for n in spec.notes]
     for pod in spec.pods:
         for leaf in pod.leaves:
+            bad = next((h for h in leaf.nodes if not h or any(c in "[]," or c.isspace() for c in h)), None)
+            if bad is not None:  # else hostlist's bare "BadHostlist: forbidden character"
+                raise ValueError(f"node {bad!r} of leaf {leaf.name} cannot be written in a topology.conf: Slurm host lists take no '[', ']', ',' or spaces")
             lines.append(f"SwitchName={leaf.name} Nodes={hostlist.collect_hostlist(leaf.nodes)}")
     for pod in spec.pods:
         lines.append(f"SwitchName={pod.name} Switches={','.join(leaf.name for leaf in pod.leaves)}")
