@@ -890,6 +890,29 @@ def test_run_config_from_python_checks_its_settings_as_the_flags_do(settings, fi
     assert RunConfig(seed=np.int64(7), queue_depth=128, kill_at_walltime=None).seed == 7
 
 
+def test_run_config_takes_numpy_scalars_as_the_values_they_hold(tmp_path: Path) -> None:
+    """RunConfig took np.int64 and friends (numbers.Integral), then the engine refused
+    seed=np.int64(5) with random ("option seed: expected a bool, number or string, got
+    int64") and writing the result failed after the replay ("Object of type int32 is not
+    JSON serializable"): a seed loop over np.arange. np.True_ was refused outright."""
+    from toposched.simulate import RunConfig, simulate
+    from toposched.topology import load_fabric
+    from toposched.workload import read_trace
+
+    w = read_trace(SWF_OK)
+    fabric = load_fabric(FABRIC)
+    config = RunConfig(alloc="random", seed=np.int64(5), utilization_step_s=np.int32(30), queue_depth=np.int64(4), check_interference_free=np.False_)
+    assert [type(getattr(config, f)) for f in ("seed", "utilization_step_s", "queue_depth", "check_interference_free")] == [int, int, int, bool]
+    r = simulate(w, fabric, config)
+    r.write(tmp_path / "o")
+    policy = json.loads((tmp_path / "o" / "summary.json").read_text())["policy"]
+    assert (policy["seed"], policy["utilization_step_s"], policy["queue_depth"]) == (5, 30, 4)
+    same = simulate(w, fabric, RunConfig(alloc="random", seed=5, utilization_step_s=30, queue_depth=4))
+    assert r.jobs.equals(same.jobs)
+    capped = RunConfig(alloc="capped", policy_options={"leaf_cap": np.int64(2)})
+    assert type(capped.policy_options["leaf_cap"]) is int and len(simulate(w, fabric, capped).jobs) == len(w)
+
+
 def test_simulate_names_what_it_wants_for_each_argument():
     """simulate(path, ...) or simulate(workload, "cab") ended in an AttributeError ('str'
     object has no attribute 'settings' / 'core'); a dict for the config likewise."""
