@@ -467,6 +467,23 @@ def test_take_refuses_a_row_twice():
         w.take(np.array([0, 1, 1]))
 
 
+def test_take_keeps_the_logs_order_whatever_the_order_of_its_index():
+    """take(np.array([500, 0])) kept the index's order: a workload out of submit order,
+    which a replay refused as the log's fault ("LOG:38: ... rows must be sorted by submit
+    time"), a line of a log that is sorted."""
+    from conftest import EXAMPLE_TRACE
+    from toposched.simulate import simulate
+    from toposched.topology import load_fabric
+    from toposched.workload import read_trace
+
+    w = make(np.arange(1, 11), submit=np.arange(10) * DAY)
+    t = w.take(np.array([7, 2, 5]))
+    assert t["job_id"].tolist() == sorted(t["job_id"].tolist()) and t["submit_s"].tolist() == [2 * DAY, 5 * DAY, 7 * DAY]
+    atlas = read_trace(EXAMPLE_TRACE)
+    r = simulate(atlas.take(np.array([500, 0, 1000])), load_fabric("cab"))
+    assert r.jobs.column("job_id").to_pylist() == atlas["job_id"][[0, 500, 1000]].tolist()
+
+
 def test_a_taken_workloads_run_accounts_for_every_record():
     from conftest import EXAMPLE_TRACE
     from toposched.simulate import RunConfig, simulate
