@@ -241,3 +241,17 @@ def test_slurm_tree_profiles_and_switches_run_on_a_real_trace(tmp_path):
     small_lin = lin.jobs.filter(pc.less_equal(lin.jobs.column("nodes"), 18))
     assert np.mean(small.column("leaves").to_numpy() == 1) > np.mean(small_lin.column("leaves").to_numpy() == 1)
     assert sw.summary["wait_s"]["mean"] >= lin.summary["wait_s"]["mean"]
+
+
+def test_check_schedule_takes_a_result_and_a_fabric_or_says_what_it_wants():
+    """check_schedule(result, fabric) ended in AttributeError ('SimResult' object has no
+    attribute 'column') or TypeError ('Fabric' object is not subscriptable); a dict
+    without the maps in KeyError: 'node_leaf'."""
+    w = make_workload([0, 0], [5, 5], [10, 10], [10, 10])
+    fabric = load_fabric("toy18")
+    r = simulate(w, fabric, RunConfig(alloc="linear"))
+    assert check_schedule(r, fabric) == [] and check_schedule(r.jobs, fabric) == [] and check_schedule(r.jobs, fabric.describe()) == []
+    with pytest.raises(TypeError, match=r"fabric must be a Fabric or its description \(Fabric.describe\(\), fabric.json\), got dict"):
+        check_schedule(r.jobs, {})
+    with pytest.raises(TypeError, match="jobs must be a jobs table"):
+        check_schedule(r.jobs.to_pylist(), fabric)

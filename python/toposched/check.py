@@ -104,9 +104,23 @@ def _ranges_never_shared(range_offsets: np.ndarray, first: np.ndarray, count: np
     return True
 
 
-def check_schedule(jobs: pa.Table, fabric: dict[str, Any], *, interference_free: bool = False, limit: int = 10) -> Problems:
+def check_schedule(jobs: Any, fabric: Any, *, interference_free: bool = False, limit: int = 10) -> Problems:
     """Problems found in a schedule (empty when it is sound): the first ``limit`` of each
-    kind, an "and N more" line for each kind cut short, and ``.total`` for all of them."""
+    kind, an "and N more" line for each kind cut short, and ``.total`` for all of them.
+
+    ``jobs`` is a jobs table (``SimResult.jobs``, jobs.parquet) or a SimResult; ``fabric``
+    a :class:`~toposched.topology.Fabric` or its description (``Fabric.describe()``,
+    fabric.json)."""
+    # check_schedule(result, fabric) ended in AttributeError ('SimResult' object has no
+    # attribute 'column') or TypeError ('Fabric' object is not subscriptable)
+    if hasattr(jobs, "finished") and hasattr(jobs, "jobs") and not isinstance(jobs, pa.Table):
+        jobs = jobs.jobs
+    if not isinstance(fabric, dict) and callable(getattr(fabric, "describe", None)):
+        fabric = fabric.describe()  # a Fabric (not imported here: check's start-up)
+    if not isinstance(jobs, pa.Table):
+        raise TypeError(f"check_schedule(): jobs must be a jobs table (SimResult.jobs, or jobs.parquet read with pyarrow), got {type(jobs).__name__}")
+    if not isinstance(fabric, dict) or not all(isinstance(fabric.get(k), list) for k in ("node_leaf", "leaf_pod")):
+        raise TypeError(f"check_schedule(): fabric must be a Fabric or its description (Fabric.describe(), fabric.json), got {type(fabric).__name__} {fabric!r:.60}")
     problems = Problems()
     # a missing value would read as NaN and pass every comparison below
     for name in ("job_id", "submit_s", "start_s", "end_s"):
