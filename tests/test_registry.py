@@ -258,3 +258,24 @@ def test_a_broken_installed_entry_point_is_left_out_with_a_warning_not_an_error_
         assert done.value.code == 0 and "ep-ok" in capsys.readouterr().out
     finally:
         registry.unregister("ep-ok")
+
+
+def test_a_name_taken_by_another_class_is_refused_not_replaced(monkeypatch):
+    """register('a:X', name='low') then register('b:Y', name='low') replaced the first
+    without a word: every run naming 'low' ran Y. Registering the same class again is
+    fine, and a call of register may still take over the name of an installed entry point."""
+    registry.register("test_registry:Lowest", name="low")
+    try:
+        assert registry.register("test_registry:Lowest", name="low").python == "test_registry:Lowest"
+        with pytest.raises(InputError, match=r"'low' is already the name of test_registry:Lowest; unregister\('low'\) first"):
+            registry.register("test_policies:Lowest", name="low")
+        assert registry.python_target("low") == "test_registry:Lowest"
+    finally:
+        registry.unregister("low")
+    monkeypatch.setattr(registry, "_entry_point_policies", lambda: (("ep-low", "test_registry:Lowest"),))
+    try:
+        assert registry.python_target("ep-low") == "test_registry:Lowest"
+        registry.register("test_policies:Lowest", name="ep-low")
+        assert registry.python_target("ep-low") == "test_policies:Lowest"
+    finally:
+        registry.unregister("ep-low")

@@ -144,6 +144,10 @@ def register(target: str, *, name: str | None = None, summary: str | None = None
     sweeps and the catalogue then take it like a built-in. Packages can register theirs
     without code through the entry point group ``toposched.policies`` (``NAME =
     "module:Class"``). The class is imported here, so a bad target fails now."""
+    return _register(target, name, summary, from_entry_point=False)
+
+
+def _register(target: str, name: str | None, summary: str | None, *, from_entry_point: bool) -> Policy:
     from .errors import InputError
     from .policies import load_policy
 
@@ -163,6 +167,10 @@ def register(target: str, *, name: str | None = None, summary: str | None = None
     if name == "as-logged" or any(p.name == name for p in _core_policies()):
         # as-logged is no registry policy but is taken before it: the policy never ran
         raise InputError("policy", f"{target}: {name!r} is the name of a built-in policy")
+    taken = _PYTHON.get(name)
+    if taken is not None and taken.python != target and not _from_entry_point.get(name, False):
+        # the first was replaced without a word: runs naming it ran the second
+        raise InputError("policy", f"{target}: {name!r} is already the name of {taken.python}; unregister({name!r}) first, or give another name")
     doc = (cls.__doc__ or "").strip()
     entry = Policy(
         name=name,
@@ -175,16 +183,21 @@ def register(target: str, *, name: str | None = None, summary: str | None = None
         python=target,
     )
     _PYTHON[name] = entry
+    _from_entry_point[name] = from_entry_point
     return entry
 
 
 #: Entry points of the group ``toposched.policies`` that could not be registered (warned once).
 _BROKEN_ENTRY_POINTS: set[str] = set()
+#: Whether each name of ``_PYTHON`` came from an installed entry point (a call of
+#: :func:`register` may name another class under it: the caller's choice wins).
+_from_entry_point: dict[str, bool] = {}
 
 
 def unregister(name: str) -> None:
     """Forget a policy registered with :func:`register` (tests)."""
     _PYTHON.pop(name, None)
+    _from_entry_point.pop(name, None)
 
 
 @functools.cache
@@ -200,7 +213,7 @@ def policies() -> tuple[Policy, ...]:
     for ep_name, target in _entry_point_policies():
         if ep_name not in _PYTHON and ep_name not in _BROKEN_ENTRY_POINTS:
             try:
-                register(target, name=ep_name)
+                _register(target, ep_name, None, from_entry_point=True)
             except ToposchedError as exc:
                 # one installed package's bad entry point (a built-in's name, a module that
                 # fails to import) stopped every command that lists the policies, simulate
