@@ -279,3 +279,18 @@ def test_a_name_taken_by_another_class_is_refused_not_replaced(monkeypatch):
         assert registry.python_target("ep-low") == "test_policies:Lowest"
     finally:
         registry.unregister("ep-low")
+
+
+def test_a_worker_runs_the_drivers_class_even_if_an_entry_point_has_the_name(monkeypatch):
+    """A worker registered the driver's module:Class only when it did not know the name:
+    an installed entry point of the same name (another class) ran there instead."""
+    from toposched.sweep.runner import _register_python_policies
+
+    monkeypatch.setattr(registry, "_entry_point_policies", lambda: (("shared", "test_policies:Lowest"),))
+    try:
+        assert registry.python_target("shared") == "test_policies:Lowest"
+        _register_python_policies({"python_policies": {"shared": "test_registry:Lowest"}})
+        assert registry.python_target("shared") == "test_registry:Lowest"
+        _register_python_policies({"python_policies": {"shared": "test_registry:Lowest"}})  # again: nothing to do
+    finally:
+        registry.unregister("shared")
