@@ -396,3 +396,18 @@ def test_fabric_from_hosts_and_its_topology_conf_refuse_names_they_would_mangle(
             fabric_from_hosts(hosts, 2)
     with pytest.raises(ValueError, match=r"node 'a\[1\]' of leaf leaf0 cannot be written in a topology.conf"):
         topology_conf_text(fabric_from_hosts(["a[1]", "b"], 2))
+
+
+def test_node_lists_after_a_first_record_without_one_are_pointed_at(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The format is guessed from the first record: a log whose first record has no node
+    list is read as plain SWF, and as-logged said the log gives no hosts, with no word of
+    --format swf-nodes, which reads them."""
+    log = tmp_path / "jobs.swf"
+    log.write_text("1 0 10 100 2 -1 -1 2 200 -1 1 1 1 1 -1 1 1 1\n2 5 5 50 1 -1 -1 1 200 -1 1 1 1 1 -1 1 1 1 {1}\n")
+    conf = tmp_path / "hosts.conf"
+    conf.write_text(topology_conf_text(fabric_from_hosts(["1", "2"], 2)))
+    argv = ["simulate", "--trace", str(log), "--system", str(conf), "--alloc", "as-logged", "--out", str(tmp_path / "o"), "--quiet"]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip().endswith("(the format is guessed from the first record: if later records have {n,n,...} node lists, --format swf-nodes reads them)")
+    assert main(argv + ["--format", "swf-nodes"]) == 0
+    assert json.loads((tmp_path / "o" / "summary.json").read_text())["policy"]["as_logged"]["jobs_placed"] == 1

@@ -205,6 +205,11 @@ def map_hosts(workload: Workload, fabric: Fabric) -> HostMapping:
             workload.source,
             f"as-logged needs the hosts and start time of every job, and this {workload.format} log gives "
             "none; node lists come from extended SWF (a {n,n,...} 19th field), sacct (NodeList) and PBS (exec_host)",
+            # the format is guessed from the first record: node lists from the second on
+            # were dropped, and this error said the log had none
+            hint="the format is guessed from the first record: if later records have {n,n,...} node lists, --format swf-nodes reads them"
+            if workload.format == "swf"
+            else None,
         )
     names = fabric.spec.node_names
     exact = {n: i for i, n in enumerate(names)}
