@@ -411,3 +411,20 @@ def test_node_lists_after_a_first_record_without_one_are_pointed_at(tmp_path: Pa
     assert capsys.readouterr().err.strip().endswith("(the format is guessed from the first record: if later records have {n,n,...} node lists, --format swf-nodes reads them)")
     assert main(argv + ["--format", "swf-nodes"]) == 0
     assert json.loads((tmp_path / "o" / "summary.json").read_text())["policy"]["as_logged"]["jobs_placed"] == 1
+
+
+def test_logged_columns_of_a_workload_built_by_hand_are_checked() -> None:
+    """A Workload built from arrays with one host list too few ended in IndexError, and a
+    job's hosts given as one string were read as its characters ('ab': hosts a and b)."""
+    fab = fabric_from_hosts(["a", "b"], 2)
+    w = small([["a"], ["b"]], [0, 0])
+    w.extra["logged_hosts"] = [["a"]]
+    with pytest.raises(InputError, match=r"extra\['logged_hosts'\] has 1 entries for 2 jobs"):
+        replay_as_logged(w, fab)
+    w.extra["logged_hosts"] = ["a", "ab"]
+    with pytest.raises(InputError, match=r"extra\['logged_hosts'\]\[0\] is 'a': each job's hosts must be a list of host names"):
+        replay_as_logged(w, fab)
+    w.extra["logged_hosts"] = [["a"], ["b"]]
+    w.extra["logged_start_s"] = np.array([0])
+    with pytest.raises(InputError, match=r"extra\['logged_start_s'\] has 1 entries for 2 jobs"):
+        replay_as_logged(w, fab)

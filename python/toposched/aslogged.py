@@ -211,6 +211,13 @@ def map_hosts(workload: Workload, fabric: Fabric) -> HostMapping:
             if workload.format == "swf"
             else None,
         )
+    n_jobs = len(workload)
+    for key in ("logged_hosts", "logged_start_s"):
+        if len(workload.extra[key]) != n_jobs:  # else an IndexError in the replay
+            raise InputError(workload.source, f"extra[{key!r}] has {len(workload.extra[key]):,} entries for {n_jobs:,} jobs: one per job")
+    odd = next((i for i, h in enumerate(workload.extra["logged_hosts"]) if isinstance(h, (str, bytes)) or not isinstance(h, (list, tuple, np.ndarray))), None)
+    if odd is not None:  # a string was read as its characters: 'n12' as hosts n, 1 and 2
+        raise InputError(workload.source, f"extra['logged_hosts'][{odd}] is {workload.extra['logged_hosts'][odd]!r}: each job's hosts must be a list of host names")
     names = fabric.spec.node_names
     exact = {n: i for i, n in enumerate(names)}
     short: dict[str, int | None] = {}
