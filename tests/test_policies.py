@@ -204,3 +204,17 @@ def test_attributes_the_engine_reads_of_the_wrong_type_are_one_clear_error():
         assert words in str(err.value), err.value
     ok = simulate(w, fabric, RunConfig(alloc=type("Named", (Lowest,), {"name": "lowest", "fungible": np.bool_(True)})()))
     assert ok.summary["policy"]["alloc"] == "lowest" and len(ok.jobs) == 50
+
+
+def test_a_subclass_without_its_method_is_told_so_before_the_run():
+    """A subclass of AllocationPolicy or QueueOrder that does not define select or key ran
+    until the first call, which stopped it with 'raised NotImplementedError:' and a
+    traceback into toposched/policies.py."""
+    from toposched.errors import ToposchedError
+
+    w = read_trace(EXAMPLE_TRACE).take(np.arange(50))
+    fabric = load_fabric("cab")
+    with pytest.raises(ToposchedError, match=r"does not define select\(nodes, free\), which AllocationPolicy leaves to subclasses"):
+        simulate(w, fabric, RunConfig(alloc=type("NoSelect", (AllocationPolicy,), {"fungible": True})()))
+    with pytest.raises(ToposchedError, match=r"does not define key\(job_id, submit_s, nodes, walltime_s, now_s\), which QueueOrder leaves"):
+        simulate(w, fabric, RunConfig(queue_order=QueueOrder()))

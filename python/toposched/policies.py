@@ -144,6 +144,11 @@ def check_methods(policy: Any, method: str, signature: str) -> None:
     read (the binding's TypeError would read as a bug in toposched)."""
     if not isinstance(policy, str) and not callable(getattr(policy, method, None)):
         raise ToposchedError(f"policy {describe(policy)}: has no {method}({signature}) method (docs/python-policies.md)")
+    base = {"select": AllocationPolicy, "key": QueueOrder}.get(method)
+    if base is not None and isinstance(policy, base) and getattr(type(policy), method, None) is getattr(base, method):
+        # the base class's own method: the run stopped at the first call with a bare
+        # "raised NotImplementedError" and a traceback into this module
+        raise ToposchedError(f"policy {describe(policy)}: does not define {method}({signature}), which {base.__name__} leaves to subclasses (docs/python-policies.md)")
     if method == "select" and not isinstance(policy, str):
         # what the engine reads from the object: a wrong type was a bare TypeError ("'int'
         # object cannot be converted to 'PyString'"), an internal error on the command
