@@ -193,7 +193,8 @@ def test_attributes_the_engine_reads_of_the_wrong_type_are_one_clear_error():
     w = read_trace(EXAMPLE_TRACE).take(np.arange(50))
     fabric = load_fabric("cab")
     for attrs, words in [
-        ({"name": 5}, "its name must be a string or None, got 5"),
+        ({"name": 5}, "its name must be a non-empty string or None, got 5"),
+        ({"name": ""}, "its name must be a non-empty string or None, got ''"),
         ({"fungible": "yes"}, "fungible must be True or False, got 'yes'"),
         ({"fungible": None}, "fungible must be True or False, got None"),
         ({"fits_ever": 16}, "fits_ever must be a method fits_ever(nodes), got 16"),

@@ -154,8 +154,9 @@ def check_methods(policy: Any, method: str, signature: str) -> None:
         # object cannot be converted to 'PyString'"), an internal error on the command
         # line; a fits_ever that is no method skipped every job as "fits_ever raised"
         name = getattr(policy, "name", None)
-        if name is not None and not isinstance(name, str):
-            raise ToposchedError(f"policy {describe_type(policy)}: its name must be a string or None, got {name!r}")
+        if name is not None and (not isinstance(name, str) or not name.strip()):
+            # "" named it nothing in the engine's errors ("allocation policy : select...")
+            raise ToposchedError(f"policy {describe_type(policy)}: its name must be a non-empty string or None, got {name!r}")
         fungible = getattr(policy, "fungible", False)
         if not isinstance(fungible, (bool, np.bool_)):
             raise ToposchedError(f"policy {describe(policy)}: fungible must be True or False, got {fungible!r}")
