@@ -229,6 +229,36 @@ def test_pbs_as_logged() -> None:
     assert nodes[6] == 4 and nodes[2994] == 5
 
 
+def test_a_logged_start_before_the_earliest_submit_is_a_start(tmp_path: Path) -> None:
+    """sacct and PBS times are relative to the earliest submit, and "no start" was -1: a
+    job whose Start (or start) came before that submit got a negative start and was
+    skipped as "no start in the log". It is placed, counted as starting before its submit,
+    and its nodes are busy from the series' first instant."""
+    head = "JobIDRaw|JobID|Submit|Start|End|Elapsed|ElapsedRaw|Timelimit|NNodes|AllocCPUS|ReqCPUS|NodeList|State|Partition|User|Account|QOS|JobName\n"
+    (tmp_path / "jobs.log").write_text(
+        head
+        + "1|1|2024-01-01T00:10:00|2024-01-01T00:00:00|2024-01-01T00:20:00|00:20:00|1200|01:00:00|2|2|2|n[1-2]|COMPLETED|p|u|a|q|j\n"
+        + "2|2|2024-01-01T00:20:00|2024-01-01T00:20:00|2024-01-01T00:30:00|00:10:00|600|01:00:00|1|1|1|n3|COMPLETED|p|u|a|q|j\n"
+        + "3|3|2024-01-01T00:20:00|Unknown|Unknown|00:00:00|0|01:00:00|1|1|1|n4|CANCELLED|p|u|a|q|j\n"
+    )
+    pbs = "01/01/2024 00:30:00;E;7.srv;qtime={q} start={s} end={e} exec_host=n4/0 Resource_List.nodes=1 resources_used.walltime=00:10:00\n"
+    (tmp_path / "pbs.log").write_text(pbs.format(q=1704067800, s=1704067200, e=1704067800) + pbs.format(q=1704068400, s=0, e=1704068400).replace("7.srv", "8.srv"))
+    fab = fabric_from_hosts(["n1", "n2", "n3", "n4"], 2)
+    w = read_trace(tmp_path / "jobs.log", lenient=True, missing_runtime="zero")
+    r = replay_as_logged(w, fab, RunConfig(alloc="as-logged", utilization_step_s=300))
+    assert r.jobs.column("job_id").to_pylist() == [1, 2] and r.jobs.column("start_s").to_pylist() == [-600, 600]
+    assert w.extra["logged_start_s"].tolist() == [-600, 600, -1] and w.extra["logged_started"].tolist() == [True, True, False]
+    assert r.skipped.column("job_id").to_pylist() == [3]
+    assert r.summary["policy"]["as_logged"]["jobs_starting_before_submit"] == 1
+    # samples at 0, 300, 600, 900, 1200: job 1 holds 2 nodes until 600, job 2 one from 600
+    assert r.utilization.column("busy_nodes").to_pylist() == [2, 2, 1, 1, 0]
+    p = read_trace(tmp_path / "pbs.log", format="pbs", missing_runtime="zero")
+    rp = replay_as_logged(p, fab)
+    assert rp.jobs.column("job_id").to_pylist() == [7] and rp.jobs.column("start_s").to_pylist() == [-600]
+    assert rp.skipped.column("job_id").to_pylist() == [8]  # start=0: never ran
+    assert p.extra["logged_start_s"].tolist() == [-600, -1] and p.extra["logged_started"].tolist() == [True, False]
+
+
 # --------------------------------------------------------------------------- mapping rules
 
 
@@ -339,3 +369,62 @@ def test_cli_as_logged_unmapped(tmp_path: Path) -> None:
     skipped = pq.read_table(out / "skipped.parquet")
     assert "host i02n33, i02n32" not in skipped.column("reason").to_pylist()[0]
     assert "hosts i02n33, i02n32, i02n31, i02n30 are not on fabric cab" in skipped.column("reason").to_pylist()[0]
+
+
+def test_a_short_name_several_fabric_nodes_share_is_reported_as_such() -> None:
+    """A log host n1 on a fabric of n1.a.org and n1.b.org matched neither (rightly), but
+    was reported as "not on fabric ... (not among the hosts the fabric was built from)",
+    which it is, twice."""
+    fab = fabric_from_hosts(["n1.a.org", "n1.b.org", "n2.a.org"], 2)
+    r = replay_as_logged(small([["n1"], ["n2"], ["n1", "x9"]], [0, 0, 0]), fab)
+    assert r.jobs.column("job_id").to_pylist() == [2]
+    assert r.skipped.column("reason").to_pylist() == [
+        "host not on fabric; host n1 matches 2 nodes of fabric hosts-3 by its short name (n1.a.org, n1.b.org), none exactly",
+        "host not on fabric; host x9 is not on fabric hosts-3 (not among the hosts the fabric was built from); "
+        "host n1 matches 2 nodes of fabric hosts-3 by its short name (n1.a.org, n1.b.org), none exactly",
+    ]
+
+
+def test_fabric_from_hosts_and_its_topology_conf_refuse_names_they_would_mangle() -> None:
+    """fabric_from_hosts("n1,n2", 2) built a fabric of the hosts 'n', '1', ',' and '2'; an
+    empty host name was silently lost by topology_conf_text, one with a space split the
+    line; a name with '[' or ',' ended in hostlist's bare 'BadHostlist: forbidden character'."""
+    with pytest.raises(TypeError, match="not one string"):
+        fabric_from_hosts("n1,n2", 2)
+    for hosts in (["n1", ""], ["x y", "z"], ["n1", 5]):
+        with pytest.raises(ValueError, match="host names must be non-empty strings without spaces"):
+            fabric_from_hosts(hosts, 2)
+    with pytest.raises(ValueError, match=r"node 'a\[1\]' of leaf leaf0 cannot be written in a topology.conf"):
+        topology_conf_text(fabric_from_hosts(["a[1]", "b"], 2))
+
+
+def test_node_lists_after_a_first_record_without_one_are_pointed_at(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The format is guessed from the first record: a log whose first record has no node
+    list is read as plain SWF, and as-logged said the log gives no hosts, with no word of
+    --format swf-nodes, which reads them."""
+    log = tmp_path / "jobs.swf"
+    log.write_text("1 0 10 100 2 -1 -1 2 200 -1 1 1 1 1 -1 1 1 1\n2 5 5 50 1 -1 -1 1 200 -1 1 1 1 1 -1 1 1 1 {1}\n")
+    conf = tmp_path / "hosts.conf"
+    conf.write_text(topology_conf_text(fabric_from_hosts(["1", "2"], 2)))
+    argv = ["simulate", "--trace", str(log), "--system", str(conf), "--alloc", "as-logged", "--out", str(tmp_path / "o"), "--quiet"]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip().endswith("(the format is guessed from the first record: if later records have {n,n,...} node lists, --format swf-nodes reads them)")
+    assert main(argv + ["--format", "swf-nodes"]) == 0
+    assert json.loads((tmp_path / "o" / "summary.json").read_text())["policy"]["as_logged"]["jobs_placed"] == 1
+
+
+def test_logged_columns_of_a_workload_built_by_hand_are_checked() -> None:
+    """A Workload built from arrays with one host list too few ended in IndexError, and a
+    job's hosts given as one string were read as its characters ('ab': hosts a and b)."""
+    fab = fabric_from_hosts(["a", "b"], 2)
+    w = small([["a"], ["b"]], [0, 0])
+    w.extra["logged_hosts"] = [["a"]]
+    with pytest.raises(InputError, match=r"extra\['logged_hosts'\] has 1 entries for 2 jobs"):
+        replay_as_logged(w, fab)
+    w.extra["logged_hosts"] = ["a", "ab"]
+    with pytest.raises(InputError, match=r"extra\['logged_hosts'\]\[0\] is 'a': each job's hosts must be a list of host names"):
+        replay_as_logged(w, fab)
+    w.extra["logged_hosts"] = [["a"], ["b"]]
+    w.extra["logged_start_s"] = np.array([0])
+    with pytest.raises(InputError, match=r"extra\['logged_start_s'\] has 1 entries for 2 jobs"):
+        replay_as_logged(w, fab)

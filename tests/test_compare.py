@@ -172,7 +172,7 @@ def test_cli_compare_bad_inputs(tmp_path, capsys):
     # what would fail every run of a policy fails once, before any run (each run failed
     # on its own, with a traceback file, after the others had run)
     assert main(base + ["--allocs", "linear,as-logged"]) == 2
-    assert capsys.readouterr().err.strip().splitlines()[-1].endswith("as-logged needs the hosts and start time of every job, and this swf log gives none; node lists come from extended SWF (a {n,n,...} 19th field), sacct (NodeList) and PBS (exec_host)")
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith("as-logged needs the hosts and start time of every job, and this swf log gives none; node lists come from extended SWF (a {n,n,...} 19th field), sacct (NodeList) and PBS (exec_host) (the format is guessed from the first record: if later records have {n,n,...} node lists, --format swf-nodes reads them)")
     assert main(base + ["--allocs", "linear,no_such_module_here:P"]) == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == "error: policy 'no_such_module_here:P': cannot import module 'no_such_module_here': No module named 'no_such_module_here'"
     assert not (tmp_path / "x" / "runs").exists()

@@ -145,6 +145,26 @@ def test_check_schedule_catches_a_shared_node_and_a_broken_invariant():
     assert any("leaf (two spanning jobs on) 1" in p for p in problems)
 
 
+def test_check_schedule_counts_every_job_overlapping_a_long_one_not_only_its_neighbour():
+    """Job 1 holds node 4 over [0, 100) while jobs 2, 3 and 4 hold it in turn: check
+    compared neighbours in start order only, so it reported 1-2, never 1-3 nor 1-4, and
+    said "1 problem(s)" (an as-logged run's summary counted 4 jobs sharing a node)."""
+    w = make_workload([0, 0, 0, 0], [1, 1, 1, 1], [200] * 4, [100, 10, 10, 10])
+    fabric = load_fabric("toy18")
+    r = simulate(w, fabric, RunConfig(alloc="linear"))
+    import pyarrow as pa
+
+    jobs = r.jobs.set_column(r.jobs.schema.get_field_index("node_ranges"), "node_ranges", ranges_array_of_lists([[4], [4], [4], [4]]))
+    jobs = jobs.set_column(jobs.schema.get_field_index("start_s"), "start_s", pa.array([0, 10, 50, 80], pa.int64()))
+    jobs = jobs.set_column(jobs.schema.get_field_index("end_s"), "end_s", pa.array([100, 20, 60, 90], pa.int64()))
+    problems = check_schedule(jobs, fabric.describe())
+    assert list(problems) == [
+        "node 4 held by jobs 1 [0, 100) and 2 [10, 20)",
+        "node 4 held by jobs 1 [0, 100) and 3 [50, 60)",
+        "node 4 held by jobs 1 [0, 100) and 4 [80, 90)",
+    ] and problems.total == 3
+
+
 def test_check_schedule_catches_nodes_off_the_fabric_miscounted_lists_and_missing_values():
     """Tampered outputs that `toposched check` called sound (or crashed on: a node id past
     the fabric made --interference-free an IndexError, an internal error)."""
@@ -221,3 +241,17 @@ def test_slurm_tree_profiles_and_switches_run_on_a_real_trace(tmp_path):
     small_lin = lin.jobs.filter(pc.less_equal(lin.jobs.column("nodes"), 18))
     assert np.mean(small.column("leaves").to_numpy() == 1) > np.mean(small_lin.column("leaves").to_numpy() == 1)
     assert sw.summary["wait_s"]["mean"] >= lin.summary["wait_s"]["mean"]
+
+
+def test_check_schedule_takes_a_result_and_a_fabric_or_says_what_it_wants():
+    """check_schedule(result, fabric) ended in AttributeError ('SimResult' object has no
+    attribute 'column') or TypeError ('Fabric' object is not subscriptable); a dict
+    without the maps in KeyError: 'node_leaf'."""
+    w = make_workload([0, 0], [5, 5], [10, 10], [10, 10])
+    fabric = load_fabric("toy18")
+    r = simulate(w, fabric, RunConfig(alloc="linear"))
+    assert check_schedule(r, fabric) == [] and check_schedule(r.jobs, fabric) == [] and check_schedule(r.jobs, fabric.describe()) == []
+    with pytest.raises(TypeError, match=r"fabric must be a Fabric or its description \(Fabric.describe\(\), fabric.json\), got dict"):
+        check_schedule(r.jobs, {})
+    with pytest.raises(TypeError, match="jobs must be a jobs table"):
+        check_schedule(r.jobs.to_pylist(), fabric)

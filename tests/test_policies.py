@@ -158,3 +158,64 @@ def test_a_policy_that_never_places_a_job_stops_conservative_cleanly():
     w = read_trace(EXAMPLE_TRACE).take(np.arange(300))
     with pytest.raises(SimulationError, match="never places it"):
         simulate(w, load_fabric("cab"), RunConfig(queue="conservative", alloc=Never()))
+
+
+def test_a_class_a_factory_giving_a_name_or_a_bare_queue_order_name_is_one_clear_error(tmp_path, capsys, monkeypatch):
+    """RunConfig(alloc=Lowest) (the class) failed in setup() as "policy builtins:type:
+    ... missing 1 required positional argument: 'fabric'"; "mod:function" returning a
+    string was run as the built-in of that name ("unknown allocation policy '/work/...'");
+    --queue-order sjf (no built-in queue orders exist) was "internal error: TypeError"."""
+    from toposched.cli import main
+    from toposched.errors import InputError, ToposchedError
+
+    w = read_trace(EXAMPLE_TRACE).take(np.arange(50))
+    fabric = load_fabric("cab")
+    with pytest.raises(ToposchedError, match=r"pass an instance, Lowest\(\), not the class"):
+        simulate(w, fabric, RunConfig(alloc=Lowest))
+    with pytest.raises(ToposchedError, match=r"pass an instance, SmallFirst\(\), not the class"):
+        simulate(w, fabric, RunConfig(queue_order=SmallFirst))
+    with pytest.raises(ToposchedError, match=r"getcwd\(\) gave str .*not a policy object"):
+        simulate(w, fabric, RunConfig(alloc="os:getcwd"))
+    with pytest.raises(InputError, match="field 'queue_order': expected None, a 'module:Class' string"):
+        RunConfig(queue_order="sjf")
+    with pytest.raises(SystemExit) as done:  # a usage error, as argparse exits
+        main(["simulate", "--trace", str(EXAMPLE_TRACE), "--system", "cab", "--queue-order", "sjf", "--out", str(tmp_path / "o"), "--quiet"])
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and "argument --queue-order: expected MODULE:CLASS" in err and "internal error" not in err
+
+
+def test_attributes_the_engine_reads_of_the_wrong_type_are_one_clear_error():
+    """name = 5 or fungible = "yes" ended in a bare TypeError from the binding ("'int'
+    object cannot be converted to 'PyString'": an internal error on the command line), and
+    a fits_ever that is no method made every job a skipped "fits_ever raised TypeError"."""
+    from toposched.errors import ToposchedError
+
+    w = read_trace(EXAMPLE_TRACE).take(np.arange(50))
+    fabric = load_fabric("cab")
+    for attrs, words in [
+        ({"name": 5}, "its name must be a non-empty string or None, got 5"),
+        ({"name": ""}, "its name must be a non-empty string or None, got ''"),
+        ({"fungible": "yes"}, "fungible must be True or False, got 'yes'"),
+        ({"fungible": None}, "fungible must be True or False, got None"),
+        ({"fits_ever": 16}, "fits_ever must be a method fits_ever(nodes), got 16"),
+    ]:
+        policy = type("Odd", (Lowest,), attrs)()
+        with pytest.raises(ToposchedError) as err:
+            simulate(w, fabric, RunConfig(alloc=policy))
+        assert words in str(err.value), err.value
+    ok = simulate(w, fabric, RunConfig(alloc=type("Named", (Lowest,), {"name": "lowest", "fungible": np.bool_(True)})()))
+    assert ok.summary["policy"]["alloc"] == "lowest" and len(ok.jobs) == 50
+
+
+def test_a_subclass_without_its_method_is_told_so_before_the_run():
+    """A subclass of AllocationPolicy or QueueOrder that does not define select or key ran
+    until the first call, which stopped it with 'raised NotImplementedError:' and a
+    traceback into toposched/policies.py."""
+    from toposched.errors import ToposchedError
+
+    w = read_trace(EXAMPLE_TRACE).take(np.arange(50))
+    fabric = load_fabric("cab")
+    with pytest.raises(ToposchedError, match=r"does not define select\(nodes, free\), which AllocationPolicy leaves to subclasses"):
+        simulate(w, fabric, RunConfig(alloc=type("NoSelect", (AllocationPolicy,), {"fungible": True})()))
+    with pytest.raises(ToposchedError, match=r"does not define key\(job_id, submit_s, nodes, walltime_s, now_s\), which QueueOrder leaves"):
+        simulate(w, fabric, RunConfig(queue_order=QueueOrder()))

@@ -214,3 +214,83 @@ def test_the_compare_docs_name_every_policy_compare_takes():
     queue_row = next(line for line in text.splitlines() if line.startswith("| `--queue Q` |"))
     assert [a for a in registry.alloc_names() if f"`{a}`" not in allocs_row] == []
     assert [q for q in registry.queue_names() if f"`{q}`" not in queue_row] == []
+
+
+class NotAnAllocator:
+    """Orders the queue (a QueueOrder, not an allocation policy)."""
+
+    def key(self, job_id, submit_s, nodes, walltime_s, now_s):
+        return nodes
+
+
+def test_register_refuses_what_no_run_could_use_by_that_name():
+    """register(...) took 'as-logged' (the as-logged replay ran instead of the policy, which
+    never ran), a name with a comma (compare --allocs splits it), a class without select
+    (each run naming it then failed) and an instance (AttributeError: no 'partition')."""
+    cases = [
+        (("test_registry:Lowest",), {"name": "as-logged"}, "name of a built-in policy"),
+        (("test_registry:Lowest",), {"name": "low,est"}, "needs a name of letters"),
+        (("test_registry:Lowest",), {"name": "low est"}, "needs a name of letters"),
+        (("test_registry:NotAnAllocator",), {"name": "order"}, "has no select"),
+        ((Lowest(),), {"name": "low"}, "import path 'module:Class'"),
+    ]
+    for args, kwargs, words in cases:
+        with pytest.raises(InputError, match=words):
+            registry.register(*args, **kwargs)
+        assert kwargs["name"] not in registry.alloc_names()
+
+
+def test_a_broken_installed_entry_point_is_left_out_with_a_warning_not_an_error_everywhere(monkeypatch, capsys):
+    """One installed package's entry point named 'linear' (or naming a module that fails to
+    import) made every command listing the policies fail (simulate --help, compare, sweeps)
+    with 'policy: mod:X: 'linear' is the name of a built-in policy', naming no package."""
+    monkeypatch.setattr(registry, "_entry_point_policies", lambda: (("linear", "test_registry:Lowest"), ("gone", "nosuchmodule:X"), ("ep-ok", "test_registry:Lowest")))
+    monkeypatch.setattr(registry, "_BROKEN_ENTRY_POINTS", set())
+    try:
+        with pytest.warns(UserWarning) as caught:
+            names = registry.alloc_names()
+        assert "ep-ok" in names and "gone" not in names and names.count("linear") == 1
+        text = " | ".join(str(w.message) for w in caught)
+        assert "entry point 'linear = test_registry:Lowest' (group toposched.policies) is left out" in text
+        assert "entry point 'gone = nosuchmodule:X'" in text and "cannot import module 'nosuchmodule'" in text
+        with pytest.raises(SystemExit) as done:
+            main(["simulate", "--help"])
+        assert done.value.code == 0 and "ep-ok" in capsys.readouterr().out
+    finally:
+        registry.unregister("ep-ok")
+
+
+def test_a_name_taken_by_another_class_is_refused_not_replaced(monkeypatch):
+    """register('a:X', name='low') then register('b:Y', name='low') replaced the first
+    without a word: every run naming 'low' ran Y. Registering the same class again is
+    fine, and a call of register may still take over the name of an installed entry point."""
+    registry.register("test_registry:Lowest", name="low")
+    try:
+        assert registry.register("test_registry:Lowest", name="low").python == "test_registry:Lowest"
+        with pytest.raises(InputError, match=r"'low' is already the name of test_registry:Lowest; unregister\('low'\) first"):
+            registry.register("test_policies:Lowest", name="low")
+        assert registry.python_target("low") == "test_registry:Lowest"
+    finally:
+        registry.unregister("low")
+    monkeypatch.setattr(registry, "_entry_point_policies", lambda: (("ep-low", "test_registry:Lowest"),))
+    try:
+        assert registry.python_target("ep-low") == "test_registry:Lowest"
+        registry.register("test_policies:Lowest", name="ep-low")
+        assert registry.python_target("ep-low") == "test_policies:Lowest"
+    finally:
+        registry.unregister("ep-low")
+
+
+def test_a_worker_runs_the_drivers_class_even_if_an_entry_point_has_the_name(monkeypatch):
+    """A worker registered the driver's module:Class only when it did not know the name:
+    an installed entry point of the same name (another class) ran there instead."""
+    from toposched.sweep.runner import _register_python_policies
+
+    monkeypatch.setattr(registry, "_entry_point_policies", lambda: (("shared", "test_policies:Lowest"),))
+    try:
+        assert registry.python_target("shared") == "test_policies:Lowest"
+        _register_python_policies({"python_policies": {"shared": "test_registry:Lowest"}})
+        assert registry.python_target("shared") == "test_registry:Lowest"
+        _register_python_policies({"python_policies": {"shared": "test_registry:Lowest"}})  # again: nothing to do
+    finally:
+        registry.unregister("shared")

@@ -427,6 +427,45 @@ def test_check_refuses_a_damaged_fabric_json_in_one_line(tmp_path: Path, capsys,
     assert code == 2 and line.startswith(f"error: {out / 'fabric.json'}") and says in line and "internal error" not in line, line
 
 
+@pytest.mark.parametrize(
+    "edit, says",
+    [
+        (lambda t: t.set_column(t.schema.get_field_index("start_s"), "start_s", t.column("start_s").cast("string")), "start_s (string)"),
+        (lambda t: t.set_column(t.schema.get_field_index("end_s"), "end_s", t.column("end_s").cast("double")), "end_s (double)"),
+        (lambda t: t.drop_columns(["node_ranges"]).append_column("node_ranges", pa.array([[1, 2]] * t.num_rows)), "node_ranges (list<element: int64>)"),
+    ],
+)
+def test_check_refuses_a_jobs_parquet_with_columns_of_another_type_in_one_line(tmp_path: Path, capsys, edit, says) -> None:
+    """jobs.parquet rewritten with a string start_s or node lists of another shape: check
+    failed as 'internal error: TypeError / AttributeError ... a bug'."""
+    out = tmp_path / "o"
+    assert main(["simulate", "--trace", str(SWF_OK), "--system", FABRIC, "--out", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    jobs = pq.read_table(out / "jobs.parquet")
+    pq.write_table(edit(jobs).replace_schema_metadata(jobs.schema.metadata), out / "jobs.parquet")
+    code, _, err = run_cli(["check", str(out)], capsys)
+    line = one_clean_line(err)
+    assert code == 2 and line.startswith(f"error: {out / 'jobs.parquet'}: columns of the wrong type: {says}"), line
+
+
+def test_check_reports_jobs_without_a_node_count_and_checks_the_rest(tmp_path: Path, capsys) -> None:
+    """A nodes column with nulls failed as 'internal error: ValueError: cannot convert
+    float NaN to integer'."""
+    out = tmp_path / "o"
+    assert main(["simulate", "--trace", str(SWF_OK), "--system", FABRIC, "--out", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    jobs = pq.read_table(out / "jobs.parquet")
+    nodes = jobs.column("nodes").to_pylist()
+    edited = jobs.set_column(jobs.schema.get_field_index("nodes"), "nodes", pa.array([None] + [n + 1 for n in nodes[1:2]] + nodes[2:], pa.int64()))
+    pq.write_table(edited.replace_schema_metadata(jobs.schema.metadata), out / "jobs.parquet")
+    code, text, _ = run_cli(["check", str(out)], capsys)
+    assert code == 1 and text.splitlines() == [
+        "1 job(s) have no nodes value: their node lists are not compared with it",
+        f"job {jobs.column('job_id')[1]} lists {nodes[1]:,} nodes, but its nodes column says {nodes[1] + 1:,}",
+        "2 problem(s) found",
+    ]
+
+
 def test_check_on_a_directory_of_runs_points_at_them(tmp_path: Path, capsys) -> None:
     """`toposched check` on a compare's (or sweep's) directory said "DIR/jobs.parquet: is
     missing: not a complete result directory", as for a broken run."""
@@ -849,6 +888,29 @@ def test_run_config_from_python_checks_its_settings_as_the_flags_do(settings, fi
         RunConfig(**settings)
     assert e.value.field == field and str(e.value).startswith(f"RunConfig: field '{field}': {why}")
     assert RunConfig(seed=np.int64(7), queue_depth=128, kill_at_walltime=None).seed == 7
+
+
+def test_run_config_takes_numpy_scalars_as_the_values_they_hold(tmp_path: Path) -> None:
+    """RunConfig took np.int64 and friends (numbers.Integral), then the engine refused
+    seed=np.int64(5) with random ("option seed: expected a bool, number or string, got
+    int64") and writing the result failed after the replay ("Object of type int32 is not
+    JSON serializable"): a seed loop over np.arange. np.True_ was refused outright."""
+    from toposched.simulate import RunConfig, simulate
+    from toposched.topology import load_fabric
+    from toposched.workload import read_trace
+
+    w = read_trace(SWF_OK)
+    fabric = load_fabric(FABRIC)
+    config = RunConfig(alloc="random", seed=np.int64(5), utilization_step_s=np.int32(30), queue_depth=np.int64(4), check_interference_free=np.False_)
+    assert [type(getattr(config, f)) for f in ("seed", "utilization_step_s", "queue_depth", "check_interference_free")] == [int, int, int, bool]
+    r = simulate(w, fabric, config)
+    r.write(tmp_path / "o")
+    policy = json.loads((tmp_path / "o" / "summary.json").read_text())["policy"]
+    assert (policy["seed"], policy["utilization_step_s"], policy["queue_depth"]) == (5, 30, 4)
+    same = simulate(w, fabric, RunConfig(alloc="random", seed=5, utilization_step_s=30, queue_depth=4))
+    assert r.jobs.equals(same.jobs)
+    capped = RunConfig(alloc="capped", policy_options={"leaf_cap": np.int64(2)})
+    assert type(capped.policy_options["leaf_cap"]) is int and len(simulate(w, fabric, capped).jobs) == len(w)
 
 
 def test_simulate_names_what_it_wants_for_each_argument():

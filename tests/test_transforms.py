@@ -203,6 +203,16 @@ def test_absurd_transform_numbers_are_input_errors_not_overflows(spec):
     assert repr(spec) in str(err.value)
 
 
+@pytest.mark.parametrize("spec", ["days:1e400", "days:1@1e400", "days:1e14@1e14"])
+def test_a_window_beyond_2_63_seconds_is_an_input_error_not_an_overflow(spec):
+    """days:1e400 failed as an internal error: OverflowError 'integer division result too
+    large for a float' (the window's bounds are int64 seconds)."""
+    with pytest.raises(InputError, match=r"must be below 106,751,991,167,300 \(2\^63 seconds\)") as err:
+        apply_transforms(make([1, 2]), [spec])
+    assert repr(spec) in str(err.value)
+    assert len(apply_transforms(make([1, 2]), ["days:1e14"])) == 2  # far, but in range: everything is kept
+
+
 def test_scale_past_2_31_nodes_names_the_job_and_never_wraps():
     """1,140 x 10^16 wraps in int64 (to a negative product, then "at least 1" node): the
     job must not silently become a 1-node job. Expected values by hand."""
@@ -455,6 +465,23 @@ def test_take_refuses_a_row_twice():
     w = make(np.arange(1, 5))
     with pytest.raises(ValueError, match=r"take: row 1 is given twice"):
         w.take(np.array([0, 1, 1]))
+
+
+def test_take_keeps_the_logs_order_whatever_the_order_of_its_index():
+    """take(np.array([500, 0])) kept the index's order: a workload out of submit order,
+    which a replay refused as the log's fault ("LOG:38: ... rows must be sorted by submit
+    time"), a line of a log that is sorted."""
+    from conftest import EXAMPLE_TRACE
+    from toposched.simulate import simulate
+    from toposched.topology import load_fabric
+    from toposched.workload import read_trace
+
+    w = make(np.arange(1, 11), submit=np.arange(10) * DAY)
+    t = w.take(np.array([7, 2, 5]))
+    assert t["job_id"].tolist() == sorted(t["job_id"].tolist()) and t["submit_s"].tolist() == [2 * DAY, 5 * DAY, 7 * DAY]
+    atlas = read_trace(EXAMPLE_TRACE)
+    r = simulate(atlas.take(np.array([500, 0, 1000])), load_fabric("cab"))
+    assert r.jobs.column("job_id").to_pylist() == atlas["job_id"][[0, 500, 1000]].tolist()
 
 
 def test_a_taken_workloads_run_accounts_for_every_record():

@@ -103,7 +103,15 @@ def fabric_from_hosts(
     """
     if isinstance(nodes_per_leaf, bool) or int(nodes_per_leaf) != nodes_per_leaf or nodes_per_leaf < 1:
         raise ValueError(f"nodes_per_leaf must be a positive integer, got {nodes_per_leaf!r}")
-    ordered = sorted(dict.fromkeys(hosts), key=natural_key)
+    if isinstance(hosts, (str, bytes)):
+        # fabric_from_hosts("n1,n2", 16) made a fabric of the hosts 'n', '1', ',' and '2'
+        raise TypeError(f"hosts must be a list of host names (e.g. hosts_of(workload)), not one string: {hosts!r:.60}")
+    distinct = list(dict.fromkeys(hosts))
+    bad = next((h for h in distinct if not isinstance(h, str) or not h or any(c.isspace() for c in h)), None)
+    if bad is not None:
+        # an empty name or one with a space was dropped or split by topology_conf_text
+        raise ValueError(f"host names must be non-empty strings without spaces, got {bad!r}")
+    ordered = sorted(distinct, key=natural_key)
     if not ordered:
         raise ValueError("no hosts to build a fabric from")
     groups: list[list[str]] = []
@@ -138,6 +146,9 @@ def topology_conf_text(fabric: Fabric) -> str:
     lines = [f"# {spec.name}, written by toposched"] + [f"# {n}" for n in spec.notes]
     for pod in spec.pods:
         for leaf in pod.leaves:
+            bad = next((h for h in leaf.nodes if not h or any(c in "[]," or c.isspace() for c in h)), None)
+            if bad is not None:  # else hostlist's bare "BadHostlist: forbidden character"
+                raise ValueError(f"node {bad!r} of leaf {leaf.name} cannot be written in a topology.conf: Slurm host lists take no '[', ']', ',' or spaces")
             lines.append(f"SwitchName={leaf.name} Nodes={hostlist.collect_hostlist(leaf.nodes)}")
     for pod in spec.pods:
         lines.append(f"SwitchName={pod.name} Switches={','.join(leaf.name for leaf in pod.leaves)}")
@@ -194,19 +205,36 @@ def map_hosts(workload: Workload, fabric: Fabric) -> HostMapping:
             workload.source,
             f"as-logged needs the hosts and start time of every job, and this {workload.format} log gives "
             "none; node lists come from extended SWF (a {n,n,...} 19th field), sacct (NodeList) and PBS (exec_host)",
+            # the format is guessed from the first record: node lists from the second on
+            # were dropped, and this error said the log had none
+            hint="the format is guessed from the first record: if later records have {n,n,...} node lists, --format swf-nodes reads them"
+            if workload.format == "swf"
+            else None,
         )
+    n_jobs = len(workload)
+    for key in ("logged_hosts", "logged_start_s"):
+        if len(workload.extra[key]) != n_jobs:  # else an IndexError in the replay
+            raise InputError(workload.source, f"extra[{key!r}] has {len(workload.extra[key]):,} entries for {n_jobs:,} jobs: one per job")
+    odd = next((i for i, h in enumerate(workload.extra["logged_hosts"]) if isinstance(h, (str, bytes)) or not isinstance(h, (list, tuple, np.ndarray))), None)
+    if odd is not None:  # a string was read as its characters: 'n12' as hosts n, 1 and 2
+        raise InputError(workload.source, f"extra['logged_hosts'][{odd}] is {workload.extra['logged_hosts'][odd]!r}: each job's hosts must be a list of host names")
     names = fabric.spec.node_names
     exact = {n: i for i, n in enumerate(names)}
     short: dict[str, int | None] = {}
+    shared: dict[str, list[str]] = {}  # short name -> the fabric's nodes that have it
     for i, n in enumerate(names):
         s = n.split(".", 1)[0]
         short[s] = None if s in short and short[s] != i else i
+        shared.setdefault(s, []).append(n)
     why = _why_not_on(fabric)
     node_ids: list[np.ndarray | None] = []
     reasons: dict[int, str] = {}
     unmapped: dict[str, int] = {}
     by_short: set[str] = set()
     starts = workload.extra["logged_start_s"]
+    # sacct and PBS say which jobs have a start: theirs may be negative (before the
+    # earliest submit, the origin); an SWF start (submit + wait) is -1 when unknown
+    started = workload.extra.get("logged_started")
     for row, hosts in enumerate(workload.extra["logged_hosts"]):
         if not hosts:
             node_ids.append(None)
@@ -228,10 +256,20 @@ def map_hosts(workload: Workload, fabric: Fabric) -> HostMapping:
             for h in missing:
                 unmapped[h] = unmapped.get(h, 0) + 1
             node_ids.append(None)
-            what = f"host {missing[0]} is" if len(missing) == 1 else f"hosts {_list(missing)} are"
-            reasons[row] = f"host not on fabric; {what} not on fabric {fabric.name} ({why})"
+            # a short name that several nodes share matches none of them: not an absent host
+            ambiguous = [(h, shared[h.split(".", 1)[0]]) for h in missing if len(shared.get(h.split(".", 1)[0], ())) > 1]
+            absent = [h for h in missing if len(shared.get(h.split(".", 1)[0], ())) <= 1]
+            parts = []
+            if absent:
+                what = f"host {absent[0]} is" if len(absent) == 1 else f"hosts {_list(absent)} are"
+                parts.append(f"{what} not on fabric {fabric.name} ({why})")
+            if ambiguous:
+                h, those = ambiguous[0]
+                more = f" (and {len(ambiguous) - 1} more such hosts)" if len(ambiguous) > 1 else ""
+                parts.append(f"host {h} matches {len(those)} nodes of fabric {fabric.name} by its short name ({_list(those)}), none exactly{more}")
+            reasons[row] = "host not on fabric; " + "; ".join(parts)
             continue
-        if int(starts[row]) < 0:
+        if not bool(started[row]) if started is not None else int(starts[row]) < 0:
             node_ids.append(None)
             reasons[row] = "no start in the log; the log names hosts but no start time"
             continue
@@ -366,6 +404,11 @@ def replay_as_logged(workload: Workload, fabric: Fabric, config: RunConfig = Run
         from .utilization import UtilizationSeries
 
         t0, t1, step = int(summary["first_submit_s"]), int(summary["last_end_s"]), cfg.utilization_step_s
+        # a logged start before the first submit: busy from t0, the series' first instant
+        # (from_jobs leaves out an interval that begins before t0)
+        m_start = np.maximum(m_start, t0)
+        keep = m_end > m_start
+        m_start, m_end, ones = m_start[keep], m_end[keep], ones[keep]
         # only zero-length jobs: no changes, nothing is ever busy
         series = UtilizationSeries.from_jobs(m_start, m_end, ones, t0, t1, step, fabric.n_nodes)
         result.utilization_series = series

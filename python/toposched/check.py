@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .errors import InputError
-from .nodelists import has_node_lists, lists_from_ranges, table_ranges
+from .nodelists import NODE_RANGES, has_node_lists, lists_from_ranges, node_column, table_ranges
 
 
 class Problems(list[str]):
@@ -41,18 +41,31 @@ class Problems(list[str]):
 
 
 def _overlaps(key: np.ndarray, start: np.ndarray, end: np.ndarray, job: np.ndarray, what: str, limit: int) -> tuple[list[str], int]:
-    """Pairs of intervals with the same key that overlap (the first ``limit``, and how many
-    in all). Sorted by (key, start), an overlap exists iff two neighbours overlap, so one
-    pass over neighbours suffices."""
+    """Intervals that start while an earlier interval of the same key still holds it (the
+    first ``limit``, each with the one holding the key longest, and how many in all).
+    Sorted by (key, start), each is compared with the latest-ending interval before it of
+    its key, not only its neighbour: a job holding a node across several short ones
+    overlaps each of them (a neighbour-only pass reported the first and counted 1)."""
     keep = end > start  # zero-length intervals hold nothing
     key, start, end, job = key[keep], start[keep], end[keep], job[keep]
     order = np.lexsort((start, key))
     key, start, end, job = key[order], start[order], end[order], job[order]
-    bad = np.flatnonzero((key[1:] == key[:-1]) & (start[1:] < end[:-1]))
-    return [
-        f"{what} {int(key[i])} held by jobs {int(job[i])} [{int(start[i])}, {int(end[i])}) and {int(job[i + 1])} [{int(start[i + 1])}, {int(end[i + 1])})"
-        for i in bad[:limit]
-    ], len(bad)
+    n = len(key)
+    if n < 2:
+        return [], 0
+    # the latest end among the intervals of key[i] up to i, in one running maximum: each
+    # end replaced by its rank (< n), offset by its key's group number times n, so that a
+    # group's values exceed every earlier group's (group * n + rank < n^2 < 2^63)
+    ends, rank = np.unique(end, return_inverse=True)
+    group = np.cumsum(np.concatenate([[0], key[1:] != key[:-1]])).astype(np.int64)
+    latest = ends[np.maximum.accumulate(group * n + rank.astype(np.int64)) - group * n]
+    bad = np.flatnonzero((key[1:] == key[:-1]) & (start[1:] < latest[:-1])) + 1
+    lines = []
+    for i in bad[:limit].tolist():
+        first = int(np.searchsorted(key, key[i]))  # the holder: the earlier interval of the key ending last
+        h = first + int(np.argmax(end[first:i]))
+        lines.append(f"{what} {int(key[i])} held by jobs {int(job[h])} [{int(start[h])}, {int(end[h])}) and {int(job[i])} [{int(start[i])}, {int(end[i])})")
+    return lines, len(bad)
 
 
 def _ranges_never_shared(range_offsets: np.ndarray, first: np.ndarray, count: np.ndarray, start: np.ndarray, end: np.ndarray) -> bool:
@@ -91,9 +104,23 @@ def _ranges_never_shared(range_offsets: np.ndarray, first: np.ndarray, count: np
     return True
 
 
-def check_schedule(jobs: pa.Table, fabric: dict[str, Any], *, interference_free: bool = False, limit: int = 10) -> Problems:
+def check_schedule(jobs: Any, fabric: Any, *, interference_free: bool = False, limit: int = 10) -> Problems:
     """Problems found in a schedule (empty when it is sound): the first ``limit`` of each
-    kind, an "and N more" line for each kind cut short, and ``.total`` for all of them."""
+    kind, an "and N more" line for each kind cut short, and ``.total`` for all of them.
+
+    ``jobs`` is a jobs table (``SimResult.jobs``, jobs.parquet) or a SimResult; ``fabric``
+    a :class:`~toposched.topology.Fabric` or its description (``Fabric.describe()``,
+    fabric.json)."""
+    # check_schedule(result, fabric) ended in AttributeError ('SimResult' object has no
+    # attribute 'column') or TypeError ('Fabric' object is not subscriptable)
+    if hasattr(jobs, "finished") and hasattr(jobs, "jobs") and not isinstance(jobs, pa.Table):
+        jobs = jobs.jobs
+    if not isinstance(fabric, dict) and callable(getattr(fabric, "describe", None)):
+        fabric = fabric.describe()  # a Fabric (not imported here: check's start-up)
+    if not isinstance(jobs, pa.Table):
+        raise TypeError(f"check_schedule(): jobs must be a jobs table (SimResult.jobs, or jobs.parquet read with pyarrow), got {type(jobs).__name__}")
+    if not isinstance(fabric, dict) or not all(isinstance(fabric.get(k), list) for k in ("node_leaf", "leaf_pod")):
+        raise TypeError(f"check_schedule(): fabric must be a Fabric or its description (Fabric.describe(), fabric.json), got {type(fabric).__name__} {fabric!r:.60}")
     problems = Problems()
     # a missing value would read as NaN and pass every comparison below
     for name in ("job_id", "submit_s", "start_s", "end_s"):
@@ -125,8 +152,14 @@ def check_schedule(jobs: pa.Table, fabric: dict[str, Any], *, interference_free:
     )
     if "nodes" in jobs.column_names:
         listed = np.bincount(job_of_range, weights=count, minlength=len(job_id)).astype(np.int64)
-        said = jobs.column("nodes").to_numpy(zero_copy_only=False)
-        differ = np.flatnonzero(listed != said)
+        column = jobs.column("nodes")
+        known = np.ones(len(job_id), dtype=bool)
+        if column.null_count:  # read as NaN, they failed as an internal error
+            problems.add([f"{column.null_count:,} job(s) have no nodes value: their node lists are not compared with it"], column.null_count, "jobs without nodes")
+            known = column.is_valid().to_numpy(zero_copy_only=False)
+            column = column.fill_null(0)
+        said = column.to_numpy(zero_copy_only=False)
+        differ = np.flatnonzero(known & (listed != said))
         problems.add(
             [f"job {int(job_id[i])} lists {int(listed[i]):,} nodes, but its nodes column says {int(said[i]):,}" for i in differ[:limit]],
             len(differ),
@@ -182,10 +215,30 @@ def check_run_dir(out_dir: str | Path, *, interference_free: bool = False) -> Pr
         missing.append("node_ranges")
     if missing:
         raise InputError(str(out / "jobs.parquet"), f"lacks columns {missing}: not a jobs.parquet written by toposched")
+    _check_column_types(out / "jobs.parquet", jobs.schema)
     found = check_schedule(jobs, fabric, interference_free=interference_free)
     problems.extend(found)
     problems.total += found.total
     return problems
+
+
+def _check_column_types(path: Path, schema: pa.Schema) -> None:
+    """The columns the checks read hold whole numbers, and the node lists are lists of
+    node ids or of (first, count) ranges: a string start_s, or a node_ranges column of
+    another shape, failed in the comparisons as an internal error."""
+    wrong = [f"{c} ({schema.field(c).type})" for c in ("job_id", "submit_s", "start_s", "end_s", "nodes") if c in schema.names and not pa.types.is_integer(schema.field(c).type)]
+    name = node_column(schema.names)
+    typ = schema.field(name).type
+    value = typ.value_type if pa.types.is_list(typ) or pa.types.is_large_list(typ) else None
+    if name == NODE_RANGES:
+        fields = {value.field(i).name: value.field(i).type for i in range(value.num_fields)} if value is not None and pa.types.is_struct(value) else {}
+        shaped = all(k in fields and pa.types.is_integer(fields[k]) for k in ("first", "count"))
+    else:
+        shaped = value is not None and pa.types.is_integer(value)
+    if not shaped:
+        wrong.append(f"{name} ({typ})")
+    if wrong:
+        raise InputError(str(path), f"columns of the wrong type: {', '.join(wrong)}: not a jobs.parquet written by toposched")
 
 
 def _check_fabric_maps(path: Path, node_leaf: list[Any], leaf_pod: list[Any]) -> None:

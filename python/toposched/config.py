@@ -56,6 +56,9 @@ class RunConfig:
                 raise InputError("RunConfig", f"expected a whole number, got {v!r} (as {flag} takes it)", field=name)
             if not lo <= int(v) <= hi:
                 raise InputError("RunConfig", f"must be between {lo} and {hi}, got {v} (as {flag} takes it)", field=name)
+            # a NumPy integer (seed=np.int64(3), from np.arange) was taken, then refused by
+            # the engine as "expected a bool, number or string" or by json when written
+            object.__setattr__(self, name, int(v))
 
         whole("seed", 0, SEED_MAX, "--seed")
         if self.queue_depth is not None:
@@ -63,7 +66,9 @@ class RunConfig:
         whole("utilization_step_s", 1, MAX_COUNT - 1, "utilization_step_s")
         for name in ("kill_at_walltime", "flux_window", "reserved_tiers_always", "check_interference_free", "record_reservations"):
             v = getattr(self, name)
-            if not isinstance(v, bool) and not (name == "kill_at_walltime" and v is None):
+            if _numpy_scalar(v) and isinstance(v.item(), bool):
+                object.__setattr__(self, name, v.item())
+            elif not isinstance(v, bool) and not (name == "kill_at_walltime" and v is None):
                 raise InputError("RunConfig", f"expected True or False, got {v!r}", field=name)
         for name in ("queue", "event_order", "leaf_order", "tie_break", "slurm_profile"):
             if not isinstance(getattr(self, name), str):
@@ -77,8 +82,19 @@ class RunConfig:
         if isinstance(self.network, str) and self.network.replace(",", "").strip() == "":
             # as --network refuses it: an empty spec read as "no model" ran without a word
             raise InputError("RunConfig", f"expected a network SPEC (bins, random, heavy, column:NAME, KEY=VALUE,... or a spec file), got {self.network!r}; None runs without the model", field="network")
+        if isinstance(self.queue_order, str) and ":" not in self.queue_order or isinstance(self.queue_order, (bool, int, float)):
+            # a name such as "sjf" reached the engine, which refused it as an internal error
+            raise InputError("RunConfig", f"expected None, a 'module:Class' string or a QueueOrder instance (docs/python-policies.md), got {self.queue_order!r}; the queue policy itself is queue=", field="queue_order")
         if not isinstance(self.policy_options, dict):
             raise InputError("RunConfig", f"expected a dict of option name -> value, got {self.policy_options!r}", field="policy_options")
+        if any(_numpy_scalar(v) for v in self.policy_options.values()):
+            # NumPy scalars as the Python values they hold (the engine takes bool, int, float, str)
+            object.__setattr__(self, "policy_options", {k: v.item() if _numpy_scalar(v) else v for k, v in self.policy_options.items()})
+
+
+def _numpy_scalar(v: Any) -> bool:
+    """A NumPy scalar (np.int64(3), np.True_), told without importing NumPy."""
+    return type(v).__module__ == "numpy" and callable(getattr(v, "item", None))
 
 
 def policy_options(config: RunConfig) -> dict[str, Any]:

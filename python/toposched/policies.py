@@ -111,15 +111,23 @@ def load_policy(spec: str) -> Any:
     except AttributeError:
         raise ToposchedError(f"policy {spec!r}: module {module_name!r} has no {attr!r}") from None
     try:
-        return cls()
+        obj = cls()
     except Exception as exc:  # a user's constructor: report, do not crash
         raise ToposchedError(f"policy {spec!r}: creating it failed: {exc!r}") from None
+    if obj is None or isinstance(obj, (str, bytes, int, float, type)):
+        # "mod:some_function" returning a string was then run as the built-in of that name
+        raise ToposchedError(f"policy {spec!r}: {attr}() gave {type(obj).__name__} {obj!r:.60}, not a policy object; name a class (docs/python-policies.md)")
+    return obj
 
 
 def resolve(policy: Any, fabric: Any) -> Any:
     """A built-in name stays a string; ``module:Class`` or an instance becomes a set-up object."""
     if isinstance(policy, str) and ":" not in policy:
         return policy
+    if isinstance(policy, type):
+        # RunConfig(alloc=FewLeaves): the class, not an instance; its setup() then failed
+        # as "missing 1 required positional argument: 'fabric'" under the name builtins:type
+        raise ToposchedError(f"policy {policy.__module__}:{policy.__qualname__}: pass an instance, {policy.__qualname__}(), not the class")
     obj = load_policy(policy) if isinstance(policy, str) else policy
     setup = getattr(obj, "setup", None)
     if callable(setup):
@@ -131,10 +139,34 @@ def resolve(policy: Any, fabric: Any) -> Any:
 
 
 def check_methods(policy: Any, method: str, signature: str) -> None:
-    """Refuse a policy written in Python that lacks the method the engine calls (the
-    binding's TypeError would read as a bug in toposched)."""
+    """Refuse a policy written in Python that lacks the method the engine calls, or (an
+    allocation policy) whose ``name``, ``fungible`` or ``fits_ever`` the engine cannot
+    read (the binding's TypeError would read as a bug in toposched)."""
     if not isinstance(policy, str) and not callable(getattr(policy, method, None)):
         raise ToposchedError(f"policy {describe(policy)}: has no {method}({signature}) method (docs/python-policies.md)")
+    base = {"select": AllocationPolicy, "key": QueueOrder}.get(method)
+    if base is not None and isinstance(policy, base) and getattr(type(policy), method, None) is getattr(base, method):
+        # the base class's own method: the run stopped at the first call with a bare
+        # "raised NotImplementedError" and a traceback into this module
+        raise ToposchedError(f"policy {describe(policy)}: does not define {method}({signature}), which {base.__name__} leaves to subclasses (docs/python-policies.md)")
+    if method == "select" and not isinstance(policy, str):
+        # what the engine reads from the object: a wrong type was a bare TypeError ("'int'
+        # object cannot be converted to 'PyString'"), an internal error on the command
+        # line; a fits_ever that is no method skipped every job as "fits_ever raised"
+        name = getattr(policy, "name", None)
+        if name is not None and (not isinstance(name, str) or not name.strip()):
+            # "" named it nothing in the engine's errors ("allocation policy : select...")
+            raise ToposchedError(f"policy {describe_type(policy)}: its name must be a non-empty string or None, got {name!r}")
+        fungible = getattr(policy, "fungible", False)
+        if not isinstance(fungible, (bool, np.bool_)):
+            raise ToposchedError(f"policy {describe(policy)}: fungible must be True or False, got {fungible!r}")
+        if hasattr(policy, "fits_ever") and not callable(policy.fits_ever):
+            raise ToposchedError(f"policy {describe(policy)}: fits_ever must be a method fits_ever(nodes), got {policy.fits_ever!r}")
+
+
+def describe_type(policy: Any) -> str:
+    """``module:Class`` of a policy object."""
+    return f"{type(policy).__module__}:{type(policy).__qualname__}"
 
 
 def describe(policy: Any) -> str | None:

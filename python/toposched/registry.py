@@ -16,10 +16,13 @@ docs/policies.md. Nothing here lists a policy by name.
 from __future__ import annotations
 
 import functools
+import re
+import warnings
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from . import _core
+from .errors import ToposchedError
 
 
 @dataclass(frozen=True)
@@ -141,16 +144,33 @@ def register(target: str, *, name: str | None = None, summary: str | None = None
     sweeps and the catalogue then take it like a built-in. Packages can register theirs
     without code through the entry point group ``toposched.policies`` (``NAME =
     "module:Class"``). The class is imported here, so a bad target fails now."""
+    return _register(target, name, summary, from_entry_point=False)
+
+
+def _register(target: str, name: str | None, summary: str | None, *, from_entry_point: bool) -> Policy:
     from .errors import InputError
     from .policies import load_policy
 
+    if not isinstance(target, str):
+        # register(FewLeaves()) ended in AttributeError: 'FewLeaves' object has no attribute 'partition'
+        raise InputError("policy", f"register() takes the policy's import path 'module:Class' (so that worker processes can import it), got {type(target).__name__} {target!r:.60}")
     obj = load_policy(target)
     cls = obj if isinstance(obj, type) else type(obj)
+    if not callable(getattr(obj, "select", None)):
+        # a QueueOrder (or anything without select) was registered as an allocation policy
+        # and failed only in the runs naming it
+        raise InputError("policy", f"{target}: has no select(nodes, free) method; only allocation policies (AllocationPolicy, docs/python-policies.md) are registered")
     name = name or getattr(cls, "name", None) or cls.__name__
-    if not isinstance(name, str) or not name or ":" in name:
-        raise InputError("policy", f"{target}: a registered policy needs a name without ':' (got {name!r})")
-    if any(p.name == name for p in _core_policies()):
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
+        # a comma splits compare's --allocs, a space a sweep's list; ':' means module:Class
+        raise InputError("policy", f"{target}: a registered policy needs a name of letters, digits, '-', '_' and '.' (got {name!r})")
+    if name == "as-logged" or any(p.name == name for p in _core_policies()):
+        # as-logged is no registry policy but is taken before it: the policy never ran
         raise InputError("policy", f"{target}: {name!r} is the name of a built-in policy")
+    taken = _PYTHON.get(name)
+    if taken is not None and taken.python != target and not _from_entry_point.get(name, False):
+        # the first was replaced without a word: runs naming it ran the second
+        raise InputError("policy", f"{target}: {name!r} is already the name of {taken.python}; unregister({name!r}) first, or give another name")
     doc = (cls.__doc__ or "").strip()
     entry = Policy(
         name=name,
@@ -163,12 +183,21 @@ def register(target: str, *, name: str | None = None, summary: str | None = None
         python=target,
     )
     _PYTHON[name] = entry
+    _from_entry_point[name] = from_entry_point
     return entry
+
+
+#: Entry points of the group ``toposched.policies`` that could not be registered (warned once).
+_BROKEN_ENTRY_POINTS: set[str] = set()
+#: Whether each name of ``_PYTHON`` came from an installed entry point (a call of
+#: :func:`register` may name another class under it: the caller's choice wins).
+_from_entry_point: dict[str, bool] = {}
 
 
 def unregister(name: str) -> None:
     """Forget a policy registered with :func:`register` (tests)."""
     _PYTHON.pop(name, None)
+    _from_entry_point.pop(name, None)
 
 
 @functools.cache
@@ -182,8 +211,15 @@ def policies() -> tuple[Policy, ...]:
     """Every registered policy: the core's (queue policies, then allocation policies, in
     file-name order), then allocation policies written in Python."""
     for ep_name, target in _entry_point_policies():
-        if ep_name not in _PYTHON:
-            register(target, name=ep_name)
+        if ep_name not in _PYTHON and ep_name not in _BROKEN_ENTRY_POINTS:
+            try:
+                _register(target, ep_name, None, from_entry_point=True)
+            except ToposchedError as exc:
+                # one installed package's bad entry point (a built-in's name, a module that
+                # fails to import) stopped every command that lists the policies, simulate
+                # --help and compare among them, with an error that did not say where it came from
+                _BROKEN_ENTRY_POINTS.add(ep_name)
+                warnings.warn(f"the installed entry point '{ep_name} = {target}' (group toposched.policies) is left out: {exc}", stacklevel=2)
     return _core_policies() + tuple(_PYTHON.values())
 
 

@@ -50,6 +50,8 @@ from .limits import MAX_COUNT, SEED_MAX
 from .workload.model import Workload
 
 DAY_S = 86_400
+#: Days in 2^63 seconds (the int64 submit times): no window reaches that far.
+MAX_DAYS = 2**63 // DAY_S
 
 #: Speedup scenarios, in the paper's order.
 SCENARIOS: tuple[str, ...] = ("none", "ta5", "ta10", "ta20", "v1", "v2")
@@ -297,6 +299,11 @@ def parse_transform(raw: str) -> Transform:
                 raise _bad(spec, f"the start day must be a number, got {start!r}") from None
             if s < 0:
                 raise _bad(spec, f"the start day must be 0 or more, got {start!r}")
+        # beyond 2^63 s the window's bounds are no submit time (days:1e400 failed as an
+        # internal error: "integer division result too large for a float")
+        for what, v, text in (("the number of days", n, length), ("the start day", s, start), ("the window's end", n + s, arg)):
+            if v >= MAX_DAYS:
+                raise _bad(spec, f"{what} must be below {MAX_DAYS:,} (2^63 seconds), got {text.strip()!r}")
         return Transform("days", n, s)
     if name == "cores":
         if not sep:

@@ -56,6 +56,16 @@ def positive_number(text: str) -> float:
     return v
 
 
+def module_class(text: str) -> str:
+    """A ``module:Class`` import path (a queue order written in Python), for argparse
+    ``type=``: there are no built-in queue orders, and a bare name reached the engine,
+    which refused it as an internal error."""
+    module, sep, attr = text.partition(":")
+    if not sep or not module or not attr:
+        raise argparse.ArgumentTypeError(f"expected MODULE:CLASS, a QueueOrder written in Python (docs/python-policies.md), got {text!r}; the queue policy itself is --queue")
+    return text
+
+
 def add_executor_arguments(g: Any, workers_flag: str) -> None:
     """Where the runs go (shared by sweep, compare and frontier): a local process pool by
     default, Dask when asked."""
@@ -112,7 +122,7 @@ def add_run_options(parser: argparse.ArgumentParser, *, seed_help: str = "seed o
 
     g = parser.add_argument_group("engine and policy settings (docs/semantics.md)")
     g.add_argument("--profile", choices=tuple(PROFILES), help="set a published system's values at once; flags given override it; a value the run's policies do not read is refused, as the flag would be (flux-sc18: the SC18 flux plugin = --queue-depth 128 --flux-window --reserved-tiers-always --leaf-order flux-topo --tie-break name, for --queue easy --alloc isolated)")
-    g.add_argument("--queue-order", metavar="MODULE:CLASS", help="reorder the queue at every pass with a QueueOrder written in Python (docs/python-policies.md)")
+    g.add_argument("--queue-order", type=module_class, metavar="MODULE:CLASS", help="reorder the queue at every pass with a QueueOrder written in Python (docs/python-policies.md)")
     g.add_argument("--seed", type=seed, help=seed_help)
     g.add_argument("--switches", type=switches, metavar="N[@SECONDS]", help="Slurm --switches for every job: wait up to SECONDS (default 300) for an allocation on at most N leaves")
     g.add_argument("--queue-depth", type=positive_int, help="consider at most this many queued jobs per pass (default: all; the flux plugin used 128)")

@@ -426,7 +426,9 @@ def _register_python_policies(task: dict[str, Any]) -> None:
     from .. import registry
 
     for name, target in (task.get("python_policies") or {}).items():
-        if registry.policy(name) is None:
+        # not only when the name is unknown here: an installed entry point of that name
+        # (another class) ran in the worker in place of the driver's registered one
+        if registry.python_target(name) != target:
             registry.register(target, name=name)
 
 

@@ -288,7 +288,8 @@ def read_pbs(
         * ``line``: the 1-based line of the record.
 
     Extra per-job columns: ``logged_start_s`` (``start`` relative to the origin; -1 if
-    none), ``logged_end_s`` (``end``, likewise), ``logged_hosts`` (list of host lists,
+    none, negative for a start before the origin), ``logged_started`` (bool: the log
+    gives a ``start``), ``logged_end_s`` (``end``, likewise), ``logged_hosts`` (list of host lists,
     distinct, in order of first appearance), ``logged_nodelist`` (``exec_host`` as
     printed, else ``exec_vnode``; ``""`` if neither), ``log_job_id``, ``queue``, ``user``,
     ``exit_status`` (strings, ``""`` when absent). Id columns: ``user_id`` from ``user``,
@@ -450,6 +451,8 @@ def read_pbs(
     }
     extra = {
         "logged_start_s": rel(cols["start"]),
+        # a start before the earliest submit is negative, not "none" (see sacct's)
+        "logged_started": np.asarray(cols["start"], dtype=np.int64) >= 0,
         "logged_end_s": rel(cols["end"]),
         "logged_hosts": hosts_col,
         "logged_nodelist": nodelist_col,

@@ -378,10 +378,13 @@ class _Jobs:
         submit_ep = [j.submit for j in jobs]
         origin = min(submit_ep) if submit_ep else None
         sub_arr = np.asarray(submit_ep, dtype=np.int64)
+        started = np.asarray([j.start is not None for j in jobs], dtype=bool)
         start_arr = np.asarray([-1 if j.start is None else j.start for j in jobs], dtype=np.int64)
         if origin is not None:
             sub_arr = sub_arr - origin
-            start_arr = np.where(start_arr >= 0, start_arr - origin, -1)
+            # a Start before the earliest Submit is negative, not "never started": that is
+            # logged_started (as-logged reported such a job as "no start in the log")
+            start_arr = np.where(started, start_arr - origin, -1)
 
         def col(values: list[int]) -> np.ndarray:
             return np.asarray(values, dtype=np.int64)
@@ -398,6 +401,7 @@ class _Jobs:
         }
         extra = {
             "logged_start_s": start_arr.astype(np.int64),
+            "logged_started": started,
             "logged_nodelist": [j.nodelist for j in jobs],
             "logged_hosts": [j.hosts for j in jobs],
             "state": self.states,
@@ -461,7 +465,8 @@ def read_sacct(
         * ``line``: the physical line where the record starts.
 
     Extra per-job columns: ``logged_start_s`` (int64 array, ``Start`` relative to the
-    origin, -1 if the job never started), ``logged_nodelist`` (NodeList as printed, ""
+    origin, -1 if the job never started; negative for a start before the origin),
+    ``logged_started`` (bool array: the log gives a ``Start``), ``logged_nodelist`` (NodeList as printed, ""
     if none), ``logged_hosts`` (NodeList expanded to host names), ``state``,
     ``partition`` and ``user`` (as printed, "" when the column is absent). Id columns:
     ``user_id``, ``account_id``, ``qos_id``, ``partition_id`` from ``User``, ``Account``,
