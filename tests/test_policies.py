@@ -219,3 +219,82 @@ def test_a_subclass_without_its_method_is_told_so_before_the_run():
         simulate(w, fabric, RunConfig(alloc=type("NoSelect", (AllocationPolicy,), {"fungible": True})()))
     with pytest.raises(ToposchedError, match=r"does not define key\(job_id, submit_s, nodes, walltime_s, now_s\), which QueueOrder leaves"):
         simulate(w, fabric, RunConfig(queue_order=QueueOrder()))
+
+
+class FitsRaises(Lowest):
+    def fits_ever(self, nodes):
+        raise ValueError("no table of sizes yet")
+
+
+class FitsForgetsReturn(Lowest):
+    def fits_ever(self, nodes):
+        nodes <= 64  # noqa: B015 - the forgotten `return` of the test
+
+
+@pytest.mark.parametrize("policy, words", [(FitsRaises, "fits_ever(1) raised ValueError: no table of sizes yet"), (FitsForgetsReturn, "fits_ever(1) must return True, False or a reason string, not None")])
+def test_fits_ever_that_raises_or_answers_nothing_stops_the_run(atlas, policy, words):
+    """fits_ever raising (or a forgotten `return`) skipped every job with that as the
+    reason, and the run ended as a success with nothing replayed: it now stops the run,
+    as a bad answer of select does (docs/python-policies.md)."""
+    with pytest.raises(SimulationError) as exc:
+        simulate(atlas, load_fabric("cab"), RunConfig(queue="easy", alloc=policy()))
+    assert f"allocation policy {policy.__name__}: {words}" in str(exc.value)
+
+
+class CtrlC(Lowest):
+    """Ctrl-C on the 200th call of select (a person stopping a slow policy)."""
+
+    calls = 0
+
+    def select(self, nodes, free):
+        CtrlC.calls += 1
+        if CtrlC.calls == 200:
+            raise KeyboardInterrupt
+        return super().select(nodes, free)
+
+
+class CtrlCKey(SmallFirst):
+    calls = 0
+
+    def key(self, job_id, submit_s, nodes, walltime_s, now_s):
+        CtrlCKey.calls += 1
+        if CtrlCKey.calls == 300:
+            raise KeyboardInterrupt
+        return nodes
+
+
+@pytest.mark.parametrize("config", [RunConfig(queue="easy", alloc=CtrlC()), RunConfig(queue="easy", alloc="linear", queue_order=CtrlCKey())], ids=["select", "key"])
+def test_ctrl_c_inside_a_python_policy_is_an_interruption(atlas, config):
+    """A Ctrl-C while select or key ran became a SimulationError (exit 2, no results), where
+    a Ctrl-C between steps gives the jobs finished so far with complete: false (exit 130):
+    now the same."""
+    CtrlC.calls = CtrlCKey.calls = 0
+    r = simulate(atlas, load_fabric("cab"), config)
+    assert r.summary["complete"] is False
+    assert 0 < r.finished.n_rows < len(atlas)
+    assert check_schedule(r, load_fabric("cab")) == []  # what ran before the Ctrl-C is a sound schedule
+
+
+def test_ctrl_c_inside_a_python_policy_exits_130_with_the_results_so_far(tmp_path):
+    """On the command line: exit 130 and the files of the jobs finished so far (complete:
+    false), not "error: ... raised KeyboardInterrupt" and exit 2."""
+    (tmp_path / "stopper.py").write_text(
+        "from toposched.policies import AllocationPolicy\n"
+        "class Stop(AllocationPolicy):\n"
+        "    fungible = True\n"
+        "    calls = 0\n"
+        "    def select(self, nodes, free):\n"
+        "        Stop.calls += 1\n"
+        "        if Stop.calls == 500:\n"
+        "            raise KeyboardInterrupt\n"
+        "        return free[:nodes].tolist() if len(free) >= nodes else None\n"
+    )
+    out = tmp_path / "o"
+    r = subprocess.run([sys.executable, "-m", "toposched.cli", "simulate", "--trace", str(EXAMPLE_TRACE), "--system", "cab", "--alloc", "stopper:Stop", "--out", str(out), "--quiet"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 130, r.stderr
+    assert "interrupted" in r.stderr and "Traceback" not in r.stderr
+    import json
+
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["complete"] is False and 0 < summary["jobs"]["replayed"]

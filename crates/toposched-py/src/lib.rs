@@ -568,7 +568,14 @@ impl Simulation {
         let engine = &mut self.engine;
         let r = py.allow_threads(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(engine))));
         match r {
-            Ok(r) => r.map_err(|e| PyRuntimeError::new_err(e.0)),
+            // a Ctrl-C inside a policy written in Python: an interruption, as between steps
+            Ok(r) => r.map_err(|e| {
+                if e.0 == policies::INTERRUPTED {
+                    pyo3::exceptions::PyKeyboardInterrupt::new_err(e.0)
+                } else {
+                    PyRuntimeError::new_err(e.0)
+                }
+            }),
             Err(payload) => {
                 let what = format!("replaying (simulated time {} s, {} jobs submitted)", self.engine.now(), self.engine.submitted());
                 let why = panic_message(&what, payload);

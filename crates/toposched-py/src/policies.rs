@@ -15,6 +15,19 @@ use toposched_core::queue::{PassCtx, QueuePolicy};
 use toposched_core::state::ClusterState;
 use toposched_core::Topology;
 
+/// What a policy's callback answered with a Ctrl-C (KeyboardInterrupt): the run stops as
+/// an interrupted one (`Simulation.step` raises KeyboardInterrupt; the result holds the
+/// jobs finished so far), not as a policy's failure.
+pub const INTERRUPTED: &str = "interrupted (Ctrl-C) while a policy written in Python ran";
+
+/// The error of a callback `what` (e.g. "select(4, free)") that raised `err`.
+fn raised(py: Python<'_>, what: &str, err: &PyErr) -> String {
+    if err.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+        return INTERRUPTED.to_string();
+    }
+    format!("{what} raised {}", describe(py, err))
+}
+
 fn describe(py: Python<'_>, err: &PyErr) -> String {
     let tb = err
         .traceback(py)
@@ -29,7 +42,8 @@ pub struct PyAllocator {
     obj: Py<PyAny>,
     name: String,
     fungible: bool,
-    error: Option<String>,
+    /// The first bad answer or exception (a lock: fits_ever is asked through `&self`).
+    error: std::sync::Mutex<Option<String>>,
 }
 
 impl PyAllocator {
@@ -46,13 +60,18 @@ impl PyAllocator {
         if !b.hasattr("select")? {
             return Err(pyo3::exceptions::PyTypeError::new_err(format!("allocation policy {name} has no select(nodes, free) method")));
         }
-        Ok(PyAllocator { obj, name, fungible, error: None })
+        Ok(PyAllocator { obj, name, fungible, error: std::sync::Mutex::new(None) })
     }
 
-    fn fail(&mut self, msg: String) {
-        if self.error.is_none() {
-            self.error = Some(format!("allocation policy {}: {msg}", self.name));
+    fn fail(&self, msg: String) {
+        let mut error = self.error.lock().unwrap_or_else(|e| e.into_inner());
+        if error.is_none() {
+            *error = Some(if msg == INTERRUPTED { msg } else { format!("allocation policy {}: {msg}", self.name) });
         }
+    }
+
+    fn failed(&self) -> bool {
+        self.error.lock().unwrap_or_else(|e| e.into_inner()).is_some()
     }
 }
 
@@ -74,16 +93,25 @@ impl Allocator for PyAllocator {
                 return Ok(());
             }
             match b.call_method1("fits_ever", (nodes,)) {
-                Ok(v) if v.is_truthy().unwrap_or(false) && !v.is_instance_of::<pyo3::types::PyString>() => Ok(()),
                 Ok(v) if v.is_instance_of::<pyo3::types::PyString>() => Err(v.extract::<String>().unwrap_or_default()),
+                // a forgotten `return` skipped every job, and the run ended "successfully"
+                Ok(v) if v.is_none() => {
+                    self.fail(format!("fits_ever({nodes}) must return True, False or a reason string, not None"));
+                    Err("fits_ever gave no answer".to_string())
+                }
+                Ok(v) if v.is_truthy().unwrap_or(false) => Ok(()),
                 Ok(_) => Err(format!("policy {} says a job of {nodes} nodes can never fit", self.name)),
-                Err(e) => Err(format!("policy {}: fits_ever raised {}", self.name, describe(py, &e))),
+                // an exception stops the run (it skipped the job with the traceback as reason)
+                Err(e) => {
+                    self.fail(raised(py, &format!("fits_ever({nodes})"), &e));
+                    Err("fits_ever raised".to_string())
+                }
             }
         })
     }
 
     fn select(&mut self, topo: &Topology, state: &ClusterState, nodes: u32, guard: &Guard) -> Option<Vec<u32>> {
-        if self.error.is_some() || nodes > state.n_free() {
+        if self.failed() || nodes > state.n_free() {
             return None;
         }
         let free: Vec<i32> = state.free_set().iter_range(0..topo.n_nodes() as u32).filter(|&n| !guard.excludes(n)).map(|n| n as i32).collect();
@@ -94,7 +122,7 @@ impl Allocator for PyAllocator {
                 Ok(v) => v.extract::<Vec<i64>>().map(Some).map_err(|_| {
                     format!("select({nodes}, free) must return a list of node ids or None, not {}", v.get_type().name().map(|n| n.to_string()).unwrap_or_default())
                 }),
-                Err(e) => Err(format!("select({nodes}, free) raised {}", describe(py, &e))),
+                Err(e) => Err(raised(py, &format!("select({nodes}, free)"), &e)),
             }
         });
         let chosen = match answer {
@@ -136,7 +164,7 @@ impl Allocator for PyAllocator {
     }
 
     fn take_error(&mut self) -> Option<String> {
-        self.error.take()
+        self.error.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 }
 
@@ -178,7 +206,10 @@ impl QueuePolicy for PyQueueOrder {
                     let j = ctx.jobs[row as usize];
                     b.call_method1("key", (j.id, j.submit_s, j.nodes, j.walltime_s, now))
                         .map(|k| (k.unbind(), i, row))
-                        .map_err(|e| format!("queue order {}: key() raised {}", self.name, describe(py, &e)))
+                        .map_err(|e| match raised(py, "key()", &e) {
+                            m if m == INTERRUPTED => m,
+                            m => format!("queue order {}: {m}", self.name),
+                        })
                 })
                 .collect()
         });
