@@ -298,3 +298,29 @@ def test_ctrl_c_inside_a_python_policy_exits_130_with_the_results_so_far(tmp_pat
 
     summary = json.loads((out / "summary.json").read_text())
     assert summary["complete"] is False and 0 < summary["jobs"]["replayed"]
+
+
+def test_down_nodes_are_checked_recorded_and_refused_with_as_logged(atlas, tmp_path):
+    """simulate(down_nodes=...): -1 said "a policy option is too large", a node beyond the
+    fabric likewise; as-logged ignored them silently; summary.json never said which nodes
+    were out. Now: one clear error naming down_nodes, a refusal with as-logged, and
+    summary["fabric"]["down_nodes"] (the streamed replay too)."""
+    from toposched.errors import InputError
+    from toposched.stream import simulate_stream
+
+    cab = load_fabric("cab")
+    small = atlas.take(np.arange(300))
+    for bad in ([-1], [cab.n_nodes], ["cab1"], "0-3", [True]):
+        with pytest.raises(InputError, match="down_nodes"):
+            simulate(small, cab, RunConfig(queue="easy", alloc="linear"), down_nodes=bad)
+    with pytest.raises(InputError, match="as-logged replays the log's own node lists"):
+        simulate(small, cab, RunConfig(alloc="as-logged"), down_nodes=[3])
+    r = simulate(small, cab, RunConfig(queue="easy", alloc="linear"), down_nodes=[5, 0, 5])
+    assert r.summary["fabric"]["down_nodes"] == [0, 5]
+    assert not any(0 in nodes or 5 in nodes for nodes in node_lists(r.jobs))
+    assert "down_nodes" not in simulate(small, cab, RunConfig(queue="easy", alloc="linear")).summary["fabric"]
+    # the streamed replay: the same summary
+    log = tmp_path / "a.swf"
+    log.write_text("; MaxNodes: 1152\n; MaxProcs: 9216\n" + "".join(f"{i} {10 * i} 0 50 8 -1 -1 8 100 -1 1 1 1 1 1 1 -1 -1\n" for i in range(1, 40)))
+    run = simulate_stream(log, cab, RunConfig(queue="easy", alloc="linear"), tmp_path / "o", down_nodes=[0, 5])
+    assert run.summary["fabric"]["down_nodes"] == [0, 5]

@@ -58,11 +58,14 @@ def simulate(
         raise TypeError(f"simulate(): fabric must be a Fabric (toposched.topology.load_fabric(name)), got {type(fabric).__name__} {fabric!r:.60}")
     if not isinstance(config, RunConfig):
         raise TypeError(f"simulate(): config must be a RunConfig (toposched.simulate.RunConfig(queue=..., alloc=...)), got {type(config).__name__} {config!r:.60}")
+    down_nodes = checked_down_nodes(down_nodes, fabric)
     if config.alloc == "as-logged":
         from . import aslogged
 
         if config.network:
             raise InputError("--network", "as-logged replays the log's own start and end times; the network model cannot move them")
+        if down_nodes:  # it was ignored: the log's own node lists may name them
+            raise InputError("down_nodes", "as-logged replays the log's own node lists; nodes cannot be taken out of them")
 
         return aslogged.replay_as_logged(workload, fabric, config)
     from . import _core
@@ -100,7 +103,29 @@ def simulate(
         raise _step_error(workload, str(exc)) from None
     result = collect(Outcome.of_simulation(sim, network), workload, fabric, config, complete)
     result.summary["policy"]["kill_at_walltime_rule"] = kill_rule
+    record_down_nodes(result.summary, down_nodes)
     return result
+
+
+def checked_down_nodes(down_nodes: Any, fabric: Fabric) -> list[int] | None:
+    """``down_nodes`` as node ids of ``fabric`` (sorted, each once), or one clear error: -1
+    was reported as "a policy option is too large", a name as a TypeError."""
+    if down_nodes is None:
+        return None
+    if isinstance(down_nodes, (str, bytes)) or not hasattr(down_nodes, "__iter__"):
+        raise InputError("down_nodes", f"expected a list of node ids (0 to {fabric.n_nodes - 1}), got {down_nodes!r:.60}")
+    ids = []
+    for n in down_nodes:
+        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or not 0 <= int(n) < fabric.n_nodes:
+            raise InputError("down_nodes", f"{n!r:.40} is not a node id of fabric {fabric.name} (0 to {fabric.n_nodes - 1})")
+        ids.append(int(n))
+    return sorted(set(ids))
+
+
+def record_down_nodes(summary: dict[str, Any], down_nodes: list[int] | None) -> None:
+    """summary.json says which nodes the run took out (none: as before, no key)."""
+    if down_nodes:
+        summary["fabric"]["down_nodes"] = down_nodes
 
 
 def _step_error(workload: Workload, message: str) -> ToposchedError:

@@ -151,7 +151,9 @@ class _Run:
         self.stream = stream
         self.fabric = fabric
         self.config = config
-        self.down_nodes = down_nodes
+        from .simulate import checked_down_nodes
+
+        self.down_nodes = checked_down_nodes(down_nodes, fabric)
         self.jobs_path = jobs_path
         self.writer: parquet_out.TableWriter | None = None
         self.schema: pa.Schema | None = None  # jobs.parquet's, as the tables give it
@@ -383,6 +385,9 @@ class _Run:
             passes=self.passes,
         )
         summary["policy"]["kill_at_walltime_rule"] = self.kill_rule
+        from .simulate import record_down_nodes
+
+        record_down_nodes(summary, self.down_nodes)
         run_id = self._run_id(summary)
         summary["run_id"] = run_id
 
