@@ -428,3 +428,13 @@ def test_logged_columns_of_a_workload_built_by_hand_are_checked() -> None:
     w.extra["logged_start_s"] = np.array([0])
     with pytest.raises(InputError, match=r"extra\['logged_start_s'\] has 1 entries for 2 jobs"):
         replay_as_logged(w, fab)
+
+
+@pytest.mark.parametrize("flags", [["--queue", "conservative"], ["--queue-depth", "8"], ["--switches", "2"], ["--run-on"], ["--kill-at-limit"], ["--event-order", "per-event"], ["--queue-order", "x:Y"], ["--profile", "flux-sc18"]])
+def test_cli_as_logged_refuses_queue_and_engine_settings(tmp_path: Path, flags: list[str], capsys) -> None:
+    """as-logged runs no queue and kills nothing: these flags were accepted, did nothing,
+    and were recorded in summary.json as if they had been used."""
+    rc = main(["simulate", "--trace", str(PBS), "--system", "cab", "--alloc", "as-logged", *flags, "--out", str(tmp_path / "o"), "--quiet"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith(f"error: {flags[0]}: has no effect with --alloc as-logged"), err
+    assert not (tmp_path / "o" / "summary.json").exists()

@@ -246,6 +246,22 @@ def _check_policy_options(args: argparse.Namespace) -> None:
     from ..profiles import profile_flags
     from ..registry import policy
 
+    if args.alloc == "as-logged":
+        # the log's own starts, nodes and run times: no queue runs, nothing is killed; these
+        # were accepted, did nothing, and were recorded in the summary as if used
+        unused = [
+            flag for flag, used in (
+                ("--queue", args.queue != "easy"),
+                ("--queue-order", args.queue_order is not None),
+                ("--switches", args.switches is not None),
+                ("--queue-depth", args.queue_depth is not None),
+                ("--event-order", args.event_order is not None),
+                ("--run-on" if args.kill_at_limit is False else "--kill-at-limit", args.kill_at_limit is not None),
+                ("--profile", args.profile is not None),
+            ) if used
+        ]
+        if unused:
+            raise InputError(unused[0], "has no effect with --alloc as-logged, which replays the log's own start times, nodes and run times (docs/as-logged.md)")
     python_alloc = ":" in args.alloc
     # node-set reservations (isolated, capped): what EASY's reservation options act on
     node_sets = getattr(policy(args.alloc), "fungible", True) is False
