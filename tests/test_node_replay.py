@@ -139,3 +139,12 @@ def test_cli_has_the_flags_its_errors_name(tmp_path):
     cli[cli.index("--node-topology") + 1] = str(tmp_path / "nope.xml")
     missing = subprocess.run([*cli, "--trace", str(EXAMPLE_TRACE)], capture_output=True, text=True, timeout=300)
     assert missing.returncode == 2 and "pass --node-topology FILE or live" in missing.stderr, missing.stderr
+
+
+def test_no_one_node_job_has_no_mean_numa_domains():
+    """Without one-node jobs the mean NUMA domains of one-node jobs was 0.0 (the best
+    possible score, printed 0.00): it is None, printed '-'."""
+    r = core_replay(workload([(0, 20, 100), (5, 32, 50)]), read_hwloc_xml(CAB), 2)
+    assert r.summary["mean_numa_domains_one_node"] is None
+    one = core_replay(workload([(0, 6, 100)]), read_hwloc_xml(CAB), 1)
+    assert one.summary["mean_numa_domains_one_node"] == 1.0

@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
           f"{', wait for good placement' if s['wait_for_good_placement'] else ''}); "
           f"{s['skipped_larger_than_machine']} larger than the machine skipped")
     print(f"mean wait {s['wait_s']['mean']:.0f} s, makespan {s['makespan_s']} s; radius {s['radius_counts']}; "
-          f"mean NUMA domains (one-node jobs) {s['mean_numa_domains_one_node']:.2f}")
+          "mean NUMA domains (one-node jobs) " + (f"{s['mean_numa_domains_one_node']:.2f}" if s["mean_numa_domains_one_node"] is not None else "- (no one-node job)"))
     print(f"jobs that waited for a good placement: {s['jobs_waited_for_good_placement']} "
           f"({100 * s['fraction_waited_for_good_placement']:.1f}%); core fragmentation {s['core_fragmentation_time_weighted']:.3f}")
     print(f"written: {out / 'jobs.parquet'}, {out / 'summary.json'}", file=sys.stderr)

@@ -213,7 +213,8 @@ def core_replay(workload: Workload, topology: NodeTopology, nodes: int, *, wait:
         "makespan_s": int((start[done] + run[done]).max() - submit[done].min()) if done.any() else 0,
         "radius_counts": dict(sorted(counts.items())),
         "one_node_jobs": int(one_node.sum()),
-        "mean_numa_domains_one_node": float(numa[one_node].mean()) if one_node.any() else 0.0,
+        # None without one-node jobs: 0.0 read as "no NUMA domain crossed", a best score
+        "mean_numa_domains_one_node": float(numa[one_node].mean()) if one_node.any() else None,
         "jobs_waited_for_good_placement": int(waited.sum()),
         "fraction_waited_for_good_placement": float(waited[done].mean()) if done.any() else 0.0,
         "core_fragmentation_time_weighted": frag_weighted / frag_time if frag_time else 0.0,
