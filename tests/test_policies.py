@@ -81,10 +81,33 @@ class Raises(AllocationPolicy):
         raise ZeroDivisionError("oops")
 
 
+class Floats(AllocationPolicy):
+    def select(self, nodes, free):
+        return [float(n) for n in free[:nodes]]
+
+
+class Bools(AllocationPolicy):
+    def select(self, nodes, free):
+        return [True] * nodes  # True was taken as node 1
+
+
+class Text(AllocationPolicy):
+    def select(self, nodes, free):
+        return "0-3"
+
+
 @pytest.mark.parametrize(
     "policy,words",
-    [(Busy(), ["which is busy"]), (Short(), ["instead of"]), (Raises(), ["ZeroDivisionError", "oops"])],
-    ids=["busy-node", "wrong-count", "exception"],
+    [
+        (Busy(), ["which is busy"]),
+        (Short(), ["instead of"]),
+        (Raises(), ["ZeroDivisionError", "oops"]),
+        # "must return a list of node ids or None, not list" for a list of floats
+        (Floats(), ["must return a list of int node ids or None, not a list holding float 0.0"]),
+        (Bools(), ["not a list holding bool True"]),
+        (Text(), ["not str '0-3'"]),
+    ],
+    ids=["busy-node", "wrong-count", "exception", "floats", "bools", "text"],
 )
 def test_invalid_answers_stop_the_run_with_a_clear_error(atlas, policy, words):
     with pytest.raises(SimulationError) as err:
@@ -324,3 +347,18 @@ def test_down_nodes_are_checked_recorded_and_refused_with_as_logged(atlas, tmp_p
     log.write_text("; MaxNodes: 1152\n; MaxProcs: 9216\n" + "".join(f"{i} {10 * i} 0 50 8 -1 -1 8 100 -1 1 1 1 1 1 1 -1 -1\n" for i in range(1, 40)))
     run = simulate_stream(log, cab, RunConfig(queue="easy", alloc="linear"), tmp_path / "o", down_nodes=[0, 5])
     assert run.summary["fabric"]["down_nodes"] == [0, 5]
+
+
+def test_a_fungible_policy_that_never_places_a_job_is_named():
+    """'... this is a policy bug' named no policy (with a policy written in Python the bug
+    is the user's): the message names the queue and allocation policies."""
+
+    class Never(AllocationPolicy):
+        fungible = True
+
+        def select(self, nodes, free):
+            return None if nodes > 4 else free[:nodes].tolist()
+
+    w = read_trace(EXAMPLE_TRACE).take(np.arange(300))
+    with pytest.raises(SimulationError, match=r"still queued when nothing was left running .*this is a bug of the policies easy \+ \S*Never:"):
+        simulate(w, load_fabric("cab"), RunConfig(queue="easy", alloc=Never()))

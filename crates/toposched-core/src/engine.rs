@@ -451,10 +451,14 @@ impl Engine {
             handled += 1;
         }
         if self.finished && !self.core.queue.is_empty() {
+            // named: with a policy written in Python the bug is the user's code, not ours
             return Err(SimError(format!(
-                "{} jobs were still queued when nothing was left running (first: row {}); this is a policy bug",
+                "{} jobs were still queued when nothing was left running (first: row {}); this is a bug of the policies {} + {}: \
+                 a job that fits the empty machine must be placed once every node is free",
                 self.core.queue.len(),
-                self.core.queue[0]
+                self.core.queue[0],
+                self.queue_policy.name(),
+                self.alloc.name()
             )));
         }
         Ok((self.finished, blocked))

@@ -28,6 +28,26 @@ fn raised(py: Python<'_>, what: &str, err: &PyErr) -> String {
     format!("{what} raised {}", describe(py, err))
 }
 
+/// A select answer as node ids: a sequence of ints (NumPy's too), never bools (True
+/// was taken as node 1). Err: what it is instead ("a list holding float 3.0").
+fn node_ids(v: &Bound<'_, PyAny>) -> Result<Vec<i64>, String> {
+    let type_of = |x: &Bound<'_, PyAny>| x.get_type().name().map(|n| n.to_string()).unwrap_or_default();
+    let items: Vec<Bound<'_, PyAny>> = match v.try_iter() {
+        Ok(it) if !v.is_instance_of::<pyo3::types::PyString>() => it.collect::<PyResult<_>>().map_err(|_| format!("a {} that cannot be read", type_of(v)))?,
+        _ => return Err(format!("{} {}", type_of(v), v.repr().map(|r| r.to_string()).unwrap_or_default().chars().take(40).collect::<String>())),
+    };
+    items
+        .iter()
+        .map(|x| {
+            let bad = || format!("a {} holding {} {}", type_of(v), type_of(x), x.repr().map(|r| r.to_string()).unwrap_or_default().chars().take(40).collect::<String>());
+            if x.is_instance_of::<pyo3::types::PyBool>() || x.get_type().name().map(|n| n == "bool_").unwrap_or(false) {
+                return Err(bad());
+            }
+            x.extract::<i64>().map_err(|_| bad())
+        })
+        .collect()
+}
+
 fn describe(py: Python<'_>, err: &PyErr) -> String {
     let tb = err
         .traceback(py)
@@ -119,9 +139,7 @@ impl Allocator for PyAllocator {
             let arr = PyArray1::from_vec(py, free);
             match self.obj.bind(py).call_method1("select", (nodes, arr)) {
                 Ok(v) if v.is_none() => Ok(None),
-                Ok(v) => v.extract::<Vec<i64>>().map(Some).map_err(|_| {
-                    format!("select({nodes}, free) must return a list of node ids or None, not {}", v.get_type().name().map(|n| n.to_string()).unwrap_or_default())
-                }),
+                Ok(v) => node_ids(&v).map(Some).map_err(|what| format!("select({nodes}, free) must return a list of int node ids or None, not {what}")),
                 Err(e) => Err(raised(py, &format!("select({nodes}, free)"), &e)),
             }
         });
