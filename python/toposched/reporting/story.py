@@ -165,21 +165,31 @@ def compare_story(meta: dict[str, Any], runs: list[tuple[str, str, dict[str, Any
     else:
         base = by[base_key]
         bw, bu, bm = _wait(base), _util(base), base.get("makespan_s")
-        st.verdict.append(
-            f"{base_key[0]} (the baseline) keeps the machine {fmt_percent(bu)} busy; jobs wait {fmt_duration(bw)} on average; "
-            f"makespan {fmt_duration(bm)}."
-        )
+        if not _s(base, "jobs", "replayed"):
+            st.verdict.append(f"{base_key[0]} (the baseline) replayed no job: there is nothing to weigh the other runs against.")
+        else:
+            st.verdict.append(
+                f"{base_key[0]} (the baseline) keeps the machine {fmt_percent(bu)} busy; jobs wait {fmt_duration(bw)} on average; "
+                f"makespan {fmt_duration(bm)}."
+            )
         for a in allocs:
             if a in OBLIVIOUS or a == "as-logged" or (a, "none") not in by:
                 continue
             s0 = by[(a, "none")]
+            if not _s(s0, "jobs", "replayed"):
+                st.verdict.append(f"{a} replayed no job: nothing to say of its placement.")
+                continue
             w, u, m = _wait(s0), _util(s0), s0.get("makespan_s")
             aph_b, aph_a = _s(base, "aph", "mean"), _s(s0, "aph", "mean")
-            lead = f"{a} placement"
+            does = []
             if aph_a is not None and aph_b is not None:
-                lead += f" brings a job's nodes closer (mean pairwise hops {aph_a:.2f} vs {aph_b:.2f})"
+                # the words follow the numbers as printed: never "closer" for 1.00 vs 1.00
+                shown_a, shown_b = round(aph_a, 2), round(aph_b, 2)
+                how = "brings a job's nodes closer" if shown_a < shown_b else "spreads a job's nodes further apart" if shown_a > shown_b else f"keeps a job's nodes as close as {base_key[0]} does"
+                does.append(f"{how} (mean pairwise hops {aph_a:.2f} vs {aph_b:.2f})")
             if a == "isolated":
-                lead += " and removes every shared switch link between jobs"
+                does.append("removes every shared switch link between jobs")
+            lead = f"{a} placement" + (" " + " and ".join(does) if does else "")
             if w is not None and u is not None and bw is not None and bu is not None:
                 du = (bu - u) * 100
                 dw = w - bw
