@@ -41,3 +41,43 @@ def test_the_verdict_of_runs_that_replayed_no_job_says_so_and_claims_nothing():
     st = compare_story(META, [("linear", "none", one_node), ("isolated", "none", one_node)], {})
     lead = next(v for v in st.verdict if v.startswith("isolated"))
     assert lead.startswith("isolated placement removes every shared switch link"), lead
+
+
+SWF_HEAD = "; MaxNodes: 100\n; MaxProcs: 100\n"
+
+
+def _swf(path, rows: list[tuple[int, int, int, int]]) -> str:
+    """An SWF log of (id, submit, runtime, nodes) rows, one processor per node."""
+    lines = [f"{i} {sub} 0 {rt} {n} -1 -1 {n} {2 * rt} -1 1 1 1 -1 1 -1 -1 -1" for i, sub, rt, n in rows]
+    path.write_text(SWF_HEAD + "\n".join(lines) + "\n")
+    return str(path)
+
+
+def _plotly(html: str, div: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    import json
+    import re
+
+    m = re.search(r'Plotly\.newPlot\(\s*"' + div + r'",\s*(\[.*?\]),\s*(\{.*?\}),\s*\{"displaylogo', html, flags=re.S)
+    assert m, div
+    return json.loads(m.group(1)), json.loads(m.group(2))
+
+
+def test_a_run_without_a_makespan_gets_no_bar_and_no_zero(tmp_path):
+    """Every job too large for toy18: no run has a makespan (summary: null). The figures
+    drew a bar of 0 labelled "0.0" for each (a makespan of zero); now no bar and '-'."""
+    from toposched.compare import build_report, run_compare
+    from toposched.reporting.figures import CompareData, makespan_figure
+
+    trace = _swf(tmp_path / "big.swf", [(1, 0, 100, 40), (2, 10, 100, 40)])
+    out = tmp_path / "cmp"
+    run_compare(trace, "toy18", out, allocs=["linear", "isolated"], scenarios=["none"], jobs=1)
+    data = CompareData.load(out)
+    assert all(r.summary["makespan_s"] is None for r in data.runs)
+    fig = makespan_figure(data)
+    ax = fig.axes[0]
+    heights = [p.get_height() for p in ax.patches]
+    assert not [h for h in heights if h == h], heights  # NaN: no bar drawn
+    labels = [t.get_text() for t in ax.texts]
+    assert "0.0" not in labels, labels
+    traces, _ = _plotly(build_report(out).read_text(), "plot-makespan")
+    assert traces[0]["y"] == [None, None] and "0.0" not in traces[0]["text"], traces[0]

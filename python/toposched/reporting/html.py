@@ -489,7 +489,7 @@ def _plotly_figures(data: Any) -> list[tuple[str, dict[str, Any]]]:
     trace's properties in plotly's order, ``type`` last; the layout's in the order
     ``update_layout`` set them): the page is the same text (tests/test_reporting.py checks
     them against plotly)."""
-    from .figures import aph_stats, time_unit, utilization_stats, wait_by_size
+    from .figures import aph_stats, makespan_values, time_unit, utilization_stats, wait_by_size
 
     common = {"margin": {"l": 60, "r": 20, "t": 50, "b": 50}, "legend": {"orientation": "h", "y": -0.18}}  # every figure's
     out: list[tuple[str, dict[str, Any]]] = []
@@ -565,10 +565,7 @@ def _plotly_figures(data: Any) -> list[tuple[str, dict[str, Any]]]:
     }
     out.append(("Utilization", plotly_figure_dict(traces, layout)))
 
-    secs = [float(r.summary.get("makespan_s") or 0) for r in data.runs]
-    m_unit, m_div = time_unit(max(secs, default=0))
-    vals = [v / m_div for v in secs]
-    texts = [f"{v:,.1f}" if i == 0 or not vals[0] else f"{v:,.1f} ({100 * (v - vals[0]) / vals[0]:+.1f}%)" for i, v in enumerate(vals)]
+    vals, m_unit, texts = makespan_values(data)  # None: no job replayed, no makespan (no bar, not 0)
     bar = {"marker": {"color": [r.color for r in data.runs]}, "text": texts, "textposition": "outside", "x": [r.label for r in data.runs], "y": vals, "type": "bar"}
     layout = {
         "yaxis": {"title": {"text": f"makespan ({m_unit})"}, "rangemode": "tozero"},
