@@ -81,3 +81,37 @@ def test_a_run_without_a_makespan_gets_no_bar_and_no_zero(tmp_path):
     assert "0.0" not in labels, labels
     traces, _ = _plotly(build_report(out).read_text(), "plot-makespan")
     assert traces[0]["y"] == [None, None] and "0.0" not in traces[0]["text"], traces[0]
+
+
+def _doc_run(alloc: str, scenario: str, *, wait: float, bsld: float, util: float, makespan: int, aph: float) -> dict[str, Any]:
+    return {"alloc": alloc, "scenario": scenario, "summary": {
+        "wait_s": {"mean": wait}, "bounded_slowdown": {"mean": bsld}, "utilization": {"mean": util}, "makespan_s": makespan,
+        "aph": {"mean": aph}, "input": {"repairs": {}}, "fabric": {"name": "cab", "nodes": 1296}}}
+
+
+def test_the_terminal_table_of_a_wide_comparison_shows_every_number_and_unit_whole():
+    """Five policies, one of them named least-interference, on an 80-column terminal: the
+    table cut numbers ('1,110.…') and the units of its headers ('wait…', 'util…')."""
+    import re
+
+    from rich.console import Console
+
+    from toposched.compare import summary_table
+
+    runs = [
+        _doc_run("linear", "none", wait=64440.0, bsld=511.23, util=0.739, makespan=2808000, aph=1.334),
+        _doc_run("capped", "none", wait=100440.0, bsld=1110.46, util=0.653, makespan=3179520, aph=1.195),
+        _doc_run("jigsaw", "none", wait=93240.0, bsld=649.08, util=0.653, makespan=3179520, aph=1.203),
+        _doc_run("least-interference", "none", wait=64440.0, bsld=511.23, util=0.739, makespan=2808000, aph=1.308),
+        _doc_run("adaptive", "none", wait=58680.0, bsld=319.80, util=0.746, makespan=2782080, aph=1.236),
+    ]
+    doc = {"trace": "LLNL-Atlas-2006-2.1-cln.swf.gz", "queue": "easy", "system": "cab", "transforms": ["days:30", "scale:3"], "runs": runs}
+    console = Console(width=80, record=True, color_system=None)
+    console.print(summary_table(doc))
+    text = console.export_text()
+    assert "…" not in text, text
+    for head in ("wait h", "util %", "makespan days", "sped up", "scenario"):
+        assert re.search(r"\b" + re.escape(head) + r"(\s|$)", text), (head, text)
+    for number in ("1,110.46", "511.23", "17.9", "27.9", "73.9", "36.8", "1.334", "1.308"):
+        assert number in text, (number, text)
+    assert all(len(line) <= 80 for line in text.splitlines()), text
