@@ -115,3 +115,20 @@ def test_the_terminal_table_of_a_wide_comparison_shows_every_number_and_unit_who
     for number in ("1,110.46", "511.23", "17.9", "27.9", "73.9", "36.8", "1.334", "1.308"):
         assert number in text, (number, text)
     assert all(len(line) <= 80 for line in text.splitlines()), text
+
+
+def test_the_sped_up_column_says_it_counts_jobs_that_never_ran(tmp_path):
+    """ta10 shortens both jobs of the workload (over 4 nodes), but one never fits toy18:
+    the column says 2 and must not read as 2 of the 1 replayed job."""
+    from rich.console import Console
+
+    from toposched.compare import run_compare, summary_table
+
+    trace = _swf(tmp_path / "mix.swf", [(1, 0, 100, 6), (2, 10, 100, 40)])
+    res = run_compare(trace, "toy18", tmp_path / "cmp", allocs=["linear", "isolated"], scenarios=["none", "ta10"], jobs=1)
+    ta10 = next(r["summary"] for r in res.document["runs"] if r["scenario"] == "ta10")
+    assert ta10["input"]["repairs"]["scenario_sped_up"] == 2 and ta10["jobs"]["replayed"] == 1
+    console = Console(width=200, record=True, color_system=None)
+    console.print(summary_table(res.document))
+    text = " ".join(console.export_text().split())
+    assert "sped up: jobs of the workload the scenario shortened, never-placed ones included" in text, text

@@ -480,7 +480,7 @@ def summary_table(document: dict[str, Any]) -> Table:
     spans = [r["summary"]["makespan_s"] for r in runs if r["summary"]["makespan_s"] is not None]
     wu, wd = duration_unit(max(waits, default=0))
     mu, md = duration_unit(max(spans, default=0))
-    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, title=title, title_justify="left", caption=f"means over the replayed jobs: wait ({wu}), bounded slowdown (10 s threshold), utilization (% of nodes busy); makespan ({mu}); APH of jobs >= 2 nodes; sped up: jobs the scenario shortened", caption_justify="left")
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, title=title, title_justify="left", caption=f"means over the replayed jobs: wait ({wu}), bounded slowdown (10 s threshold), utilization (% of nodes busy); makespan ({mu}); APH of jobs >= 2 nodes; sped up: jobs of the workload the scenario shortened, never-placed ones included", caption_justify="left")
     rows = []
     previous = None
     for r in runs:
