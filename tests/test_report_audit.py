@@ -132,3 +132,17 @@ def test_the_sped_up_column_says_it_counts_jobs_that_never_ran(tmp_path):
     console.print(summary_table(res.document))
     text = " ".join(console.export_text().split())
     assert "sped up: jobs of the workload the scenario shortened, never-placed ones included" in text, text
+
+
+def test_a_speedup_verdict_between_waits_that_print_alike_gives_the_difference():
+    """14.90 h against 14.92 h both print '14.9 h': 'still above the baseline's 14.9 h'
+    after 'is 14.9 h' reads as a contradiction unless the difference is given."""
+    base, iso = _summary(wait=53640.0), _summary(wait=80000.0)
+    for wait, word in ((53700.0, "still above"), (53580.0, "at or below")):
+        st = compare_story(META, [("linear", "none", base), ("isolated", "none", iso), ("isolated", "ta10", _summary(wait=wait))], {})
+        line = next(v for v in st.verdict if v.startswith("With ta10"))
+        assert "14.9 h" in line and word in line and "by 60 s" in line, line
+    # apart enough to read: no difference added
+    st = compare_story(META, [("linear", "none", base), ("isolated", "none", iso), ("isolated", "ta10", _summary(wait=70000.0))], {})
+    line = next(v for v in st.verdict if v.startswith("With ta10"))
+    assert line.endswith("mean wait is 19.4 h: still above the baseline's 14.9 h: that speedup does not pay for it."), line

@@ -207,9 +207,12 @@ def compare_story(meta: dict[str, Any], runs: list[tuple[str, str, dict[str, Any
                 if ws is None or bw is None:
                     continue
                 pays = ws <= bw
+                # two waits that print alike (14.9 h and 14.9 h) get their difference, so
+                # that "above" or "below" is not read against equal numbers
+                by_how_much = f" (by {fmt_duration(abs(ws - bw))})" if fmt_duration(ws) == fmt_duration(bw) else ""
                 st.verdict.append(
                     f"With {s} ({SCENARIO_TEXT.get(s, s).split(' (')[0]}), {a}'s mean wait is {fmt_duration(ws)}: "
-                    + ("at or below the baseline's, so that speedup pays for isolation's cost." if pays else f"still above the baseline's {fmt_duration(bw)}: that speedup does not pay for it.")
+                    + (f"at or below the baseline's{by_how_much}, so that speedup pays for isolation's cost." if pays else f"still above the baseline's {fmt_duration(bw)}{by_how_much}: that speedup does not pay for it.")
                 )
         net = [(a, s, summ["network"]) for a, s, summ in runs if isinstance(summ.get("network"), dict)]
         for a, s, n in net:
