@@ -146,3 +146,16 @@ def test_a_speedup_verdict_between_waits_that_print_alike_gives_the_difference()
     st = compare_story(META, [("linear", "none", base), ("isolated", "none", iso), ("isolated", "ta10", _summary(wait=70000.0))], {})
     line = next(v for v in st.verdict if v.startswith("With ta10"))
     assert line.endswith("mean wait is 19.4 h: still above the baseline's 14.9 h: that speedup does not pay for it."), line
+
+
+def test_no_payback_is_claimed_for_a_speedup_scenario_run():
+    """Under ta10 the scenario shortens jobs: less busy time for the same work is its
+    benefit (the story's own rule), and useful utilization counts the shortened work, so
+    'N points of busy utilization given up ... useful utilization -3.1 points' against the
+    unshortened baseline compares different work. Payback is a policy's, scenario none."""
+    def net(busy: float, useful: float) -> dict[str, Any]:
+        return dict(_summary(util=busy), network={"slowdown": {"mean": 1.0}, "busy_utilization": busy, "useful_utilization": useful})
+
+    runs = [("linear", "none", net(0.623, 0.610)), ("isolated", "none", net(0.599, 0.599)), ("isolated", "ta10", net(0.579, 0.579))]
+    lines = [v for v in compare_story(META, runs, {}).verdict if v.startswith("Payback")]
+    assert [v.split(":")[0] for v in lines] == ["Payback, isolated"], lines

@@ -111,14 +111,17 @@ def _payback_sentences(base_key: tuple[str, str] | None, by: dict[tuple[str, str
     out = []
     for (a, s), summ in by.items():
         n = summ.get("network")
-        if (a, s) == base_key or a in OBLIVIOUS or a == "as-logged" or not isinstance(n, dict):
+        # a policy's payback, under the log's run times: a speedup scenario shortens the
+        # work itself (less busy time for the same jobs is its benefit, and useful
+        # utilization then counts shortened work), so it is not weighed this way
+        if (a, s) == base_key or s != "none" or a in OBLIVIOUS or a == "as-logged" or not isinstance(n, dict):
             continue
         busy, useful = n.get("busy_utilization"), n.get("useful_utilization")
         if busy is None or useful is None:
             continue
         cost = 100 * (b_busy - busy)  # points of busy utilization the policy gives up
         net = 100 * (useful - b_useful)  # points of useful utilization it ends up with, against the baseline
-        name = a if s == "none" else f"{a} {s}"
+        name = a
         if cost <= 0.05:
             out.append(f"Payback, {name}: no busy utilization given up against {base_key[0]}; useful utilization {net:+.1f} points.")
             continue
