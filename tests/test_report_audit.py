@@ -159,3 +159,25 @@ def test_no_payback_is_claimed_for_a_speedup_scenario_run():
     runs = [("linear", "none", net(0.623, 0.610)), ("isolated", "none", net(0.599, 0.599)), ("isolated", "ta10", net(0.579, 0.579))]
     lines = [v for v in compare_story(META, runs, {}).verdict if v.startswith("Payback")]
     assert [v.split(":")[0] for v in lines] == ["Payback, isolated"], lines
+
+
+def test_the_sweep_page_gives_utilization_in_percent_and_says_so(tmp_path):
+    """The sweep page showed utilization as a bare fraction ('0.749' under 'utilization',
+    an axis of 0.2) where every other report gives percent: read as 0.749 %."""
+    import re
+
+    from toposched.compare import run_compare
+    from toposched.reporting.sweep import write_report
+
+    trace = _swf(tmp_path / "two.swf", [(1, 0, 100, 4), (2, 0, 100, 6)])
+    res = run_compare(trace, "toy18", tmp_path / "cmp", allocs=["linear", "isolated"], scenarios=["none"], jobs=1)
+    util = res.document["runs"][0]["summary"]["utilization"]["mean"]  # (4 + 6) / 18 busy for 100 s
+    assert util == 10 / 18
+    page = write_report(tmp_path / "cmp").read_text()
+    assert "<th class=num>utilization (%)</th>" in page, re.findall(r"<th[^>]*>[^<]*util[^<]*</th>", page)
+    assert "<td class=num>55.6</td>" in page
+    traces, layout = _plotly(page, re.search(r'Plotly\.newPlot\(\s*"([^"]+)"', page).group(1))
+    titles = [a["text"] for a in layout["annotations"]]
+    assert "utilization (%)" in titles, titles
+    util_bars = [t for t in traces if t.get("yaxis") == "y2"]
+    assert util_bars and all(abs(t["y"][0] - 100 * util) < 1e-9 for t in util_bars), util_bars

@@ -31,7 +31,7 @@ __all__ = ["write_report", "METRICS"]
 #: (column, label, scale): what the figures show.
 METRICS: tuple[tuple[str, str, float], ...] = (
     ("wait_mean_s", "mean wait (h)", 1 / 3600),
-    ("utilization", "utilization", 1.0),
+    ("utilization", "utilization (%)", 100.0),
     ("bsld_mean", "mean bounded slowdown", 1.0),
     ("aph_mean", "mean APH (hops)", 1.0),
 )
@@ -175,7 +175,7 @@ def write_report(out: str | Path, *, title: str | None = None) -> Path:
             drawn += len(figs)
         if not drawn:
             sections.append(("Policies compared", _bar_figure(ok, vary, plotly_div)))
-    columns = ["run", "workload", "transforms", "fabric", "taper", "queue", "alloc", "speedup", "seed", "status", "mean wait (h)", "mean bsld", "utilization", "mean APH", "makespan (d)"]
+    columns = ["run", "workload", "transforms", "fabric", "taper", "queue", "alloc", "speedup", "seed", "status", "mean wait (h)", "mean bsld", "utilization (%)", "mean APH", "makespan (d)"]
     table_rows = []
     for r in rows:
         link = Html(f'<a href="{html.escape(r["dir"])}/">{html.escape(r["run_id"])}</a>')
@@ -193,7 +193,7 @@ def write_report(out: str | Path, *, title: str | None = None) -> Path:
                 r["status"],
                 _hours(r["wait_mean_s"]),
                 r["bsld_mean"],
-                r["utilization"],
+                None if r["utilization"] is None else 100.0 * r["utilization"],
                 r["aph_mean"],
                 None if r["makespan_s"] is None else r["makespan_s"] / 86400,
             ]
