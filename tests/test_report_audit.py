@@ -181,3 +181,29 @@ def test_the_sweep_page_gives_utilization_in_percent_and_says_so(tmp_path):
     assert "utilization (%)" in titles, titles
     util_bars = [t for t in traces if t.get("yaxis") == "y2"]
     assert util_bars and all(abs(t["y"][0] - 100 * util) < 1e-9 for t in util_bars), util_bars
+
+
+def test_contention_prints_each_taper_as_a_ratio_and_the_json_numbers(tmp_path, capsys):
+    """The uplink table printed a taper as '1.50:' (the ratio's ':1' cut off)."""
+    import json
+    import re
+    from pathlib import Path
+
+    from toposched.cli import main
+
+    window = Path(__file__).parent / "data" / "atlas-window-120.swf"
+    run_dir = tmp_path / "run"
+    assert main(["simulate", "--trace", str(window), "--system", "fattree:K=6,S=8,P=4", "--out", str(run_dir), "--quiet"]) == 0
+    capsys.readouterr()
+    out = tmp_path / "c"
+    assert main(["contention", "--run", str(run_dir), "--out", str(out), "--crossbar-sizes", "none", "--cores-sweep", "none",
+                 "--comm-fractions", "none", "--no-figures", "--no-report"]) == 0
+    text = capsys.readouterr().out
+    doc = json.loads((out / "contention.json").read_text())
+    rows = {int(m.group(1)): m.groups()[1:] for m in re.finditer(r"^\s*(\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s+([\d,]+)", text, flags=re.M)}
+    assert sorted(rows) == sorted(r["uplinks"] for r in doc["uplink_sweep"]), text
+    for r in doc["uplink_sweep"]:
+        taper, system, per_node, affected = rows[r["uplinks"]]
+        assert taper == f"{r['taper']:.2f}:1", (taper, text)
+        assert system == f"{100 * r['system_slowdown']:.2f}%" and per_node == f"{100 * r['added_wall_per_node_second']:.2f}%"
+        assert int(affected.replace(",", "")) == r["affected_jobs"]
