@@ -207,3 +207,30 @@ def test_contention_prints_each_taper_as_a_ratio_and_the_json_numbers(tmp_path, 
         assert taper == f"{r['taper']:.2f}:1", (taper, text)
         assert system == f"{100 * r['system_slowdown']:.2f}%" and per_node == f"{100 * r['added_wall_per_node_second']:.2f}%"
         assert int(affected.replace(",", "")) == r["affected_jobs"]
+
+
+def test_an_interrupted_replay_says_so_first_and_does_not_overstate_its_speed():
+    """Ctrl-C after 54,236 of 118,791 jobs: the table gave the metrics first, 'interrupted'
+    last, and a rate of the whole workload over the partial replay time (2.2x too fast)."""
+    import copy
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from test_engine import make_workload
+    from toposched.config import RunConfig
+    from toposched.reporting.terminal import terminal_summary
+    from toposched.simulate import simulate
+    from toposched.topology import load_fabric
+
+    r = simulate(make_workload([0] * 4, [2] * 4, [10] * 4, [10] * 4), load_fabric("toy18"), RunConfig())
+    partial = copy.deepcopy(r.summary)
+    partial["complete"] = False
+    partial["jobs"].update(in_workload=100, replayed=40)
+    console = Console(record=True, width=300, color_system=None)
+    console.print(terminal_summary(SimpleNamespace(summary=partial), read_s=0.1, sim_s=2.0))
+    lines = [line for line in console.export_text().splitlines() if line.strip("│ ─┌┐└┘┬┴├┤┼")]
+    heads = [line.strip("│ ").split("│")[0].strip() for line in lines[1:]]
+    assert heads[0] == "status" and "interrupted" in lines[1], lines
+    timing = next(line for line in lines if "replay 2.00 s" in line)
+    assert "(20 jobs finished/s" in timing and "50 jobs/s" not in timing, timing
