@@ -234,3 +234,22 @@ def test_an_interrupted_replay_says_so_first_and_does_not_overstate_its_speed():
     assert heads[0] == "status" and "interrupted" in lines[1], lines
     timing = next(line for line in lines if "replay 2.00 s" in line)
     assert "(20 jobs finished/s" in timing and "50 jobs/s" not in timing, timing
+
+
+def test_the_contention_family_table_names_the_row_it_shows_when_the_fraction_is_not_whole():
+    """On cab's leaves of 18, '3/4 uplinks' is 13.5 and '1/4' is 4.5 uplinks: the table
+    showed R = 14 (78 %) and R = 4 (22 %) under those headings without a word."""
+    import re
+
+    from toposched.reporting.contention import _family_table
+
+    def entry(k: int) -> dict[str, Any]:
+        sweep = [{"uplinks": r, "removed": k - r, "system_slowdown": (k / r - 1) / 2, "affected_job_slowdown": {"max": k / r - 1}} for r in range(k, 0, -1)]
+        return {"cores_per_node": 8, "exposed_jobs": 5, "uplink_sweep": sweep}
+
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", _family_table([entry(18)], "cores_per_node"))
+    assert cells[2] == f"{100 * (18 / 14 - 1) / 2:.2f}% (R=14)", cells  # 3/4 of 18 = 13.5
+    assert cells[3] == f"{100 * (18 / 9 - 1) / 2:.2f}%", cells  # 1/2 of 18 = 9 exactly
+    assert cells[4] == f"{100 * (18 / 4 - 1) / 2:.2f}% (R=4)", cells  # 1/4 of 18 = 4.5
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", _family_table([entry(8)], "cores_per_node"))
+    assert "(R=" not in "".join(cells), cells  # 6, 4, 2 of 8: whole

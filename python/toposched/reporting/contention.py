@@ -289,10 +289,13 @@ def _family_table(entries: list[dict[str, Any]], label: str) -> str:
         full = max(sw) if sw else 1
 
         def at(frac: float, key: str = "system_slowdown") -> str:
-            r = sw.get(max(1, round(full * frac)))
+            want = full * frac
+            r = sw.get(max(1, round(want)))
             if r is None:
                 return "-"
-            return _pct(r[key]) if key == "system_slowdown" else _pct(r["affected_job_slowdown"]["max"])
+            text = _pct(r[key]) if key == "system_slowdown" else _pct(r["affected_job_slowdown"]["max"])
+            # 3/4 of 18 uplinks is no whole number: say which row stands for it
+            return text if abs(want - round(want)) < 1e-9 else f"{text} (R={r['uplinks']})"
 
         rows.append([e[label], e["exposed_jobs"], at(0.75), at(0.5), at(0.25), at(1 / full), at(0.5, "max")])
     return table_html(cols, rows)
