@@ -253,3 +253,16 @@ def test_the_contention_family_table_names_the_row_it_shows_when_the_fraction_is
     assert cells[4] == f"{100 * (18 / 4 - 1) / 2:.2f}% (R=4)", cells  # 1/4 of 18 = 4.5
     cells = re.findall(r"<td[^>]*>([^<]*)</td>", _family_table([entry(8)], "cores_per_node"))
     assert "(R=" not in "".join(cells), cells  # 6, 4, 2 of 8: whole
+
+
+def test_table_one_never_writes_a_long_wait_in_scientific_notation():
+    """Mean waits of 1,000 h and more (an overloaded log) printed as '1.05e+03' in Table I
+    (HTML and figure), and 999.7 h as '1e+03'."""
+    from toposched.reporting.figures import fmt_hours
+
+    assert fmt_hours(1052.3) == "1,052"
+    assert fmt_hours(999.7) == "1,000"
+    assert fmt_hours(12345.6) == "12,346"
+    assert fmt_hours(123.4) == "123" and fmt_hours(14.86) == "14.9" and fmt_hours(0.5) == "0.5"
+    for h in (0.0004, 0.0123, 1.5, 99.96, 100.4, 999.4, 999.6, 5e4, 3.3e7):
+        assert "e" not in fmt_hours(h), (h, fmt_hours(h))

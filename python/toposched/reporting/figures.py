@@ -321,6 +321,8 @@ def fmt_hours(h: float | None) -> str:
         return "0"
     if abs(h) < 0.001:
         return "<0.001"
+    if abs(h) >= 99.95:  # whole hours: the g format turns 1,052 into '1.05e+03'
+        return f"{h:,.0f}"
     return f"{h:,.3g}" if abs(h) >= 1 else f"{h:.3f}".rstrip("0")
 
 
