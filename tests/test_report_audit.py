@@ -266,3 +266,25 @@ def test_table_one_never_writes_a_long_wait_in_scientific_notation():
     assert fmt_hours(123.4) == "123" and fmt_hours(14.86) == "14.9" and fmt_hours(0.5) == "0.5"
     for h in (0.0004, 0.0123, 1.5, 99.96, 100.4, 999.4, 999.6, 5e4, 3.3e7):
         assert "e" not in fmt_hours(h), (h, fmt_hours(h))
+
+
+def test_the_sweep_page_axes_and_hovers_use_no_scientific_notation(tmp_path):
+    """Mean bounded slowdowns of 1,000 and more are common; the sweep page's axes were
+    formatted ',.3~g' (d3), which writes 1,500 as '1.5e+3' (seen in Chromium), and the
+    hover '.4g' writes 12,345 as '1.235e+4'. Decimal notation ('r': rounded to
+    significant digits) never turns exponential."""
+    import re
+
+    from toposched.compare import run_compare
+    from toposched.reporting.sweep import write_report
+
+    trace = _swf(tmp_path / "two.swf", [(1, 0, 100, 4), (2, 0, 100, 6), (3, 0, 100, 18)])
+    run_compare(trace, "toy18", tmp_path / "cmp", allocs=["linear", "isolated"], scenarios=["none"], jobs=1)
+    page = write_report(tmp_path / "cmp").read_text()
+    for div in re.findall(r'Plotly\.newPlot\(\s*"([^"]+)"', page):
+        traces, layout = _plotly(page, div)
+        formats = [v["tickformat"] for k, v in layout.items() if k.startswith("yaxis") and "tickformat" in v]
+        assert formats and all(re.fullmatch(r",?\.\d~?r", f) for f in formats), formats
+        for t in traces:
+            for spec in re.findall(r"%\{y:([^}]*)\}", t.get("hovertemplate", "")):
+                assert spec.endswith("r"), spec
