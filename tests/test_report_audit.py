@@ -288,3 +288,25 @@ def test_the_sweep_page_axes_and_hovers_use_no_scientific_notation(tmp_path):
         for t in traces:
             for spec in re.findall(r"%\{y:([^}]*)\}", t.get("hovertemplate", "")):
                 assert spec.endswith("r"), spec
+
+
+def test_the_interactive_utilization_figure_names_the_runs_own_sampling_step(tmp_path):
+    """run_compare(run_options={'utilization_step_s': 300}) samples every 5 minutes; the
+    interactive figure's title said 'per minute' (the static one reads the step)."""
+    from toposched.compare import build_report, run_compare
+
+    trace = _swf(tmp_path / "one.swf", [(1, 0, 1000, 4)])
+    run_compare(trace, "toy18", tmp_path / "cmp", allocs=["linear", "isolated"], scenarios=["none"], jobs=1,
+                run_options={"utilization_step_s": 300})
+    _, layout = _plotly(build_report(tmp_path / "cmp").read_text(), "plot-utilization")
+    title = layout["title"]["text"]
+    assert "per minute" not in title and "one sample every 300 s" in title, title
+
+
+def test_the_lightly_loaded_caveat_does_not_advise_the_scale_already_applied():
+    light = _summary(util=0.33, wait=4000.0)
+    st = compare_story(dict(META, transforms=["days:10", "scale:2"]), [("linear", "none", light), ("isolated", "none", light)], {})
+    caveat = next(c for c in st.caveats if "lightly loaded" in c)
+    assert "(--transform scale:2)" not in caveat and "scale:2 is applied" in caveat, caveat
+    st = compare_story(META, [("linear", "none", light), ("isolated", "none", light)], {})
+    assert any("(--transform scale:2)" in c for c in st.caveats), st.caveats

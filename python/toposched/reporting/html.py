@@ -537,6 +537,7 @@ def _plotly_figures(data: Any) -> list[tuple[str, dict[str, Any]]]:
     out.append(("APH by job size", plotly_figure_dict(traces, layout)))
 
     traces = []
+    step = next((r.summary.get("utilization", {}).get("step_s") for r in data.runs), 60)  # as the static figure
     for r in data.runs:
         s = utilization_stats(r)
         if s is None:
@@ -559,7 +560,7 @@ def _plotly_figures(data: Any) -> list[tuple[str, dict[str, Any]]]:
     layout = {
         "yaxis": {"title": {"text": "% nodes busy"}, "range": [0, 102]},
         **common,
-        "title": {"text": "Utilization per minute (min, 25th, median, 75th, max; dashed: mean)"},
+        "title": {"text": f"Utilization {'per minute' if step == 60 else f'one sample every {step} s'} (min, 25th, median, 75th, max; dashed: mean)"},
         "showlegend": False,
         "height": 400,
     }

@@ -226,10 +226,12 @@ def compare_story(meta: dict[str, Any], runs: list[tuple[str, str, dict[str, Any
                     f"useful utilization {fmt_percent(n['useful_utilization'])} of {fmt_percent(n.get('busy_utilization'))} busy."
                 )
         st.verdict.extend(_payback_sentences(base_key, by))
+        scales = [str(t) for t in transforms if str(t).startswith("scale:")]
+        scale_advice = f"Scale the workload further ({', '.join(scales)} is applied)" if scales else "Scale the workload (--transform scale:2)"
         if bu is not None and bw is not None and (bu < LIGHT_UTILIZATION or bw < LIGHT_WAIT_S):
             st.caveats.append(
                 f"The baseline is lightly loaded ({fmt_percent(bu)} busy, mean wait {fmt_duration(bw)}): placement barely changes "
-                "waiting here. Scale the workload (--transform scale:2) or pick a busier window to see the trade-off."
+                f"waiting here. {scale_advice} or pick a busier window to see the trade-off."
             )
     if not any(isinstance(summ.get("network"), dict) for _, _, summ in runs):
         st.caveats.append("Speedups are assumed by the scenarios, not predicted: add --network to predict interference from the jobs' placements.")
