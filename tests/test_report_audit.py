@@ -310,3 +310,31 @@ def test_the_lightly_loaded_caveat_does_not_advise_the_scale_already_applied():
     assert "(--transform scale:2)" not in caveat and "scale:2 is applied" in caveat, caveat
     st = compare_story(META, [("linear", "none", light), ("isolated", "none", light)], {})
     assert any("(--transform scale:2)" in c for c in st.caveats), st.caveats
+
+
+def _frontier_doc() -> dict[str, Any]:
+    def point(policy: str, lost: float, interference_h: float, wait_h: float, front: bool) -> dict[str, Any]:
+        return {"policy": policy, "interference_node_s": interference_h * 3600, "wait_mean_s": wait_h * 3600, "on_front": front,
+                "meets_target": False, "vs_baseline": {"utilization_lost_pts": lost}}
+
+    return {"trace": "x.swf", "system": "cab", "baseline": "linear",
+            "target": {"interference_removed_at_least": 0.9, "utilization_lost_pts_at_most": 1.0, "wait_ratio_at_most": 1.05},
+            "points": [point("linear", 0.0, 105.0, 1.137, False), point("isolated", -0.0013, 0.0, 1.324, True),
+                       point("slurm-tree", 0.0, 527.0, 1.174, False), point("capped", 0.0002, 0.6, 1.205, False)]}
+
+
+def test_the_frontier_figure_starts_its_value_axes_at_zero_and_shades_only_the_target_box():
+    """Atlas 10 days x2: the mean-wait panel ran from 1.15 h to 1.33 h (isolated's 16 %
+    longer wait drawn as eight times linear's bar height), the interference axis went
+    below zero, and the 'target box' was shaded over the whole height although the target
+    also needs interference at most 10 % of the baseline's (the dashed line)."""
+    from toposched.reporting.frontier import frontier_figure
+
+    fig = frontier_figure(_frontier_doc())
+    ax, bx = fig.axes[:2]
+    assert ax.get_ylim()[0] == 0 and bx.get_ylim()[0] == 0, (ax.get_ylim(), bx.get_ylim())
+    target_y = 105.0 * (1 - 0.9)
+    shaded = [p for p in ax.patches if p.get_alpha() and p.get_alpha() < 0.2]
+    assert len(shaded) == 1
+    top = shaded[0].get_path().transformed(shaded[0].get_patch_transform()).get_extents().y1
+    assert abs(top - target_y) < 1e-6, (top, target_y)
