@@ -338,3 +338,27 @@ def test_the_frontier_figure_starts_its_value_axes_at_zero_and_shades_only_the_t
     assert len(shaded) == 1
     top = shaded[0].get_path().transformed(shaded[0].get_patch_transform()).get_extents().y1
     assert abs(top - target_y) < 1e-6, (top, target_y)
+
+
+def test_the_network_row_of_simulates_summary_counts_jobs_not_links():
+    """summary.json network.jobs_sharing_links is a number of jobs (737 of Atlas 20 days x2
+    under 'heavy': the jobs with net_links_shared > 0); the row printed '737 shared links'."""
+    import copy
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from test_engine import make_workload
+    from toposched.config import RunConfig
+    from toposched.reporting.terminal import terminal_summary
+    from toposched.simulate import simulate
+    from toposched.topology import load_fabric
+
+    r = simulate(make_workload([0] * 4, [2] * 4, [10] * 4, [10] * 4), load_fabric("toy18"), RunConfig())
+    s = copy.deepcopy(r.summary)
+    s["network"] = {"slowdown": {"mean": 1.019, "p95": 1.113, "max": 1.833, "jobs_slowed": 180}, "jobs_sharing_links": 737,
+                    "useful_utilization": 0.61, "busy_utilization": 0.623, "spec": "heavy"}
+    console = Console(record=True, width=300, color_system=None)
+    console.print(terminal_summary(SimpleNamespace(summary=s)))
+    text = console.export_text()
+    assert "737 jobs shared links" in text and "737 shared links" not in text, text

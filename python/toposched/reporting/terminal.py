@@ -72,7 +72,7 @@ def terminal_summary(result: "SimResult | StreamedRun", *, read_s: float | None 
         t.add_row(
             "network model",
             f"slowdown mean {fmt_number(sd['mean'], 3)}, p95 {fmt_number(sd['p95'], 3)}, max {fmt_number(sd['max'], 3)}; "
-            f"{sd['jobs_slowed']:,} jobs slowed, {net['jobs_sharing_links']:,} shared links; useful utilization "
+            f"{sd['jobs_slowed']:,} jobs slowed, {net['jobs_sharing_links']:,} jobs shared links; useful utilization "
             f"{100 * net['useful_utilization']:.1f}% of {100 * net['busy_utilization']:.1f}% busy (spec {net['spec']})",
         )
     if read_s is not None and sim_s is not None:
