@@ -362,3 +362,20 @@ def test_the_network_row_of_simulates_summary_counts_jobs_not_links():
     console.print(terminal_summary(SimpleNamespace(summary=s)))
     text = console.export_text()
     assert "737 jobs shared links" in text and "737 shared links" not in text, text
+
+
+def test_the_transform_sentences_say_what_the_transforms_did():
+    """'multiplied by 0.5 (scale:0.5) to load the machine more' (it loads it less), the
+    same for scale:1 (it changes nothing), and 'jobs larger than the machine nodes left
+    out' for a bare drop."""
+    from toposched.reporting.story import _transforms_text
+
+    assert "to load the machine more" in _transforms_text(["scale:2"])
+    half = _transforms_text(["scale:0.5"])
+    assert "more" not in half and "to load the machine less" in half, half
+    one = _transforms_text(["scale:1"])
+    assert "load" not in one and "unchanged" in one, one
+    assert _transforms_text(["drop"]) == "jobs larger than the machine left out"
+    assert _transforms_text(["cap"]) == "jobs larger than the machine cut to its size"
+    assert _transforms_text(["drop:500"]) == "jobs larger than 500 nodes left out"
+    assert _transforms_text(["cap:500"]) == "jobs larger than 500 nodes cut to that size"

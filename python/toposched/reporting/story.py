@@ -85,14 +85,22 @@ def _transforms_text(transforms: list[Any]) -> str:
     for t in transforms:
         kind, _, arg = str(t).partition(":")
         if kind == "scale":
-            out.append(f"every job's node count multiplied by {arg} ({t}) to load the machine more")
+            try:
+                factor = float(arg)
+            except ValueError:
+                factor = float("nan")
+            why = " to load the machine more" if factor > 1 else " to load the machine less" if factor < 1 else ", i.e. unchanged" if factor == 1 else ""
+            out.append(f"every job's node count multiplied by {arg} ({t}){why}")
         elif kind == "days":
             n, _, start = arg.partition("@")
             out.append(f"jobs submitted in days {start}-{float(start) + float(n):g}" if start else f"the first {n} days of the log")
         elif kind == "cores":
             out.append(f"node counts from processors at {arg} cores per node")
         elif kind in ("cap", "drop"):
-            out.append(f"jobs larger than {arg or 'the machine'} nodes {'cut to that size' if kind == 'cap' else 'left out'}")
+            if arg:
+                out.append(f"jobs larger than {arg} nodes {'cut to that size' if kind == 'cap' else 'left out'}")
+            else:
+                out.append(f"jobs larger than the machine {'cut to its size' if kind == 'cap' else 'left out'}")
         else:
             out.append(str(t))
     return "; ".join(out)
