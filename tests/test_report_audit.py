@@ -379,3 +379,20 @@ def test_the_transform_sentences_say_what_the_transforms_did():
     assert _transforms_text(["cap"]) == "jobs larger than the machine cut to its size"
     assert _transforms_text(["drop:500"]) == "jobs larger than 500 nodes left out"
     assert _transforms_text(["cap:500"]) == "jobs larger than 500 nodes cut to that size"
+
+
+def test_the_network_table_compares_with_no_oblivious_run_when_there_is_none(tmp_path):
+    """--allocs isolated,slurm-tree --network: no topology-oblivious run, yet the column
+    'useful utilization vs oblivious (points)' was filled against the first run
+    (isolated: 0, slurm-tree: its difference from isolated)."""
+    from pathlib import Path
+
+    from toposched.compare import run_compare
+    from toposched.reporting.figures import CompareData
+    from toposched.reporting.html import network_rows
+
+    window = Path(__file__).parent / "data" / "atlas-window-120.swf"
+    run_compare(str(window), "cab", tmp_path / "cmp", allocs=["isolated", "slurm-tree"], scenarios=["none"], jobs=1, network="bins")
+    cols, rows = network_rows(CompareData.load(tmp_path / "cmp"))
+    assert cols[-1] == "useful utilization vs oblivious (points)"
+    assert [r[-1] for r in rows] == [None, None], rows

@@ -618,7 +618,9 @@ def network_rows(data: Any) -> tuple[list[str], list[list[Any]]] | None:
         "useful utilization vs oblivious (points)",
     ]
     aware = {m["dir"]: bool(m.get("topology_aware")) for m in data.meta.get("runs", [])}
-    base = next((r for r in runs if not aware.get(r.rel_dir, False) and r.is_baseline), runs[0])
+    # the first topology-oblivious run without a scenario; none: the last column is empty
+    # (it was filled against the first run, a topology-aware one, under "vs oblivious")
+    base = next((r for r in runs if not aware.get(r.rel_dir, False) and r.is_baseline), None)
     rows = []
     for r in runs:
         net = r.summary["network"]
@@ -631,7 +633,7 @@ def network_rows(data: Any) -> tuple[list[str], list[list[Any]]] | None:
         multi = ok & (leaves > 1)
         multi_ratio = float((ran[multi] / logged[multi]).mean()) if multi.any() else None
         useful = net.get("useful_utilization")
-        base_useful = base.summary["network"].get("useful_utilization")
+        base_useful = None if base is None else base.summary["network"].get("useful_utilization")
         rows.append(
             [
                 r.alloc,
