@@ -396,3 +396,18 @@ def test_the_network_table_compares_with_no_oblivious_run_when_there_is_none(tmp
     cols, rows = network_rows(CompareData.load(tmp_path / "cmp"))
     assert cols[-1] == "useful utilization vs oblivious (points)"
     assert [r[-1] for r in rows] == [None, None], rows
+
+
+def test_the_runs_listing_writes_long_waits_in_plain_digits(tmp_path, capsys):
+    """`toposched runs DIR` printed a mean wait of 107,739 s as '1.077e+05' (and the
+    demo's linear run's 53,501 s as '5.35e+04'): the digits, not an exponent."""
+    from toposched.cli import main
+    from toposched.compare import run_compare
+
+    # a whole-machine job for 100,000 s, then one that waits for it: mean wait 49,999.5 s
+    trace = _swf(tmp_path / "long.swf", [(1, 0, 100000, 18), (2, 1, 100, 18)])
+    run_compare(trace, "toy18", tmp_path / "cmp", allocs=["linear"], scenarios=["none"], jobs=1)
+    capsys.readouterr()
+    assert main(["runs", str(tmp_path / "cmp"), "--columns", "run_id,wait_mean_s,wait_p95_s,utilization"]) == 0
+    text = capsys.readouterr().out
+    assert "e+0" not in text and " 50000 " in text and " 94999 " in text, text
