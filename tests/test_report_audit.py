@@ -411,3 +411,23 @@ def test_the_runs_listing_writes_long_waits_in_plain_digits(tmp_path, capsys):
     assert main(["runs", str(tmp_path / "cmp"), "--columns", "run_id,wait_mean_s,wait_p95_s,utilization"]) == 0
     text = capsys.readouterr().out
     assert "e+0" not in text and " 50000 " in text and " 94999 " in text, text
+
+
+def test_a_speedup_is_not_said_to_pay_for_a_cost_the_policy_did_not_have():
+    """KTH 30 days on hype, conservative: slurm-tree waits as long as linear (2.4 h, +0 s);
+    its v1 run was said to 'pay for isolation's cost' (slurm-tree does not isolate, and
+    had no wait to pay back)."""
+    base = _summary(wait=8640.0)
+    runs = [("linear", "none", base), ("slurm-tree", "none", _summary(wait=8640.0)), ("slurm-tree", "v1", _summary(wait=8280.0)),
+            ("isolated", "none", _summary(wait=11000.0)), ("isolated", "v1", _summary(wait=8000.0))]
+    verdict = compare_story(META, runs, {}).verdict
+    tree = next(v for v in verdict if v.startswith("With v1") and "slurm-tree's" in v)
+    assert "isolation" not in tree and "no wait to pay back" in tree, tree
+    iso = next(v for v in verdict if v.startswith("With v1") and "isolated's" in v)
+    assert iso.endswith("at or below the baseline's, so that speedup pays for isolation's cost."), iso
+
+
+def test_the_never_placed_caveat_does_not_round_a_job_to_zero_percent():
+    one = _summary(replayed=2362, never_fit=1)
+    caveat = next(c for c in compare_story(META, [("linear", "none", one), ("isolated", "none", one)], {}).caveats if "never be placed" in c)
+    assert "1 job (<1%)" in caveat and "(0%)" not in caveat, caveat

@@ -80,6 +80,11 @@ def _util(summary: dict[str, Any]) -> float | None:
     return mean
 
 
+def _jobs(n: int) -> str:
+    """``1 job``, ``2,345 jobs``."""
+    return f"{n:,} job{'' if n == 1 else 's'}"
+
+
 def _transforms_text(transforms: list[Any]) -> str:
     out = []
     for t in transforms:
@@ -221,10 +226,13 @@ def compare_story(meta: dict[str, Any], runs: list[tuple[str, str, dict[str, Any
                 # two waits that print alike (14.9 h and 14.9 h) get their difference, so
                 # that "above" or "below" is not read against equal numbers
                 by_how_much = f" (by {fmt_duration(abs(ws - bw))})" if fmt_duration(ws) == fmt_duration(bw) else ""
-                st.verdict.append(
-                    f"With {s} ({SCENARIO_TEXT.get(s, s).split(' (')[0]}), {a}'s mean wait is {fmt_duration(ws)}: "
-                    + (f"at or below the baseline's{by_how_much}, so that speedup pays for isolation's cost." if pays else f"still above the baseline's {fmt_duration(bw)}{by_how_much}: that speedup does not pay for it.")
-                )
+                if not pays:
+                    tail = f"still above the baseline's {fmt_duration(bw)}{by_how_much}: that speedup does not pay for it."
+                elif w is not None and w <= bw:  # no wait to pay back: the policy waits no longer than the baseline without it
+                    tail = f"at or below the baseline's{by_how_much}, as {a}'s is without it: there is no wait to pay back."
+                else:
+                    tail = f"at or below the baseline's{by_how_much}, so that speedup pays for {'isolation' if a == 'isolated' else a}'s cost."
+                st.verdict.append(f"With {s} ({SCENARIO_TEXT.get(s, s).split(' (')[0]}), {a}'s mean wait is {fmt_duration(ws)}: " + tail)
         net = [(a, s, summ["network"]) for a, s, summ in runs if isinstance(summ.get("network"), dict)]
         for a, s, n in net:
             sd = n.get("slowdown", {})
@@ -244,14 +252,18 @@ def compare_story(meta: dict[str, Any], runs: list[tuple[str, str, dict[str, Any
     if not any(isinstance(summ.get("network"), dict) for _, _, summ in runs):
         st.caveats.append("Speedups are assumed by the scenarios, not predicted: add --network to predict interference from the jobs' placements.")
     nevers = {(a, s): _s(summ, "jobs", "skipped_never_fit") or 0 for a, s, summ in runs}
-    why = "could never be placed (too large for the fabric, or for their class under the policy) and were not replayed (see each run's skipped.parquet)"
+    def why(n: int) -> str:
+        return ("could never be placed (too large for the fabric, or for their class under the policy) and "
+                f"{'was' if n == 1 else 'were'} not replayed (see each run's skipped.parquet)")
+
     if len(set(nevers.values())) == 1 and runs[0] and next(iter(nevers.values())):
         n = next(iter(nevers.values()))
-        st.caveats.append(f"In every run {n:,} jobs ({n / max(n + (_s(first, 'jobs', 'replayed') or 0), 1):.0%}) {why}.")
+        share = n / max(n + (_s(first, "jobs", "replayed") or 0), 1)
+        st.caveats.append(f"In every run {_jobs(n)} ({'<1%' if 0 < share < 0.005 else f'{share:.0%}'}) {why(n)}.")
     else:
         for (a, s), n in nevers.items():
             if n:
-                st.caveats.append(f"{a}{'' if s == 'none' else ' ' + s}: {n:,} jobs {why}.")
+                st.caveats.append(f"{a}{'' if s == 'none' else ' ' + s}: {_jobs(n)} {why(n)}.")
     for a, s, summ in runs:
         if summ.get("complete") is False:
             st.caveats.append(f"{a} {s}: interrupted, partial results.")
