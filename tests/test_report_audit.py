@@ -431,3 +431,8 @@ def test_the_never_placed_caveat_does_not_round_a_job_to_zero_percent():
     one = _summary(replayed=2362, never_fit=1)
     caveat = next(c for c in compare_story(META, [("linear", "none", one), ("isolated", "none", one)], {}).caveats if "never be placed" in c)
     assert "1 job (<1%)" in caveat and "(0%)" not in caveat, caveat
+
+
+def test_a_one_job_workload_is_one_job():
+    one = _summary(replayed=1)
+    assert compare_story(META, [("linear", "none", one)], {}).compared[0] == "x.swf: 1 job."

@@ -158,7 +158,7 @@ def compare_story(meta: dict[str, Any], runs: list[tuple[str, str, dict[str, Any
     trace = Path(str(meta.get("trace", "the log"))).name
     n_jobs = _s(first, "jobs", "in_workload")
     transforms = meta.get("transforms") or []
-    what = f"{trace}: {fmt_count(n_jobs)} jobs"
+    what = f"{trace}: {_jobs(n_jobs) if isinstance(n_jobs, int) else fmt_count(n_jobs) + ' jobs'}"
     if transforms:
         what += f" ({_transforms_text(transforms)})"
     st.compared.append(what + ".")
