@@ -474,3 +474,27 @@ def test_the_scenario_lines_give_the_reductions_the_runs_got():
     assert _reduction_range("v2", 1, 4) == (0.0, 0.0) and "1-4 nodes not at all" in SCENARIO_TEXT["v2"]
     v1_16 = _reduction_range("v1", 16, 16)[1]
     assert f"{v1_16:.1f}% at 16 nodes" in SCENARIO_TEXT["v1"], (v1_16, SCENARIO_TEXT["v1"])
+
+
+def test_the_inputs_table_names_who_repaired_or_left_out_jobs_and_of_what():
+    """The demo's Inputs table listed 'transform_outside_window: 31,428' under 'reader
+    skips' and 'transform_scaled_nodes: 7,779' (the jobs kept) beside the reader's
+    'walltime_from_runtime: 6,294' (counted over all 43,778 records) under 'reader
+    repairs', as if 6,294 of the 7,779 jobs replayed had been repaired."""
+    import re
+
+    from toposched.reporting.figures import CompareData, RunData
+    from toposched.reporting.html import _inputs_section
+
+    summary = {"input": {"jobs": 7779, "records": 43778, "repairs": {"size_from_requested": 17, "transform_scaled_nodes": 7779, "walltime_from_runtime": 6294},
+                         "skipped": {"transform_outside_window": 31428, "unknown_size": 4571}}, "jobs": {}}
+    data = CompareData(root=__import__("pathlib").Path("."), meta={"trace": "x.swf", "queue": "easy", "transforms": ["days:60", "scale:3"]},
+                       runs=[RunData("linear", "none", __import__("pathlib").Path("."), "runs/linear__none", summary, "#000")])
+    data.__dict__["fabric"] = {}
+    rows = dict(re.findall(r"<tr><th>([^<]*)</th><td>([^<]*)</td></tr>", _inputs_section(data)))
+    reader_skips = next(v for k, v in rows.items() if k.startswith("reader skips"))
+    reader_repairs = next(v for k, v in rows.items() if k.startswith("reader repairs"))
+    assert "transform" not in reader_skips and "transform" not in reader_repairs, rows
+    assert "43,778 records" in next(k for k in rows if k.startswith("reader repairs")), rows
+    transforms = [v for k, v in rows.items() if k.startswith("transforms:")]
+    assert any("outside_window: 31,428" in v for v in transforms) and any("scaled_nodes: 7,779" in v for v in transforms), rows

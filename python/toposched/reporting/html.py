@@ -453,11 +453,22 @@ def _inputs_section(data: Any) -> str:
         if isinstance(fab.get("nodes"), int)
         else str(meta.get("system", "?"))
     )
+    # the reader counts over every record it read, each transform over the jobs it was
+    # given: one row each, so that neither reads as a share of the jobs replayed
+    def split(counts: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
+        mine = {k: v for k, v in (counts or {}).items() if not k.startswith("transform_")}
+        return mine, {k.removeprefix("transform_"): v for k, v in (counts or {}).items() if k.startswith("transform_")}
+
+    reader_repairs, transform_repairs = split(inp.get("repairs"))
+    reader_skips, transform_skips = split(inp.get("skipped"))
+    of_records = f" (of the {inp['records']:,} records read)" if isinstance(inp.get("records"), int) else ""
     pairs: list[tuple[str, Any]] = [
         ("trace", meta.get("trace", "?")),
         ("jobs read", f"{inp.get('jobs', '?'):,} kept of {inp.get('records', '?'):,} records" if isinstance(inp.get("jobs"), int) and isinstance(inp.get("records"), int) else "?"),
-        ("reader repairs", _counts(inp.get("repairs"))),
-        ("reader skips", _counts(inp.get("skipped"))),
+        (f"reader repairs{of_records}", _counts(reader_repairs)),
+        (f"reader skips{of_records}", _counts(reader_skips)),
+        ("transforms: jobs changed", _counts(transform_repairs)),
+        ("transforms: jobs left out", _counts(transform_skips)),
         ("system", meta.get("system", "?")),
         ("fabric", fabric_text),
     ]
