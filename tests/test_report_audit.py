@@ -498,3 +498,18 @@ def test_the_inputs_table_names_who_repaired_or_left_out_jobs_and_of_what():
     assert "43,778 records" in next(k for k in rows if k.startswith("reader repairs")), rows
     transforms = [v for k, v in rows.items() if k.startswith("transforms:")]
     assert any("outside_window: 31,428" in v for v in transforms) and any("scaled_nodes: 7,779" in v for v in transforms), rows
+
+
+def test_the_contention_page_carries_the_schedules_notes():
+    """A run replayed with --network: the terminal and contention.json say its run times
+    already hold the model's slowdowns (the uplink ones come on top); report.html did not."""
+    import html
+
+    from toposched.reporting.contention import build_report
+
+    note = "replayed with the network model (--network heavy): its run times already include that model's predicted slowdowns"
+    doc = {"schedule": {"name": "x", "jobs": 3, "nodes": 18, "leaves": 6, "nodes_per_leaf": 3, "full_uplinks": 3, "uplinks_per_leaf_as_built": 3,
+                        "cores_per_node": 1, "notes": [note]},
+           "exposed_jobs": 1, "leaf_demand": {"peak_uplinks": 1, "stretches": 1}, "uplink_sweep": []}
+    page = html.unescape(build_report(doc, {}))
+    assert note in page

@@ -314,6 +314,7 @@ def build_report(doc: dict[str, Any], fig_files: dict[str, str]) -> str:
         ("peak leaf demand", doc["leaf_demand"]["peak_uplinks"]),
         ("leaf demand stretches", doc["leaf_demand"]["stretches"]),
     ]
+    kv += [("note", note) for note in s.get("notes", [])]  # e.g. run times that already hold the network model's slowdowns
     sections: list[tuple[str, str]] = [("Schedule", table_html(["", ""], [[k, v] for k, v in kv], css_class="data kv"))]
     if doc["uplink_sweep"]:
         frag = plotly_div(_plotly_sweep(doc)) + _sweep_table(doc)
