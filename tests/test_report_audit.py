@@ -513,3 +513,19 @@ def test_the_contention_page_carries_the_schedules_notes():
            "exposed_jobs": 1, "leaf_demand": {"peak_uplinks": 1, "stretches": 1}, "uplink_sweep": []}
     page = html.unescape(build_report(doc, {}))
     assert note in page
+
+
+def test_the_contention_page_marks_the_row_of_the_fabric_as_built():
+    """On a tapered fabric (W1 = 9 of 18) the terminal marks the row R = 9 '<- as built';
+    the page's table did not say which row is the fabric that was replayed."""
+    import re
+
+    from toposched.reporting.contention import _sweep_table
+
+    sweep = [{"uplinks": r, "removed": 18 - r, "taper": 18 / r, "system_slowdown": 0.1, "added_wall_per_node_second": 0.01, "affected_jobs": 1,
+              "affected_job_slowdown": {"mean": 0.1, "median": 0.1, "p95": 0.1, "max": 0.1}, "probabilistic": []} for r in range(18, 0, -1)]
+    doc = {"schedule": {"full_uplinks": 18, "uplinks_per_leaf_as_built": 9}, "uplink_sweep": sweep, "comm_fractions": []}
+    first_cells = re.findall(r"<tr><td[^>]*>([^<]*)</td>", _sweep_table(doc))
+    assert first_cells[9] == "9 (as built)" and sum("as built" in c for c in first_cells) == 1, first_cells
+    doc["schedule"]["uplinks_per_leaf_as_built"] = 18  # not tapered: nothing to mark
+    assert "as built" not in _sweep_table(doc)
