@@ -11,7 +11,8 @@ so that the same inputs give the same bytes. :func:`write_figures` writes them a
   APH of the bin's median job size (the most compact placement possible) as a black bar.
 * ``utilization``: distribution of the per-minute utilization samples, one box per run
   (whiskers at min and max, diamond at the mean; paper Fig. 8).
-* ``makespan``: first submit to last end, hours, one bar per run (paper Fig. 9).
+* ``makespan``: first submit to last end, one bar per run, in the unit of the largest
+  (paper Fig. 9).
 * ``wait_by_size``: mean wait by job-size bin, grouped bars, last group all jobs (Fig. 10).
 * ``mean_wait_table``: mean wait in hours laid out as the paper's Table I (rows workload on
   system, columns runs).
