@@ -529,3 +529,17 @@ def test_the_contention_page_marks_the_row_of_the_fabric_as_built():
     assert first_cells[9] == "9 (as built)" and sum("as built" in c for c in first_cells) == 1, first_cells
     doc["schedule"]["uplinks_per_leaf_as_built"] = 18  # not tapered: nothing to mark
     assert "as built" not in _sweep_table(doc)
+
+
+def test_the_network_section_does_not_call_a_scenario_runs_difference_a_payback(tmp_path):
+    """The network table's last column was introduced as 'each policy's net payback' for
+    every row, the speedup scenarios' too (whose runs did shortened work)."""
+    from pathlib import Path
+
+    from toposched.compare import build_report, run_compare
+
+    window = Path(__file__).parent / "data" / "atlas-window-120.swf"
+    run_compare(str(window), "cab", tmp_path / "cmp", allocs=["linear", "isolated"], scenarios=["none", "ta10"], jobs=1, network="bins")
+    page = build_report(tmp_path / "cmp").read_text()
+    assert "The last column is each policy's net payback" not in page
+    assert "a speedup scenario's run did shortened work: its difference is no payback" in page
