@@ -543,3 +543,13 @@ def test_the_network_section_does_not_call_a_scenario_runs_difference_a_payback(
     page = build_report(tmp_path / "cmp").read_text()
     assert "The last column is each policy's net payback" not in page
     assert "a speedup scenario's run did shortened work: its difference is no payback" in page
+
+
+def test_every_compared_policy_is_described():
+    """'capped: capped.', 'jigsaw: jigsaw.': the registry's one-line summary now."""
+    s = _summary()
+    compared = compare_story(META, [("linear", "none", s), ("capped", "none", s), ("jigsaw", "none", s)], {}).compared
+    capped = next(c for c in compared if c.startswith("capped:"))
+    jigsaw = next(c for c in compared if c.startswith("jigsaw:"))
+    assert capped != "capped: capped." and "leaf_cap" in capped, capped
+    assert jigsaw != "jigsaw: jigsaw." and "uplink columns" in jigsaw, jigsaw

@@ -83,6 +83,18 @@ def _util(summary: dict[str, Any]) -> float | None:
     return mean
 
 
+def _policy_text(alloc: str) -> str:
+    """What the policy does, in one line: ours above, else the registry's summary."""
+    if alloc in POLICY_TEXT:
+        return POLICY_TEXT[alloc]
+    if ":" in alloc:
+        return "a policy written in Python"
+    from .. import registry
+
+    p = registry.policy(alloc)
+    return p.summary if p is not None and p.summary else alloc
+
+
 def _jobs(n: int) -> str:
     """``1 job``, ``2,345 jobs``."""
     return f"{n:,} job{'' if n == 1 else 's'}"
@@ -172,7 +184,7 @@ def compare_story(meta: dict[str, Any], runs: list[tuple[str, str, dict[str, Any
         )
     allocs = list(dict.fromkeys(a for a, _, _ in runs))
     for a in allocs:
-        st.compared.append(f"{a}: {POLICY_TEXT.get(a, 'a policy written in Python' if ':' in a else a)}.")
+        st.compared.append(f"{a}: {_policy_text(a)}.")
     scenarios = [s for s in dict.fromkeys(s for _, s, _ in runs) if s != "none"]
     for s in scenarios:
         st.compared.append(f"scenario {s}: {SCENARIO_TEXT.get(s, s)}; applied to the topology-aware policies only.")
