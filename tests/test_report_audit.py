@@ -553,3 +553,18 @@ def test_every_compared_policy_is_described():
     jigsaw = next(c for c in compared if c.startswith("jigsaw:"))
     assert capped != "capped: capped." and "leaf_cap" in capped, capped
     assert jigsaw != "jigsaw: jigsaw." and "uplink columns" in jigsaw, jigsaw
+
+
+def test_a_snapshot_caption_gives_its_instant_as_its_figure_does(tmp_path):
+    """The caption gave 't = 4127299 s' (the log's clock) and the figure 'day 9, 19:32
+    after the first submit': two readings of one instant with nothing joining them."""
+    import re
+
+    from toposched.compare import build_report, run_compare
+
+    trace = _swf(tmp_path / "late.swf", [(1, 90000, 7200, 4), (2, 93600, 7200, 6)])
+    run_compare(trace, "toy18", tmp_path / "cmp", allocs=["linear"], scenarios=["none"], jobs=1)
+    page = build_report(tmp_path / "cmp").read_text()
+    caps = re.findall(r"<figcaption>(linear at peak busy nodes[^<]*)", page)
+    # peak: both jobs run from 93,600 s (day 1, 02:00 of the log), 1 h after the first submit
+    assert caps and "t = 93,600 s: day 0, 01:00 after the first submit" in caps[0], caps

@@ -799,7 +799,7 @@ def build_compare_report(out_dir: str | Path) -> Path:
     The figures (each written as PNG and SVG) and the interactive plots are made by two
     processes at once (:func:`_run_shared`)."""
     from .figures import FIGURES, CompareData, fmt_hours, mean_wait_rows, save_figure
-    from .snapshot import draw_snapshot
+    from .snapshot import _clock, draw_snapshot
 
     root = Path(out_dir)
     data = CompareData.load(root)
@@ -875,7 +875,9 @@ def build_compare_report(out_dir: str | Path) -> Path:
     ]
     three_levels = int(data.fabric.get("levels", 3)) >= 3 and int(data.fabric.get("pods", 2)) > 1
     for r, stem, what, info in snaps:
-        cap = f"{r.label} {what} (t = {info.time_s} s): {len(info.job_ids)} running jobs, {info.busy_nodes:,} busy nodes, {len(info.shared_leaves)} shared leaf-L2 bundles"
+        first = r.summary.get("first_submit_s")
+        when = f"t = {info.time_s:,} s" + (f": {_clock(info.time_s - first)} after the first submit" if isinstance(first, int) else "")  # as the figure's title
+        cap = f"{r.label} {what} ({when}): {len(info.job_ids)} running jobs, {info.busy_nodes:,} busy nodes, {len(info.shared_leaves)} shared leaf-L2 bundles"
         if three_levels:
             cap += f", {len(info.shared_pods)} shared L2-L3 bundles"
         snap_parts.append(image_html(f"figures/{stem}.png", cap, svg=f"figures/{stem}.svg", wide=True))
