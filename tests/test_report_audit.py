@@ -568,3 +568,24 @@ def test_a_snapshot_caption_gives_its_instant_as_its_figure_does(tmp_path):
     caps = re.findall(r"<figcaption>(linear at peak busy nodes[^<]*)", page)
     # peak: both jobs run from 93,600 s (day 1, 02:00 of the log), 1 h after the first submit
     assert caps and "t = 93,600 s: day 0, 01:00 after the first submit" in caps[0], caps
+
+
+def test_a_fabric_of_unequal_leaves_is_not_said_to_have_leaves_of_the_largest_size():
+    """A Slurm topology.conf with leaves of 102, 100 and 32 nodes: 'Fabric ...: 234 nodes,
+    3 leaf switches of 102 nodes, 1 pods' (the largest leaf's size given as every leaf's)."""
+    import re
+    from pathlib import Path
+
+    from toposched.reporting.figures import CompareData, RunData
+    from toposched.reporting.html import _inputs_section
+    from toposched.topology import load_fabric
+
+    conf = Path(__file__).parent / "data" / "slurm" / "ubccr_medium-cluster_topology.conf"
+    fab = load_fabric(str(conf)).describe()
+    fab = {k: v for k, v in fab.items() if k not in ("node_names",)}
+    line = next(c for c in compare_story(META, [("linear", "none", _summary())], fab).compared if c.startswith("Fabric"))
+    assert "3 leaf switches of 32-102 nodes, 1 pod;" in line, line
+    data = CompareData(root=Path("."), meta={"trace": "x.swf", "system": str(conf)}, runs=[RunData("linear", "none", Path("."), "runs/l", {"input": {}}, "#000")])
+    data.__dict__["fabric"] = fab
+    row = dict(re.findall(r"<tr><th>([^<]*)</th><td>([^<]*)</td></tr>", _inputs_section(data)))["fabric"]
+    assert "3 leaves of 32-102 nodes, 1 pod," in row, row

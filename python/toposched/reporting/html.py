@@ -440,6 +440,7 @@ def _reasons(d: dict[str, Any] | None) -> str:
 
 def _inputs_section(data: Any) -> str:
     from .figures import transforms_text
+    from .story import leaf_size_text, plural
 
     meta = data.meta
     fab = data.fabric
@@ -449,7 +450,7 @@ def _inputs_section(data: Any) -> str:
     allocs = list(dict.fromkeys(r.alloc for r in data.runs))
     fabric_text = (
         f"{fab.get('name', meta.get('system', '?'))}: {fab.get('nodes', '?'):,} nodes, {fab.get('leaves', '?')} leaves of "
-        f"{fab.get('nodes_per_leaf', '?')} nodes, {fab.get('pods', '?')} pods, {fab.get('levels', '?')} levels"
+        f"{leaf_size_text(fab)} nodes, {plural(fab.get('pods', '?'), 'pod')}, {fab.get('levels', '?')} levels"
         if isinstance(fab.get("nodes"), int)
         else str(meta.get("system", "?"))
     )

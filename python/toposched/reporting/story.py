@@ -95,6 +95,29 @@ def _policy_text(alloc: str) -> str:
     return p.summary if p is not None and p.summary else alloc
 
 
+def leaf_size_text(fabric: dict[str, Any]) -> str:
+    """The nodes per leaf: ``18``, or ``32-102`` when the leaves differ (fabric.json's
+    ``node_leaf``; from a summary's fabric block, which has only the largest,
+    ``up to 102``). ``nodes_per_leaf`` alone is the largest leaf's."""
+    npl = fabric.get("nodes_per_leaf", "?")
+    node_leaf = fabric.get("node_leaf")
+    if isinstance(node_leaf, list) and node_leaf:
+        counts: dict[Any, int] = {}
+        for leaf in node_leaf:
+            counts[leaf] = counts.get(leaf, 0) + 1
+        lo, hi = min(counts.values()), max(counts.values())
+        return str(hi) if lo == hi else f"{lo}-{hi}"
+    nodes, leaves = fabric.get("nodes"), fabric.get("leaves")
+    if isinstance(nodes, int) and isinstance(leaves, int) and isinstance(npl, int) and nodes != leaves * npl:
+        return f"up to {npl}"
+    return str(npl)
+
+
+def plural(n: Any, word: str) -> str:
+    """``1 pod``, ``4 pods``, ``? pods``."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def _jobs(n: int) -> str:
     """``1 job``, ``2,345 jobs``."""
     return f"{n:,} job{'' if n == 1 else 's'}"
@@ -180,7 +203,7 @@ def compare_story(meta: dict[str, Any], runs: list[tuple[str, str, dict[str, Any
     if isinstance(fabric.get("nodes"), int):
         st.compared.append(
             f"Fabric {fabric.get('name', '?')}: {fabric['nodes']:,} nodes, {fabric.get('leaves', '?')} leaf switches of "
-            f"{fabric.get('nodes_per_leaf', '?')} nodes, {fabric.get('pods', '?')} pods; queue policy {meta.get('queue', '?')}."
+            f"{leaf_size_text(fabric)} nodes, {plural(fabric.get('pods', '?'), 'pod')}; queue policy {meta.get('queue', '?')}."
         )
     allocs = list(dict.fromkeys(a for a, _, _ in runs))
     for a in allocs:
