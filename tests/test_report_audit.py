@@ -589,3 +589,16 @@ def test_a_fabric_of_unequal_leaves_is_not_said_to_have_leaves_of_the_largest_si
     data.__dict__["fabric"] = fab
     row = dict(re.findall(r"<tr><th>([^<]*)</th><td>([^<]*)</td></tr>", _inputs_section(data)))["fabric"]
     assert "3 leaves of 32-102 nodes, 1 pod," in row, row
+
+
+def test_the_contention_page_does_not_give_unequal_leaves_the_largest_size():
+    """Leaves of 102, 100 and 32 nodes: the page said '234 nodes on 3 leaves of 102'."""
+    import html
+
+    from toposched.reporting.contention import build_report
+
+    doc = {"schedule": {"name": "x", "jobs": 88, "nodes": 234, "leaves": 3, "nodes_per_leaf": 102, "full_uplinks": 102,
+                        "uplinks_per_leaf_as_built": 102, "cores_per_node": 8, "notes": []},
+           "exposed_jobs": 8, "leaf_demand": {"peak_uplinks": 26, "stretches": 16}, "uplink_sweep": []}
+    page = html.unescape(build_report(doc, {}))
+    assert "234 nodes on 3 leaves of up to 102" in page and "3 leaves of 102" not in page

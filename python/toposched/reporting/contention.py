@@ -11,6 +11,7 @@ from typing import Any, Callable
 from ..files import write_atomic as _atomic
 from .figures import save_figure
 from .html import build_page, image_html, plotly_div, table_html
+from .story import leaf_size_text
 
 
 def pct(x: float | None) -> str:
@@ -138,7 +139,7 @@ def write_figures(doc: dict[str, Any], fig_dir: Path) -> dict[str, str]:
     sched = doc["schedule"]
     sweep = doc["uplink_sweep"]
     Js = doc.get("comm_fractions", [])
-    title = f"{sched['name']} ({sched['nodes']:,} nodes, {sched['nodes_per_leaf']} per leaf)"
+    title = f"{sched['name']} ({sched['nodes']:,} nodes, {leaf_size_text(sched)} per leaf)"
     if sweep:
         x = [r["removed"] for r in sweep]
         fig, ax = _figure(11, 7.5, 2, 2)
@@ -311,7 +312,7 @@ def build_report(doc: dict[str, Any], fig_files: dict[str, str]) -> str:
         ("schedule", s["name"]),
         ("jobs", s["jobs"]),
         ("jobs on 2+ leaves (exposed)", doc["exposed_jobs"]),
-        ("nodes, leaves", f"{s['nodes']:,} nodes on {s['leaves']:,} leaves of {s['nodes_per_leaf']}"),
+        ("nodes, leaves", f"{s['nodes']:,} nodes on {s['leaves']:,} leaves of {leaf_size_text(s)}"),  # K is the largest leaf's
         ("uplinks per leaf", f"{s['full_uplinks']} nonblocking; as built: {s['uplinks_per_leaf_as_built']}"),
         ("cores per node", s["cores_per_node"]),
         ("peak leaf demand", doc["leaf_demand"]["peak_uplinks"]),
