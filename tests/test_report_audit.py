@@ -602,3 +602,19 @@ def test_the_contention_page_does_not_give_unequal_leaves_the_largest_size():
            "exposed_jobs": 8, "leaf_demand": {"peak_uplinks": 26, "stretches": 16}, "uplink_sweep": []}
     page = html.unescape(build_report(doc, {}))
     assert "234 nodes on 3 leaves of up to 102" in page and "3 leaves of 102" not in page
+
+
+def test_equal_waits_get_no_difference_and_one_running_job_is_one_job(tmp_path):
+    """'at or below the baseline's (by 0 s)' for equal waits; '1 running jobs' in a
+    snapshot caption."""
+    import re
+
+    from toposched.compare import build_report, run_compare
+
+    same = _summary(wait=0.0)
+    line = next(v for v in compare_story(META, [("linear", "none", same), ("isolated", "none", same), ("isolated", "ta10", same)], {}).verdict if v.startswith("With ta10"))
+    assert "(by 0 s)" not in line, line
+    trace = _swf(tmp_path / "one.swf", [(1, 0, 600, 6)])
+    run_compare(trace, "toy18", tmp_path / "cmp", allocs=["linear"], scenarios=["none"], jobs=1)
+    caps = re.findall(r"<figcaption>(linear at peak[^<]*)", build_report(tmp_path / "cmp").read_text())
+    assert caps and ": 1 running job, 6 busy nodes" in caps[0], caps

@@ -801,6 +801,7 @@ def build_compare_report(out_dir: str | Path) -> Path:
     processes at once (:func:`_run_shared`)."""
     from .figures import FIGURES, CompareData, fmt_hours, mean_wait_rows, save_figure
     from .snapshot import _clock, draw_snapshot
+    from .story import plural
 
     root = Path(out_dir)
     data = CompareData.load(root)
@@ -878,7 +879,7 @@ def build_compare_report(out_dir: str | Path) -> Path:
     for r, stem, what, info in snaps:
         first = r.summary.get("first_submit_s")
         when = f"t = {info.time_s:,} s" + (f": {_clock(info.time_s - first)} after the first submit" if isinstance(first, int) else "")  # as the figure's title
-        cap = f"{r.label} {what} ({when}): {len(info.job_ids)} running jobs, {info.busy_nodes:,} busy nodes, {len(info.shared_leaves)} shared leaf-L2 bundles"
+        cap = f"{r.label} {what} ({when}): {plural(len(info.job_ids), 'running job')}, {info.busy_nodes:,} busy nodes, {len(info.shared_leaves)} shared leaf-L2 bundles"
         if three_levels:
             cap += f", {len(info.shared_pods)} shared L2-L3 bundles"
         snap_parts.append(image_html(f"figures/{stem}.png", cap, svg=f"figures/{stem}.svg", wide=True))

@@ -263,7 +263,7 @@ def compare_story(meta: dict[str, Any], runs: list[tuple[str, str, dict[str, Any
                 pays = ws <= bw
                 # two waits that print alike (14.9 h and 14.9 h) get their difference, so
                 # that "above" or "below" is not read against equal numbers
-                by_how_much = f" (by {fmt_duration(abs(ws - bw))})" if fmt_duration(ws) == fmt_duration(bw) else ""
+                by_how_much = f" (by {fmt_duration(abs(ws - bw))})" if fmt_duration(ws) == fmt_duration(bw) and ws != bw else ""
                 if not pays:
                     tail = f"still above the baseline's {fmt_duration(bw)}{by_how_much}: that speedup does not pay for it."
                 elif w is not None and w <= bw:  # no wait to pay back: the policy waits no longer than the baseline without it
