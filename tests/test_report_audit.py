@@ -618,3 +618,19 @@ def test_equal_waits_get_no_difference_and_one_running_job_is_one_job(tmp_path):
     run_compare(trace, "toy18", tmp_path / "cmp", allocs=["linear"], scenarios=["none"], jobs=1)
     caps = re.findall(r"<figcaption>(linear at peak[^<]*)", build_report(tmp_path / "cmp").read_text())
     assert caps and ": 1 running job, 6 busy nodes" in caps[0], caps
+
+
+def test_the_frontier_points_table_says_which_columns_ran_with_the_network_model():
+    """Each point ran without the model (utilization lost, busy utilization) and with it
+    (interference, useful utilization, mean wait): the page's table marked only one
+    column 'open loop' and gave 'mean wait (h)' with no word of which run it is."""
+    from toposched.reporting.frontier import frontier_rows
+
+    doc = _frontier_doc()
+    for p in doc["points"]:
+        p.update(open_busy_utilization=0.33, useful_utilization=0.33)
+        p["vs_baseline"].update(interference_removed=0.5, useful_gain_pts=0.0, wait_ratio=1.0)
+    cols, _ = frontier_rows(doc)
+    assert "mean wait, with the model (h)" in cols and "wait ratio, with the model" in cols, cols
+    assert "interference, with the model (node-h)" in cols and "useful util., with the model (%)" in cols, cols
+    assert "utilization lost, without the model (pts)" in cols and "busy util., without the model (%)" in cols, cols

@@ -37,9 +37,12 @@ def _node_hours(v: float | None) -> str:
 
 def frontier_rows(document: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
     """The table of points, in grid order (the same for the terminal and the page)."""
+    # every point ran without the network model (its cost: utilization) and with it (its
+    # interference, useful utilization and waits): each column says which
     columns = [
-        "policy", "utilization lost (pts)", "busy util. open loop (%)", "interference (node-h)", "interference removed (%)",
-        "useful util. (%)", "useful gained (pts)", "mean wait (h)", "wait ratio", "front", "target",
+        "policy", "utilization lost, without the model (pts)", "busy util., without the model (%)", "interference, with the model (node-h)",
+        "interference removed (%)", "useful util., with the model (%)", "useful gained (pts)", "mean wait, with the model (h)",
+        "wait ratio, with the model", "front", "target",
     ]
     rows = []
     for p in document["points"]:
