@@ -5,6 +5,7 @@ values, a wide comparison on an 80-column terminal)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from toposched.reporting.story import compare_story
@@ -488,8 +489,8 @@ def test_the_inputs_table_names_who_repaired_or_left_out_jobs_and_of_what():
 
     summary = {"input": {"jobs": 7779, "records": 43778, "repairs": {"size_from_requested": 17, "transform_scaled_nodes": 7779, "walltime_from_runtime": 6294},
                          "skipped": {"transform_outside_window": 31428, "unknown_size": 4571}}, "jobs": {}}
-    data = CompareData(root=__import__("pathlib").Path("."), meta={"trace": "x.swf", "queue": "easy", "transforms": ["days:60", "scale:3"]},
-                       runs=[RunData("linear", "none", __import__("pathlib").Path("."), "runs/linear__none", summary, "#000")])
+    data = CompareData(root=Path("."), meta={"trace": "x.swf", "queue": "easy", "transforms": ["days:60", "scale:3"]},
+                       runs=[RunData("linear", "none", Path("."), "runs/linear__none", summary, "#000")])
     data.__dict__["fabric"] = {}
     rows = dict(re.findall(r"<tr><th>([^<]*)</th><td>([^<]*)</td></tr>", _inputs_section(data)))
     reader_skips = next(v for k, v in rows.items() if k.startswith("reader skips"))
