@@ -447,8 +447,8 @@ def test_snapshot_shared_links_linear_yes_isolated_never(report):
         snap = shared_links(isolated_dir, int(t))
         assert snap.shared_leaves == [] and snap.shared_pods == [], t
     page = report.read_text()
-    assert re.search(r"linear when the most multi-leaf jobs run \(t = \d+ s\): \d+ running jobs, [\d,]+ busy nodes, [1-9]\d* shared leaf-L2", page)
-    assert re.search(r"isolated when the most multi-leaf jobs run \(t = \d+ s\): \d+ running jobs, [\d,]+ busy nodes, 0 shared leaf-L2 bundles, 0 shared L2-L3", page)
+    assert re.search(r"linear when the most multi-leaf jobs run \(t = [\d,]+ s: day \d+, \d\d:\d\d after the first submit\): \d+ running jobs, [\d,]+ busy nodes, [1-9]\d* shared leaf-L2", page)
+    assert re.search(r"isolated when the most multi-leaf jobs run \(t = [\d,]+ s: day \d+, \d\d:\d\d after the first submit\): \d+ running jobs, [\d,]+ busy nodes, 0 shared leaf-L2 bundles, 0 shared L2-L3", page)
 
 
 def test_build_page_api_without_plotly_has_no_script():
@@ -500,7 +500,7 @@ def test_report_of_a_two_level_fabric_with_an_empty_run(tmp_path):
     assert "inline (2x) on fattree-4x3x1" in page
     assert "<tr><td>isolated</td><td>v1</td><td class=num>0</td><td class=num>1</td>" in page
     assert "asks for N nodes: 1" in page
-    assert re.search(r"linear when the most multi-leaf jobs run \(t = 0 s\): 3 running jobs, 11 busy nodes, 1 shared leaf-L2 bundles <", page)
+    assert re.search(r"linear when the most multi-leaf jobs run \(t = 0 s: day 0, 00:00 after the first submit\): 3 running jobs, 11 busy nodes, 1 shared leaf-L2 bundles <", page)
 
 
 def test_a_comparison_without_multi_node_jobs_reports_without_warnings(tmp_path):

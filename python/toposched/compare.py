@@ -480,18 +480,15 @@ def summary_table(document: dict[str, Any]) -> Table:
     spans = [r["summary"]["makespan_s"] for r in runs if r["summary"]["makespan_s"] is not None]
     wu, wd = duration_unit(max(waits, default=0))
     mu, md = duration_unit(max(spans, default=0))
-    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, title=title, title_justify="left", caption=f"means over the replayed jobs: wait ({wu}), bounded slowdown (10 s threshold), utilization (% of nodes busy); makespan ({mu}); APH of jobs >= 2 nodes; sped up: jobs the scenario shortened", caption_justify="left")
-    t.add_column("policy", no_wrap=True)
-    t.add_column("scenario", no_wrap=True)
-    for head in (f"wait {wu}", "bsld", "util %", f"makespan {mu}", "APH", "sped up"):
-        t.add_column(head, justify="right", no_wrap=True)
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, title=title, title_justify="left", caption=f"means over the replayed jobs: wait ({wu}), bounded slowdown (10 s threshold), utilization (% of nodes busy); makespan ({mu}); APH of jobs >= 2 nodes; sped up: jobs of the workload the scenario shortened, never-placed ones included", caption_justify="left")
+    rows = []
     previous = None
     for r in runs:
         s = r["summary"]
         util = s["utilization"]["mean"]
         wait_mean = s["wait_s"]["mean"]
         mk = s["makespan_s"]
-        t.add_row(
+        rows.append([
             r["alloc"] if r["alloc"] != previous else "",
             r["scenario"],
             _fmt(None if wait_mean is None else wait_mean / wd, 1 if wd > 1 else 0),
@@ -500,6 +497,14 @@ def summary_table(document: dict[str, Any]) -> Table:
             _fmt(None if mk is None else mk / md, 1 if md > 1 else 0),
             _fmt(s["aph"]["mean"], 3),
             f"{s['input']['repairs'].get('scenario_sped_up', 0):,}",
-        )
+        ])
         previous = r["alloc"]
+    # numbers and the headers naming their units are never cut ("1,110.…", "wait…"): each
+    # such column is as wide as its widest cell; a long policy name wraps instead
+    t.add_column("policy", overflow="fold")
+    for i, head in enumerate(("scenario", f"wait {wu}", "bsld", "util %", f"makespan {mu}", "APH", "sped up"), start=1):
+        width = max([len(head)] + [len(row[i]) for row in rows])
+        t.add_column(head, justify="left" if i == 1 else "right", no_wrap=True, min_width=width)
+    for row in rows:
+        t.add_row(*row)
     return t

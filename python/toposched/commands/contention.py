@@ -283,11 +283,11 @@ def _print_summary(doc: dict[str, Any]) -> None:
     )
     for note in s.get("notes", []):
         print(f"note: {note}")
-    print(f"{'R':>4} {'taper':>6} {'system':>9} {'per node-s':>10} {'affected':>9} {'mean/job':>9} {'max/job':>9}")
+    print(f"{'R':>4} {'taper':>7} {'system':>9} {'per node-s':>10} {'affected':>9} {'mean/job':>9} {'max/job':>9}")
     for r in doc["uplink_sweep"]:
         a = r["affected_job_slowdown"]
         print(
-            f"{r['uplinks']:>4} {r['taper']:>5.2f}: {_pct(r['system_slowdown']):>9} {_pct(r['added_wall_per_node_second']):>10} "
+            f"{r['uplinks']:>4} {r['taper']:>5.2f}:1 {_pct(r['system_slowdown']):>9} {_pct(r['added_wall_per_node_second']):>10} "
             f"{r['affected_jobs']:>9,} {_pct(a['mean']):>9} {_pct(a['max']):>9}"
             + (f"  <- as built (W1 = {built})" if tapered and r["uplinks"] == built else "")
         )

@@ -106,6 +106,12 @@ def _cell(v: Any) -> str:
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, float):
+        # four significant digits, but never an exponent: a mean wait of 107,739 s is
+        # '107739', not '1.077e+05'
+        if v != 0 and (abs(v) >= 1e4 or abs(v) < 1e-4):
+            if abs(v) >= 1e4 or not math.isfinite(v):
+                return f"{v:.0f}"
+            return f"{v:.{3 - math.floor(math.log10(abs(v)))}f}"
         return f"{v:.4g}"
     if isinstance(v, (datetime, date)):
         return v.isoformat()

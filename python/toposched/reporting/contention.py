@@ -11,6 +11,7 @@ from typing import Any, Callable
 from ..files import write_atomic as _atomic
 from .figures import save_figure
 from .html import build_page, image_html, plotly_div, table_html
+from .story import leaf_size_text
 
 
 def pct(x: float | None) -> str:
@@ -138,7 +139,7 @@ def write_figures(doc: dict[str, Any], fig_dir: Path) -> dict[str, str]:
     sched = doc["schedule"]
     sweep = doc["uplink_sweep"]
     Js = doc.get("comm_fractions", [])
-    title = f"{sched['name']} ({sched['nodes']:,} nodes, {sched['nodes_per_leaf']} per leaf)"
+    title = f"{sched['name']} ({sched['nodes']:,} nodes, {leaf_size_text(sched)} per leaf)"
     if sweep:
         x = [r["removed"] for r in sweep]
         fig, ax = _figure(11, 7.5, 2, 2)
@@ -260,9 +261,12 @@ def _plotly_family(entries: list[dict[str, Any]], label: str) -> Any:
 def _sweep_table(doc: dict[str, Any]) -> str:
     cols = ["R", "removed", "taper", "system slowdown", "added / node-s", "affected jobs", "mean / affected", "median", "p95", "max"]
     rows = []
+    # a tapered fabric's own cost is the row R = W1 (as the terminal marks it)
+    built = doc["schedule"].get("uplinks_per_leaf_as_built")
+    tapered = built is not None and built < doc["schedule"]["full_uplinks"]
     for r in doc["uplink_sweep"]:
         a = r["affected_job_slowdown"]
-        row: list[Any] = [r["uplinks"], r["removed"], r["taper"], _pct(r["system_slowdown"]), _pct(r["added_wall_per_node_second"]), r["affected_jobs"]]
+        row: list[Any] = [f"{r['uplinks']} (as built)" if tapered and r["uplinks"] == built else r["uplinks"], r["removed"], r["taper"], _pct(r["system_slowdown"]), _pct(r["added_wall_per_node_second"]), r["affected_jobs"]]
         row += [_pct(a[k]) for k in ("mean", "median", "p95", "max")]
         rows.append(row)
     out = table_html(cols, rows, caption="Worst case (every job communicates all the time). Slowdowns are added wall time over run time (100% = twice as long).")
@@ -289,10 +293,13 @@ def _family_table(entries: list[dict[str, Any]], label: str) -> str:
         full = max(sw) if sw else 1
 
         def at(frac: float, key: str = "system_slowdown") -> str:
-            r = sw.get(max(1, round(full * frac)))
+            want = full * frac
+            r = sw.get(max(1, round(want)))
             if r is None:
                 return "-"
-            return _pct(r[key]) if key == "system_slowdown" else _pct(r["affected_job_slowdown"]["max"])
+            text = _pct(r[key]) if key == "system_slowdown" else _pct(r["affected_job_slowdown"]["max"])
+            # 3/4 of 18 uplinks is no whole number: say which row stands for it
+            return text if abs(want - round(want)) < 1e-9 else f"{text} (R={r['uplinks']})"
 
         rows.append([e[label], e["exposed_jobs"], at(0.75), at(0.5), at(0.25), at(1 / full), at(0.5, "max")])
     return table_html(cols, rows)
@@ -305,12 +312,13 @@ def build_report(doc: dict[str, Any], fig_files: dict[str, str]) -> str:
         ("schedule", s["name"]),
         ("jobs", s["jobs"]),
         ("jobs on 2+ leaves (exposed)", doc["exposed_jobs"]),
-        ("nodes, leaves", f"{s['nodes']:,} nodes on {s['leaves']:,} leaves of {s['nodes_per_leaf']}"),
+        ("nodes, leaves", f"{s['nodes']:,} nodes on {s['leaves']:,} leaves of {leaf_size_text(s)}"),  # K is the largest leaf's
         ("uplinks per leaf", f"{s['full_uplinks']} nonblocking; as built: {s['uplinks_per_leaf_as_built']}"),
         ("cores per node", s["cores_per_node"]),
         ("peak leaf demand", doc["leaf_demand"]["peak_uplinks"]),
         ("leaf demand stretches", doc["leaf_demand"]["stretches"]),
     ]
+    kv += [("note", note) for note in s.get("notes", [])]  # e.g. run times that already hold the network model's slowdowns
     sections: list[tuple[str, str]] = [("Schedule", table_html(["", ""], [[k, v] for k, v in kv], css_class="data kv"))]
     if doc["uplink_sweep"]:
         frag = plotly_div(_plotly_sweep(doc)) + _sweep_table(doc)

@@ -11,7 +11,8 @@ so that the same inputs give the same bytes. :func:`write_figures` writes them a
   APH of the bin's median job size (the most compact placement possible) as a black bar.
 * ``utilization``: distribution of the per-minute utilization samples, one box per run
   (whiskers at min and max, diamond at the mean; paper Fig. 8).
-* ``makespan``: first submit to last end, hours, one bar per run (paper Fig. 9).
+* ``makespan``: first submit to last end, one bar per run, in the unit of the largest
+  (paper Fig. 9).
 * ``wait_by_size``: mean wait by job-size bin, grouped bars, last group all jobs (Fig. 10).
 * ``mean_wait_table``: mean wait in hours laid out as the paper's Table I (rows workload on
   system, columns runs).
@@ -321,6 +322,8 @@ def fmt_hours(h: float | None) -> str:
         return "0"
     if abs(h) < 0.001:
         return "<0.001"
+    if abs(h) >= 99.95:  # whole hours: the g format turns 1,052 into '1.05e+03'
+        return f"{h:,.0f}"
     return f"{h:,.3g}" if abs(h) >= 1 else f"{h:.3f}".rstrip("0")
 
 
@@ -483,14 +486,30 @@ def utilization_figure(data: CompareData) -> Any:
     return fig
 
 
+def makespan_values(data: CompareData) -> tuple[list[float | None], str, list[str]]:
+    """Each run's makespan in the unit of the largest, the unit, and each bar's label: the
+    value and, after the first run, its difference from the first run's in percent
+    (near-equal bars hide the differences). A run without a makespan (it replayed no
+    job) is ``None``, labelled ``-``: it gets no bar, not a bar of 0."""
+    secs = [r.summary.get("makespan_s") for r in data.runs]
+    unit, div = time_unit(max([float(s) for s in secs if s is not None], default=0.0))
+    vals = [None if s is None else float(s) / div for s in secs]
+    first = vals[0] if vals else None
+    labels = []
+    for i, v in enumerate(vals):
+        if v is None:
+            labels.append("-")
+        elif i == 0 or not first:
+            labels.append(f"{v:,.1f}")
+        else:
+            labels.append(f"{v:,.1f} ({100 * (v - first) / first:+.1f}%)")
+    return vals, unit, labels
+
+
 def makespan_figure(data: CompareData) -> Any:
     fig, ax = _new_figure(min(12.0, max(5.5, 1.5 + 0.9 * len(data.runs))), 4.0)
-    secs = [float(r.summary.get("makespan_s") or 0) for r in data.runs]
-    unit, div = time_unit(max(secs, default=0))
-    vals = [v / div for v in secs]
-    bars = ax.bar(range(len(vals)), vals, color=[r.color for r in data.runs], width=0.65)
-    # near-equal bars hide the differences: print each one's difference from the first run
-    labels = [f"{vals[0]:,.1f}"] + [f"{v:,.1f} ({100 * (v - vals[0]) / vals[0]:+.1f}%)" if vals[0] else f"{v:,.1f}" for v in vals[1:]]
+    vals, unit, labels = makespan_values(data)
+    bars = ax.bar(range(len(vals)), [np.nan if v is None else v for v in vals], color=[r.color for r in data.runs], width=0.65)
     ax.bar_label(bars, labels=labels, fontsize=9, padding=2)
     ax.set_xticks(range(len(vals)), [r.label for r in data.runs], rotation=20 if len(vals) > 4 else 0)
     ax.set_ylim(bottom=0)

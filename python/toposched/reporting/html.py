@@ -440,6 +440,7 @@ def _reasons(d: dict[str, Any] | None) -> str:
 
 def _inputs_section(data: Any) -> str:
     from .figures import transforms_text
+    from .story import leaf_size_text, plural
 
     meta = data.meta
     fab = data.fabric
@@ -449,15 +450,26 @@ def _inputs_section(data: Any) -> str:
     allocs = list(dict.fromkeys(r.alloc for r in data.runs))
     fabric_text = (
         f"{fab.get('name', meta.get('system', '?'))}: {fab.get('nodes', '?'):,} nodes, {fab.get('leaves', '?')} leaves of "
-        f"{fab.get('nodes_per_leaf', '?')} nodes, {fab.get('pods', '?')} pods, {fab.get('levels', '?')} levels"
+        f"{leaf_size_text(fab)} nodes, {plural(fab.get('pods', '?'), 'pod')}, {fab.get('levels', '?')} levels"
         if isinstance(fab.get("nodes"), int)
         else str(meta.get("system", "?"))
     )
+    # the reader counts over every record it read, each transform over the jobs it was
+    # given: one row each, so that neither reads as a share of the jobs replayed
+    def split(counts: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
+        mine = {k: v for k, v in (counts or {}).items() if not k.startswith("transform_")}
+        return mine, {k.removeprefix("transform_"): v for k, v in (counts or {}).items() if k.startswith("transform_")}
+
+    reader_repairs, transform_repairs = split(inp.get("repairs"))
+    reader_skips, transform_skips = split(inp.get("skipped"))
+    of_records = f" (of the {inp['records']:,} records read)" if isinstance(inp.get("records"), int) else ""
     pairs: list[tuple[str, Any]] = [
         ("trace", meta.get("trace", "?")),
         ("jobs read", f"{inp.get('jobs', '?'):,} kept of {inp.get('records', '?'):,} records" if isinstance(inp.get("jobs"), int) and isinstance(inp.get("records"), int) else "?"),
-        ("reader repairs", _counts(inp.get("repairs"))),
-        ("reader skips", _counts(inp.get("skipped"))),
+        (f"reader repairs{of_records}", _counts(reader_repairs)),
+        (f"reader skips{of_records}", _counts(reader_skips)),
+        ("transforms: jobs changed", _counts(transform_repairs)),
+        ("transforms: jobs left out", _counts(transform_skips)),
         ("system", meta.get("system", "?")),
         ("fabric", fabric_text),
     ]
@@ -489,7 +501,7 @@ def _plotly_figures(data: Any) -> list[tuple[str, dict[str, Any]]]:
     trace's properties in plotly's order, ``type`` last; the layout's in the order
     ``update_layout`` set them): the page is the same text (tests/test_reporting.py checks
     them against plotly)."""
-    from .figures import aph_stats, time_unit, utilization_stats, wait_by_size
+    from .figures import aph_stats, makespan_values, time_unit, utilization_stats, wait_by_size
 
     common = {"margin": {"l": 60, "r": 20, "t": 50, "b": 50}, "legend": {"orientation": "h", "y": -0.18}}  # every figure's
     out: list[tuple[str, dict[str, Any]]] = []
@@ -537,6 +549,7 @@ def _plotly_figures(data: Any) -> list[tuple[str, dict[str, Any]]]:
     out.append(("APH by job size", plotly_figure_dict(traces, layout)))
 
     traces = []
+    step = next((r.summary.get("utilization", {}).get("step_s") for r in data.runs), 60)  # as the static figure
     for r in data.runs:
         s = utilization_stats(r)
         if s is None:
@@ -559,16 +572,13 @@ def _plotly_figures(data: Any) -> list[tuple[str, dict[str, Any]]]:
     layout = {
         "yaxis": {"title": {"text": "% nodes busy"}, "range": [0, 102]},
         **common,
-        "title": {"text": "Utilization per minute (min, 25th, median, 75th, max; dashed: mean)"},
+        "title": {"text": f"Utilization {'per minute' if step == 60 else f'one sample every {step} s'} (min, 25th, median, 75th, max; dashed: mean)"},
         "showlegend": False,
         "height": 400,
     }
     out.append(("Utilization", plotly_figure_dict(traces, layout)))
 
-    secs = [float(r.summary.get("makespan_s") or 0) for r in data.runs]
-    m_unit, m_div = time_unit(max(secs, default=0))
-    vals = [v / m_div for v in secs]
-    texts = [f"{v:,.1f}" if i == 0 or not vals[0] else f"{v:,.1f} ({100 * (v - vals[0]) / vals[0]:+.1f}%)" for i, v in enumerate(vals)]
+    vals, m_unit, texts = makespan_values(data)  # None: no job replayed, no makespan (no bar, not 0)
     bar = {"marker": {"color": [r.color for r in data.runs]}, "text": texts, "textposition": "outside", "x": [r.label for r in data.runs], "y": vals, "type": "bar"}
     layout = {
         "yaxis": {"title": {"text": f"makespan ({m_unit})"}, "rangemode": "tozero"},
@@ -620,7 +630,9 @@ def network_rows(data: Any) -> tuple[list[str], list[list[Any]]] | None:
         "useful utilization vs oblivious (points)",
     ]
     aware = {m["dir"]: bool(m.get("topology_aware")) for m in data.meta.get("runs", [])}
-    base = next((r for r in runs if not aware.get(r.rel_dir, False) and r.is_baseline), runs[0])
+    # the first topology-oblivious run without a scenario; none: the last column is empty
+    # (it was filled against the first run, a topology-aware one, under "vs oblivious")
+    base = next((r for r in runs if not aware.get(r.rel_dir, False) and r.is_baseline), None)
     rows = []
     for r in runs:
         net = r.summary["network"]
@@ -633,7 +645,7 @@ def network_rows(data: Any) -> tuple[list[str], list[list[Any]]] | None:
         multi = ok & (leaves > 1)
         multi_ratio = float((ran[multi] / logged[multi]).mean()) if multi.any() else None
         useful = net.get("useful_utilization")
-        base_useful = base.summary["network"].get("useful_utilization")
+        base_useful = None if base is None else base.summary["network"].get("useful_utilization")
         rows.append(
             [
                 r.alloc,
@@ -672,8 +684,9 @@ def _network_section(data: Any) -> str | None:
         "interference from its own placements, so isolation's cost (waiting, idle nodes) and its payback (faster jobs) show in "
         "the same numbers. <b>Busy</b> utilization counts node-seconds held; <b>useful</b> divides each job's by its predicted "
         "slowdown (the time its work would have taken alone). Run / logged compares run times with the log's (below 1: faster "
-        "than logged, e.g. a compact placement under <code>reference=random</code>). The last column is each policy's net "
-        "payback: its useful utilization minus the first topology-oblivious run's.</p>"
+        "than logged, e.g. a compact placement under <code>reference=random</code>). The last column is the useful utilization "
+        "minus the first topology-oblivious run's: under the log's run times (scenario none), the policy's net payback; a "
+        "speedup scenario's run did shortened work: its difference is no payback.</p>"
     ) + table_html(cols, rows) + plotly_div(fig, div_id="plot-network-slowdowns")
 
 
@@ -787,7 +800,8 @@ def build_compare_report(out_dir: str | Path) -> Path:
     The figures (each written as PNG and SVG) and the interactive plots are made by two
     processes at once (:func:`_run_shared`)."""
     from .figures import FIGURES, CompareData, fmt_hours, mean_wait_rows, save_figure
-    from .snapshot import draw_snapshot
+    from .snapshot import _clock, draw_snapshot
+    from .story import plural
 
     root = Path(out_dir)
     data = CompareData.load(root)
@@ -863,7 +877,9 @@ def build_compare_report(out_dir: str | Path) -> Path:
     ]
     three_levels = int(data.fabric.get("levels", 3)) >= 3 and int(data.fabric.get("pods", 2)) > 1
     for r, stem, what, info in snaps:
-        cap = f"{r.label} {what} (t = {info.time_s} s): {len(info.job_ids)} running jobs, {info.busy_nodes:,} busy nodes, {len(info.shared_leaves)} shared leaf-L2 bundles"
+        first = r.summary.get("first_submit_s")
+        when = f"t = {info.time_s:,} s" + (f": {_clock(info.time_s - first)} after the first submit" if isinstance(first, int) else "")  # as the figure's title
+        cap = f"{r.label} {what} ({when}): {plural(len(info.job_ids), 'running job')}, {info.busy_nodes:,} busy nodes, {len(info.shared_leaves)} shared leaf-L2 bundles"
         if three_levels:
             cap += f", {len(info.shared_pods)} shared L2-L3 bundles"
         snap_parts.append(image_html(f"figures/{stem}.png", cap, svg=f"figures/{stem}.svg", wide=True))

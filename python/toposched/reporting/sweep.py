@@ -31,7 +31,7 @@ __all__ = ["write_report", "METRICS"]
 #: (column, label, scale): what the figures show.
 METRICS: tuple[tuple[str, str, float], ...] = (
     ("wait_mean_s", "mean wait (h)", 1 / 3600),
-    ("utilization", "utilization", 1.0),
+    ("utilization", "utilization (%)", 100.0),
     ("bsld_mean", "mean bounded slowdown", 1.0),
     ("aph_mean", "mean APH (hops)", 1.0),
 )
@@ -103,7 +103,7 @@ def _line_figures(rows: list[dict[str, Any]], x: str, vary: dict[str, bool], plo
                     m = _mean([r.get(col) for r in prow if r[x] == xv])
                     ys.append(None if m is None else m * scale)
                 fig.add_trace(
-                    go.Scatter(x=xs, y=ys, mode="lines+markers", name=pol, legendgroup=pol, showlegend=mi == 0, line={"color": color}, hovertemplate=f"{pol}<br>{x}=%{{x}}<br>{label}=%{{y:.4g}}<extra></extra>"),
+                    go.Scatter(x=xs, y=ys, mode="lines+markers", name=pol, legendgroup=pol, showlegend=mi == 0, line={"color": color}, hovertemplate=f"{pol}<br>{x}=%{{x}}<br>{label}=%{{y:,.4~r}}<extra></extra>"),
                     row=mi // 2 + 1,
                     col=mi % 2 + 1,
                 )
@@ -114,7 +114,7 @@ def _line_figures(rows: list[dict[str, Any]], x: str, vary: dict[str, bool], plo
                 fig.update_xaxes(tickmode="array", tickvals=xs_all, ticktext=[f"{v:g}" for v in xs_all], row=(i - 1) // 2 + 1, col=(i - 1) % 2 + 1)
         # waits, slowdowns, utilization and makespans cannot be negative: axes from 0, so that
         # equal values do not look different on a zoomed axis
-        fig.update_yaxes(rangemode="tozero", tickformat=",.3~g")
+        fig.update_yaxes(rangemode="tozero", tickformat=",.3~r")
         fig.update_layout(height=640, margin={"t": 60, "l": 60, "r": 20, "b": 50}, legend={"title": {"text": "policy"}})
         seeds = len({r["seed"] for r in frows})
         note = f'<p class="muted">Each point: mean over {seeds} seed{"s" if seeds != 1 else ""} (and any other axis not shown).</p>'
@@ -139,7 +139,7 @@ def _bar_figure(rows: list[dict[str, Any]], vary: dict[str, bool], plotly_div: C
                 m = _mean([r.get(col) for r in rows if _policy(r, vary) == pol and _facet(r, None, taper_varies) == f])
                 ys.append(None if m is None else m * scale)
             fig.add_trace(go.Bar(x=facets, y=ys, name=pol, legendgroup=pol, showlegend=mi == 0, marker={"color": color}), row=mi // 2 + 1, col=mi % 2 + 1)
-    fig.update_yaxes(rangemode="tozero", tickformat=",.3~g")
+    fig.update_yaxes(rangemode="tozero", tickformat=",.3~r")
     fig.update_layout(barmode="group", height=680, margin={"t": 60, "l": 60, "r": 20, "b": 80}, legend={"title": {"text": "policy"}})
     return plotly_div(fig)
 
@@ -175,7 +175,7 @@ def write_report(out: str | Path, *, title: str | None = None) -> Path:
             drawn += len(figs)
         if not drawn:
             sections.append(("Policies compared", _bar_figure(ok, vary, plotly_div)))
-    columns = ["run", "workload", "transforms", "fabric", "taper", "queue", "alloc", "speedup", "seed", "status", "mean wait (h)", "mean bsld", "utilization", "mean APH", "makespan (d)"]
+    columns = ["run", "workload", "transforms", "fabric", "taper", "queue", "alloc", "speedup", "seed", "status", "mean wait (h)", "mean bsld", "utilization (%)", "mean APH", "makespan (d)"]
     table_rows = []
     for r in rows:
         link = Html(f'<a href="{html.escape(r["dir"])}/">{html.escape(r["run_id"])}</a>')
@@ -193,7 +193,7 @@ def write_report(out: str | Path, *, title: str | None = None) -> Path:
                 r["status"],
                 _hours(r["wait_mean_s"]),
                 r["bsld_mean"],
-                r["utilization"],
+                None if r["utilization"] is None else 100.0 * r["utilization"],
                 r["aph_mean"],
                 None if r["makespan_s"] is None else r["makespan_s"] / 86400,
             ]

@@ -30,6 +30,8 @@ def terminal_summary(result: "SimResult | StreamedRun", *, read_s: float | None 
     t = Table(title=f"toposched: {inp['source']} on {s['fabric']['name']} ({s['fabric']['nodes']} nodes)", show_header=False, title_justify="left")
     t.add_column(style="bold")
     t.add_column()
+    if not s["complete"]:  # first: every number below is of the jobs finished so far
+        t.add_row("status", "[red]interrupted: partial results (the jobs finished so far)[/red]")
     t.add_row("policies", f"queue={s['policy']['queue']}  alloc={s['policy']['alloc']}")
     jobs = s["jobs"]
     t.add_row(
@@ -70,12 +72,13 @@ def terminal_summary(result: "SimResult | StreamedRun", *, read_s: float | None 
         t.add_row(
             "network model",
             f"slowdown mean {fmt_number(sd['mean'], 3)}, p95 {fmt_number(sd['p95'], 3)}, max {fmt_number(sd['max'], 3)}; "
-            f"{sd['jobs_slowed']:,} jobs slowed, {net['jobs_sharing_links']:,} shared links; useful utilization "
+            f"{sd['jobs_slowed']:,} jobs slowed, {net['jobs_sharing_links']:,} jobs shared links; useful utilization "
             f"{100 * net['useful_utilization']:.1f}% of {100 * net['busy_utilization']:.1f}% busy (spec {net['spec']})",
         )
-    if not s["complete"]:
-        t.add_row("status", "[red]interrupted: partial results[/red]")
     if read_s is not None and sim_s is not None:
-        rate = jobs["in_workload"] / sim_s if sim_s > 0 else float("inf")
-        t.add_row("time", f"read {read_s:.2f} s, replay {sim_s:.2f} s ({rate:,.0f} jobs/s)")
+        # an interrupted replay did not get through the workload: its rate is of the jobs
+        # it finished, not of the whole workload over the partial time
+        done, what = (jobs["in_workload"], "jobs/s") if s["complete"] else (jobs["replayed"], "jobs finished/s")
+        rate = done / sim_s if sim_s > 0 else float("inf")
+        t.add_row("time", f"read {read_s:.2f} s, replay {sim_s:.2f} s ({rate:,.0f} {what})")
     return t
