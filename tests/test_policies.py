@@ -321,6 +321,10 @@ def test_ctrl_c_inside_a_python_policy_exits_130_with_the_results_so_far(tmp_pat
 
     summary = json.loads((out / "summary.json").read_text())
     assert summary["complete"] is False and 0 < summary["jobs"]["replayed"]
+    # the progress line said "replaying: done in 0.7 s" for an interrupted replay
+    r = subprocess.run([sys.executable, "-m", "toposched.cli", "simulate", "--trace", str(EXAMPLE_TRACE), "--system", "cab", "--alloc", "stopper:Stop", "--out", str(out)],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 130 and "replaying: interrupted in" in r.stderr and "replaying: done" not in r.stderr, r.stderr
 
 
 def test_down_nodes_are_checked_recorded_and_refused_with_as_logged(atlas, tmp_path):

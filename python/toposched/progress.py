@@ -58,6 +58,12 @@ class Progress:
         self._bar: Any = None
         self._task: Any = None
         self._t0 = self._last = 0.0
+        #: set by :meth:`interrupted`: the work stopped short (a Ctrl-C the work caught)
+        self._stopped = False
+
+    def interrupted(self) -> None:
+        """The work was stopped before its end: the closing line says so, not "done"."""
+        self._stopped = True
 
     def __enter__(self) -> "Progress":
         self._t0 = self._last = time.monotonic()
@@ -98,4 +104,4 @@ class Progress:
         if self._bar is not None:
             self._bar.__exit__(*exc)
         elif not self.quiet and exc[0] is None:
-            log.info("%s: done in %.1f s", self.what, time.monotonic() - self._t0)
+            log.info("%s: %s in %.1f s", self.what, "interrupted" if self._stopped else "done", time.monotonic() - self._t0)

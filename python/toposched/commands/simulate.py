@@ -198,6 +198,8 @@ def _run(args: argparse.Namespace, imports: BackgroundImports) -> int:
     log.info("read %s jobs from %s in %.1f s", f"{len(workload):,}", args.trace, t_read)
     with Progress("replaying", total=len(workload), unit="jobs submitted", console=console, quiet=args.quiet) as bar:
         result = simulate(workload, fabric, config, progress=bar.update)
+        if not result.summary["complete"]:
+            bar.interrupted()
     t_sim = time.perf_counter() - t1
     paths = result.write(args.out)
     if console is not None:
@@ -225,6 +227,8 @@ def _run_streamed(args: argparse.Namespace, options: dict[str, Any], console: An
     t0 = time.perf_counter()
     with Progress("replaying (streamed)", total=None, unit="jobs submitted", console=console, quiet=args.quiet) as bar:
         run = simulate_stream(args.trace, fabric, config, args.out, chunk_jobs=args.stream_chunk_jobs or DEFAULT_CHUNK_JOBS, read_options=options, progress=bar.update, format=args.format)
+        if not run.summary["complete"]:
+            bar.interrupted()
     t_sim = time.perf_counter() - t0
     if console is not None:
         from ..reporting.terminal import terminal_summary

@@ -684,7 +684,8 @@ def _network_section(data: Any) -> str | None:
         "interference from its own placements, so isolation's cost (waiting, idle nodes) and its payback (faster jobs) show in "
         "the same numbers. <b>Busy</b> utilization counts node-seconds held; <b>useful</b> divides each job's by its predicted "
         "slowdown (the time its work would have taken alone). Run / logged compares run times with the log's (below 1: faster "
-        "than logged, e.g. a compact placement under <code>reference=random</code>). The last column is the useful utilization "
+        "than logged, e.g. a compact placement under <code>reference=random</code>; in a speedup scenario's run, with the "
+        "scenario's shortened run times, which is what that run was given). The last column is the useful utilization "
         "minus the first topology-oblivious run's: under the log's run times (scenario none), the policy's net payback; a "
         "speedup scenario's run did shortened work: its difference is no payback.</p>"
     ) + table_html(cols, rows) + plotly_div(fig, div_id="plot-network-slowdowns")
