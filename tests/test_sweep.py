@@ -560,6 +560,69 @@ alloc = ["linear", "random"]
     assert len(rows) == 8 and len({r["run_id"] for r in rows}) == 8 and {r["status"] for r in rows} == {"complete"}
 
 
+#: Imported at the start of every Python process of the test's sweep (PYTHONPATH): a pool
+#: worker writes down, before it imports anything of toposched, whether SIGINT is blocked.
+_SITECUSTOMIZE = """
+import os, signal, sys
+if "--multiprocessing-fork" in sys.argv and os.environ.get("TOPOSCHED_TEST_MASKS"):
+    with open(os.path.join(os.environ["TOPOSCHED_TEST_MASKS"], str(os.getpid())), "w") as f:
+        f.write(str(signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])))
+"""
+
+
+def test_killed_driver_takes_its_pool_workers_with_it(tmp_path):
+    """A sweep driver killed with SIGKILL (or SIGTERM) left its pool workers behind, idle
+    for ever (one process per core, and the resource tracker) -- and a worker mid-run went
+    on writing into a .tmp directory that the next start removes. They now end with their
+    driver. And a worker started with SIGINT unblocked printed a KeyboardInterrupt
+    traceback of its own for a Ctrl-C while it imported toposched: workers now start with
+    SIGINT blocked, until their initializer ignores it."""
+    if not hasattr(signal, "pthread_sigmask"):
+        pytest.skip("no pthread_sigmask")
+    toml = tmp_path / "kill.toml"
+    toml.write_text(
+        f"""
+[[workloads]]
+trace = "{EXAMPLE_TRACE}"
+transforms = ["days:60", ["scale:1", "scale:1.5", "scale:2"]]
+[[fabrics]]
+system = "cab"
+[policies]
+queue = ["fcfs", "easy"]
+alloc = ["linear", "random"]
+"""
+    )
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(_SITECUSTOMIZE)
+    masks = tmp_path / "masks"
+    masks.mkdir()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO / "python"), os.environ.get("PYTHONPATH", "")]), "TOPOSCHED_TEST_MASKS": str(masks)}
+    out = tmp_path / "out"
+    runs = out / "runs"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "toposched.cli", "sweep", str(toml), "--out", str(out), "--workers", "2", "--quiet", "--no-report"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        env=env,
+    )
+    try:
+        first = lambda: runs.is_dir() and any(not p.name.startswith(".") for p in runs.iterdir())  # noqa: E731
+        assert _wait_for(first, 60), proc.communicate(timeout=5)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        gone = _wait_for(lambda: not _group_alive(proc.pid), 10, 0.1)
+    finally:
+        if _group_alive(proc.pid):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.stderr.close()
+    assert gone, "the pool workers outlived their killed driver"
+    started = [m.read_text() for m in masks.iterdir()]
+    assert started and started == ["True"] * len(started), started
+    assert len(_run_dirs(out)) < 12, "the sweep should be killed midway"
+
+
 def test_scheduler_and_workers_started_by_hand_give_identical_results(sweep8, tmp_path, capsys):
     """`dask scheduler` and two `dask worker` processes on 127.0.0.1, started by hand; the
     same sweep run there gives the same catalog metrics and the same jobs.parquet bytes."""

@@ -446,6 +446,60 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def _worker_init(driver_pid: int) -> None:
+    """Initializer of a pool worker (_pool_round). Ctrl-C is ignored (_ignore_sigint); the
+    worker was started with SIGINT blocked (_sigint_blocked), so that a Ctrl-C while it
+    started (importing toposched) printed no KeyboardInterrupt traceback of its own:
+    ignoring the signal drops one pending, then it is unblocked.
+
+    A worker whose driver is gone (killed with SIGKILL, or SIGTERM, which Python does not
+    catch) stops: it waited for work forever otherwise, one idle process per core left
+    behind by every killed sweep. A run it was writing is a ``.tmp-*`` directory, which
+    the next start removes."""
+    _ignore_sigint()
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    _exit_with_driver(driver_pid)
+
+
+def _exit_with_driver(driver_pid: int) -> None:
+    """End this process when its parent ``driver_pid`` ends: at once on Linux (the kernel's
+    parent-death signal), else within half a second (a thread watching the parent)."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            pr_set_pdeathsig = 1
+            if libc.prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0) == 0:
+                if os.getppid() != driver_pid:  # gone before the signal was asked for
+                    os._exit(1)
+                return
+        except (OSError, AttributeError):
+            pass
+    import threading
+
+    def watch() -> None:
+        while os.getppid() == driver_pid:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="toposched-driver-watch", daemon=True).start()
+
+
+class _sigint_blocked:
+    """SIGINT blocked in this thread meanwhile: a worker process started then (the pool
+    starts them as tasks are submitted) inherits the mask, and gets a Ctrl-C only once
+    its initializer ignores it. A Ctrl-C meanwhile reaches the driver when it is done."""
+
+    def __enter__(self) -> None:
+        self.old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if hasattr(signal, "pthread_sigmask") else None
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.old is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, self.old)
+
+
 _Results = Generator[tuple[RunSpec, dict[str, Any]], None, None]
 
 
@@ -492,12 +546,14 @@ def _pool_round(runs: list[RunSpec], runs_dir: Path, n: int, since: float) -> Ge
 
     todo = list(runs)
     inflight: dict[Future[dict[str, Any]], RunSpec] = {}
-    with ProcessPoolExecutor(n, mp_context=get_context("spawn"), initializer=_ignore_sigint) as pool:
+    with ProcessPoolExecutor(n, mp_context=get_context("spawn"), initializer=_worker_init, initargs=(os.getpid(),)) as pool:
         try:
             while todo or inflight:
                 try:
                     while todo and len(inflight) < n:
-                        inflight[pool.submit(execute_run, _task(todo[0], runs_dir))] = todo[0]
+                        with _sigint_blocked():
+                            fut = pool.submit(execute_run, _task(todo[0], runs_dir))
+                        inflight[fut] = todo[0]
                         todo.pop(0)
                 except BrokenProcessPool:
                     return list(inflight.values()), todo
