@@ -715,6 +715,68 @@ def test_the_job_views_exist_while_no_run_is_complete(tmp_path, capsys):
         assert code == 0 and json.loads(stdout) == [{"n": 0, "runs": 0}], err
 
 
+def _two_run_sweep(tmp_path: Path) -> Path:
+    toml = tmp_path / "two.toml"
+    toml.write_text(f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\ntransforms = ["days:1"]\n[[fabrics]]\nsystem = "cab"\n[policies]\nalloc = ["linear", "isolated"]\n')
+    return toml
+
+
+def test_a_run_that_cannot_be_recorded_leaves_no_temporary_directory(tmp_path, capsys, monkeypatch):
+    """On a full disk a run whose marker (or error.txt) could not be written left its
+    .tmp-* directory, and the driver's record of the failure a second one: two per run,
+    on the full disk, until the next start. They are removed; the runs are reported
+    failed and the sweep goes on."""
+    import errno
+
+    from toposched.sweep import runner
+
+    real = runner._write_atomic
+
+    def full_disk(path, text):
+        if Path(path).name == "run.json":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(path, text)
+
+    monkeypatch.setattr(runner, "_write_atomic", full_disk)
+    out = tmp_path / "out"
+    code, stdout, err = _cli(["sweep", _two_run_sweep(tmp_path), "--out", out, "--workers", "1", "--quiet", "--no-report"], capsys)
+    assert code == 1 and "2 runs, 0 already complete, 0 done now, 2 failed" in stdout, err
+    assert "No space left on device" in err
+    assert sorted(p.name for p in (out / "runs").iterdir()) == []
+
+
+def test_a_catalog_that_cannot_be_written_does_not_end_the_sweep(tmp_path, capsys, monkeypatch):
+    """A catalog that could not be written at the end of a sweep (a full disk) ended the
+    command with "error: Error writing bytes to file. Detail: [errno 28] No space left on
+    device": no file named, and the sweep's own outcome never printed. (Every 30 s, the
+    same error stopped the runs still to do.) It is a warning naming the catalog; the
+    outcome is printed and the status is 1."""
+    import pyarrow.parquet
+
+    real = pyarrow.parquet.write_table
+    calls = []
+
+    def full_disk(table, where, *args, **kwargs):
+        if ".catalog-" in str(where):
+            calls.append(where)
+            if len(calls) > 1:  # the catalog at the start is written; the disk fills up meanwhile
+                raise OSError("Error writing bytes to file. Detail: [errno 28] No space left on device")
+        return real(table, where, *args, **kwargs)
+
+    monkeypatch.setattr(pyarrow.parquet, "write_table", full_disk)
+    out = tmp_path / "out"
+    code, stdout, err = _cli(["sweep", _two_run_sweep(tmp_path), "--out", out, "--workers", "1", "--quiet", "--no-report"], capsys)
+    assert code == 1
+    assert "2 runs, 0 already complete, 2 done now" in stdout
+    assert "Traceback" not in err
+    assert f"warning: {out.resolve() / 'catalog.duckdb'}: cannot write the catalog: Error writing bytes to file. Detail: [errno 28] No space left on device" in " ".join(err.split())
+    assert err.strip().splitlines()[-1] == f"error: the catalog {out}/catalog.duckdb could not be written (see above)"
+    assert len(_run_dirs(out)) == 2
+    monkeypatch.setattr(pyarrow.parquet, "write_table", real)
+    code, stdout, _ = _cli(["runs", out, "--format", "csv", "--columns", "status"], capsys)  # the runs are safe
+    assert code == 0 and stdout.splitlines() == ["status", "complete", "complete"]
+
+
 def test_a_policy_option_axis_is_a_catalog_column(tmp_path, capsys):
     """A [run] leaf_cap = [1, 3] axis reached the catalog only inside the policy_options
     JSON text: `--where "leaf_cap = 3"` was a Binder Error, and the docs' "every other

@@ -110,7 +110,8 @@ def run(args: argparse.Namespace) -> int:
         parts.append(f"{len(outcome.failed)} failed")
     line = ", ".join(parts) + f" in {outcome.elapsed_s:.1f} s"
     stdout.print(line, markup=False)
-    stdout.print(f"catalog: {outcome.catalog}  (toposched runs {out})", markup=False)
+    if outcome.catalog is not None:
+        stdout.print(f"catalog: {outcome.catalog}  (toposched runs {out})", markup=False)
     if outcome.report is not None:
         stdout.print(f"report:  {outcome.report}", markup=False)
     if outcome.interrupted:
@@ -118,5 +119,8 @@ def run(args: argparse.Namespace) -> int:
         return 130
     if outcome.failed:
         print(f"error: {len(outcome.failed)} run{'s' if len(outcome.failed) != 1 else ''} failed (see above; tracebacks in {out}/runs/<run_id>/error.txt)", file=sys.stderr)
+        return 1
+    if outcome.catalog is None:
+        print(f"error: the catalog {out}/catalog.duckdb could not be written (see above)", file=sys.stderr)
         return 1
     return 0

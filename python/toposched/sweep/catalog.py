@@ -16,6 +16,7 @@ Tables and views (columns listed in docs/sweeps.md):
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import uuid
@@ -392,9 +393,6 @@ def _sql_str(text: str) -> str:
 
 def build_catalog(out: str | Path) -> Path:
     """(Re)build ``out/catalog.duckdb`` from the run directories; returns its path."""
-    import duckdb
-    import pyarrow.parquet as pq
-
     out = Path(out).resolve()
     rows = catalog_rows(out)
     table = _table(rows, out)
@@ -403,6 +401,23 @@ def build_catalog(out: str | Path) -> Path:
     # The runs table goes to DuckDB through a Parquet file, not `con.register`: registering
     # an Arrow table makes DuckDB import pyarrow.dataset and pandas (half a second).
     staged = tmp.with_suffix(".runs.parquet")
+    try:
+        _write_catalog(table, rows, out, staged, tmp, final)
+    finally:
+        for p in (tmp, Path(str(tmp) + ".wal"), staged):
+            if p.exists():
+                p.unlink()
+    return final
+
+
+def _write_catalog(table: pa.Table, rows: list[dict[str, Any]], out: Path, staged: Path, tmp: Path, final: Path) -> None:
+    """Write the catalog into ``tmp`` and rename it to ``final``. A write that fails (a
+    full disk, a read-only directory) is an OSError naming ``final``: Arrow's and
+    DuckDB's own messages ("Error writing bytes to file. Detail: [errno 28] No space left
+    on device") name no file."""
+    import duckdb
+    import pyarrow.parquet as pq
+
     try:
         pq.write_table(table, staged)
         con = duckdb.connect(str(tmp))
@@ -416,11 +431,11 @@ def build_catalog(out: str | Path) -> Path:
         finally:
             con.close()
         os.replace(tmp, final)
-    finally:
-        for p in (tmp, Path(str(tmp) + ".wal"), staged):
-            if p.exists():
-                p.unlink()
-    return final
+    except (OSError, duckdb.IOException) as exc:
+        if isinstance(exc, OSError) and exc.filename:
+            raise
+        code = getattr(exc, "errno", None) or errno.EIO
+        raise OSError(code, f"cannot write the catalog: {getattr(exc, 'strerror', None) or exc}", str(final)) from exc
 
 
 def _is_stale(out: Path, path: Path) -> bool:

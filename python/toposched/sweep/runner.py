@@ -204,7 +204,11 @@ def execute_run(task: dict[str, Any]) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - a failing run is recorded, the sweep goes on
         status = "failed"
         error = f"{type(exc).__name__}: {exc}"
-        (tmp / "error.txt").write_text(traceback.format_exc(), encoding="utf-8")
+        try:
+            (tmp / "error.txt").write_text(traceback.format_exc(), encoding="utf-8")
+        except BaseException:
+            _remove_unpublished(tmp)
+            raise
     elapsed = time.perf_counter() - t0
     marker = {
         "run_id": run_id,
@@ -218,10 +222,22 @@ def execute_run(task: dict[str, Any]) -> dict[str, Any]:
         "pid": os.getpid(),
         "toposched_version": __version__,
     }
-    _fix_modes(tmp)
-    _write_atomic(tmp / MARKER, _json(marker))  # the marker last: the run is whole
-    status = _publish(tmp, final, run_id)
+    try:
+        _fix_modes(tmp)
+        _write_atomic(tmp / MARKER, _json(marker))  # the marker last: the run is whole
+        status = _publish(tmp, final, run_id)
+    except BaseException:
+        _remove_unpublished(tmp)
+        raise
     return {"run_id": run_id, "status": status, "error": error, "elapsed_s": elapsed, "skipped": False}
+
+
+def _remove_unpublished(tmp: Path) -> None:
+    """Remove a run's temporary directory that could not be published (a full disk: its
+    error.txt or its marker could not be written). Left, every such run kept a
+    ``.tmp-*`` directory (two, with the driver's record of the failure) on the full disk
+    until the next start."""
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def record_lost_run(runs_dir: Path, run: RunSpec, error: str, details: str, since: float | None = None) -> None:
@@ -240,12 +256,16 @@ def record_lost_run(runs_dir: Path, run: RunSpec, error: str, details: str, sinc
             pass
     tmp = runs_dir / f"{TMP_PREFIX}{run.dir}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir(parents=True)
-    (tmp / "spec.json").write_text(_json(run.spec), encoding="utf-8")
-    (tmp / "error.txt").write_text(details, encoding="utf-8")
-    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    marker = {"run_id": run.run_id, "status": "failed", "error": error, "started_at": now, "finished_at": now, "elapsed_s": 0.0, "host": socket.gethostname(), "pid": os.getpid(), "toposched_version": __version__}
-    _write_atomic(tmp / MARKER, _json(marker))
-    _publish(tmp, final, run.run_id)
+    try:
+        (tmp / "spec.json").write_text(_json(run.spec), encoding="utf-8")
+        (tmp / "error.txt").write_text(details, encoding="utf-8")
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        marker = {"run_id": run.run_id, "status": "failed", "error": error, "started_at": now, "finished_at": now, "elapsed_s": 0.0, "host": socket.gethostname(), "pid": os.getpid(), "toposched_version": __version__}
+        _write_atomic(tmp / MARKER, _json(marker))
+        _publish(tmp, final, run.run_id)
+    except BaseException:
+        _remove_unpublished(tmp)
+        raise
 
 
 # ----------------------------------------------------------------------------- the driver
@@ -393,7 +413,7 @@ def run_sweep(
                 outcome.interrupted = True
             # what is on disk is what counts (an interrupt can come before a result is read)
             outcome.completed = sum(_is_complete(runs_dir / r.dir, r.run_id) for r in pending)
-        outcome.catalog = build_catalog(out)
+        outcome.catalog = _catalog_or_warning(out, console)
         if report:
             from ..reporting.sweep import write_report
 
@@ -403,6 +423,22 @@ def run_sweep(
                 console.print(f"[yellow]warning:[/] no report: {type(exc).__name__}: {exc}")
     outcome.elapsed_s = time.perf_counter() - t_start
     return outcome
+
+
+def _catalog_or_warning(out: Path, console: Any) -> Path | None:
+    """Rebuild the catalog once runs have finished; if it cannot be written (a full disk),
+    say so and go on: the runs are safe on disk, and `toposched runs` rebuilds it. (The
+    error ended the sweep: the runs still to do were not started, and the finished ones'
+    outcome was never printed.)"""
+    from rich.markup import escape
+
+    from .catalog import build_catalog
+
+    try:
+        return build_catalog(out)
+    except OSError as exc:
+        console.print(f"[yellow]warning:[/] {escape(str(exc.filename))}: {escape(str(exc.strerror or exc))} (`toposched runs {escape(str(out))}` builds it again)", highlight=False, soft_wrap=True)
+        return None
 
 
 def _task(run: RunSpec, runs_dir: Path) -> dict[str, Any]:
@@ -650,8 +686,6 @@ def _execute(
     from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    from .catalog import build_catalog
-
     since = time.time()
     results = _dask_results(pending, runs_dir, scheduler, scheduler_file, workers, since) if use_dask else _local_results(pending, runs_dir, workers, since)
     columns = [
@@ -682,7 +716,7 @@ def _execute(
                 if on_result is not None:
                     on_result(res)
                 if time.monotonic() - last_catalog > catalog_every_s:
-                    build_catalog(runs_dir.parent)
+                    _catalog_or_warning(runs_dir.parent, bar.console)
                     last_catalog = time.monotonic()
     finally:
         results.close()  # stops the workers: the pool, or the Dask client and cluster
