@@ -467,6 +467,29 @@ def test_run_ids_follow_the_specification_and_the_trace_content(tmp_path):
     assert ids(base.replace(str(EXAMPLE_TRACE), str(copy))) != b  # and so is its content
 
 
+def test_two_logs_under_one_workload_label_are_refused(tmp_path):
+    """2019/jobs.swf and 2020/jobs.swf both got the label "jobs": the catalog's workload
+    column could not tell their runs apart, [[exclude]] workload = "jobs" left out both,
+    and the report averaged the two logs in one panel as if they were seeds. Tables that
+    read the same log the same way may share a label (their transforms tell them apart)."""
+    from toposched.sweep import SweepSpecError, parse_sweep
+
+    for year, keep in (("2019", 8), ("2020", 5)):
+        (tmp_path / year).mkdir()
+        (tmp_path / year / "jobs.swf").write_text("".join(f"{i} {i * 10} 0 100 4 -1 -1 4 200 -1 1 1 1 -1 1 -1 -1 -1\n" for i in range(1, keep)))
+    text = '[[workloads]]\ntrace = "2019/jobs.swf"\n[[workloads]]\ntrace = "2020/jobs.swf"\n[[fabrics]]\nsystem = "cab"\n'
+    with pytest.raises(SweepSpecError) as info:
+        parse_sweep(text, "two.toml", base=tmp_path)
+    assert info.value.lines == ["two.toml:4: workloads[1].trace: label 'jobs' is also workloads[0]'s, which reads another log: give each its own name (the catalog, the report and [[exclude]] tell workloads apart by it)"]
+    with pytest.raises(SweepSpecError, match=r"two.toml:6: workloads\[1\].name: label 'j' is also workloads\[0\]'s"):
+        parse_sweep(text.replace('.swf"\n', '.swf"\nname = "j"\n'), "two.toml", base=tmp_path)
+    with pytest.raises(SweepSpecError, match=r"workloads\[1\].trace: .* the same log with another format or reader options"):
+        parse_sweep(text.replace("2020/", "2019/").replace('jobs.swf"\n[[f', 'jobs.swf"\nreader = { lenient = true }\n[[f'), "two.toml", base=tmp_path)
+    assert len(parse_sweep(text.replace('"\n[[workloads]]', '"\nname = "y2019"\n[[workloads]]'), "two.toml", base=tmp_path).runs) == 2
+    same = '[[workloads]]\ntrace = "2019/jobs.swf"\ntransforms = ["scale:1"]\n[[workloads]]\ntrace = "2019/jobs.swf"\ntransforms = ["scale:2"]\n[[fabrics]]\nsystem = "cab"\n'
+    assert [r.labels["workload"] for r in parse_sweep(same, "same.toml", base=tmp_path).runs] == ["jobs", "jobs"]
+
+
 def test_python_policies_are_checked_and_their_code_is_part_of_the_key(tmp_path, monkeypatch):
     from toposched.sweep import SweepSpecError, parse_sweep
 

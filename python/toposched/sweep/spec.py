@@ -430,6 +430,7 @@ def _workloads(c: _Checker, raw: Any) -> list[list[dict[str, Any]]]:
         c.err("workloads", "expected an array of tables ([[workloads]]) with at least one entry")
         return out
     hashes: dict[Path, str] = {}
+    labelled: dict[str, tuple[int, tuple[str, str, str]]] = {}  # label -> first table, what it reads
     for i, entry in enumerate(raw):
         where = f"workloads[{i}]"
         t = c.table(entry, where)
@@ -508,9 +509,19 @@ def _workloads(c: _Checker, raw: Any) -> list[list[dict[str, Any]]]:
             continue
         if trace not in hashes:
             hashes[trace] = sha256_file(trace)
+        named = name is not None
         if name is None:
             name = re.sub(r"(\.gz)?$", "", trace.name)
             name = re.sub(r"\.(swf|log|txt|csv)$", "", name)
+        # The catalog, the report (one panel per workload) and [[exclude]] tell workloads
+        # apart by their label: two logs under one label (2019/jobs.swf and 2020/jobs.swf,
+        # both "jobs" by default) were averaged together in the report's panels as if seeds.
+        reads = (hashes[trace], fmt, json.dumps(reader, sort_keys=True))
+        first = labelled.setdefault(name, (i, reads))
+        if first[1] != reads:
+            other = "another log" if first[1][0] != reads[0] else "the same log with another format or reader options"
+            c.err(_join(where, "name" if named else "trace"), f"label '{name}' is also workloads[{first[0]}]'s, which reads {other}: give each its own name (the catalog, the report and [[exclude]] tell workloads apart by it)")
+            continue
         variants = []
         for combo in itertools.product(*slots):
             variants.append(
