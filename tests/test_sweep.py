@@ -490,6 +490,33 @@ def test_two_logs_under_one_workload_label_are_refused(tmp_path):
     assert [r.labels["workload"] for r in parse_sweep(same, "same.toml", base=tmp_path).runs] == ["jobs", "jobs"]
 
 
+def test_two_fabrics_under_one_label_are_refused_unless_only_their_taper_differs(tmp_path):
+    """Two topology.conf files in two directories both got the label "topology.conf" (and
+    two tables could be named alike): their runs could not be told apart in the catalog,
+    by [[exclude]] or in the report, which averaged the two fabrics in one panel. Fabrics
+    that differ by their taper (W1) alone share a label by design (the taper column)."""
+    from toposched.sweep import SweepSpecError, parse_sweep
+
+    for d, text in (("a", "SwitchName=s1 Nodes=n[1-4]\nSwitchName=s2 Nodes=n[5-8]\nSwitchName=top Switches=s1,s2\n"), ("b", "SwitchName=s1 Nodes=n[1-8]\n")):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "topology.conf").write_text(text)
+    wl = f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\ntransforms = ["drop"]\n'
+    with pytest.raises(SweepSpecError) as info:
+        parse_sweep(wl + '[[fabrics]]\nsystem = "a/topology.conf"\n[[fabrics]]\nsystem = "b/topology.conf"\n', "f.toml", base=tmp_path)
+    assert info.value.lines == [
+        f"f.toml:7: fabrics[1].system: label 'topology.conf' is also fabrics[0]'s ({tmp_path / 'a' / 'topology.conf'}), another fabric than {tmp_path / 'b' / 'topology.conf'}: "
+        "give each its own name (the catalog, the report and [[exclude]] tell fabrics apart by it; fabrics that differ by their taper alone share one)"
+    ]
+    with pytest.raises(SweepSpecError, match=r"f.toml:5: fabrics\[0\].name: label 'x' names two fabrics, cab and pinot: "):
+        parse_sweep(wl + '[[fabrics]]\nname = "x"\nsystem = ["cab", "pinot"]\n', "f.toml", base=tmp_path)
+    # the same file twice, and one fat-tree at several tapers: one label each, as before
+    ok = wl + (
+        '[[fabrics]]\nsystem = "a/topology.conf"\n[[fabrics]]\nsystem = "a/topology.conf"\nlenient = true\n'
+        '[[fabrics]]\nfattree = { K = 18, S = 18, P = 4, W1 = [18, 9] }\n[[fabrics]]\nfattree = { K = 18, S = 18, P = 4 }\ntaper = 3\n'
+    )
+    assert sorted({r.labels["fabric"] for r in parse_sweep(ok, "f.toml", base=tmp_path).runs}) == ["fattree:K=18,S=18,P=4", "topology.conf"]
+
+
 def test_python_policies_are_checked_and_their_code_is_part_of_the_key(tmp_path, monkeypatch):
     from toposched.sweep import SweepSpecError, parse_sweep
 
