@@ -750,6 +750,20 @@ def test_runs_names_the_damaged_run_directories_it_leaves_out(sweep8, tmp_path, 
     assert code == 0 and err == ""
 
 
+def test_a_catalog_duckdb_cannot_read_is_built_again(sweep8, tmp_path, capsys):
+    """A catalog.duckdb that DuckDB cannot open (damaged, or written by a DuckDB of another
+    storage version on a shared directory) ended `toposched runs` with "SQL error: IO
+    Error: ... is not a valid DuckDB database file", though the catalog is built from the
+    run directories alone. It is built again."""
+    out = tmp_path / "out"
+    shutil.copytree(sweep8["out"], out)
+    (out / "catalog.duckdb").write_bytes(b"not a database" * 100)
+    code, stdout, err = _cli(["runs", out, "--format", "csv", "--columns", "status"], capsys)
+    assert code == 0, err
+    assert stdout.splitlines() == ["status"] + ["complete"] * 8
+    assert len(_catalog(out)) == 8
+
+
 def test_the_job_views_exist_while_no_run_is_complete(tmp_path, capsys):
     """With every run failed, `toposched runs DIR --sql "SELECT count(*) FROM jobs"` said
     "Table with name jobs does not exist! Did you mean pg_constraint?" though the docs list

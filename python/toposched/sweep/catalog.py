@@ -444,11 +444,18 @@ def _is_stale(out: Path, path: Path) -> bool:
 
     runs = out / RUNS
     on_disk = {f"{RUNS}/{d.name}" for d in runs.iterdir() if d.is_dir() and not d.name.startswith(".") and (d / MARKER).exists()} if runs.is_dir() else set()
-    con = duckdb.connect(str(path), read_only=True)
     try:
-        listed = {r[0] for r in con.execute("SELECT dir FROM runs").fetchall()}
-    finally:
-        con.close()
+        con = duckdb.connect(str(path), read_only=True)
+        try:
+            listed = {r[0] for r in con.execute("SELECT dir FROM runs").fetchall()}
+        finally:
+            con.close()
+    except duckdb.Error:
+        # not a catalog DuckDB can read (damaged, cut short by a full disk, written by a
+        # DuckDB of another storage version): it is built from the run directories, so
+        # build it again, rather than end with "SQL error: IO Error: ... is not a valid
+        # DuckDB database file"
+        return True
     return on_disk != listed
 
 
