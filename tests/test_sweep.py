@@ -764,6 +764,34 @@ def test_a_catalog_duckdb_cannot_read_is_built_again(sweep8, tmp_path, capsys):
     assert len(_catalog(out)) == 8
 
 
+def test_runs_says_when_a_running_sweep_has_not_listed_its_finished_runs_yet(sweep8, tmp_path, capsys):
+    """While a sweep runs, its driver alone writes the catalog (every 30 s): `toposched
+    runs DIR` printed the catalog of the start ("0 runs") with runs finished on disk, and
+    --rebuild did nothing, both silently. It now says how many finished runs the catalog
+    does not list yet, and why."""
+    from toposched.sweep.catalog import build_catalog
+    from toposched.sweep.layout import SweepLock
+
+    out = tmp_path / "out"
+    shutil.copytree(sweep8["out"], out)
+    keep = _run_dirs(out)[:3]
+    moved = tmp_path / "later"
+    moved.mkdir()
+    for d in _run_dirs(out)[3:]:
+        d.rename(moved / d.name)
+    build_catalog(out)  # the catalog of a sweep 3 runs in
+    for d in moved.iterdir():
+        d.rename(out / "runs" / d.name)  # 5 more finish meanwhile
+    with SweepLock(out.resolve()):  # the sweep still runs
+        for argv in (["runs", out, "--format", "csv", "--columns", "dir"], ["runs", out, "--rebuild", "--format", "csv", "--columns", "dir"]):
+            code, stdout, err = _cli(argv, capsys)
+            assert code == 0 and len(stdout.splitlines()) == 1 + len(keep)
+            assert err == (f"toposched runs: the catalog does not list 5 finished runs yet: a sweep, compare or frontier is working on {out} "
+                           f"(it writes the catalog every 30 s and at its end), or {out} cannot be written\n")
+    code, stdout, err = _cli(["runs", out, "--format", "csv", "--columns", "dir"], capsys)  # the sweep ended
+    assert code == 0 and len(stdout.splitlines()) == 9 and err == ""
+
+
 def test_the_job_views_exist_while_no_run_is_complete(tmp_path, capsys):
     """With every run failed, `toposched runs DIR --sql "SELECT count(*) FROM jobs"` said
     "Table with name jobs does not exist! Did you mean pg_constraint?" though the docs list

@@ -29,7 +29,7 @@ from .layout import MARKER, RUNS, run_status
 
 CATALOG = "catalog.duckdb"
 
-__all__ = ["CATALOG", "DEFAULT_COLUMNS", "build_catalog", "catalog_rows", "left_out", "query", "query_runs"]
+__all__ = ["CATALOG", "DEFAULT_COLUMNS", "build_catalog", "catalog_rows", "left_out", "query", "query_runs", "unlisted"]
 
 #: Columns ``toposched runs`` shows unless told otherwise.
 DEFAULT_COLUMNS = (
@@ -436,6 +436,30 @@ def _write_catalog(table: pa.Table, rows: list[dict[str, Any]], out: Path, stage
             raise
         code = getattr(exc, "errno", None) or errno.EIO
         raise OSError(code, f"cannot write the catalog: {getattr(exc, 'strerror', None) or exc}", str(final)) from exc
+
+
+def unlisted(out: str | Path) -> int:
+    """How many finished run directories of ``out`` its catalog does not list yet: not 0
+    while a sweep runs on ``out`` (its driver alone writes the catalog, every 30 s and at
+    its end), or when ``out`` cannot be written."""
+    import duckdb
+
+    out = Path(out).resolve()
+    runs = out / RUNS
+    if not runs.is_dir() or not (out / CATALOG).exists():
+        return 0
+    on_disk = {f"{RUNS}/{d.name}" for d in runs.iterdir() if d.is_dir() and not d.name.startswith(".") and run_status(d) is not None}
+    try:
+        con = duckdb.connect(str(out / CATALOG), read_only=True)
+        try:
+            listed = {r[0] for r in con.execute("SELECT dir FROM runs").fetchall()}
+        finally:
+            con.close()
+    except duckdb.Error:
+        return 0
+    plan = _plan(out)
+    # a damaged run directory is never listed: left_out() names it
+    return sum(1 for d in sorted(on_disk - listed) if not isinstance(_row(out / d, run_status(out / d) or {}, plan), str))
 
 
 def _is_stale(out: Path, path: Path) -> bool:
