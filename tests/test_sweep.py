@@ -792,6 +792,27 @@ def test_runs_says_when_a_running_sweep_has_not_listed_its_finished_runs_yet(swe
     assert code == 0 and len(stdout.splitlines()) == 9 and err == ""
 
 
+def test_a_scheduler_file_that_is_missing_or_not_one_is_one_line(sweep8, tmp_path, capsys):
+    """--scheduler-file was read by Dask's Client: a file that never came was waited for
+    for ever (ten times a second, the 30 s timeout did not apply), and one that is not a
+    scheduler file ended in "internal error: AssertionError". Both are one line now; a
+    missing file is waited for 30 s (a scheduler starting at the same time)."""
+    for content, why in (("{}", 'no "address" in it'), ("garbage", "not JSON"), ("[1]", 'no "address" in it')):
+        f = tmp_path / "scheduler.json"
+        f.write_text(content)
+        code, _, err = _cli(["sweep", sweep8["toml"], "--out", tmp_path / "out", "--scheduler-file", f, "--quiet"], capsys)
+        assert code == 2 and err == f"error: {f}: not a Dask scheduler file ({why}; `dask scheduler --scheduler-file {f}` writes one)\n"
+    from toposched.errors import ToposchedError
+    from toposched.sweep.runner import _scheduler_file_address
+
+    t0 = time.monotonic()
+    with pytest.raises(ToposchedError, match=r"nope.json: no such scheduler file \(waited 0.3 s for the Dask scheduler to write it; start one with"):
+        _scheduler_file_address(str(tmp_path / "nope.json"), wait_s=0.3)
+    assert time.monotonic() - t0 < 5
+    (tmp_path / "late.json").write_text('{"address": "tcp://127.0.0.1:8786"}')
+    assert _scheduler_file_address(str(tmp_path / "late.json"), wait_s=0.3) == "tcp://127.0.0.1:8786"
+
+
 def test_the_job_views_exist_while_no_run_is_complete(tmp_path, capsys):
     """With every run failed, `toposched runs DIR --sql "SELECT count(*) FROM jobs"` said
     "Table with name jobs does not exist! Did you mean pg_constraint?" though the docs list

@@ -327,8 +327,9 @@ def _make_client(scheduler: str | None, scheduler_file: str | None, workers: int
 
     if scheduler or scheduler_file:
         where = scheduler or f"the scheduler file {scheduler_file}"
+        address = scheduler or _scheduler_file_address(str(scheduler_file))
         try:
-            client = Client(scheduler, scheduler_file=scheduler_file, timeout="30s") if scheduler_file else Client(scheduler, timeout="30s")
+            client = Client(address, timeout="30s")
         except (OSError, TimeoutError, ValueError) as exc:
             raise ToposchedError(f"cannot reach the Dask scheduler at {where}: {type(exc).__name__}: {exc}") from None
         return client, None
@@ -363,6 +364,37 @@ def _make_client(scheduler: str | None, scheduler_file: str | None, workers: int
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
     return Client(cluster), cluster
+
+
+def _scheduler_file_address(path: str, wait_s: float = 30.0) -> str:
+    """The scheduler's address from its ``--scheduler-file``, waiting up to ``wait_s`` for
+    the file to appear (a scheduler started at the same time). Dask's Client read it
+    itself: a file that never came was waited for for ever, ten times a second, and one
+    that is not a scheduler file ended in an AssertionError ("internal error")."""
+    end = time.monotonic() + wait_s
+    while not os.path.exists(path):
+        if time.monotonic() > end:
+            raise ToposchedError(
+                f"{path}: no such scheduler file (waited {wait_s:g} s for the Dask scheduler to write it; "
+                f"start one with `dask scheduler --scheduler-file {path}`, or give --scheduler ADDRESS)"
+            )
+        time.sleep(0.1)
+    problem = ""
+    for _ in range(20):  # a file being written: read it again a moment later
+        try:
+            with open(path, encoding="utf-8") as f:
+                doc = json.load(f)
+        except OSError as exc:
+            raise ToposchedError(f"{path}: cannot read the scheduler file: {exc.strerror or exc}") from None
+        except ValueError:
+            problem = "not JSON"
+        else:
+            address = doc.get("address") if isinstance(doc, dict) else None
+            if isinstance(address, str) and address:
+                return address
+            problem = "no \"address\" in it"
+        time.sleep(0.05)
+    raise ToposchedError(f"{path}: not a Dask scheduler file ({problem}; `dask scheduler --scheduler-file {path}` writes one)")
 
 
 def run_sweep(
