@@ -813,6 +813,21 @@ def test_a_scheduler_file_that_is_missing_or_not_one_is_one_line(sweep8, tmp_pat
     assert _scheduler_file_address(str(tmp_path / "late.json"), wait_s=0.3) == "tcp://127.0.0.1:8786"
 
 
+def test_dry_run_says_to_do_of_a_damaged_run_the_start_runs_again(sweep8, tmp_path, capsys):
+    """A complete run missing one of its files (deleted by hand, by a disk cleaner) is run
+    again by the next start, but --dry-run listed it as complete ("8 complete, 0 to
+    run")."""
+    out = tmp_path / "out"
+    shutil.copytree(sweep8["out"], out)
+    damaged = _run_dirs(out)[0]
+    (damaged / "jobs.parquet").unlink()
+    code, stdout, _ = _cli(["sweep", sweep8["toml"], "--out", out, "--dry-run"], capsys)
+    assert code == 0
+    assert f"{damaged.name}  to do " in stdout and stdout.strip().splitlines()[-1].startswith("8 runs, 7 complete, 1 to run")
+    code, stdout, _ = _cli(["sweep", sweep8["toml"], "--out", out, "--workers", "1", "--quiet", "--no-report"], capsys)
+    assert code == 0 and "8 runs, 7 already complete, 1 done now" in stdout
+
+
 def test_the_job_views_exist_while_no_run_is_complete(tmp_path, capsys):
     """With every run failed, `toposched runs DIR --sql "SELECT count(*) FROM jobs"` said
     "Table with name jobs does not exist! Did you mean pg_constraint?" though the docs list

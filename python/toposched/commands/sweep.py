@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from ..sweep.layout import RUNS, run_status
-    from ..sweep.runner import run_sweep
+    from ..sweep.runner import _is_complete, run_sweep
     from ..sweep.spec import SweepSpecError, load_sweep
 
     problem = executor_error(args.scheduler, args.scheduler_file, args.workers, "--workers")
@@ -85,8 +85,12 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         done = 0
         for r in sweep.runs:
-            m = run_status(out / RUNS / r.run_id)
+            m = run_status(out / RUNS / r.dir)
             state = m["status"] if m else "to do"
+            if state == "complete" and not _is_complete(out / RUNS / r.dir, r.run_id):
+                # as the start will see it: a run missing one of its files is run again
+                # (the listing said complete, and "0 to run", of a run the start then ran)
+                state = "to do"
             done += state == "complete"
             stdout.print(f"{r.run_id}  {state:8}  {r.describe()}", markup=False)
         stdout.print(f"{len(sweep.runs)} runs, {done} complete, {len(sweep.runs) - done} to run; results in {out}/", markup=False)
