@@ -828,6 +828,31 @@ def test_dry_run_says_to_do_of_a_damaged_run_the_start_runs_again(sweep8, tmp_pa
     assert code == 0 and "8 runs, 7 already complete, 1 done now" in stdout
 
 
+def test_a_worker_that_dies_leaves_no_temporary_directory_behind(tmp_path, capsys, monkeypatch):
+    """A worker process that died mid-run (the kernel's OOM killer) left the run's
+    .tmp-* directory (and whatever it had written) in runs/ after the sweep ended, until
+    some later start on the directory. The sweep now removes them once every run has its
+    result."""
+    (tmp_path / "sweep_killer_mod.py").write_text(
+        "import os\n"
+        "from toposched.policies import AllocationPolicy\n"
+        "class Kill(AllocationPolicy):\n"
+        "    fungible = True\n"
+        "    def select(self, nodes, free):\n"
+        "        os._exit(9)\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    toml = tmp_path / "kill.toml"
+    toml.write_text(f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\ntransforms = ["days:1"]\n[[fabrics]]\nsystem = "cab"\n[policies]\nalloc = ["linear", "sweep_killer_mod:Kill"]\n')
+    out = tmp_path / "out"
+    code, stdout, err = _cli(["sweep", toml, "--out", out, "--workers", "2", "--quiet", "--no-report"], capsys)
+    assert code == 1 and "2 runs, 0 already complete, 1 done now, 1 failed" in stdout, err
+    assert [p.name for p in (out / "runs").iterdir() if p.name.startswith(".")] == []
+    assert len(_run_dirs(out)) == 2
+
+
 def test_the_job_views_exist_while_no_run_is_complete(tmp_path, capsys):
     """With every run failed, `toposched runs DIR --sql "SELECT count(*) FROM jobs"` said
     "Table with name jobs does not exist! Did you mean pg_constraint?" though the docs list

@@ -445,6 +445,12 @@ def run_sweep(
                 outcome.interrupted = True
             # what is on disk is what counts (an interrupt can come before a result is read)
             outcome.completed = sum(_is_complete(runs_dir / r.dir, r.run_id) for r in pending)
+            if not outcome.interrupted:
+                # every run has its result, and no task is running any more: what a worker
+                # that died mid-run left (its .tmp-* directory, a partial jobs.parquet) goes
+                # now, not at the next start (a sweep that succeeded may have none). After
+                # an interrupt a run on a remote Dask worker may still be writing.
+                clean_stale(out)
         outcome.catalog = _catalog_or_warning(out, console)
         if report:
             from ..reporting.sweep import write_report
