@@ -853,6 +853,25 @@ def test_a_worker_that_dies_leaves_no_temporary_directory_behind(tmp_path, capsy
     assert len(_run_dirs(out)) == 2
 
 
+def test_the_job_views_follow_a_sweep_directory_that_was_moved(sweep8, tmp_path, capsys):
+    """The jobs and utilization views read each run's Parquet files by absolute path: once
+    the directory was moved or renamed, `toposched runs DIR --sql "... FROM jobs"` failed
+    with "No files found that match the pattern <old path>", and a copy silently read the
+    original's files. A catalog built for another place is built again."""
+    first = tmp_path / "first"
+    shutil.copytree(sweep8["out"], first)
+    assert _cli(["runs", first, "--rebuild", "--format", "csv"], capsys)[0] == 0
+    moved = tmp_path / "moved"
+    first.rename(moved)
+    code, stdout, err = _cli(["runs", moved, "--sql", "SELECT count(DISTINCT run_id) AS runs FROM jobs", "--format", "csv"], capsys)
+    assert code == 0, err
+    assert stdout.splitlines() == ["runs", "8"]
+    code, stdout, err = _cli(["runs", moved, "--sql", "SELECT count(*) > 0 AS rows FROM utilization", "--format", "csv"], capsys)
+    assert code == 0 and stdout.splitlines() == ["rows", "True"], err
+    view = _catalog(moved, "SELECT sql FROM duckdb_views() WHERE view_name = 'jobs'")[0]["sql"]
+    assert str(moved / "runs") in view and str(first) + "/" not in view
+
+
 def test_the_job_views_exist_while_no_run_is_complete(tmp_path, capsys):
     """With every run failed, `toposched runs DIR --sql "SELECT count(*) FROM jobs"` said
     "Table with name jobs does not exist! Did you mean pg_constraint?" though the docs list

@@ -472,8 +472,16 @@ def _is_stale(out: Path, path: Path) -> bool:
         con = duckdb.connect(str(path), read_only=True)
         try:
             listed = {r[0] for r in con.execute("SELECT dir FROM runs").fetchall()}
+            views = [r[0] or "" for r in con.execute("SELECT sql FROM duckdb_views() WHERE view_name IN ('jobs', 'utilization')").fetchall()]
         finally:
             con.close()
+        # The views read each run's Parquet files by absolute path: a catalog built before
+        # DIR was moved, renamed or copied (or reached by another path, on another
+        # machine's mount) read the old place's files -- "No files found", or silently
+        # the original's runs from a copy
+        here = _sql_str(f"{out / RUNS}/")[:-1]
+        if any("read_parquet(" in v and here not in v for v in views):
+            return True
     except duckdb.Error:
         # not a catalog DuckDB can read (damaged, cut short by a full disk, written by a
         # DuckDB of another storage version): it is built from the run directories, so
