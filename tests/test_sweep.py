@@ -872,6 +872,24 @@ def test_the_job_views_follow_a_sweep_directory_that_was_moved(sweep8, tmp_path,
     assert str(moved / "runs") in view and str(first) + "/" not in view
 
 
+def test_a_sweep_keeps_the_directories_of_runs_that_are_not_its_own(tmp_path, capsys):
+    """A sweep started on a DIR whose runs/ already held other things (a `toposched
+    simulate --out DIR/runs/baseline`, a notes directory) deleted every subdirectory
+    without a toposched marker, whole, at its start. They are kept, and left out of the
+    catalog."""
+    out = tmp_path / "study"
+    code, _, err = _cli(["simulate", "--trace", EXAMPLE_TRACE, "--transform", "days:1", "--system", "cab", "--out", out / "runs" / "baseline", "--quiet"], capsys)
+    assert code == 0, err
+    (out / "runs" / "notes").mkdir()
+    (out / "runs" / "notes" / "todo.txt").write_text("keep me\n")
+    before = sorted(p.name for p in (out / "runs" / "baseline").iterdir())
+    code, stdout, err = _cli(["sweep", _two_run_sweep(tmp_path), "--out", out, "--workers", "1", "--quiet", "--no-report"], capsys)
+    assert code == 0 and "2 runs, 0 already complete, 2 done now" in stdout, err
+    assert sorted(p.name for p in (out / "runs" / "baseline").iterdir()) == before
+    assert (out / "runs" / "notes" / "todo.txt").read_text() == "keep me\n"
+    assert len(_catalog(out)) == 2
+
+
 def test_the_job_views_exist_while_no_run_is_complete(tmp_path, capsys):
     """With every run failed, `toposched runs DIR --sql "SELECT count(*) FROM jobs"` said
     "Table with name jobs does not exist! Did you mean pg_constraint?" though the docs list

@@ -272,14 +272,19 @@ def record_lost_run(runs_dir: Path, run: RunSpec, error: str, details: str, sinc
 
 
 def clean_stale(out: Path) -> list[str]:
-    """Remove what a killed sweep can leave: ``runs/.tmp-*`` directories, run
-    directories without a readable marker, temporary catalog and report files. Call only
-    while holding the lock. Returns what was removed."""
+    """Remove what a killed sweep can leave: ``runs/.tmp-*`` directories, temporary
+    catalog and report files. Call only while holding the lock. Returns what was removed.
+
+    A directory of ``runs/`` without a marker is kept: toposched never publishes one (a
+    run is renamed into place with its marker), so it is someone else's -- a ``toposched
+    simulate --out DIR/runs/NAME``, notes. They were deleted, whole, by the first sweep
+    started on DIR. (A run whose directory has a damaged marker is run again, and its
+    directory replaced then.)"""
     removed = []
     runs = out / RUNS
     if runs.is_dir():
         for p in sorted(runs.iterdir()):
-            if p.name.startswith(TMP_PREFIX) or (p.is_dir() and run_status(p) is None):
+            if p.name.startswith(TMP_PREFIX):
                 shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
                 removed.append(str(p))
             elif p.name.startswith(".") and p.name.endswith(".tmp"):
