@@ -890,6 +890,15 @@ def test_a_sweep_keeps_the_directories_of_runs_that_are_not_its_own(tmp_path, ca
     assert len(_catalog(out)) == 2
 
 
+def test_a_directory_where_the_catalog_goes_is_named(tmp_path, capsys):
+    """A directory named catalog.duckdb in DIR was reported under the name of the
+    catalog's temporary file (".catalog-39daefe3e7b9.duckdb: Is a directory")."""
+    out = tmp_path / "out"
+    (out / "catalog.duckdb").mkdir(parents=True)
+    code, _, err = _cli(["sweep", _two_run_sweep(tmp_path), "--out", out, "--workers", "1", "--quiet", "--no-report"], capsys)
+    assert code == 2 and err == f"error: {out.resolve() / 'catalog.duckdb'}: is a directory, where the catalog goes; remove it\n"
+
+
 def test_the_job_views_exist_while_no_run_is_complete(tmp_path, capsys):
     """With every run failed, `toposched runs DIR --sql "SELECT count(*) FROM jobs"` said
     "Table with name jobs does not exist! Did you mean pg_constraint?" though the docs list

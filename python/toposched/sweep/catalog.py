@@ -418,6 +418,9 @@ def _write_catalog(table: pa.Table, rows: list[dict[str, Any]], out: Path, stage
     import duckdb
     import pyarrow.parquet as pq
 
+    if final.is_dir():
+        # os.replace named the temporary file: ".catalog-39daefe3e7b9.duckdb: Is a directory"
+        raise IsADirectoryError(errno.EISDIR, "is a directory, where the catalog goes; remove it", str(final))
     try:
         pq.write_table(table, staged)
         con = duckdb.connect(str(tmp))
