@@ -517,6 +517,35 @@ def test_two_fabrics_under_one_label_are_refused_unless_only_their_taper_differs
     assert sorted({r.labels["fabric"] for r in parse_sweep(ok, "f.toml", base=tmp_path).runs}) == ["fattree:K=18,S=18,P=4", "topology.conf"]
 
 
+def test_a_python_policy_edited_while_the_sweep_runs_fails_its_runs(tmp_path, monkeypatch):
+    """The run id holds the SHA-256 of a Python policy's source file, but a run started
+    after the file was edited (while the sweep ran) computed with the new code and was
+    published under the old code's run id -- kept, and skipped as complete, by every later
+    start. Such a run now fails and says why, as a trace edited meanwhile does."""
+    from toposched.sweep import parse_sweep
+    from toposched.sweep.runner import execute_run
+
+    module = tmp_path / "sweep_edit_policy_mod.py"
+    module.write_text(
+        "from toposched.policies import AllocationPolicy\n"
+        "class First(AllocationPolicy):\n"
+        "    fungible = True\n"
+        "    def select(self, nodes, free):\n"
+        "        return free[:nodes].tolist() if len(free) >= nodes else None\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    text = f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\ntransforms = ["days:1"]\n[[fabrics]]\nsystem = "cab"\n[policies]\nalloc = ["sweep_edit_policy_mod:First"]\n'
+    run = parse_sweep(text, tmp_path / "p.toml").runs[0]
+    task = {"run_id": run.run_id, "spec": run.spec, "runs_dir": str(tmp_path / "runs")}
+    module.write_text(module.read_text() + "# edited while the sweep runs\n")
+    res = execute_run(task)
+    assert res["status"] == "failed", res
+    assert res["error"] == "ToposchedError: sweep_edit_policy_mod:First: the policy's source file changed since the sweep was planned; start the sweep again"
+    module.write_text(module.read_text().replace("# edited while the sweep runs\n", ""))
+    assert execute_run(task)["status"] == "complete"
+
+
 def test_python_policies_are_checked_and_their_code_is_part_of_the_key(tmp_path, monkeypatch):
     from toposched.sweep import SweepSpecError, parse_sweep
 

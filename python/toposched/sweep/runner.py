@@ -147,6 +147,15 @@ def _build_inputs(spec: dict[str, Any]) -> tuple[Any, Any, Any]:
     fab = spec["fabric"]
     if fab["kind"] == "topology.conf" and fab.get("conf_sha256") and sha256_file(fab["system"]) != fab["conf_sha256"]:
         raise ToposchedError(f"{fab['system']}: the file changed since the sweep was planned; start the sweep again")
+    from .spec import policy_code_sha256
+
+    for key, planned in (spec.get("policy_code_sha256") or {}).items():
+        # as for the trace: a policy written in Python edited while the sweep runs gave
+        # results under the run id of its code as planned (editing a policy gives new run
+        # ids, docs/sweeps.md), kept and skipped as such by every later start
+        target = spec["config"].get(key)
+        if policy_code_sha256(target) != planned:
+            raise ToposchedError(f"{target}: the policy's source file changed since the sweep was planned; start the sweep again")
     fabric = load_fabric(fab["system"], lenient=bool(fab.get("lenient")))
     w = _transformed_cached(wl["trace"], wl["trace_sha256"], wl["format"], json.dumps(wl["reader"], sort_keys=True), tuple(wl["transforms"]), fabric.n_nodes)
     from ..transforms import apply_scenario
