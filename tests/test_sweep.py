@@ -546,6 +546,22 @@ def test_a_python_policy_edited_while_the_sweep_runs_fails_its_runs(tmp_path, mo
     assert execute_run(task)["status"] == "complete"
 
 
+def test_a_network_file_edited_while_the_sweep_runs_fails_its_runs(tmp_path):
+    """A network spec file's SHA-256 is part of the run id, but a run started after the
+    file was edited (while the sweep ran) replayed with the new rules under the old run
+    id. It now fails and says why."""
+    from toposched.sweep import parse_sweep
+    from toposched.sweep.runner import execute_run
+
+    (tmp_path / "mix.csv").write_text("max_nodes,pattern,comm_fraction\n1,none,0\n,stencil3d,0.3\n")
+    text = f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\ntransforms = ["days:1"]\n[[fabrics]]\nsystem = "cab"\n[scenarios]\nnetwork = ["bins=mix.csv"]\n'
+    run = parse_sweep(text, tmp_path / "n.toml").runs[0]
+    task = {"run_id": run.run_id, "spec": run.spec, "runs_dir": str(tmp_path / "runs")}
+    (tmp_path / "mix.csv").write_text("max_nodes,pattern,comm_fraction\n1,none,0\n,stencil3d,0.9\n")
+    res = execute_run(task)
+    assert res["status"] == "failed" and res["error"].endswith("the network spec's file changed since the sweep was planned; start the sweep again"), res
+
+
 def test_python_policies_are_checked_and_their_code_is_part_of_the_key(tmp_path, monkeypatch):
     from toposched.sweep import SweepSpecError, parse_sweep
 

@@ -147,8 +147,14 @@ def _build_inputs(spec: dict[str, Any]) -> tuple[Any, Any, Any]:
     fab = spec["fabric"]
     if fab["kind"] == "topology.conf" and fab.get("conf_sha256") and sha256_file(fab["system"]) != fab["conf_sha256"]:
         raise ToposchedError(f"{fab['system']}: the file changed since the sweep was planned; start the sweep again")
-    from .spec import policy_code_sha256
+    from .spec import _network_file_sha256, policy_code_sha256
 
+    net, net_sha = spec["scenario"].get("network"), spec["scenario"].get("network_sha256")
+    actual = _network_file_sha256(net) if net and net_sha else ""
+    if actual and actual != net_sha:
+        # a network spec file (or its bins table) edited while the sweep runs, as a trace
+        # can be ("": it does not read here; the run itself says why)
+        raise ToposchedError(f"{net}: the network spec's file changed since the sweep was planned; start the sweep again")
     for key, planned in (spec.get("policy_code_sha256") or {}).items():
         # as for the trace: a policy written in Python edited while the sweep runs gave
         # results under the run id of its code as planned (editing a policy gives new run
