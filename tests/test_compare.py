@@ -156,6 +156,20 @@ def test_cli_compare_prints_table_and_report(tmp_path, capsys, monkeypatch):
     assert calls == [] and "report:" not in capsys.readouterr().out
 
 
+def test_a_report_that_cannot_be_written_is_one_line_and_the_results_are_printed(tmp_path, capsys):
+    """A report.html that could not be written (here a directory in its place; a full disk,
+    a read-only directory) printed the whole traceback before its error line."""
+    out = tmp_path / "cmp"
+    (out / "report.html").mkdir(parents=True)
+    argv = ["compare", "--trace", str(HPC2N_SUBSET), "--system", SMALL_FABRIC, "--allocs", "linear",
+            "--scenarios", "none", "--transform", "days:5", "--jobs", "1", "--out", str(out)]
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    assert captured.err.strip().splitlines()[-1] == f"error: building the report failed: {out / 'report.html'}: is a directory; give a file name"
+    assert "linear" in captured.out and (out / "compare.json").is_file()
+
+
 def test_cli_compare_bad_inputs(tmp_path, capsys):
     trace = HPC2N_SUBSET
     base = ["compare", "--trace", str(trace), "--system", SMALL_FABRIC, "--out", str(tmp_path / "x"), "--no-report"]

@@ -467,6 +467,101 @@ def test_run_ids_follow_the_specification_and_the_trace_content(tmp_path):
     assert ids(base.replace(str(EXAMPLE_TRACE), str(copy))) != b  # and so is its content
 
 
+def test_two_logs_under_one_workload_label_are_refused(tmp_path):
+    """2019/jobs.swf and 2020/jobs.swf both got the label "jobs": the catalog's workload
+    column could not tell their runs apart, [[exclude]] workload = "jobs" left out both,
+    and the report averaged the two logs in one panel as if they were seeds. Tables that
+    read the same log the same way may share a label (their transforms tell them apart)."""
+    from toposched.sweep import SweepSpecError, parse_sweep
+
+    for year, keep in (("2019", 8), ("2020", 5)):
+        (tmp_path / year).mkdir()
+        (tmp_path / year / "jobs.swf").write_text("".join(f"{i} {i * 10} 0 100 4 -1 -1 4 200 -1 1 1 1 -1 1 -1 -1 -1\n" for i in range(1, keep)))
+    text = '[[workloads]]\ntrace = "2019/jobs.swf"\n[[workloads]]\ntrace = "2020/jobs.swf"\n[[fabrics]]\nsystem = "cab"\n'
+    with pytest.raises(SweepSpecError) as info:
+        parse_sweep(text, "two.toml", base=tmp_path)
+    assert info.value.lines == ["two.toml:4: workloads[1].trace: label 'jobs' is also workloads[0]'s, which reads another log: give each its own name (the catalog, the report and [[exclude]] tell workloads apart by it)"]
+    with pytest.raises(SweepSpecError, match=r"two.toml:6: workloads\[1\].name: label 'j' is also workloads\[0\]'s"):
+        parse_sweep(text.replace('.swf"\n', '.swf"\nname = "j"\n'), "two.toml", base=tmp_path)
+    with pytest.raises(SweepSpecError, match=r"workloads\[1\].trace: .* the same log with another format or reader options"):
+        parse_sweep(text.replace("2020/", "2019/").replace('jobs.swf"\n[[f', 'jobs.swf"\nreader = { lenient = true }\n[[f'), "two.toml", base=tmp_path)
+    assert len(parse_sweep(text.replace('"\n[[workloads]]', '"\nname = "y2019"\n[[workloads]]'), "two.toml", base=tmp_path).runs) == 2
+    same = '[[workloads]]\ntrace = "2019/jobs.swf"\ntransforms = ["scale:1"]\n[[workloads]]\ntrace = "2019/jobs.swf"\ntransforms = ["scale:2"]\n[[fabrics]]\nsystem = "cab"\n'
+    assert [r.labels["workload"] for r in parse_sweep(same, "same.toml", base=tmp_path).runs] == ["jobs", "jobs"]
+
+
+def test_two_fabrics_under_one_label_are_refused_unless_only_their_taper_differs(tmp_path):
+    """Two topology.conf files in two directories both got the label "topology.conf" (and
+    two tables could be named alike): their runs could not be told apart in the catalog,
+    by [[exclude]] or in the report, which averaged the two fabrics in one panel. Fabrics
+    that differ by their taper (W1) alone share a label by design (the taper column)."""
+    from toposched.sweep import SweepSpecError, parse_sweep
+
+    for d, text in (("a", "SwitchName=s1 Nodes=n[1-4]\nSwitchName=s2 Nodes=n[5-8]\nSwitchName=top Switches=s1,s2\n"), ("b", "SwitchName=s1 Nodes=n[1-8]\n")):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "topology.conf").write_text(text)
+    wl = f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\ntransforms = ["drop"]\n'
+    with pytest.raises(SweepSpecError) as info:
+        parse_sweep(wl + '[[fabrics]]\nsystem = "a/topology.conf"\n[[fabrics]]\nsystem = "b/topology.conf"\n', "f.toml", base=tmp_path)
+    assert info.value.lines == [
+        f"f.toml:7: fabrics[1].system: label 'topology.conf' is also fabrics[0]'s ({tmp_path / 'a' / 'topology.conf'}), another fabric than {tmp_path / 'b' / 'topology.conf'}: "
+        "give each its own name (the catalog, the report and [[exclude]] tell fabrics apart by it; fabrics that differ by their taper alone share one)"
+    ]
+    with pytest.raises(SweepSpecError, match=r"f.toml:5: fabrics\[0\].name: label 'x' names two fabrics, cab and pinot: "):
+        parse_sweep(wl + '[[fabrics]]\nname = "x"\nsystem = ["cab", "pinot"]\n', "f.toml", base=tmp_path)
+    # the same file twice, and one fat-tree at several tapers: one label each, as before
+    ok = wl + (
+        '[[fabrics]]\nsystem = "a/topology.conf"\n[[fabrics]]\nsystem = "a/topology.conf"\nlenient = true\n'
+        '[[fabrics]]\nfattree = { K = 18, S = 18, P = 4, W1 = [18, 9] }\n[[fabrics]]\nfattree = { K = 18, S = 18, P = 4 }\ntaper = 3\n'
+    )
+    assert sorted({r.labels["fabric"] for r in parse_sweep(ok, "f.toml", base=tmp_path).runs}) == ["fattree:K=18,S=18,P=4", "topology.conf"]
+
+
+def test_a_python_policy_edited_while_the_sweep_runs_fails_its_runs(tmp_path, monkeypatch):
+    """The run id holds the SHA-256 of a Python policy's source file, but a run started
+    after the file was edited (while the sweep ran) computed with the new code and was
+    published under the old code's run id -- kept, and skipped as complete, by every later
+    start. Such a run now fails and says why, as a trace edited meanwhile does."""
+    from toposched.sweep import parse_sweep
+    from toposched.sweep.runner import execute_run
+
+    module = tmp_path / "sweep_edit_policy_mod.py"
+    module.write_text(
+        "from toposched.policies import AllocationPolicy\n"
+        "class First(AllocationPolicy):\n"
+        "    fungible = True\n"
+        "    def select(self, nodes, free):\n"
+        "        return free[:nodes].tolist() if len(free) >= nodes else None\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    text = f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\ntransforms = ["days:1"]\n[[fabrics]]\nsystem = "cab"\n[policies]\nalloc = ["sweep_edit_policy_mod:First"]\n'
+    run = parse_sweep(text, tmp_path / "p.toml").runs[0]
+    task = {"run_id": run.run_id, "spec": run.spec, "runs_dir": str(tmp_path / "runs")}
+    module.write_text(module.read_text() + "# edited while the sweep runs\n")
+    res = execute_run(task)
+    assert res["status"] == "failed", res
+    assert res["error"] == "ToposchedError: sweep_edit_policy_mod:First: the policy's source file changed since the sweep was planned; start the sweep again"
+    module.write_text(module.read_text().replace("# edited while the sweep runs\n", ""))
+    assert execute_run(task)["status"] == "complete"
+
+
+def test_a_network_file_edited_while_the_sweep_runs_fails_its_runs(tmp_path):
+    """A network spec file's SHA-256 is part of the run id, but a run started after the
+    file was edited (while the sweep ran) replayed with the new rules under the old run
+    id. It now fails and says why."""
+    from toposched.sweep import parse_sweep
+    from toposched.sweep.runner import execute_run
+
+    (tmp_path / "mix.csv").write_text("max_nodes,pattern,comm_fraction\n1,none,0\n,stencil3d,0.3\n")
+    text = f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\ntransforms = ["days:1"]\n[[fabrics]]\nsystem = "cab"\n[scenarios]\nnetwork = ["bins=mix.csv"]\n'
+    run = parse_sweep(text, tmp_path / "n.toml").runs[0]
+    task = {"run_id": run.run_id, "spec": run.spec, "runs_dir": str(tmp_path / "runs")}
+    (tmp_path / "mix.csv").write_text("max_nodes,pattern,comm_fraction\n1,none,0\n,stencil3d,0.9\n")
+    res = execute_run(task)
+    assert res["status"] == "failed" and res["error"].endswith("the network spec's file changed since the sweep was planned; start the sweep again"), res
+
+
 def test_python_policies_are_checked_and_their_code_is_part_of_the_key(tmp_path, monkeypatch):
     from toposched.sweep import SweepSpecError, parse_sweep
 
@@ -560,6 +655,69 @@ alloc = ["linear", "random"]
     assert len(rows) == 8 and len({r["run_id"] for r in rows}) == 8 and {r["status"] for r in rows} == {"complete"}
 
 
+#: Imported at the start of every Python process of the test's sweep (PYTHONPATH): a pool
+#: worker writes down, before it imports anything of toposched, whether SIGINT is blocked.
+_SITECUSTOMIZE = """
+import os, signal, sys
+if "--multiprocessing-fork" in sys.argv and os.environ.get("TOPOSCHED_TEST_MASKS"):
+    with open(os.path.join(os.environ["TOPOSCHED_TEST_MASKS"], str(os.getpid())), "w") as f:
+        f.write(str(signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])))
+"""
+
+
+def test_killed_driver_takes_its_pool_workers_with_it(tmp_path):
+    """A sweep driver killed with SIGKILL (or SIGTERM) left its pool workers behind, idle
+    for ever (one process per core, and the resource tracker) -- and a worker mid-run went
+    on writing into a .tmp directory that the next start removes. They now end with their
+    driver. And a worker started with SIGINT unblocked printed a KeyboardInterrupt
+    traceback of its own for a Ctrl-C while it imported toposched: workers now start with
+    SIGINT blocked, until their initializer ignores it."""
+    if not hasattr(signal, "pthread_sigmask"):
+        pytest.skip("no pthread_sigmask")
+    toml = tmp_path / "kill.toml"
+    toml.write_text(
+        f"""
+[[workloads]]
+trace = "{EXAMPLE_TRACE}"
+transforms = ["days:60", ["scale:1", "scale:1.5", "scale:2"]]
+[[fabrics]]
+system = "cab"
+[policies]
+queue = ["fcfs", "easy"]
+alloc = ["linear", "random"]
+"""
+    )
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(_SITECUSTOMIZE)
+    masks = tmp_path / "masks"
+    masks.mkdir()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO / "python"), os.environ.get("PYTHONPATH", "")]), "TOPOSCHED_TEST_MASKS": str(masks)}
+    out = tmp_path / "out"
+    runs = out / "runs"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "toposched.cli", "sweep", str(toml), "--out", str(out), "--workers", "2", "--quiet", "--no-report"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        env=env,
+    )
+    try:
+        first = lambda: runs.is_dir() and any(not p.name.startswith(".") for p in runs.iterdir())  # noqa: E731
+        assert _wait_for(first, 60), proc.communicate(timeout=5)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        gone = _wait_for(lambda: not _group_alive(proc.pid), 10, 0.1)
+    finally:
+        if _group_alive(proc.pid):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.stderr.close()
+    assert gone, "the pool workers outlived their killed driver"
+    started = [m.read_text() for m in masks.iterdir()]
+    assert started and started == ["True"] * len(started), started
+    assert len(_run_dirs(out)) < 12, "the sweep should be killed midway"
+
+
 def test_scheduler_and_workers_started_by_hand_give_identical_results(sweep8, tmp_path, capsys):
     """`dask scheduler` and two `dask worker` processes on 127.0.0.1, started by hand; the
     same sweep run there gives the same catalog metrics and the same jobs.parquet bytes."""
@@ -637,6 +795,155 @@ def test_runs_names_the_damaged_run_directories_it_leaves_out(sweep8, tmp_path, 
     assert code == 0 and err == ""
 
 
+def test_a_catalog_duckdb_cannot_read_is_built_again(sweep8, tmp_path, capsys):
+    """A catalog.duckdb that DuckDB cannot open (damaged, or written by a DuckDB of another
+    storage version on a shared directory) ended `toposched runs` with "SQL error: IO
+    Error: ... is not a valid DuckDB database file", though the catalog is built from the
+    run directories alone. It is built again."""
+    out = tmp_path / "out"
+    shutil.copytree(sweep8["out"], out)
+    (out / "catalog.duckdb").write_bytes(b"not a database" * 100)
+    code, stdout, err = _cli(["runs", out, "--format", "csv", "--columns", "status"], capsys)
+    assert code == 0, err
+    assert stdout.splitlines() == ["status"] + ["complete"] * 8
+    assert len(_catalog(out)) == 8
+
+
+def test_runs_says_when_a_running_sweep_has_not_listed_its_finished_runs_yet(sweep8, tmp_path, capsys):
+    """While a sweep runs, its driver alone writes the catalog (every 30 s): `toposched
+    runs DIR` printed the catalog of the start ("0 runs") with runs finished on disk, and
+    --rebuild did nothing, both silently. It now says how many finished runs the catalog
+    does not list yet, and why."""
+    from toposched.sweep.catalog import build_catalog
+    from toposched.sweep.layout import SweepLock
+
+    out = tmp_path / "out"
+    shutil.copytree(sweep8["out"], out)
+    keep = _run_dirs(out)[:3]
+    moved = tmp_path / "later"
+    moved.mkdir()
+    for d in _run_dirs(out)[3:]:
+        d.rename(moved / d.name)
+    build_catalog(out)  # the catalog of a sweep 3 runs in
+    for d in moved.iterdir():
+        d.rename(out / "runs" / d.name)  # 5 more finish meanwhile
+    with SweepLock(out.resolve()):  # the sweep still runs
+        for argv in (["runs", out, "--format", "csv", "--columns", "dir"], ["runs", out, "--rebuild", "--format", "csv", "--columns", "dir"]):
+            code, stdout, err = _cli(argv, capsys)
+            assert code == 0 and len(stdout.splitlines()) == 1 + len(keep)
+            assert err == (f"toposched runs: the catalog does not list 5 finished runs yet: a sweep, compare or frontier is working on {out} "
+                           f"(it writes the catalog every 30 s and at its end), or {out} cannot be written\n")
+    code, stdout, err = _cli(["runs", out, "--format", "csv", "--columns", "dir"], capsys)  # the sweep ended
+    assert code == 0 and len(stdout.splitlines()) == 9 and err == ""
+
+
+def test_a_scheduler_file_that_is_missing_or_not_one_is_one_line(sweep8, tmp_path, capsys):
+    """--scheduler-file was read by Dask's Client: a file that never came was waited for
+    for ever (ten times a second, the 30 s timeout did not apply), and one that is not a
+    scheduler file ended in "internal error: AssertionError". Both are one line now; a
+    missing file is waited for 30 s (a scheduler starting at the same time)."""
+    for content, why in (("{}", 'no "address" in it'), ("garbage", "not JSON"), ("[1]", 'no "address" in it')):
+        f = tmp_path / "scheduler.json"
+        f.write_text(content)
+        code, _, err = _cli(["sweep", sweep8["toml"], "--out", tmp_path / "out", "--scheduler-file", f, "--quiet"], capsys)
+        assert code == 2 and err == f"error: {f}: not a Dask scheduler file ({why}; `dask scheduler --scheduler-file {f}` writes one)\n"
+    from toposched.errors import ToposchedError
+    from toposched.sweep.runner import _scheduler_file_address
+
+    t0 = time.monotonic()
+    with pytest.raises(ToposchedError, match=r"nope.json: no such scheduler file \(waited 0.3 s for the Dask scheduler to write it; start one with"):
+        _scheduler_file_address(str(tmp_path / "nope.json"), wait_s=0.3)
+    assert time.monotonic() - t0 < 5
+    (tmp_path / "late.json").write_text('{"address": "tcp://127.0.0.1:8786"}')
+    assert _scheduler_file_address(str(tmp_path / "late.json"), wait_s=0.3) == "tcp://127.0.0.1:8786"
+
+
+def test_dry_run_says_to_do_of_a_damaged_run_the_start_runs_again(sweep8, tmp_path, capsys):
+    """A complete run missing one of its files (deleted by hand, by a disk cleaner) is run
+    again by the next start, but --dry-run listed it as complete ("8 complete, 0 to
+    run")."""
+    out = tmp_path / "out"
+    shutil.copytree(sweep8["out"], out)
+    damaged = _run_dirs(out)[0]
+    (damaged / "jobs.parquet").unlink()
+    code, stdout, _ = _cli(["sweep", sweep8["toml"], "--out", out, "--dry-run"], capsys)
+    assert code == 0
+    assert f"{damaged.name}  to do " in stdout and stdout.strip().splitlines()[-1].startswith("8 runs, 7 complete, 1 to run")
+    code, stdout, _ = _cli(["sweep", sweep8["toml"], "--out", out, "--workers", "1", "--quiet", "--no-report"], capsys)
+    assert code == 0 and "8 runs, 7 already complete, 1 done now" in stdout
+
+
+def test_a_worker_that_dies_leaves_no_temporary_directory_behind(tmp_path, capsys, monkeypatch):
+    """A worker process that died mid-run (the kernel's OOM killer) left the run's
+    .tmp-* directory (and whatever it had written) in runs/ after the sweep ended, until
+    some later start on the directory. The sweep now removes them once every run has its
+    result."""
+    (tmp_path / "sweep_killer_mod.py").write_text(
+        "import os\n"
+        "from toposched.policies import AllocationPolicy\n"
+        "class Kill(AllocationPolicy):\n"
+        "    fungible = True\n"
+        "    def select(self, nodes, free):\n"
+        "        os._exit(9)\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    toml = tmp_path / "kill.toml"
+    toml.write_text(f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\ntransforms = ["days:1"]\n[[fabrics]]\nsystem = "cab"\n[policies]\nalloc = ["linear", "sweep_killer_mod:Kill"]\n')
+    out = tmp_path / "out"
+    code, stdout, err = _cli(["sweep", toml, "--out", out, "--workers", "2", "--quiet", "--no-report"], capsys)
+    assert code == 1 and "2 runs, 0 already complete, 1 done now, 1 failed" in stdout, err
+    assert [p.name for p in (out / "runs").iterdir() if p.name.startswith(".")] == []
+    assert len(_run_dirs(out)) == 2
+
+
+def test_the_job_views_follow_a_sweep_directory_that_was_moved(sweep8, tmp_path, capsys):
+    """The jobs and utilization views read each run's Parquet files by absolute path: once
+    the directory was moved or renamed, `toposched runs DIR --sql "... FROM jobs"` failed
+    with "No files found that match the pattern <old path>", and a copy silently read the
+    original's files. A catalog built for another place is built again."""
+    first = tmp_path / "first"
+    shutil.copytree(sweep8["out"], first)
+    assert _cli(["runs", first, "--rebuild", "--format", "csv"], capsys)[0] == 0
+    moved = tmp_path / "moved"
+    first.rename(moved)
+    code, stdout, err = _cli(["runs", moved, "--sql", "SELECT count(DISTINCT run_id) AS runs FROM jobs", "--format", "csv"], capsys)
+    assert code == 0, err
+    assert stdout.splitlines() == ["runs", "8"]
+    code, stdout, err = _cli(["runs", moved, "--sql", "SELECT count(*) > 0 AS rows FROM utilization", "--format", "csv"], capsys)
+    assert code == 0 and stdout.splitlines() == ["rows", "True"], err
+    view = _catalog(moved, "SELECT sql FROM duckdb_views() WHERE view_name = 'jobs'")[0]["sql"]
+    assert str(moved / "runs") in view and str(first) + "/" not in view
+
+
+def test_a_sweep_keeps_the_directories_of_runs_that_are_not_its_own(tmp_path, capsys):
+    """A sweep started on a DIR whose runs/ already held other things (a `toposched
+    simulate --out DIR/runs/baseline`, a notes directory) deleted every subdirectory
+    without a toposched marker, whole, at its start. They are kept, and left out of the
+    catalog."""
+    out = tmp_path / "study"
+    code, _, err = _cli(["simulate", "--trace", EXAMPLE_TRACE, "--transform", "days:1", "--system", "cab", "--out", out / "runs" / "baseline", "--quiet"], capsys)
+    assert code == 0, err
+    (out / "runs" / "notes").mkdir()
+    (out / "runs" / "notes" / "todo.txt").write_text("keep me\n")
+    before = sorted(p.name for p in (out / "runs" / "baseline").iterdir())
+    code, stdout, err = _cli(["sweep", _two_run_sweep(tmp_path), "--out", out, "--workers", "1", "--quiet", "--no-report"], capsys)
+    assert code == 0 and "2 runs, 0 already complete, 2 done now" in stdout, err
+    assert sorted(p.name for p in (out / "runs" / "baseline").iterdir()) == before
+    assert (out / "runs" / "notes" / "todo.txt").read_text() == "keep me\n"
+    assert len(_catalog(out)) == 2
+
+
+def test_a_directory_where_the_catalog_goes_is_named(tmp_path, capsys):
+    """A directory named catalog.duckdb in DIR was reported under the name of the
+    catalog's temporary file (".catalog-39daefe3e7b9.duckdb: Is a directory")."""
+    out = tmp_path / "out"
+    (out / "catalog.duckdb").mkdir(parents=True)
+    code, _, err = _cli(["sweep", _two_run_sweep(tmp_path), "--out", out, "--workers", "1", "--quiet", "--no-report"], capsys)
+    assert code == 2 and err == f"error: {out.resolve() / 'catalog.duckdb'}: is a directory, where the catalog goes; remove it\n"
+
+
 def test_the_job_views_exist_while_no_run_is_complete(tmp_path, capsys):
     """With every run failed, `toposched runs DIR --sql "SELECT count(*) FROM jobs"` said
     "Table with name jobs does not exist! Did you mean pg_constraint?" though the docs list
@@ -650,6 +957,68 @@ def test_the_job_views_exist_while_no_run_is_complete(tmp_path, capsys):
     for view in ("jobs", "utilization"):
         code, stdout, err = _cli(["runs", out, "--sql", f"SELECT count(*) AS n, count(DISTINCT run_id) AS runs FROM {view}", "--format", "json"], capsys)
         assert code == 0 and json.loads(stdout) == [{"n": 0, "runs": 0}], err
+
+
+def _two_run_sweep(tmp_path: Path) -> Path:
+    toml = tmp_path / "two.toml"
+    toml.write_text(f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\ntransforms = ["days:1"]\n[[fabrics]]\nsystem = "cab"\n[policies]\nalloc = ["linear", "isolated"]\n')
+    return toml
+
+
+def test_a_run_that_cannot_be_recorded_leaves_no_temporary_directory(tmp_path, capsys, monkeypatch):
+    """On a full disk a run whose marker (or error.txt) could not be written left its
+    .tmp-* directory, and the driver's record of the failure a second one: two per run,
+    on the full disk, until the next start. They are removed; the runs are reported
+    failed and the sweep goes on."""
+    import errno
+
+    from toposched.sweep import runner
+
+    real = runner._write_atomic
+
+    def full_disk(path, text):
+        if Path(path).name == "run.json":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(path, text)
+
+    monkeypatch.setattr(runner, "_write_atomic", full_disk)
+    out = tmp_path / "out"
+    code, stdout, err = _cli(["sweep", _two_run_sweep(tmp_path), "--out", out, "--workers", "1", "--quiet", "--no-report"], capsys)
+    assert code == 1 and "2 runs, 0 already complete, 0 done now, 2 failed" in stdout, err
+    assert "No space left on device" in err
+    assert sorted(p.name for p in (out / "runs").iterdir()) == []
+
+
+def test_a_catalog_that_cannot_be_written_does_not_end_the_sweep(tmp_path, capsys, monkeypatch):
+    """A catalog that could not be written at the end of a sweep (a full disk) ended the
+    command with "error: Error writing bytes to file. Detail: [errno 28] No space left on
+    device": no file named, and the sweep's own outcome never printed. (Every 30 s, the
+    same error stopped the runs still to do.) It is a warning naming the catalog; the
+    outcome is printed and the status is 1."""
+    import pyarrow.parquet
+
+    real = pyarrow.parquet.write_table
+    calls = []
+
+    def full_disk(table, where, *args, **kwargs):
+        if ".catalog-" in str(where):
+            calls.append(where)
+            if len(calls) > 1:  # the catalog at the start is written; the disk fills up meanwhile
+                raise OSError("Error writing bytes to file. Detail: [errno 28] No space left on device")
+        return real(table, where, *args, **kwargs)
+
+    monkeypatch.setattr(pyarrow.parquet, "write_table", full_disk)
+    out = tmp_path / "out"
+    code, stdout, err = _cli(["sweep", _two_run_sweep(tmp_path), "--out", out, "--workers", "1", "--quiet", "--no-report"], capsys)
+    assert code == 1
+    assert "2 runs, 0 already complete, 2 done now" in stdout
+    assert "Traceback" not in err
+    assert f"warning: {out.resolve() / 'catalog.duckdb'}: cannot write the catalog: Error writing bytes to file. Detail: [errno 28] No space left on device" in " ".join(err.split())
+    assert err.strip().splitlines()[-1] == f"error: the catalog {out}/catalog.duckdb could not be written (see above)"
+    assert len(_run_dirs(out)) == 2
+    monkeypatch.setattr(pyarrow.parquet, "write_table", real)
+    code, stdout, _ = _cli(["runs", out, "--format", "csv", "--columns", "status"], capsys)  # the runs are safe
+    assert code == 0 and stdout.splitlines() == ["status", "complete", "complete"]
 
 
 def test_a_policy_option_axis_is_a_catalog_column(tmp_path, capsys):

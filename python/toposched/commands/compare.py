@@ -110,10 +110,10 @@ def run_with(*, trace: str, system: str, out: str, report: bool = True, quiet: b
             else:
                 path = build_report(Path(out))
         except Exception as exc:  # the results are written; say what went wrong with the report
-            import traceback
+            # in one line, as every error is (it printed the whole traceback first)
+            from ..cli import describe_error
 
-            traceback.print_exc()
-            print(f"error: building the report failed: {exc}", file=sys.stderr)
+            print(f"error: building the report failed: {describe_error(exc)[1]}", file=sys.stderr)
             status = 1
     console.print(summary_table(result.document))
     from ..reporting.story import compare_story

@@ -122,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     import duckdb
 
     from ..errors import ToposchedError
-    from ..sweep.catalog import left_out, query, query_runs
+    from ..sweep.catalog import left_out, query, query_runs, unlisted
 
     for flag, value in (("--sql", args.sql), ("--where", args.where), ("--columns", args.columns), ("--order-by", args.order_by)):
         if value is not None and not value.strip():
@@ -139,6 +139,15 @@ def run(args: argparse.Namespace) -> int:
     for run_dir, why in left_out(args.dir):
         # a damaged run would otherwise drop out of the listing unseen
         print(f"toposched runs: {Path(args.dir) / run_dir} is left out: {why}", file=sys.stderr)
+    missing = unlisted(args.dir)
+    if missing:
+        # while a sweep runs, its driver alone writes the catalog: the listing said "0 runs"
+        # with runs finished on disk, and --rebuild did nothing, both without a word
+        print(
+            f"toposched runs: the catalog does not list {missing} finished run{'s' if missing != 1 else ''} yet: a sweep, compare or "
+            f"frontier is working on {args.dir} (it writes the catalog every 30 s and at its end), or {args.dir} cannot be written",
+            file=sys.stderr,
+        )
     # piped into head: the CLI's boundary ends quietly with 141, as for every command
     _print(args, names, rows)
     return 0

@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from ..sweep.layout import RUNS, run_status
-    from ..sweep.runner import run_sweep
+    from ..sweep.runner import _is_complete, run_sweep
     from ..sweep.spec import SweepSpecError, load_sweep
 
     problem = executor_error(args.scheduler, args.scheduler_file, args.workers, "--workers")
@@ -85,8 +85,12 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         done = 0
         for r in sweep.runs:
-            m = run_status(out / RUNS / r.run_id)
+            m = run_status(out / RUNS / r.dir)
             state = m["status"] if m else "to do"
+            if state == "complete" and not _is_complete(out / RUNS / r.dir, r.run_id):
+                # as the start will see it: a run missing one of its files is run again
+                # (the listing said complete, and "0 to run", of a run the start then ran)
+                state = "to do"
             done += state == "complete"
             stdout.print(f"{r.run_id}  {state:8}  {r.describe()}", markup=False)
         stdout.print(f"{len(sweep.runs)} runs, {done} complete, {len(sweep.runs) - done} to run; results in {out}/", markup=False)
@@ -110,7 +114,8 @@ def run(args: argparse.Namespace) -> int:
         parts.append(f"{len(outcome.failed)} failed")
     line = ", ".join(parts) + f" in {outcome.elapsed_s:.1f} s"
     stdout.print(line, markup=False)
-    stdout.print(f"catalog: {outcome.catalog}  (toposched runs {out})", markup=False)
+    if outcome.catalog is not None:
+        stdout.print(f"catalog: {outcome.catalog}  (toposched runs {out})", markup=False)
     if outcome.report is not None:
         stdout.print(f"report:  {outcome.report}", markup=False)
     if outcome.interrupted:
@@ -118,5 +123,8 @@ def run(args: argparse.Namespace) -> int:
         return 130
     if outcome.failed:
         print(f"error: {len(outcome.failed)} run{'s' if len(outcome.failed) != 1 else ''} failed (see above; tracebacks in {out}/runs/<run_id>/error.txt)", file=sys.stderr)
+        return 1
+    if outcome.catalog is None:
+        print(f"error: the catalog {out}/catalog.duckdb could not be written (see above)", file=sys.stderr)
         return 1
     return 0

@@ -16,6 +16,7 @@ Tables and views (columns listed in docs/sweeps.md):
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import uuid
@@ -28,7 +29,7 @@ from .layout import MARKER, RUNS, run_status
 
 CATALOG = "catalog.duckdb"
 
-__all__ = ["CATALOG", "DEFAULT_COLUMNS", "build_catalog", "catalog_rows", "left_out", "query", "query_runs"]
+__all__ = ["CATALOG", "DEFAULT_COLUMNS", "build_catalog", "catalog_rows", "left_out", "query", "query_runs", "unlisted"]
 
 #: Columns ``toposched runs`` shows unless told otherwise.
 DEFAULT_COLUMNS = (
@@ -392,9 +393,6 @@ def _sql_str(text: str) -> str:
 
 def build_catalog(out: str | Path) -> Path:
     """(Re)build ``out/catalog.duckdb`` from the run directories; returns its path."""
-    import duckdb
-    import pyarrow.parquet as pq
-
     out = Path(out).resolve()
     rows = catalog_rows(out)
     table = _table(rows, out)
@@ -403,6 +401,26 @@ def build_catalog(out: str | Path) -> Path:
     # The runs table goes to DuckDB through a Parquet file, not `con.register`: registering
     # an Arrow table makes DuckDB import pyarrow.dataset and pandas (half a second).
     staged = tmp.with_suffix(".runs.parquet")
+    try:
+        _write_catalog(table, rows, out, staged, tmp, final)
+    finally:
+        for p in (tmp, Path(str(tmp) + ".wal"), staged):
+            if p.exists():
+                p.unlink()
+    return final
+
+
+def _write_catalog(table: pa.Table, rows: list[dict[str, Any]], out: Path, staged: Path, tmp: Path, final: Path) -> None:
+    """Write the catalog into ``tmp`` and rename it to ``final``. A write that fails (a
+    full disk, a read-only directory) is an OSError naming ``final``: Arrow's and
+    DuckDB's own messages ("Error writing bytes to file. Detail: [errno 28] No space left
+    on device") name no file."""
+    import duckdb
+    import pyarrow.parquet as pq
+
+    if final.is_dir():
+        # os.replace named the temporary file: ".catalog-39daefe3e7b9.duckdb: Is a directory"
+        raise IsADirectoryError(errno.EISDIR, "is a directory, where the catalog goes; remove it", str(final))
     try:
         pq.write_table(table, staged)
         con = duckdb.connect(str(tmp))
@@ -416,11 +434,35 @@ def build_catalog(out: str | Path) -> Path:
         finally:
             con.close()
         os.replace(tmp, final)
-    finally:
-        for p in (tmp, Path(str(tmp) + ".wal"), staged):
-            if p.exists():
-                p.unlink()
-    return final
+    except (OSError, duckdb.IOException) as exc:
+        if isinstance(exc, OSError) and exc.filename:
+            raise
+        code = getattr(exc, "errno", None) or errno.EIO
+        raise OSError(code, f"cannot write the catalog: {getattr(exc, 'strerror', None) or exc}", str(final)) from exc
+
+
+def unlisted(out: str | Path) -> int:
+    """How many finished run directories of ``out`` its catalog does not list yet: not 0
+    while a sweep runs on ``out`` (its driver alone writes the catalog, every 30 s and at
+    its end), or when ``out`` cannot be written."""
+    import duckdb
+
+    out = Path(out).resolve()
+    runs = out / RUNS
+    if not runs.is_dir() or not (out / CATALOG).exists():
+        return 0
+    on_disk = {f"{RUNS}/{d.name}" for d in runs.iterdir() if d.is_dir() and not d.name.startswith(".") and run_status(d) is not None}
+    try:
+        con = duckdb.connect(str(out / CATALOG), read_only=True)
+        try:
+            listed = {r[0] for r in con.execute("SELECT dir FROM runs").fetchall()}
+        finally:
+            con.close()
+    except duckdb.Error:
+        return 0
+    plan = _plan(out)
+    # a damaged run directory is never listed: left_out() names it
+    return sum(1 for d in sorted(on_disk - listed) if not isinstance(_row(out / d, run_status(out / d) or {}, plan), str))
 
 
 def _is_stale(out: Path, path: Path) -> bool:
@@ -429,11 +471,26 @@ def _is_stale(out: Path, path: Path) -> bool:
 
     runs = out / RUNS
     on_disk = {f"{RUNS}/{d.name}" for d in runs.iterdir() if d.is_dir() and not d.name.startswith(".") and (d / MARKER).exists()} if runs.is_dir() else set()
-    con = duckdb.connect(str(path), read_only=True)
     try:
-        listed = {r[0] for r in con.execute("SELECT dir FROM runs").fetchall()}
-    finally:
-        con.close()
+        con = duckdb.connect(str(path), read_only=True)
+        try:
+            listed = {r[0] for r in con.execute("SELECT dir FROM runs").fetchall()}
+            views = [r[0] or "" for r in con.execute("SELECT sql FROM duckdb_views() WHERE view_name IN ('jobs', 'utilization')").fetchall()]
+        finally:
+            con.close()
+        # The views read each run's Parquet files by absolute path: a catalog built before
+        # DIR was moved, renamed or copied (or reached by another path, on another
+        # machine's mount) read the old place's files -- "No files found", or silently
+        # the original's runs from a copy
+        here = _sql_str(f"{out / RUNS}/")[:-1]
+        if any("read_parquet(" in v and here not in v for v in views):
+            return True
+    except duckdb.Error:
+        # not a catalog DuckDB can read (damaged, cut short by a full disk, written by a
+        # DuckDB of another storage version): it is built from the run directories, so
+        # build it again, rather than end with "SQL error: IO Error: ... is not a valid
+        # DuckDB database file"
+        return True
     return on_disk != listed
 
 

@@ -147,6 +147,21 @@ def _build_inputs(spec: dict[str, Any]) -> tuple[Any, Any, Any]:
     fab = spec["fabric"]
     if fab["kind"] == "topology.conf" and fab.get("conf_sha256") and sha256_file(fab["system"]) != fab["conf_sha256"]:
         raise ToposchedError(f"{fab['system']}: the file changed since the sweep was planned; start the sweep again")
+    from .spec import _network_file_sha256, policy_code_sha256
+
+    net, net_sha = spec["scenario"].get("network"), spec["scenario"].get("network_sha256")
+    actual = _network_file_sha256(net) if net and net_sha else ""
+    if actual and actual != net_sha:
+        # a network spec file (or its bins table) edited while the sweep runs, as a trace
+        # can be ("": it does not read here; the run itself says why)
+        raise ToposchedError(f"{net}: the network spec's file changed since the sweep was planned; start the sweep again")
+    for key, planned in (spec.get("policy_code_sha256") or {}).items():
+        # as for the trace: a policy written in Python edited while the sweep runs gave
+        # results under the run id of its code as planned (editing a policy gives new run
+        # ids, docs/sweeps.md), kept and skipped as such by every later start
+        target = spec["config"].get(key)
+        if policy_code_sha256(target) != planned:
+            raise ToposchedError(f"{target}: the policy's source file changed since the sweep was planned; start the sweep again")
     fabric = load_fabric(fab["system"], lenient=bool(fab.get("lenient")))
     w = _transformed_cached(wl["trace"], wl["trace_sha256"], wl["format"], json.dumps(wl["reader"], sort_keys=True), tuple(wl["transforms"]), fabric.n_nodes)
     from ..transforms import apply_scenario
@@ -204,7 +219,11 @@ def execute_run(task: dict[str, Any]) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - a failing run is recorded, the sweep goes on
         status = "failed"
         error = f"{type(exc).__name__}: {exc}"
-        (tmp / "error.txt").write_text(traceback.format_exc(), encoding="utf-8")
+        try:
+            (tmp / "error.txt").write_text(traceback.format_exc(), encoding="utf-8")
+        except BaseException:
+            _remove_unpublished(tmp)
+            raise
     elapsed = time.perf_counter() - t0
     marker = {
         "run_id": run_id,
@@ -218,10 +237,22 @@ def execute_run(task: dict[str, Any]) -> dict[str, Any]:
         "pid": os.getpid(),
         "toposched_version": __version__,
     }
-    _fix_modes(tmp)
-    _write_atomic(tmp / MARKER, _json(marker))  # the marker last: the run is whole
-    status = _publish(tmp, final, run_id)
+    try:
+        _fix_modes(tmp)
+        _write_atomic(tmp / MARKER, _json(marker))  # the marker last: the run is whole
+        status = _publish(tmp, final, run_id)
+    except BaseException:
+        _remove_unpublished(tmp)
+        raise
     return {"run_id": run_id, "status": status, "error": error, "elapsed_s": elapsed, "skipped": False}
+
+
+def _remove_unpublished(tmp: Path) -> None:
+    """Remove a run's temporary directory that could not be published (a full disk: its
+    error.txt or its marker could not be written). Left, every such run kept a
+    ``.tmp-*`` directory (two, with the driver's record of the failure) on the full disk
+    until the next start."""
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def record_lost_run(runs_dir: Path, run: RunSpec, error: str, details: str, since: float | None = None) -> None:
@@ -240,26 +271,35 @@ def record_lost_run(runs_dir: Path, run: RunSpec, error: str, details: str, sinc
             pass
     tmp = runs_dir / f"{TMP_PREFIX}{run.dir}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir(parents=True)
-    (tmp / "spec.json").write_text(_json(run.spec), encoding="utf-8")
-    (tmp / "error.txt").write_text(details, encoding="utf-8")
-    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    marker = {"run_id": run.run_id, "status": "failed", "error": error, "started_at": now, "finished_at": now, "elapsed_s": 0.0, "host": socket.gethostname(), "pid": os.getpid(), "toposched_version": __version__}
-    _write_atomic(tmp / MARKER, _json(marker))
-    _publish(tmp, final, run.run_id)
+    try:
+        (tmp / "spec.json").write_text(_json(run.spec), encoding="utf-8")
+        (tmp / "error.txt").write_text(details, encoding="utf-8")
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        marker = {"run_id": run.run_id, "status": "failed", "error": error, "started_at": now, "finished_at": now, "elapsed_s": 0.0, "host": socket.gethostname(), "pid": os.getpid(), "toposched_version": __version__}
+        _write_atomic(tmp / MARKER, _json(marker))
+        _publish(tmp, final, run.run_id)
+    except BaseException:
+        _remove_unpublished(tmp)
+        raise
 
 
 # ----------------------------------------------------------------------------- the driver
 
 
 def clean_stale(out: Path) -> list[str]:
-    """Remove what a killed sweep can leave: ``runs/.tmp-*`` directories, run
-    directories without a readable marker, temporary catalog and report files. Call only
-    while holding the lock. Returns what was removed."""
+    """Remove what a killed sweep can leave: ``runs/.tmp-*`` directories, temporary
+    catalog and report files. Call only while holding the lock. Returns what was removed.
+
+    A directory of ``runs/`` without a marker is kept: toposched never publishes one (a
+    run is renamed into place with its marker), so it is someone else's -- a ``toposched
+    simulate --out DIR/runs/NAME``, notes. They were deleted, whole, by the first sweep
+    started on DIR. (A run whose directory has a damaged marker is run again, and its
+    directory replaced then.)"""
     removed = []
     runs = out / RUNS
     if runs.is_dir():
         for p in sorted(runs.iterdir()):
-            if p.name.startswith(TMP_PREFIX) or (p.is_dir() and run_status(p) is None):
+            if p.name.startswith(TMP_PREFIX):
                 shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
                 removed.append(str(p))
             elif p.name.startswith(".") and p.name.endswith(".tmp"):
@@ -307,8 +347,9 @@ def _make_client(scheduler: str | None, scheduler_file: str | None, workers: int
 
     if scheduler or scheduler_file:
         where = scheduler or f"the scheduler file {scheduler_file}"
+        address = scheduler or _scheduler_file_address(str(scheduler_file))
         try:
-            client = Client(scheduler, scheduler_file=scheduler_file, timeout="30s") if scheduler_file else Client(scheduler, timeout="30s")
+            client = Client(address, timeout="30s")
         except (OSError, TimeoutError, ValueError) as exc:
             raise ToposchedError(f"cannot reach the Dask scheduler at {where}: {type(exc).__name__}: {exc}") from None
         return client, None
@@ -343,6 +384,37 @@ def _make_client(scheduler: str | None, scheduler_file: str | None, workers: int
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
     return Client(cluster), cluster
+
+
+def _scheduler_file_address(path: str, wait_s: float = 30.0) -> str:
+    """The scheduler's address from its ``--scheduler-file``, waiting up to ``wait_s`` for
+    the file to appear (a scheduler started at the same time). Dask's Client read it
+    itself: a file that never came was waited for for ever, ten times a second, and one
+    that is not a scheduler file ended in an AssertionError ("internal error")."""
+    end = time.monotonic() + wait_s
+    while not os.path.exists(path):
+        if time.monotonic() > end:
+            raise ToposchedError(
+                f"{path}: no such scheduler file (waited {wait_s:g} s for the Dask scheduler to write it; "
+                f"start one with `dask scheduler --scheduler-file {path}`, or give --scheduler ADDRESS)"
+            )
+        time.sleep(0.1)
+    problem = ""
+    for _ in range(20):  # a file being written: read it again a moment later
+        try:
+            with open(path, encoding="utf-8") as f:
+                doc = json.load(f)
+        except OSError as exc:
+            raise ToposchedError(f"{path}: cannot read the scheduler file: {exc.strerror or exc}") from None
+        except ValueError:
+            problem = "not JSON"
+        else:
+            address = doc.get("address") if isinstance(doc, dict) else None
+            if isinstance(address, str) and address:
+                return address
+            problem = "no \"address\" in it"
+        time.sleep(0.05)
+    raise ToposchedError(f"{path}: not a Dask scheduler file ({problem}; `dask scheduler --scheduler-file {path}` writes one)")
 
 
 def run_sweep(
@@ -393,7 +465,13 @@ def run_sweep(
                 outcome.interrupted = True
             # what is on disk is what counts (an interrupt can come before a result is read)
             outcome.completed = sum(_is_complete(runs_dir / r.dir, r.run_id) for r in pending)
-        outcome.catalog = build_catalog(out)
+            if not outcome.interrupted:
+                # every run has its result, and no task is running any more: what a worker
+                # that died mid-run left (its .tmp-* directory, a partial jobs.parquet) goes
+                # now, not at the next start (a sweep that succeeded may have none). After
+                # an interrupt a run on a remote Dask worker may still be writing.
+                clean_stale(out)
+        outcome.catalog = _catalog_or_warning(out, console)
         if report:
             from ..reporting.sweep import write_report
 
@@ -403,6 +481,22 @@ def run_sweep(
                 console.print(f"[yellow]warning:[/] no report: {type(exc).__name__}: {exc}")
     outcome.elapsed_s = time.perf_counter() - t_start
     return outcome
+
+
+def _catalog_or_warning(out: Path, console: Any) -> Path | None:
+    """Rebuild the catalog once runs have finished; if it cannot be written (a full disk),
+    say so and go on: the runs are safe on disk, and `toposched runs` rebuilds it. (The
+    error ended the sweep: the runs still to do were not started, and the finished ones'
+    outcome was never printed.)"""
+    from rich.markup import escape
+
+    from .catalog import build_catalog
+
+    try:
+        return build_catalog(out)
+    except OSError as exc:
+        console.print(f"[yellow]warning:[/] {escape(str(exc.filename))}: {escape(str(exc.strerror or exc))} (`toposched runs {escape(str(out))}` builds it again)", highlight=False, soft_wrap=True)
+        return None
 
 
 def _task(run: RunSpec, runs_dir: Path) -> dict[str, Any]:
@@ -446,6 +540,60 @@ def _ignore_sigint() -> None:
     # Ctrl-C is the driver's business: it cancels the runs not started and lets the
     # running ones finish (each publishes a whole directory or nothing).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _worker_init(driver_pid: int) -> None:
+    """Initializer of a pool worker (_pool_round). Ctrl-C is ignored (_ignore_sigint); the
+    worker was started with SIGINT blocked (_sigint_blocked), so that a Ctrl-C while it
+    started (importing toposched) printed no KeyboardInterrupt traceback of its own:
+    ignoring the signal drops one pending, then it is unblocked.
+
+    A worker whose driver is gone (killed with SIGKILL, or SIGTERM, which Python does not
+    catch) stops: it waited for work forever otherwise, one idle process per core left
+    behind by every killed sweep. A run it was writing is a ``.tmp-*`` directory, which
+    the next start removes."""
+    _ignore_sigint()
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    _exit_with_driver(driver_pid)
+
+
+def _exit_with_driver(driver_pid: int) -> None:
+    """End this process when its parent ``driver_pid`` ends: at once on Linux (the kernel's
+    parent-death signal), else within half a second (a thread watching the parent)."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            pr_set_pdeathsig = 1
+            if libc.prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0) == 0:
+                if os.getppid() != driver_pid:  # gone before the signal was asked for
+                    os._exit(1)
+                return
+        except (OSError, AttributeError):
+            pass
+    import threading
+
+    def watch() -> None:
+        while os.getppid() == driver_pid:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="toposched-driver-watch", daemon=True).start()
+
+
+class _sigint_blocked:
+    """SIGINT blocked in this thread meanwhile: a worker process started then (the pool
+    starts them as tasks are submitted) inherits the mask, and gets a Ctrl-C only once
+    its initializer ignores it. A Ctrl-C meanwhile reaches the driver when it is done."""
+
+    def __enter__(self) -> None:
+        self.old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if hasattr(signal, "pthread_sigmask") else None
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.old is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, self.old)
 
 
 _Results = Generator[tuple[RunSpec, dict[str, Any]], None, None]
@@ -494,12 +642,14 @@ def _pool_round(runs: list[RunSpec], runs_dir: Path, n: int, since: float) -> Ge
 
     todo = list(runs)
     inflight: dict[Future[dict[str, Any]], RunSpec] = {}
-    with ProcessPoolExecutor(n, mp_context=get_context("spawn"), initializer=_ignore_sigint) as pool:
+    with ProcessPoolExecutor(n, mp_context=get_context("spawn"), initializer=_worker_init, initargs=(os.getpid(),)) as pool:
         try:
             while todo or inflight:
                 try:
                     while todo and len(inflight) < n:
-                        inflight[pool.submit(execute_run, _task(todo[0], runs_dir))] = todo[0]
+                        with _sigint_blocked():
+                            fut = pool.submit(execute_run, _task(todo[0], runs_dir))
+                        inflight[fut] = todo[0]
                         todo.pop(0)
                 except BrokenProcessPool:
                     return list(inflight.values()), todo
@@ -596,8 +746,6 @@ def _execute(
     from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    from .catalog import build_catalog
-
     since = time.time()
     results = _dask_results(pending, runs_dir, scheduler, scheduler_file, workers, since) if use_dask else _local_results(pending, runs_dir, workers, since)
     columns = [
@@ -628,7 +776,7 @@ def _execute(
                 if on_result is not None:
                     on_result(res)
                 if time.monotonic() - last_catalog > catalog_every_s:
-                    build_catalog(runs_dir.parent)
+                    _catalog_or_warning(runs_dir.parent, bar.console)
                     last_catalog = time.monotonic()
     finally:
         results.close()  # stops the workers: the pool, or the Dask client and cluster

@@ -430,6 +430,7 @@ def _workloads(c: _Checker, raw: Any) -> list[list[dict[str, Any]]]:
         c.err("workloads", "expected an array of tables ([[workloads]]) with at least one entry")
         return out
     hashes: dict[Path, str] = {}
+    labelled: dict[str, tuple[int, tuple[str, str, str]]] = {}  # label -> first table, what it reads
     for i, entry in enumerate(raw):
         where = f"workloads[{i}]"
         t = c.table(entry, where)
@@ -508,9 +509,19 @@ def _workloads(c: _Checker, raw: Any) -> list[list[dict[str, Any]]]:
             continue
         if trace not in hashes:
             hashes[trace] = sha256_file(trace)
+        named = name is not None
         if name is None:
             name = re.sub(r"(\.gz)?$", "", trace.name)
             name = re.sub(r"\.(swf|log|txt|csv)$", "", name)
+        # The catalog, the report (one panel per workload) and [[exclude]] tell workloads
+        # apart by their label: two logs under one label (2019/jobs.swf and 2020/jobs.swf,
+        # both "jobs" by default) were averaged together in the report's panels as if seeds.
+        reads = (hashes[trace], fmt, json.dumps(reader, sort_keys=True))
+        first = labelled.setdefault(name, (i, reads))
+        if first[1] != reads:
+            other = "another log" if first[1][0] != reads[0] else "the same log with another format or reader options"
+            c.err(_join(where, "name" if named else "trace"), f"label '{name}' is also workloads[{first[0]}]'s, which reads {other}: give each its own name (the catalog, the report and [[exclude]] tell workloads apart by it)")
+            continue
         variants = []
         for combo in itertools.product(*slots):
             variants.append(
@@ -538,6 +549,7 @@ def _fabrics(c: _Checker, raw: Any) -> list[list[dict[str, Any]]]:
     if not isinstance(raw, list) or not raw:
         c.err("fabrics", "expected an array of tables ([[fabrics]]) with at least one entry")
         return out
+    labelled: dict[str, tuple[int, tuple[str, ...], str]] = {}  # label -> first table, fabric, its system
     for i, entry in enumerate(raw):
         where = f"fabrics[{i}]"
         t = c.table(entry, where)
@@ -629,8 +641,32 @@ def _fabrics(c: _Checker, raw: Any) -> list[list[dict[str, Any]]]:
                         continue
                     label = name or "fattree:" + ",".join(f"{k}={fp[k]}" for k in FATTREE_ORDER if k in fp and k != "W1")
                     variants.append({"name": label, "kind": "fattree", "system": system, "lenient": lenient, "params_name": spec.name})
+        # The catalog, the report (one panel per fabric) and [[exclude]] tell fabrics apart
+        # by their label (and the taper): two fabrics under one label (two topology.conf
+        # files, both "topology.conf" by default) were averaged together in the report.
+        for v in variants:
+            ident = _fabric_identity(v)
+            j, first, first_system = labelled.setdefault(v["name"], (i, ident, v["system"]))
+            if first != ident:
+                which = f"names two fabrics, {first_system} and {v['system']}" if j == i else f"is also fabrics[{j}]'s ({first_system}), another fabric than {v['system']}"
+                c.err(_join(where, "name" if name is not None else "system" if has_sys else "fattree"),
+                      f"label '{v['name']}' {which}: give each its own name "
+                      "(the catalog, the report and [[exclude]] tell fabrics apart by it; fabrics that differ by their taper alone share one)")
+                break
         out.append(variants)
     return out
+
+
+def _fabric_identity(v: dict[str, Any]) -> tuple[str, ...]:
+    """What a fabric variant builds, less its leaf uplinks (W1: the taper, which the
+    catalog's own column tells apart)."""
+    if v["kind"] == "topology.conf":
+        return ("topology.conf", str(v["conf_sha256"]))
+    if v["kind"] == "fattree":
+        head, _, params = str(v["system"]).partition(":")
+        kept = sorted(p.strip().upper() for p in params.split(",") if p.strip() and p.partition("=")[0].strip().upper() != "W1")
+        return ("fattree", *kept)
+    return (str(v["kind"]), str(v["system"]))
 
 
 def _choices(c: _Checker, table: dict[str, Any], key: str, where: str, allowed: Iterable[str] | None, default: list[Any]) -> list[Any]:
