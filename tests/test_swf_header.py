@@ -6,6 +6,9 @@ import json
 import subprocess
 import sys
 
+import pytest
+
+from toposched.errors import TraceFormatError
 from toposched.simulate import RunConfig, simulate
 from toposched.topology import load_fabric
 from toposched.workload import read_trace
@@ -132,3 +135,20 @@ def test_logs_put_together_that_read_differently_are_refused(tmp_path):
     for log, line, key in ((p, 7, "MaxProcs"), (q, 5, "UnixStartTime")):
         r = simulate_cli(log, "--stream")
         assert r.returncode == 2 and r.stderr.startswith(f"error: {log}:{line}: field '{key}': a header line after the first job record sets {key}"), r.stderr
+
+
+def test_a_later_header_that_reads_the_same_is_no_change(tmp_path):
+    """'MaxProcs: 8 (all nodes)' after 'MaxProcs: 8', or 'AllowOveruse: Yes' after 'yes',
+    read the same: neither is refused (whole or streamed); a submit near 2^63 is not wrapped
+    around by the move to the first origin (it stays out of range, and is named so)."""
+    p = tmp_path / "same.swf"
+    p.write_text(_log(1_000_000_000, [(1, 0, 100)]).replace("; MaxProcs: 8", "; MaxProcs: 8\n; AllowOveruse: yes")
+                 + _log(1_000_000_000, [(2, 5, 100)]).replace("; MaxProcs: 8", "; MaxProcs: 8 (all nodes)\n; AllowOveruse: Yes"))
+    assert read_trace(p)["submit_s"].tolist() == [0, 5]
+    r = subprocess.run([sys.executable, "-m", "toposched.cli", "simulate", "--trace", str(p), "--system", "toy18", "--stream", "--quiet", "--out", str(tmp_path / "o")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    q = tmp_path / "huge.swf"
+    q.write_text(_log(1_000_000_000, [(1, 0, 100)]) + _log(1_000_086_400, [(2, 2**63 - 10, 100)]))
+    with pytest.raises(TraceFormatError, match="submit"):
+        read_trace(q)

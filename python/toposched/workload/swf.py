@@ -475,6 +475,7 @@ def later_headers(col: _Collector, table: np.ndarray, line: np.ndarray, repairs:
     changed = [
         (k, n, v) for k, n, v in col.header.changed
         if n > first_record and k in SETTING_KEYS and not (k in ("MaxNodes", "MaxProcs") and cores_per_node is not None)
+        and not _same_setting(k, v, col.header.first[k])
     ]
     if not changed:
         return table
@@ -503,12 +504,26 @@ def later_headers(col: _Collector, table: np.ndarray, line: np.ndarray, repairs:
         offsets.append(int(m.group(1)) - int(first.group(1)))
     # each record: the offset of the last header line before it (0 before the first)
     shift = np.array([0, *offsets], dtype=np.int64)[np.searchsorted(np.array(cuts, dtype=np.int64), line)]
-    move = (shift != 0) & (table[:, _SUBMIT] >= 0)  # an unknown submit (-1) stays unknown
+    # an unknown submit (-1) stays unknown; one so large that the move would wrap around
+    # int64 stays as it is (out of range either way: the range check names it)
+    move = (shift != 0) & (table[:, _SUBMIT] >= 0) & (table[:, _SUBMIT] <= np.iinfo(np.int64).max - np.maximum(shift, 0))
     if move.any():
         table = table.copy()
         table[move, _SUBMIT] += shift[move]
         repairs["submit_rebased_to_first_origin"] = int(move.sum())
     return table
+
+
+def _same_setting(key: str, a: str, b: str) -> bool:
+    """Whether two values of a header key read the same ("338 (batch partition)" and "338";
+    "Yes" and "yes"): only a different reading is a change."""
+    if key in ("MaxNodes", "MaxProcs"):
+        ma, mb = _HEADER_COUNT_RE.match(a), _HEADER_COUNT_RE.match(b)
+        return ma is not None and mb is not None and int(ma.group(1)) == int(mb.group(1))
+    if key == "AllowOveruse":
+        return _yes_or_no(a) and _yes_or_no(b) and (a.split()[0].lower() in _YES) == (b.split()[0].lower() in _YES)
+    m1, m2 = _INT_RE.match(a), _INT_RE.match(b)
+    return m1 is not None and m2 is not None and int(m1.group(1)) == int(m2.group(1))
 
 
 #: The SWF fields behind the raw columns, for normalize's error messages.

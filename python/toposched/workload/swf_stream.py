@@ -57,6 +57,7 @@ from .swf import (
     FIELD_NAMES,
     FIELD_NAMES_OF_COLUMNS,
     SETTING_KEYS,
+    _same_setting,
     _body_chunk,
     _Collector,
     _header_block,
@@ -173,7 +174,7 @@ class SwfStream:
         # a key the header before the jobs did not set, or set to another value (a later
         # log's header: the whole read moves its times to the first origin, which needs
         # every record; the other keys it refuses too)
-        line_of = {k: n for k, n, _ in reversed(header.changed[self._changes_before :]) if k in SETTING_KEYS}
+        line_of = {k: n for k, n, v in reversed(header.changed[self._changes_before :]) if k in SETTING_KEYS and not _same_setting(k, v, header.first[k])}
         line_of.update((k, header.first_line[k]) for k in SETTING_KEYS if header.first.get(k) != self._first_keys.get(k))
         changed = [k for k in SETTING_KEYS if k in line_of]
         if changed:
