@@ -502,7 +502,9 @@ mod tests {
             let want_dict = ["nodes", "alloc_class", "leaves", "pods"].contains(&path.as_str());
             assert_eq!(dict, want_dict, "{path}");
             let delta = col.encodings().any(|e| e == Encoding::DELTA_BINARY_PACKED);
-            assert_eq!(delta, path.starts_with("node_ranges.list.element."), "{path}");
+            let want_delta = path.starts_with("node_ranges.list.element.")
+                || ["job_id", "submit_s", "start_s", "end_s", "wait_s", "walltime_s", "runtime_s", "log_runtime_s"].contains(&path.as_str());
+            assert_eq!(delta, want_delta, "{path}");
             assert!(col.statistics().is_some(), "{path}");
             assert!(col.column_index_offset().is_none() && col.offset_index_offset().is_none(), "{path}: no page index");
         }
