@@ -32,7 +32,7 @@ from . import __version__
 from .errors import InputError, ToposchedError, require_list
 from .files import write_atomic as _atomic
 from .simulate import RunConfig
-from .transforms import SCENARIOS, apply_transforms
+from .transforms import SCENARIOS, transforms_for_replay
 from .workload.model import Workload
 from . import registry
 
@@ -311,10 +311,7 @@ def load_workload(
 
     require_list("load_workload", "transforms", transforms)
     w = read_trace(trace, format=format, lenient=lenient)
-    w = apply_transforms(w, list(transforms), fabric_nodes=fabric_nodes)
-    if len(w) == 0:
-        raise InputError(str(trace), "no jobs left to replay after the transforms " + ", ".join(transforms))
-    return w
+    return transforms_for_replay(w, list(transforms), fabric_nodes=fabric_nodes, source=str(trace))
 
 
 def _check_allocs_here(plan: list[tuple[str, str]], workload: Workload, fabric: Any) -> None:

@@ -314,6 +314,16 @@ def parse_transform(raw: str) -> Transform:
     raise _bad(spec, f"unknown transform {name!r}")
 
 
+def transforms_for_replay(w: Workload, specs: list[str] | tuple[str, ...], *, fabric_nodes: int | None, source: str) -> Workload:
+    """:func:`apply_transforms` before a replay (simulate, contention, compare): a workload
+    the transforms leave empty is refused, naming the log ``source`` (an empty replay is
+    not a result)."""
+    out = apply_transforms(w, specs, fabric_nodes=fabric_nodes)
+    if len(out) == 0:
+        raise InputError(source, "no jobs left to replay after the transforms " + ", ".join(specs))
+    return out
+
+
 def apply_transforms(w: Workload, specs: list[str] | tuple[str, ...], *, fabric_nodes: int | None = None) -> Workload:
     """Apply transform strings in order (see the module docstring for the syntax).
 

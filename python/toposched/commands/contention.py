@@ -125,12 +125,9 @@ def _load_schedule(args: argparse.Namespace, out: Path, say: Callable[[str], Non
     workload = read_trace(args.trace, format=args.format, **options)
     fabric = load_fabric(args.system, lenient=args.lenient)
     if args.transform:
-        from ..errors import InputError
-        from ..transforms import apply_transforms
+        from ..transforms import transforms_for_replay
 
-        workload = apply_transforms(workload, list(args.transform), fabric_nodes=fabric.n_nodes)
-        if len(workload) == 0:  # as simulate says it
-            raise InputError(str(args.trace), "no jobs left to replay after the transforms " + ", ".join(args.transform))
+        workload = transforms_for_replay(workload, list(args.transform), fabric_nodes=fabric.n_nodes, source=str(args.trace))
     tick = time.perf_counter()
     result = simulate(workload, fabric, RunConfig(queue=args.queue, alloc=args.alloc, seed=args.seed))
     result.write(out / "run")

@@ -184,13 +184,9 @@ def _run(args: argparse.Namespace, imports: BackgroundImports) -> int:
     from ..simulate import simulate
 
     if args.transform:
-        from ..transforms import apply_transforms
+        from ..transforms import transforms_for_replay
 
-        workload = apply_transforms(workload, list(args.transform), fabric_nodes=fabric.n_nodes)
-        if len(workload) == 0:  # as compare says it: an empty replay is not a result
-            from ..errors import InputError
-
-            raise InputError(str(args.trace), "no jobs left to replay after the transforms " + ", ".join(args.transform))
+        workload = transforms_for_replay(workload, list(args.transform), fabric_nodes=fabric.n_nodes, source=str(args.trace))
     config = RunConfig(queue=args.queue, alloc=args.alloc, **run_options(args, queues=[args.queue], allocs=[args.alloc]))
     t1 = time.perf_counter()
     from ..progress import Progress, log
