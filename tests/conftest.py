@@ -44,3 +44,39 @@ def first_jobs(path: Path, n: int):
     w = read_trace(path)
     assert len(w) >= n, f"{path.name} holds {len(w)} jobs, the test needs {n}: see tests/data/make_data.py"
     return w.take(np.arange(n))
+
+
+#: A Python allocation policy that takes the first free nodes (as linear), class ``First``.
+FIRST_FREE_POLICY = (
+    "from toposched.policies import AllocationPolicy\n"
+    "class First(AllocationPolicy):\n"
+    "    fungible = True\n"
+    "    def select(self, nodes, free):\n"
+    "        return free[:nodes].tolist() if len(free) >= nodes else None\n"
+)
+
+#: A Python allocation policy whose ``select`` kills its process, class ``Kill``: a worker
+#: that dies, as under the kernel's OOM killer.
+KILLING_POLICY = (
+    "import os\n"
+    "from toposched.policies import AllocationPolicy\n"
+    "class Kill(AllocationPolicy):\n"
+    "    fungible = True\n"
+    "    def select(self, nodes, free):\n"
+    "        os._exit(9)\n"
+)
+
+
+def policy_module(tmp_path: Path, monkeypatch, name: str, source: str, *, subprocesses: bool = False) -> Path:
+    """``tmp_path/NAME.py`` holding ``source``, importable as ``NAME`` from the working
+    directory (``tmp_path``) in this process, and in the processes it starts when
+    ``subprocesses`` (their PYTHONPATH)."""
+    import os
+
+    module = tmp_path / f"{name}.py"
+    module.write_text(source)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    if subprocesses:
+        monkeypatch.setenv("PYTHONPATH", str(tmp_path) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return module

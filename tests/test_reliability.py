@@ -640,17 +640,9 @@ def test_sweep_records_true_causes_and_keeps_its_workers(tmp_path: Path, capsys,
     worker process is recorded as such, once, and the other runs complete."""
     import duckdb
 
-    (tmp_path / "reliability_killer_mod.py").write_text(
-        "import os\n"
-        "from toposched.policies import AllocationPolicy\n"
-        "class Kill(AllocationPolicy):\n"
-        "    fungible = True\n"
-        "    def select(self, nodes, free):\n"
-        "        os._exit(9)  # the worker process dies, as under the kernel's OOM killer\n"
-    )
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    from conftest import KILLING_POLICY, policy_module
+
+    policy_module(tmp_path, monkeypatch, "reliability_killer_mod", KILLING_POLICY, subprocesses=True)
     toml = tmp_path / "poison.toml"
     toml.write_text(
         f'[[workloads]]\ntrace = "{SWF_OK}"\n[[workloads]]\ntrace = "{REGRESSIONS / "swf_runtime_1e18.swf"}"\n'

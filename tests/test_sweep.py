@@ -25,7 +25,7 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import EXAMPLE_TRACE, REPO
+from conftest import EXAMPLE_TRACE, FIRST_FREE_POLICY, KILLING_POLICY, REPO, policy_module
 from toposched.cli import main
 
 SWEEP8 = f"""
@@ -525,16 +525,7 @@ def test_a_python_policy_edited_while_the_sweep_runs_fails_its_runs(tmp_path, mo
     from toposched.sweep import parse_sweep
     from toposched.sweep.runner import execute_run
 
-    module = tmp_path / "sweep_edit_policy_mod.py"
-    module.write_text(
-        "from toposched.policies import AllocationPolicy\n"
-        "class First(AllocationPolicy):\n"
-        "    fungible = True\n"
-        "    def select(self, nodes, free):\n"
-        "        return free[:nodes].tolist() if len(free) >= nodes else None\n"
-    )
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
+    module = policy_module(tmp_path, monkeypatch, "sweep_edit_policy_mod", FIRST_FREE_POLICY)
     text = f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\ntransforms = ["days:1"]\n[[fabrics]]\nsystem = "cab"\n[policies]\nalloc = ["sweep_edit_policy_mod:First"]\n'
     run = parse_sweep(text, tmp_path / "p.toml").runs[0]
     task = {"run_id": run.run_id, "spec": run.spec, "runs_dir": str(tmp_path / "runs")}
@@ -565,16 +556,7 @@ def test_a_network_file_edited_while_the_sweep_runs_fails_its_runs(tmp_path):
 def test_python_policies_are_checked_and_their_code_is_part_of_the_key(tmp_path, monkeypatch):
     from toposched.sweep import SweepSpecError, parse_sweep
 
-    module = tmp_path / "sweep_test_policy_mod.py"
-    module.write_text(
-        "from toposched.policies import AllocationPolicy\n"
-        "class First(AllocationPolicy):\n"
-        "    fungible = True\n"
-        "    def select(self, nodes, free):\n"
-        "        return free[:nodes].tolist() if len(free) >= nodes else None\n"
-    )
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
+    module = policy_module(tmp_path, monkeypatch, "sweep_test_policy_mod", FIRST_FREE_POLICY)
     text = f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\n[[fabrics]]\nsystem = "cab"\n[policies]\nalloc = ["sweep_test_policy_mod:First"]\n'
     first = parse_sweep(text, tmp_path / "p.toml").runs[0]
     assert first.spec["config"]["alloc"] == "sweep_test_policy_mod:First"
@@ -878,17 +860,7 @@ def test_a_worker_that_dies_leaves_no_temporary_directory_behind(tmp_path, capsy
     .tmp-* directory (and whatever it had written) in runs/ after the sweep ended, until
     some later start on the directory. The sweep now removes them once every run has its
     result."""
-    (tmp_path / "sweep_killer_mod.py").write_text(
-        "import os\n"
-        "from toposched.policies import AllocationPolicy\n"
-        "class Kill(AllocationPolicy):\n"
-        "    fungible = True\n"
-        "    def select(self, nodes, free):\n"
-        "        os._exit(9)\n"
-    )
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    policy_module(tmp_path, monkeypatch, "sweep_killer_mod", KILLING_POLICY, subprocesses=True)
     toml = tmp_path / "kill.toml"
     toml.write_text(f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\ntransforms = ["days:1"]\n[[fabrics]]\nsystem = "cab"\n[policies]\nalloc = ["linear", "sweep_killer_mod:Kill"]\n')
     out = tmp_path / "out"
