@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from conftest import EXAMPLE_TRACE
 from toposched.cli import main
 from toposched.nodelists import NODE_RANGES, node_lists, ranges_from_lists
 from toposched.results import _span_counts
@@ -280,3 +281,46 @@ def test_the_program_keeps_openblas_to_one_thread_unless_told(tmp_path: Path) ->
     assert blas({"OPENBLAS_NUM_THREADS": "4"}) == "4"
     lib = subprocess.run([sys.executable, "-c", "import os\nfrom toposched.cli import main\nmain(['systems'])\nprint(os.environ.get('OPENBLAS_NUM_THREADS', 'unset'))"], capture_output=True, text=True, timeout=120, env=env).stdout
     assert lib.split()[-1] == "unset"
+
+
+def test_simulate_lets_malloc_keep_freed_blocks_of_up_to_32_mib() -> None:
+    """`simulate` raises glibc's mmap threshold (startup.keep_freed_memory): an 8 MB block
+    then comes from the heap, not from a mapping of its own, which mallinfo2 counts
+    apart (`hblkhd`). Without the call the same block is mapped: the test sees both."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("glibc's mallopt")
+    script = (
+        "import ctypes, sys\n"
+        "from toposched.startup import keep_freed_memory\n"
+        "class M(ctypes.Structure):\n"
+        "    _fields_ = [(n, ctypes.c_size_t) for n in ('arena','ordblks','smblks','hblks','hblkhd','usmblks','fsmblks','uordblks','fordblks','keepcost')]\n"
+        "libc = ctypes.CDLL(None)\n"
+        "libc.mallinfo2.restype = M\n"
+        "libc.malloc.restype = ctypes.c_void_p\n"
+        "libc.free.argtypes = [ctypes.c_void_p]\n"
+        "if sys.argv[1] == 'keep':\n"
+        "    assert keep_freed_memory()\n"
+        "before = libc.mallinfo2().hblkhd\n"
+        "p = libc.malloc(8 << 20)\n"
+        "print(libc.mallinfo2().hblkhd - before)\n"
+        "libc.free(p)\n"
+    )
+
+    def mapped_bytes(how: str) -> int:
+        out = subprocess.run([sys.executable, "-c", script, how], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        return int(out.stdout)
+
+    assert mapped_bytes("default") >= 8 << 20
+    assert mapped_bytes("keep") == 0
+
+
+def test_simulate_keeps_freed_memory_before_it_reads_the_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from toposched import readahead, startup
+
+    calls: list[str] = []
+    monkeypatch.setattr(startup, "keep_freed_memory", lambda: calls.append("keep") or True)
+    real = readahead.prefetch
+    monkeypatch.setattr(readahead, "prefetch", lambda *a, **k: calls.append("prefetch") or real(*a, **k))
+    assert main(["simulate", "--trace", str(EXAMPLE_TRACE), "--system", "toy18", "--out", str(tmp_path / "o"), "--quiet"]) == 0
+    assert calls == ["keep", "prefetch"]

@@ -117,12 +117,15 @@ def test_chunks_cut_elsewhere_are_read_by_the_reader(monkeypatch: pytest.MonkeyP
     assert calls == []
 
 
-def test_chunks_parsed_ahead_are_read_swf_s_chunks() -> None:
+@pytest.mark.parametrize("inflate_bytes", [None, 4093, 1 << 30])
+def test_chunks_parsed_ahead_are_read_swf_s_chunks(inflate_bytes: int | None) -> None:
     """The read-ahead cuts where read_swf cuts: its first chunk starts after read_swf's
     header block, each ends at a line end at or past the chunk size, the last at the end,
-    and what it parsed is what swf_plain_chunk gives on those bytes."""
+    and what it parsed is what swf_plain_chunk gives on those bytes; whatever the blocks
+    the gzip log is inflated in while it parses (default 1 MiB, small, the whole log)."""
     data = gzip.decompress(HPC2N.read_bytes())
-    ahead = _core.SwfReadAhead(str(HPC2N), 2000, list(swf_layout.USED), swf_layout.N_FIELDS, swf_layout.MAX_FAST_DIGITS)
+    blocks = {} if inflate_bytes is None else {"inflate_bytes": inflate_bytes}
+    ahead = _core.SwfReadAhead(str(HPC2N), 2000, list(swf_layout.USED), swf_layout.N_FIELDS, swf_layout.MAX_FAST_DIGITS, **blocks)
     taken = ahead.take(chunks=True)
     assert taken is not None and taken[0] == data
     col = swf._Collector("x", False)
@@ -303,6 +306,25 @@ def test_generated_logs_read_the_same_ahead(tmp_path: Path, data: bytes, chunk: 
         restore()
         swf._body_chunk = real
     event("some chunks parsed ahead" if ahead_calls < len(calls) - ahead_calls else "no chunk parsed ahead")
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=_log_bytes(), chunk=st.sampled_from([1, 40, 300]), block=st.integers(1, 64))
+def test_chunks_cut_while_inflating_are_the_whole_logs(tmp_path: Path, data: bytes, chunk: int, block: int) -> None:
+    """A gzip log inflated in blocks of a few bytes while its chunks are cut and parsed
+    gives what it gives inflated whole first: the same bytes, the same chunks, or the same
+    refusal (None: the reader then reads the file itself)."""
+    log = tmp_path / "gen.swf"
+    log.write_bytes(data)
+    args = (str(log), chunk, list(swf_layout.USED), swf_layout.N_FIELDS, swf_layout.MAX_FAST_DIGITS)
+
+    def taken(inflate_bytes: int):
+        got = _core.SwfReadAhead(*args, inflate_bytes=inflate_bytes).take(chunks=True)
+        if got is None:
+            return None
+        return got[0], [(a, b, None if p is None else (p[0].tolist(), p[1].tolist(), p[2])) for a, b, p in got[1]]
+
+    assert taken(block) == taken(1 << 30)
 
 
 def test_only_swf_logs_are_read_ahead(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
