@@ -180,10 +180,13 @@ def _run(args: argparse.Namespace, imports: BackgroundImports) -> int:
         from ..network_spec import parse_network_spec
 
         parse_network_spec(args.network)
+    # imported before the log is taken: the read-ahead may still be parsing it (the
+    # replay's modules take about 10 ms, which the main thread would spend after it)
+    from ..simulate import simulate
+
     workload = read_trace(args.trace, format=args.format, **options)
     t_read = time.perf_counter() - t0
     imports.wait()
-    from ..simulate import simulate
 
     if args.transform:
         from ..transforms import transforms_for_replay
