@@ -324,3 +324,6 @@ def test_simulate_keeps_freed_memory_before_it_reads_the_log(tmp_path: Path, mon
     monkeypatch.setattr(readahead, "prefetch", lambda *a, **k: calls.append("prefetch") or real(*a, **k))
     assert main(["simulate", "--trace", str(EXAMPLE_TRACE), "--system", "toy18", "--out", str(tmp_path / "o"), "--quiet"]) == 0
     assert calls == ["keep", "prefetch"]
+    calls.clear()  # a streamed replay keeps glibc's defaults (its point is its peak)
+    assert main(["simulate", "--stream", "--trace", str(EXAMPLE_TRACE), "--system", "toy18", "--out", str(tmp_path / "s"), "--quiet"]) == 0
+    assert calls == []

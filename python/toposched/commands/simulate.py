@@ -116,7 +116,8 @@ def run(args: argparse.Namespace) -> int:
     from ..readahead import discard_prefetched, prefetch
     from ..startup import keep_freed_memory
 
-    keep_freed_memory()  # before the log's buffers are made: see its docstring
+    if not args.stream:  # (a streamed replay is about its bounded peak: glibc's defaults)
+        keep_freed_memory()  # before the log's buffers are made: see its docstring
     # The log read ahead, first thing: a native thread reads, inflates and parses it
     # without the interpreter lock (no NumPy needed); what it found, errors included,
     # comes out where the reader asks for it, after the options' and the fabric's errors
