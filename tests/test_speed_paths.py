@@ -287,8 +287,11 @@ def test_simulate_lets_malloc_keep_freed_blocks_of_up_to_32_mib() -> None:
     """`simulate` raises glibc's mmap threshold (startup.keep_freed_memory): an 8 MB block
     then comes from the heap, not from a mapping of its own, which mallinfo2 counts
     apart (`hblkhd`). Without the call the same block is mapped: the test sees both."""
-    if not sys.platform.startswith("linux"):
-        pytest.skip("glibc's mallopt")
+    import platform
+
+    libc, version = platform.libc_ver()
+    if libc != "glibc" or tuple(int(x) for x in version.split(".")[:2]) < (2, 33):
+        pytest.skip(f"glibc's mallopt and mallinfo2 (2.33 or later); this is {libc or 'another libc'} {version}")
     script = (
         "import ctypes, sys\n"
         "from toposched.startup import keep_freed_memory\n"
