@@ -193,6 +193,14 @@ def test_runs_command_filters_and_formats(sweep8, capsys):
     assert code == 0 and lines[0] == "run_id,alloc,w" and len(lines) == 9
     code, stdout, _ = _cli(["runs", out], capsys)
     assert code == 0 and "8 runs" in stdout and "wait_mean_s" in stdout
+    # a nested value is a JSON field in CSV, not Python's repr ({'a': 1, 'b': True})
+    query = "SELECT {'a': 1, 'b': true, 'c': NULL, 'd': [1.5, 'nan'::DOUBLE]} AS s, [1, 2] AS l"
+    code, stdout, _ = _cli(["runs", out, "--sql", query, "--format", "csv"], capsys)
+    import csv as csv_module
+
+    header, row = list(csv_module.reader(stdout.splitlines()))
+    assert code == 0 and header == ["s", "l"]
+    assert json.loads(row[0]) == {"a": 1, "b": True, "c": None, "d": [1.5, None]} and json.loads(row[1]) == [1, 2]
     code, _, err = _cli(["runs", out, "--where", "no_such_column = 1"], capsys)
     assert code == 2 and "SQL error" in err and "no_such_column" in err
     # one line: DuckDB's message spans three or four (the query echoed, a caret under it)

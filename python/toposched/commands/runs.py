@@ -89,6 +89,25 @@ def _split_columns(text: str) -> list[str]:
     return out
 
 
+def _csv_cell(v: Any) -> Any:
+    """A CSV field: a nested value (a DuckDB STRUCT, LIST or MAP: the policy options, say)
+    as JSON, which a spreadsheet or a script can read back; it was Python's repr
+    (``{'leaf_cap': 2}``, ``True``, ``None``)."""
+    v = _plain(v, json_safe=False)
+    if isinstance(v, (dict, list, tuple)):
+        return json.dumps(_json_ready(v), default=str)
+    return v
+
+
+def _json_ready(v: Any) -> Any:
+    """``v`` with its nested values made plain (:func:`_plain`) for ``json.dumps``."""
+    if isinstance(v, dict):
+        return {str(k): _json_ready(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_json_ready(x) for x in v]
+    return _plain(v)
+
+
 def _plain(v: Any, *, json_safe: bool = True) -> Any:
     if isinstance(v, (datetime, date)):
         return v.isoformat()
@@ -158,7 +177,7 @@ def _print(args: argparse.Namespace, names: list[str], rows: list[tuple[Any, ...
         w = csv.writer(sys.stdout, lineterminator="\n")
         w.writerow(names)
         for r in rows:
-            w.writerow(["" if v is None else _plain(v, json_safe=False) for v in r])
+            w.writerow(["" if v is None else _csv_cell(v) for v in r])
     elif args.format == "json":
         json.dump([{n: _plain(v) for n, v in zip(names, r)} for r in rows], sys.stdout, indent=1, default=str)
         sys.stdout.write("\n")
