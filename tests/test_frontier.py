@@ -37,6 +37,12 @@ def test_grid_is_every_combination_in_order():
 
 def test_grid_point_listed_twice_runs_once():
     assert expand_grid(["linear", "LINEAR", "random:seed=1+1"]) == [GridPoint("linear"), GridPoint("random", (("seed", 1),))]
+    # the same setting with its options in another order is the same point (it ran twice,
+    # in two run directories): options in the policy's own order, the order given kept
+    # for which varies fastest
+    points = expand_grid(["isolated:tie_break=name+index,leaf_order=paper", "isolated:leaf_order=paper,tie_break=index"])
+    assert [p.label for p in points] == ["isolated(leaf_order=paper,tie_break=name)", "isolated(leaf_order=paper,tie_break=index)"]
+    assert points[1].name == expand_grid(["isolated:leaf_order=paper,tie_break=index"])[0].name
 
 
 @pytest.mark.parametrize(

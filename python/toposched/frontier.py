@@ -181,8 +181,12 @@ def expand_grid(items: Sequence[str]) -> list[GridPoint]:
         combos: list[tuple[tuple[str, Any], ...]] = [()]
         for key, typed_values in axes:
             combos = [c + ((key, v),) for c in combos for v in typed_values]
+        rank = {key: i for i, key in enumerate(declared)}
         for combo in combos:
-            point = GridPoint(name, combo)
+            # a point's options in the policy's own order: "tie_break=..,leaf_order=.." is
+            # the point "leaf_order=..,tie_break=.." (one run directory, run once), as
+            # the same setting written in either order
+            point = GridPoint(name, tuple(sorted(combo, key=lambda kv: rank[kv[0]])))
             if point not in points:
                 points.append(point)
     if not points:
