@@ -907,11 +907,18 @@ def test_a_sweep_keeps_the_directories_of_runs_that_are_not_its_own(tmp_path, ca
     assert code == 0, err
     (out / "runs" / "notes").mkdir()
     (out / "runs" / "notes" / "todo.txt").write_text("keep me\n")
+    # a user's hidden .tmp files too (any DIR/.*.tmp was removed); a killed write's own
+    # temporary file (.NAME.XXXXXXXX.tmp) is removed
+    for kept in (out / ".notes.tmp", out / "runs" / ".draft.tmp"):
+        kept.write_text("keep me\n")
+    (out / ".sweep.json.k3x_9a0q.tmp").write_text("{")
     before = sorted(p.name for p in (out / "runs" / "baseline").iterdir())
     code, stdout, err = _cli(["sweep", _two_run_sweep(tmp_path), "--out", out, "--workers", "1", "--quiet", "--no-report"], capsys)
     assert code == 0 and "2 runs, 0 already complete, 2 done now" in stdout, err
     assert sorted(p.name for p in (out / "runs" / "baseline").iterdir()) == before
     assert (out / "runs" / "notes" / "todo.txt").read_text() == "keep me\n"
+    assert (out / ".notes.tmp").read_text() == (out / "runs" / ".draft.tmp").read_text() == "keep me\n"
+    assert not (out / ".sweep.json.k3x_9a0q.tmp").exists()
     assert len(_catalog(out)) == 2
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import tempfile
 from functools import lru_cache
 from pathlib import Path
@@ -63,6 +64,17 @@ def column_numpy(table: "pa.Table", name: str) -> "np.ndarray":
     return np.array(numpy_of(table.column(name)))
 
 
+#: The temporary file :func:`write_atomic` writes beside ``NAME`` (tempfile.mkstemp's
+#: eight random characters between): what a killed write leaves, and all that may be
+#: removed as such (a user's ``.notes.tmp`` is not one).
+_ATOMIC_TEMP = re.compile(r"\..+\.[a-z0-9_]{8}\.tmp")
+
+
+def is_atomic_temp(name: str) -> bool:
+    """Whether ``name`` is a temporary file of :func:`write_atomic` (``.NAME.XXXXXXXX.tmp``)."""
+    return _ATOMIC_TEMP.fullmatch(name) is not None
+
+
 def write_atomic(path: str | Path, write: Callable[[str], object]) -> Path:
     """Call ``write(tmp_path)`` to produce the file (what it returns is ignored), then move
     it to ``path``."""
@@ -112,7 +124,7 @@ def foreign_entries(out: Path) -> list[str]:
     """Entries of an existing directory that a run did not write (hidden leftovers of an
     interrupted write, ``.NAME.*.tmp``, are not counted)."""
     return sorted(
-        e.name for e in out.iterdir() if e.name not in RESULT_FILES and not (e.name.startswith(".") and e.name.endswith(".tmp"))
+        e.name for e in out.iterdir() if e.name not in RESULT_FILES and not is_atomic_temp(e.name)
     )
 
 

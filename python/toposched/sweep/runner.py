@@ -46,7 +46,7 @@ from .. import __version__
 from ..errors import ToposchedError
 from .layout import MARKER, RUNS, TMP_PREFIX, SweepLock, run_status
 from .spec import RunSpec, Sweep, sha256_file
-from ..files import RESULT_FILES
+from ..files import RESULT_FILES, is_atomic_temp
 from ..files import file_mode as _file_mode
 from ..files import write_text_atomic as _write_atomic
 
@@ -302,10 +302,11 @@ def clean_stale(out: Path) -> list[str]:
             if p.name.startswith(TMP_PREFIX):
                 shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
                 removed.append(str(p))
-            elif p.name.startswith(".") and p.name.endswith(".tmp"):
+            elif is_atomic_temp(p.name) and p.is_file():
                 p.unlink(missing_ok=True)
                 removed.append(str(p))
-    for p in sorted(out.glob(".*.tmp")) + sorted(out.glob(".catalog-*")):
+    # (a user's own .notes.tmp was removed too: only write_atomic's own temporary files go)
+    for p in sorted(q for q in out.glob(".*.tmp") if is_atomic_temp(q.name) and q.is_file()) + sorted(out.glob(".catalog-*")):
         p.unlink(missing_ok=True)
         removed.append(str(p))
     return removed
