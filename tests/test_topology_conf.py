@@ -207,6 +207,24 @@ def test_keys_case_insensitive_comments_continuations_and_other_keys():
     assert spec.node_names == ["n1", "n2", "n3", "n4"]
 
 
+def test_a_continuation_inside_a_host_list_joins_as_slurm_does():
+    """Slurm appends the next line right after the backslash (no blank put between): a
+    long list cut after a comma was refused ("expected Key=value, got 'n[5-8]'")."""
+    text = "SwitchName=s0 Nodes=n[1-4],\\\nn[5-8]\nSwitchName=s1 Nodes=m[1-2]\\   \r\n,m3\nSwitchName=top Switches=s0,\\\ns1\n"
+    spec = read_topology_conf_text(text)
+    assert leaf_sizes(spec) == [("s0", 8), ("s1", 3)] and spec.pods[0].name == "top"
+    # an even number of backslashes is no continuation (Slurm reads one literal '\\')
+    err = refuse("SwitchName=s0 Nodes=n1 \\\\\nSwitchName=s1 Nodes=n2\n")
+    assert err.line == 1 and err.message.startswith("expected Key=value")
+
+
+def test_blanks_around_the_equals_sign_are_read_as_slurm_reads_them():
+    """Slurm's key=value pattern allows 'SwitchName = s0'; it was refused ("expected
+    Key=value, got 'SwitchName'")."""
+    spec = read_topology_conf_text("SwitchName = s0 Nodes= n[1-2]\nSwitchName =s1 Nodes =n[3-4]\nSwitchName\t=\ttop Switches = s[0-1]\n")
+    assert leaf_sizes(spec) == [("s0", 2), ("s1", 2)] and spec.pods[0].name == "top"
+
+
 def test_leading_byte_order_mark_is_ignored(tmp_path):
     # An editor on Windows saves "UTF-8 with BOM"; the mark is not part of the first key.
     body = "SwitchName=s0 Nodes=n[1-2]\nSwitchName=s1 Nodes=n[3-4]\nSwitchName=top Switches=s[0-1]\n"

@@ -5,8 +5,9 @@ A ``topology.conf`` describes a *logical* tree of switches, one switch per line:
     SwitchName=IBN Nodes=n[001-100],gn[001-002]      # a leaf switch and its nodes
     SwitchName=TOP Switches=IBN,IBM,IBG              # an upper switch and its children
 
-Keys are case-insensitive (as in Slurm); other keys (``LinkSpeed=``) are ignored; ``#``
-starts a comment; a line ending in ``\\`` continues on the next. Node and switch lists are
+Keys are case-insensitive (as in Slurm) and may have blanks around ``=``; other keys
+(``LinkSpeed=``) are ignored; ``#`` starts a comment; a line ending in ``\\`` continues on
+the next, which follows right where the backslash was (Slurm's joining). Node and switch lists are
 Slurm host lists (``circe-n[017-018,021-036]``, ``ibswitch[0-2]``).
 
 How the tree maps onto our 2- and 3-level fat-trees (levels counted as Slurm does: a
@@ -90,17 +91,23 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
                 break
             cut.append(ch)
             i += 1
-        line = "".join(cut).rstrip()
+        line = "".join(cut)
         if not pending:
             start = no
-        if line.endswith("\\"):
-            pending.append(line[:-1])
+        # Slurm (parse_config.c, _strip_continuation): an odd number of backslashes at
+        # the end (trailing blanks after them ignored) continues the line; the
+        # backslash goes and the next line is appended as it is, with no blank put
+        # between ('Nodes=n[1-4],\' then 'n[5-8]' is 'Nodes=n[1-4],n[5-8]').
+        body = line.rstrip()
+        stripped = body.rstrip("\\")
+        if (len(body) - len(stripped)) % 2 == 1:
+            pending.append(body[:-1])
             continue
         pending.append(line)
-        out.append((start, " ".join(pending)))
+        out.append((start, "".join(pending)))
         pending = []
     if pending:
-        out.append((start, " ".join(pending)))
+        out.append((start, "".join(pending)))
     return out
 
 
@@ -166,7 +173,9 @@ def _parse(path: str, text: str, lenient: bool, notes: list[str]) -> dict[str, _
     node_leaf: dict[str, str] = {}  # node -> leaf that holds it
     dropped: dict[tuple[str, str], list[str]] = {}  # (first leaf, later leaf) -> nodes
     for line, content in _logical_lines(text):
-        tokens = content.split()
+        # Slurm's key=value pattern allows blanks around '=' ('SwitchName = s0', as
+        # slurm.conf files often write 'SlurmctldHost = master1')
+        tokens = re.sub(r"\s*=\s*", "=", content).split()
         if not tokens:
             continue
         pairs: dict[str, tuple[str, str]] = {}  # lower key -> (key as written, value)
