@@ -397,3 +397,17 @@ def test_a_slurm_conf_given_for_a_topology_conf_says_so(name):
     with pytest.raises(TopologyError) as err:
         read_topology_conf(SLURM / name)
     assert err.value.message.endswith("(this looks like a slurm.conf: --system takes the topology.conf beside it)")
+
+
+def test_a_topology_conf_whose_name_starts_with_fattree_is_read_as_a_file(tmp_path, monkeypatch):
+    """--system fattree-site.conf was taken for fattree:K=..,S=..,P=.. parameters ("missing
+    nodes_per_leaf, ...") although the file exists."""
+    from toposched.topology import load_spec
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("fattree-site.conf", "FatTree_topology.conf"):
+        (tmp_path / name).write_text("SwitchName=s0 Nodes=n[1-2]\nSwitchName=s1 Nodes=n[3-4]\nSwitchName=top Switches=s[0-1]\n")
+        assert load_spec(name).node_names == ["n1", "n2", "n3", "n4"]
+    assert load_spec("fattree:K=2,S=2,P=1").n_nodes == 4
+    with pytest.raises(TopologyError, match="missing nodes_per_leaf"):
+        load_spec("fattree")
