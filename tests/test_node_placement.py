@@ -23,9 +23,16 @@ REF_LEVELS = ["core", "l2", "l3", "numa", "package", "machine"]
 REF_FREE = ["package", "numa", "l3", "l2", "core"]
 
 
+def ref_bounds(objs, o) -> bool:
+    """Whether ``o`` bounds a radius at its own level: it holds no whole object of a
+    higher level with fewer PUs (a NUMA domain over two packages does not)."""
+    rank = REF_LEVELS.index(o.kind)
+    return not any(d.kind in REF_LEVELS and REF_LEVELS.index(d.kind) > rank and d.pus < o.pus for d in objs)
+
+
 def ref_score(objs, free_before: frozenset[int], chosen: frozenset[int]):
     """(radius rank, NUMA domains touched, minus fully free objects per level after)."""
-    radius = next(i for i, lv in enumerate(REF_LEVELS) if any(o.kind == lv and chosen <= o.pus for o in objs))
+    radius = next(i for i, lv in enumerate(REF_LEVELS) if any(o.kind == lv and chosen <= o.pus and ref_bounds(objs, o) for o in objs))
     numa = sum(1 for o in objs if o.kind == "numa" and o.pus & chosen)
     after = free_before - chosen
     free = tuple(-sum(1 for o in objs if o.kind == lv and o.pus <= after) for lv in REF_FREE)
@@ -241,3 +248,25 @@ def test_four_socket_worked_example():
     assert (d.placement.cpus, d.placement.radius, d.placement.numa_domains) == ("16-23", "package", 2)
     # e: one core; the lone free core of NUMA domain 0 (core 3) keeps everything else whole.
     assert (e.placement.cpus, e.placement.radius) == ("3", "core")
+
+
+def test_a_numa_domain_over_two_packages_does_not_make_a_cross_package_set_close():
+    """One memory node for both packages (NUMA interleaving, AMD NPS0; hwloc 2 inserts such
+    a domain for a synthetic node without one): every set had radius 'numa', so CORES=2
+    took 3 and 4 across the packages (PUs 6-9) though package 1 had 4 free cores, WAIT
+    never waited and MAX_RADIUS=package accepted the cross-package set."""
+    topo = synthetic_topology([("numa", 1), ("package", 2), ("core", 4), ("pu", 2)])
+    state = NodeState(topo)
+    state.add(Holding("x", frozenset(range(0, 6)), True))  # 3 of package 0's 4 cores
+    best = decide(topo, state, parse_requirement("CORES=2"))
+    assert (best.placement.cpus, best.placement.radius) == ("8-11", "package")
+    assert topo.radius_of({6, 8}) == "machine" and topo.radius_of({8, 15}) == "package"
+    wait = decide(topo, state, parse_requirement("CORES=5;MAX_RADIUS=package"))
+    assert (wait.status, wait.placement.radius) == ("wait", "machine")
+    # sub-NUMA clusters: a package-wide L3 over two NUMA domains; a set in one domain has
+    # the domain's radius, one across both the package's (both were 'l3')
+    snc = synthetic_topology([("package", 2), ("l3", 1), ("numa", 2), ("core", 2), ("pu", 1)])
+    assert (snc.radius_of({0, 1}), snc.radius_of({1, 2}), snc.radius_of({3, 4})) == ("numa", "package", "machine")
+    # Cab (NUMA = package = L3 per socket): as before
+    cab = read_hwloc_xml(HWLOC / "llnl-cab1234_node_hwloc.xml")
+    assert [cab.radius_of(x) for x in ({3}, {0, 7}, {7, 8})] == ["core", "l3", "machine"]

@@ -4,8 +4,10 @@ The rule (docs/node-agent.md has worked examples):
 
 1. **Radius.** The radius of a set of PUs is the smallest level of
    :data:`~toposched.node.hwloc.LEVELS` (core < L2 < L3 < NUMA < package < machine) with one
-   object covering them all. The placement has the smallest radius any choice of available
-   units (cores, or PUs for ``PUS=N``) can have.
+   object covering them all (an object holding a whole object of a higher level, such as
+   a NUMA domain over two packages, does not count at its own level:
+   :attr:`~toposched.node.hwloc.NodeTopology.radius_by_level`). The placement has the
+   smallest radius any choice of available units (cores, or PUs for ``PUS=N``) can have.
 2. **NUMA domains.** Among those, the fewest NUMA domains touched.
 3. **Fragmentation.** Among those, the one that leaves the most *fully free* objects
    (every PU held by no job), compared level by level from the largest: most free
@@ -287,7 +289,7 @@ def best_placement(topo: NodeTopology, state: NodeState, req: Requirement) -> Pl
     search = _Search(topo, unit, avail, state.free_pus(), n)
     total_free = free_vector(topo, state.free_pus())
     for level in LEVELS:
-        candidates = [o for o in topo.by_level[level] if search.avail_count[o.index] >= n]
+        candidates = [o for o in topo.radius_by_level[level] if search.avail_count[o.index] >= n]
         if not candidates:
             continue
         best: _Choice | None = None
