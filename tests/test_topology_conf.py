@@ -411,3 +411,16 @@ def test_a_topology_conf_whose_name_starts_with_fattree_is_read_as_a_file(tmp_pa
     assert load_spec("fattree:K=2,S=2,P=1").n_nodes == 4
     with pytest.raises(TopologyError, match="missing nodes_per_leaf"):
         load_spec("fattree")
+
+
+def test_names_that_are_not_utf8_are_refused_on_their_line_comments_may_hold_them(tmp_path):
+    """Latin-1 bytes were replaced by U+FFFD: 'nä1' and 'nö1' became one node 'n\ufffd1'
+    ("node 'n\ufffd1' is listed twice"), and lone ones were renamed silently."""
+    path = tmp_path / "topology.conf"
+    path.write_bytes(b"# Gr\xfc\xdfe vom Admin\nSwitchName=s0 Nodes=n\xe41,n\xf61\nSwitchName=s1 Nodes=m1\nSwitchName=top Switches=s[0-1]\n")
+    with pytest.raises(TopologyError) as info:
+        read_topology_conf(path)
+    assert (info.value.line, info.value.field) == (2, "Nodes")
+    assert info.value.message == "b'Nodes=n\\xe41,n\\xf61' holds bytes that are not UTF-8: save the file as UTF-8"
+    path.write_bytes(b"# Gr\xfc\xdfe vom Admin\nSwitchName=s0 Nodes=n1 # \xe9\nSwitchName=s1 Nodes=m1\nSwitchName=top Switches=s[0-1]\n")
+    assert read_topology_conf(path).node_names == ["n1", "m1"]

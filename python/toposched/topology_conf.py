@@ -180,6 +180,15 @@ def _parse(path: str, text: str, lenient: bool, notes: list[str]) -> dict[str, _
             continue
         pairs: dict[str, tuple[str, str]] = {}  # lower key -> (key as written, value)
         for tok in tokens:
+            bad = re.search("[\udc80-\udcff]", tok)
+            if bad:
+                # bytes that are not UTF-8 (a Latin-1 'ä'): replaced by U+FFFD, 'nä1' and
+                # 'nö1' were one node 'n\ufffd1' ("listed twice"); comments may hold them
+                raw = tok.encode("utf-8", "surrogateescape")
+                raise TopologyError(
+                    path, f"{raw!r} holds bytes that are not UTF-8: save the file as UTF-8",
+                    line=line, field=tok.split("=", 1)[0] if "=" in tok else None,
+                )
             if "=" not in tok:
                 hint = " (this looks like a slurm.conf: --system takes the topology.conf beside it)" if tok.lower() in _SLURM_CONF_KEYS else ""
                 raise TopologyError(path, f"expected Key=value, got {tok!r}{hint}", line=line)
@@ -455,5 +464,6 @@ def read_topology_conf(path: str | Path, *, name: str | None = None, lenient: bo
         raise TopologyError(str(p), "no such file")
     if p.is_dir():
         raise TopologyError(str(p), "is a directory, not a topology.conf file")
-    text = p.read_bytes().decode("utf-8", errors="replace")
+    # surrogateescape: bytes that are not UTF-8 stay distinct; _parse refuses them outside comments
+    text = p.read_bytes().decode("utf-8", errors="surrogateescape")
     return read_topology_conf_text(text, str(p), name=name, lenient=lenient)
