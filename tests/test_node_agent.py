@@ -652,3 +652,13 @@ def test_a_stopped_agent_removes_its_socket_and_only_its_own(tmp_path, how):
     agent.stop()
     assert agent.proc.returncode == 0
     assert agent.sock.read_text() == "someone else's\n"
+
+
+def test_reserve_cpus_outside_the_topology_names_them(tmp_path):
+    """'--reserve-cpus names PUs the topology does not have' said neither which nor what
+    the node has."""
+    agent = Agent(tmp_path, str(CAB), "none", "unused")
+    agent.args += ["--reserve-cpus", "0,15-17"]
+    r = subprocess.run(agent.args, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert f"error: --reserve-cpus 0,15-17: PUs 16-17 are not in the topology {CAB} (PUs 0-15)" in r.stderr
