@@ -424,3 +424,11 @@ def test_names_that_are_not_utf8_are_refused_on_their_line_comments_may_hold_the
     assert info.value.message == "b'Nodes=n\\xe41,n\\xf61' holds bytes that are not UTF-8: save the file as UTF-8"
     path.write_bytes(b"# Gr\xfc\xdfe vom Admin\nSwitchName=s0 Nodes=n1 # \xe9\nSwitchName=s1 Nodes=m1\nSwitchName=top Switches=s[0-1]\n")
     assert read_topology_conf(path).node_names == ["n1", "m1"]
+
+
+def test_a_very_deep_tree_is_refused_in_a_short_line():
+    """A 501-level chain named all 501 switches in its one-line error (5 kB)."""
+    text = "".join(f"SwitchName=s{i} Switches=s{i + 1}\n" for i in range(500)) + "SwitchName=s500 Nodes=n1\n"
+    err = refuse(text)
+    assert (err.line, err.field) == (1, "Switches")
+    assert err.message.endswith("this tree has 501 switch levels: s0 -> s1 -> s2 -> s3 -> ... (495 more) -> s499 -> s500")

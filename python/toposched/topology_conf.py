@@ -347,6 +347,13 @@ def _deepest_path(switches: dict[str, _Switch], root: str) -> list[str]:
     return out
 
 
+def _chain(names: list[str]) -> str:
+    """'a -> b -> c', the middle of a long chain cut (a 500-level tree named every switch)."""
+    if len(names) <= _MAX_LISTED:
+        return " -> ".join(names)
+    return " -> ".join(names[:4]) + f" -> ... ({len(names) - 6} more) -> " + " -> ".join(names[-2:])
+
+
 def _leaf(sw: _Switch) -> LeafSpec:
     return LeafSpec(name=sw.name, nodes=list(sw.nodes or []))
 
@@ -365,7 +372,7 @@ def _build(path: str, switches: dict[str, _Switch], name: str, notes: list[str])
         raise TopologyError(
             path,
             f"only 2- and 3-level fat-trees are modelled (leaf, pod and top switches); this tree has "
-            f"{top + 1} switch levels: " + " -> ".join(_deepest_path(switches, deepest.name)),
+            f"{top + 1} switch levels: " + _chain(_deepest_path(switches, deepest.name)),
             line=deepest.line,
             field=deepest.keys["switches"],
         )
