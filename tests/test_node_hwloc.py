@@ -129,3 +129,23 @@ def test_a_requirement_given_as_json_text_is_read_as_json(text, why):
     with pytest.raises(RequirementError) as exc:
         parse_requirement(text)
     assert why in str(exc.value)
+
+
+def test_hwloc1_machine_without_numa_nodes_keeps_its_memory():
+    """hwloc 1.x writes no NUMANode on a machine with one memory node and puts the memory
+    on the Machine; the one domain made for it had 0 MiB, so MEM_PER_NUMA_MB=1024 was
+    'impossible: ... (largest 0 MiB)'."""
+    from toposched.node.placement import NodeState, decide
+
+    text = (
+        '<?xml version="1.0"?><topology>'
+        '<object type="Machine" os_index="0" cpuset="0x0000000f" local_memory="8589934592">'
+        '<object type="Socket" os_index="0" cpuset="0x00000003">'
+        '<object type="Core" os_index="0" cpuset="0x00000001"><object type="PU" os_index="0" cpuset="0x00000001"/></object>'
+        '<object type="Core" os_index="1" cpuset="0x00000002"><object type="PU" os_index="1" cpuset="0x00000002"/></object>'
+        '</object></object></topology>'
+    )
+    t = parse_hwloc_xml(text)
+    assert [(n.mems, n.memory_bytes) for n in t.numa] == [((0,), 8589934592)]
+    d = decide(t, NodeState(t), parse_requirement("CORES=2;MEM_PER_NUMA_MB=1024"))
+    assert (d.status, d.placement.cpus) == ("ok", "0-1")

@@ -151,7 +151,11 @@ def _normalize(objects: list[TopoObject], source: str) -> list[TopoObject]:
         for pu in all_pus:  # hwloc without Core objects: each PU is its own core
             merged[("core", frozenset({pu}))] = TopoObject("core", frozenset({pu}), pu)
     if not any(o.kind == "numa" for o in merged.values()):
-        merged[("numa", all_pus)] = TopoObject("numa", all_pus, 0, (0,), 0)
+        # hwloc 1.x writes no NUMANode on a machine with one memory node, and puts its
+        # memory on the Machine: that memory is the one domain's (it was 0 MiB, so every
+        # MEM_PER_NUMA_MB request was 'impossible')
+        memory = max((o.memory_bytes for o in objects if o.kind == "machine"), default=0)
+        merged[("numa", all_pus)] = TopoObject("numa", all_pus, 0, (0,), memory)
     objs = sorted(merged.values(), key=lambda o: (-len(o.pus), -o.rank, min(o.pus)))
     for i, o in enumerate(objs):
         o.index = i
@@ -229,6 +233,7 @@ def parse_hwloc_xml(text: str | bytes, source: str = "<xml>") -> NodeTopology:
                     mem = 0
                     if kind == "numa":
                         mems = (idx if idx is not None else len([o for o in objects if o.kind == "numa"]),)
+                    if kind in ("numa", "machine"):
                         mem = int(child.get("local_memory", "0") or 0)
                     objects.append(TopoObject(kind, pus, idx, mems, mem))
             walk(child)
