@@ -263,6 +263,9 @@ def test_a_numa_domain_over_two_packages_does_not_make_a_cross_package_set_close
     assert topo.radius_of({6, 8}) == "machine" and topo.radius_of({8, 15}) == "package"
     wait = decide(topo, state, parse_requirement("CORES=5;MAX_RADIUS=package"))
     assert (wait.status, wait.placement.radius) == ("wait", "machine")
+    # MAX_RADIUS=numa: every set lies in the one NUMA domain, so none waits
+    assert decide(topo, state, parse_requirement("CORES=5;MAX_RADIUS=numa")).status == "ok"
+    assert decide(topo, state, parse_requirement("CORES=2;MAX_RADIUS=numa")).placement.cpus == "8-11"
     # sub-NUMA clusters: a package-wide L3 over two NUMA domains; a set in one domain has
     # the domain's radius, one across both the package's (both were 'l3')
     snc = synthetic_topology([("package", 2), ("l3", 1), ("numa", 2), ("core", 2), ("pu", 1)])

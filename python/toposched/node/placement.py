@@ -377,7 +377,10 @@ def decide(topo: NodeTopology, state: NodeState, req: Requirement) -> Decision:
             good = ideal.radius
     if now is None:
         return Decision("busy", good_radius=good, reason="not enough available now (held by other jobs)")
-    if good is not None and LEVEL_RANK[now.radius] > LEVEL_RANK[good]:
+    # MAX_RADIUS=L also accepts a set inside one object of kind L whose radius counts
+    # higher (MAX_RADIUS=numa on a node whose one NUMA domain spans both packages)
+    within = req.max_radius is not None and any(now.pus <= o.pus for o in topo.by_level[req.max_radius])
+    if good is not None and LEVEL_RANK[now.radius] > LEVEL_RANK[good] and not within:
         return Decision("wait", placement=now, good_radius=good,
                         reason=f"best radius now is {now.radius}, the job waits for {good} or better")
     return Decision("ok", placement=now, good_radius=good)

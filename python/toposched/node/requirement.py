@@ -18,7 +18,8 @@ object with the same keys in lower case:
                        radius available now is worse than the best radius the job would get
                        on an empty node. Default (``BEST``): take the best available now.
 ``MAX_RADIUS=LEVEL``   with WAIT, the worst radius accepted instead of the empty-node one
-                       (core, l2, l3, numa, package, machine).
+                       (core, l2, l3, numa, package, machine); a placement inside one
+                       object of that kind is accepted too.
 ``CPUSET_OPTIONS=A|B`` IRIX names: ``CPUSET_CPU_EXCLUSIVE`` (the default),
                        ``CPUSET_MEMORY_MANDATORY`` and ``CPUSET_MEMORY_LOCAL`` (both mean
                        MEMORY_MANDATORY).
