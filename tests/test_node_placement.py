@@ -261,8 +261,11 @@ def test_a_numa_domain_over_two_packages_does_not_make_a_cross_package_set_close
     best = decide(topo, state, parse_requirement("CORES=2"))
     assert (best.placement.cpus, best.placement.radius) == ("8-11", "package")
     assert topo.radius_of({6, 8}) == "machine" and topo.radius_of({8, 15}) == "package"
-    wait = decide(topo, state, parse_requirement("CORES=5;MAX_RADIUS=package"))
-    assert (wait.status, wait.placement.radius) == ("wait", "machine")
+    busy = NodeState(topo)
+    busy.add(Holding("x", frozenset(range(0, 6)), True))
+    busy.add(Holding("y", frozenset(range(8, 14)), True))  # one core free in each package
+    wait = decide(topo, busy, parse_requirement("CORES=2;MAX_RADIUS=package"))
+    assert (wait.status, wait.placement.cpus, wait.placement.radius) == ("wait", "6-7,14-15", "machine")
     # MAX_RADIUS=numa: every set lies in the one NUMA domain, so none waits
     assert decide(topo, state, parse_requirement("CORES=5;MAX_RADIUS=numa")).status == "ok"
     assert decide(topo, state, parse_requirement("CORES=2;MAX_RADIUS=numa")).placement.cpus == "8-11"
@@ -273,3 +276,17 @@ def test_a_numa_domain_over_two_packages_does_not_make_a_cross_package_set_close
     # Cab (NUMA = package = L3 per socket): as before
     cab = read_hwloc_xml(HWLOC / "llnl-cab1234_node_hwloc.xml")
     assert [cab.radius_of(x) for x in ({3}, {0, 7}, {7, 8})] == ["core", "l3", "machine"]
+
+
+def test_a_max_radius_the_empty_node_cannot_meet_is_impossible_not_wait():
+    """CORES=4;MAX_RADIUS=l2 on Cab (an L2 per core) was answered 'wait' on the empty node
+    and for ever after: rank_hosts and serve kept such a job waiting; the docs answer
+    'impossible' for what can never be met on the host."""
+    cab = read_hwloc_xml(HWLOC / "llnl-cab1234_node_hwloc.xml")
+    for text, radius in (("CORES=4;MAX_RADIUS=l2", "l3"), ("CORES=9;MAX_RADIUS=package", "machine"), ("CPU_LIST=0,8;MAX_RADIUS=l3", "machine")):
+        d = decide(cab, NodeState(cab), parse_requirement(text))
+        assert (d.status, d.reason) == ("impossible", f"MAX_RADIUS={text.split('MAX_RADIUS=')[1]} is never met here: the best placement on the empty node has radius {radius}")
+    # met on the empty node: 'wait' while the node is busy, as before
+    state = NodeState(cab)
+    state.add(Holding("x", frozenset({0, 8}), True))
+    assert decide(cab, state, parse_requirement("CORES=8;MAX_RADIUS=l3")).status == "wait"
