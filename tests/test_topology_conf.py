@@ -432,3 +432,11 @@ def test_a_very_deep_tree_is_refused_in_a_short_line():
     err = refuse(text)
     assert (err.line, err.field) == (1, "Switches")
     assert err.message.endswith("this tree has 501 switch levels: s0 -> s1 -> s2 -> s3 -> ... (495 more) -> s499 -> s500")
+
+
+def test_an_include_line_is_named_as_such():
+    """Slurm's 'Include FILE' (its config parser reads the file in place) was refused as
+    "expected Key=value, got 'Include'"."""
+    err = refuse("SwitchName=s0 Nodes=n1\ninclude /etc/slurm/topology.d/rack1.conf\n")
+    assert (err.line, err.field) == (2, "include")
+    assert err.message == "Include lines are not read here: copy the switch lines of /etc/slurm/topology.d/rack1.conf into this file"

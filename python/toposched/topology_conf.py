@@ -178,6 +178,13 @@ def _parse(path: str, text: str, lenient: bool, notes: list[str]) -> dict[str, _
         tokens = re.sub(r"\s*=\s*", "=", content).split()
         if not tokens:
             continue
+        if tokens[0].lower() == "include":
+            # Slurm reads the named file in its place; this reader does not (it was
+            # "expected Key=value, got 'Include'")
+            raise TopologyError(
+                path, f"Include lines are not read here: copy the switch lines of {' '.join(tokens[1:]) or 'the included file'} into this file",
+                line=line, field=tokens[0],
+            )
         pairs: dict[str, tuple[str, str]] = {}  # lower key -> (key as written, value)
         for tok in tokens:
             bad = re.search("[\udc80-\udcff]", tok)
