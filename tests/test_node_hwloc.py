@@ -102,6 +102,8 @@ def test_cpulist_round_trip(cpus):
     ("CORES=4;PUS=2", "PUS"), ("", "CORES"), ("CORES=-1", "CORES"), ("CPU_LIST=3-1", "CPU_LIST"),
     ("PUS=2;CPU_LIST=0-3", "CPU_LIST"), ("CORES=1;WAIT=maybe", "WAIT"), ("CORES=1;MAX_RADIUS=rack", "MAX_RADIUS"),
     ("CORES=1;CPUSET_OPTIONS=CPUSET_FAST", "CPUSET_OPTIONS"), ("CORES=1;CORES=2", "CORES"), ("CORES=1;WAIT;BEST", "BEST"),
+    # int() read these as 10 cores and 3 PUs
+    ("CORES=1_0", "CORES"), ("PUS=\u0663", "PUS"), ("CORES=2;MEM_PER_NUMA_MB=1_024", "MEM_PER_NUMA_MB"),
 ])
 def test_bad_requirements_name_the_field(text, field):
     with pytest.raises(RequirementError) as exc:

@@ -40,6 +40,7 @@ toposched.node.requirement.RequirementError: requirement field 'CORES': must be 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -134,10 +135,11 @@ def _flag(key: str, value: object) -> bool:
 def _count(key: str, value: object) -> int:
     if isinstance(value, bool):
         raise RequirementError(key.upper(), f"expected a whole number, got {value!r}")
-    try:
-        n = int(str(value).strip())
-    except ValueError:
-        raise RequirementError(key.upper(), f"expected a whole number, got {value!r}") from None
+    text = str(value).strip()
+    # ASCII digits only: int() also reads '1_0' (10) and other scripts' digits
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
+        raise RequirementError(key.upper(), f"expected a whole number, got {value!r}")
+    n = int(text)
     if n < 1:
         raise RequirementError(key.upper(), f"must be at least 1, got {n}")
     return n
