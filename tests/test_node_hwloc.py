@@ -151,3 +151,13 @@ def test_hwloc1_machine_without_numa_nodes_keeps_its_memory():
     assert [(n.mems, n.memory_bytes) for n in t.numa] == [((0,), 8589934592)]
     d = decide(t, NodeState(t), parse_requirement("CORES=2;MEM_PER_NUMA_MB=1024"))
     assert (d.status, d.placement.cpus) == ("ok", "0-1")
+
+
+@pytest.mark.parametrize("text", ["1_0", "0-1_5", "\u0663", "+3", "0x3"])
+def test_cpu_lists_take_ascii_digits_only(text):
+    """int() read 'CPU_LIST=1_0' as CPU 10 and '\u0663' as CPU 3."""
+    from toposched.node.cpulist import CpuListError
+
+    with pytest.raises(CpuListError, match="is not a CPU number or a range A-B"):
+        parse_cpulist(text)
+    assert parse_cpulist(" 0 - 3 , 8") == frozenset({0, 1, 2, 3, 8})
