@@ -221,8 +221,12 @@ def test_a_continuation_inside_a_host_list_joins_as_slurm_does():
 def test_blanks_around_the_equals_sign_are_read_as_slurm_reads_them():
     """Slurm's key=value pattern allows 'SwitchName = s0'; it was refused ("expected
     Key=value, got 'SwitchName'")."""
-    spec = read_topology_conf_text("SwitchName = s0 Nodes= n[1-2]\nSwitchName =s1 Nodes =n[3-4]\nSwitchName\t=\ttop Switches = s[0-1]\n")
+    spec = read_topology_conf_text("SwitchName = s0 Nodes= n[1-2]\nSwitchName =s1 Nodes =n[3-4] LinkSpeed= \nSwitchName\t=\ttop Switches = s[0-1]\n")
     assert leaf_sizes(spec) == [("s0", 2), ("s1", 2)] and spec.pods[0].name == "top"
+    # an empty value before the next key stays empty, not the next key's text
+    err = refuse("SwitchName= Nodes=n1\n")
+    assert (err.field, err.message) == ("SwitchName", "SwitchName= is empty")
+    assert read_topology_conf_text("SwitchName=s0 LinkSpeed= Nodes=n1\n").node_names == ["n1"]
 
 
 def test_leading_byte_order_mark_is_ignored(tmp_path):

@@ -174,8 +174,9 @@ def _parse(path: str, text: str, lenient: bool, notes: list[str]) -> dict[str, _
     dropped: dict[tuple[str, str], list[str]] = {}  # (first leaf, later leaf) -> nodes
     for line, content in _logical_lines(text):
         # Slurm's key=value pattern allows blanks around '=' ('SwitchName = s0', as
-        # slurm.conf files often write 'SlurmctldHost = master1')
-        tokens = re.sub(r"\s*=\s*", "=", content).split()
+        # slurm.conf files often write 'SlurmctldHost = master1'); an empty value before
+        # the next key stays empty ('SwitchName= Nodes=n1': SwitchName= is empty)
+        tokens = re.sub(r"\s*=\s*(?![A-Za-z0-9_.]+\s*=)", "=", content).split()
         if not tokens:
             continue
         if tokens[0].lower() == "include":
