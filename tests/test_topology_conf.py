@@ -444,3 +444,24 @@ def test_an_include_line_is_named_as_such():
     err = refuse("SwitchName=s0 Nodes=n1\ninclude /etc/slurm/topology.d/rack1.conf\n")
     assert (err.line, err.field) == (2, "include")
     assert err.message == "Include lines are not read here: copy the switch lines of /etc/slurm/topology.d/rack1.conf into this file"
+
+
+def test_the_slurm_lab_topology_conf_of_a_read_file_reads_back():
+    """validate-slurm --system FILE wrote a lone leaf of a 3-level file twice ('SwitchName=
+    lone Nodes=..' and 'SwitchName=lone Switches=lone'), and a root named 'root' beside a
+    switch of that name: a topology.conf Slurm (and this reader) refuse."""
+    from toposched.live.slurmlab import topology_conf_text
+
+    text = (
+        "SwitchName=top Switches=podA,lone,root\nSwitchName=podA Switches=la[1-2]\nSwitchName=la1 Nodes=a[1-3]\n"
+        "SwitchName=la2 Nodes=a[4-6]\nSwitchName=lone Nodes=z1\nSwitchName=root Switches=r1\nSwitchName=r1 Nodes=r[1-2]\n"
+    )
+    spec = read_topology_conf_text(text, "odd.conf")
+    back = read_topology_conf_text(topology_conf_text(spec), "lab.conf")
+    assert [(p.name, leaf_sizes(PodOnly(p))) for p in back.pods] == [(p.name, leaf_sizes(PodOnly(p))) for p in spec.pods]
+    assert back.node_names == spec.node_names and back.levels == 3
+
+
+class PodOnly:
+    def __init__(self, pod):
+        self.pods = [pod]
