@@ -465,3 +465,19 @@ def test_the_slurm_lab_topology_conf_of_a_read_file_reads_back():
 class PodOnly:
     def __init__(self, pod):
         self.pods = [pod]
+
+
+def test_the_slurm_lab_topology_conf_of_a_two_level_fabric_keeps_its_top_switch():
+    """A 2-level fabric (one pod: fattree:..,P=1, UBCCR's leaves under TOP) was written as
+    leaf lines only: a real Slurm then has no switch above two leaves and runs no job that
+    spans them, while the fabric (and the replay compared with it) does."""
+    from toposched.live.slurmlab import topology_conf_text
+    from toposched.topology import load_spec
+
+    for system in ("fattree:K=4,S=3,P=1", str(data("ubccr_medium-cluster_topology.conf"))):
+        spec = load_spec(system)
+        back = read_topology_conf_text(topology_conf_text(spec), "lab.conf")
+        assert back.levels == 2 and [p.name for p in back.pods] == [p.name for p in spec.pods] != [VIRTUAL_ROOT]
+        assert leaf_sizes(back) == leaf_sizes(spec) and not back.notes[:1] == ["no common top switch"]
+    one = read_topology_conf_text("SwitchName=s0 Nodes=n[1-4]\n")
+    assert topology_conf_text(one) == "SwitchName=s0 Nodes=n[1-4]\n"
