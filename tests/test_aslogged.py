@@ -438,3 +438,27 @@ def test_cli_as_logged_refuses_queue_and_engine_settings(tmp_path: Path, flags: 
     err = capsys.readouterr().err
     assert rc == 2 and err.startswith(f"error: {flags[0]}: has no effect with --alloc as-logged"), err
     assert not (tmp_path / "o" / "summary.json").exists()
+
+
+def test_topology_conf_text_reads_back_as_the_same_fabric(tmp_path):
+    """A pod of one leaf named as its leaf (a lone leaf of a 3-level file, a file of one
+    leaf) was written twice ('SwitchName=lone Nodes=..' and 'SwitchName=lone Switches=lone':
+    'already defined'), and nodes came back sorted by python-hostlist (BNL's
+    'hpc[001-019],gpu[001-013]' as 'gpu[001-013],hpc[001-019]': other node ids)."""
+    from toposched.topology import load_fabric
+    from toposched.topology_conf import read_topology_conf_text
+
+    from conftest import SLURM
+
+    odd = tmp_path / "odd.conf"
+    odd.write_text(
+        "SwitchName=core Switches=podA,lone\nSwitchName=podA Switches=la[1-2]\nSwitchName=la1 Nodes=a[01-03]\n"
+        "SwitchName=la2 Nodes=a[04-10]\nSwitchName=lone Nodes=z1\n"
+    )
+    one = tmp_path / "one.conf"
+    one.write_text("SwitchName=s0 Nodes=n[1-4]\n")
+    for system in (odd, one, SLURM / "bnl-sdcc_nsls2_topology.conf", "hype"):
+        fabric = load_fabric(str(system))
+        back = read_topology_conf_text(topology_conf_text(fabric), "back.conf")
+        shape = lambda spec: [(p.name, [(leaf.name, leaf.nodes) for leaf in p.leaves]) for p in spec.pods]
+        assert (back.levels, shape(back)) == (fabric.spec.levels, shape(fabric.spec)), system

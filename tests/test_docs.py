@@ -77,3 +77,34 @@ def test_network_doc_site_mix_is_the_shipped_example_and_runs(tmp_path):
         assert main(argv) == 0
         tables.append(pq.read_table(out / "jobs.parquet"))
     assert tables[0].num_rows == 735 and tables[0].equals(tables[1])
+
+
+def _reconcile_recipe() -> str:
+    text = (REPO / "docs" / "node-agent.md").read_text()
+    block = next(b for b in re.findall(r"```bash\n(.*?)```", text, re.S) if "reconcile" in b and "squeue" in b)
+    return block
+
+
+@pytest.mark.parametrize("squeue_rc, squeue_out, expect", [(1, "", None), (0, "", ""), (0, "12\n13\n", "12,13")])
+def test_reconcile_recipe_releases_nothing_when_squeue_fails(tmp_path, squeue_rc, squeue_out, expect):
+    """docs/node-agent.md's cron recipe piped squeue into paste: with the controller down,
+    squeue printed nothing and the agent was told 'no jobs run here', releasing (killing)
+    every job on the node."""
+    import subprocess
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "squeue").write_text(f"#!/bin/sh\nprintf '{squeue_out}'\nexit {squeue_rc}\n")
+    (bin_dir / "toposched").write_text(f"#!/bin/sh\nprintf '%s\\n' \"$@\" > {tmp_path / 'called'}\n")
+    for f in bin_dir.iterdir():
+        f.chmod(0o755)
+    import os
+
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    subprocess.run(["bash", "-c", _reconcile_recipe()], env=env, timeout=30)
+    called = tmp_path / "called"
+    if expect is None:
+        assert not called.exists()
+    else:
+        args = called.read_text().splitlines()
+        assert args[args.index("--jobs") + 1] == expect

@@ -652,3 +652,25 @@ def test_a_stopped_agent_removes_its_socket_and_only_its_own(tmp_path, how):
     agent.stop()
     assert agent.proc.returncode == 0
     assert agent.sock.read_text() == "someone else's\n"
+
+
+def test_reserve_cpus_outside_the_topology_names_them(tmp_path):
+    """'--reserve-cpus names PUs the topology does not have' said neither which nor what
+    the node has."""
+    agent = Agent(tmp_path, str(CAB), "none", "unused")
+    agent.args += ["--reserve-cpus", "0,15-17"]
+    r = subprocess.run(agent.args, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert f"error: --reserve-cpus 0,15-17: PUs 16-17 are not in the topology {CAB} (PUs 0-15)" in r.stderr
+
+
+def test_node_ctl_query_of_an_impossible_requirement_exits_2_as_allocate_does(cab_agent):
+    """The help says 2 for an impossible request and 1 for wait/busy; query answered
+    'impossible' (CORES=99 on a 16-core node) exited 1, as if it could fit later."""
+    base = [*CLI, "node-ctl", "--agent", f"unix:{cab_agent.sock}", "--token-file", str(cab_agent.token_file)]
+    q = subprocess.run([*base, "query", "--requirement", "CORES=99"], capture_output=True, text=True, timeout=60)
+    a = subprocess.run([*base, "allocate", "--job", "7", "--requirement", "CORES=99"], capture_output=True, text=True, timeout=60)
+    assert (q.returncode, a.returncode) == (2, 2), (q.stderr, a.stderr)
+    assert json.loads(q.stdout)["status"] == "impossible" and q.stderr.count("\n") == 1 and "Traceback" not in q.stderr
+    ok = subprocess.run([*base, "query", "--requirement", "CORES=4"], capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0 and json.loads(ok.stdout)["status"] == "ok"

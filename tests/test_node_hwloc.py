@@ -102,6 +102,8 @@ def test_cpulist_round_trip(cpus):
     ("CORES=4;PUS=2", "PUS"), ("", "CORES"), ("CORES=-1", "CORES"), ("CPU_LIST=3-1", "CPU_LIST"),
     ("PUS=2;CPU_LIST=0-3", "CPU_LIST"), ("CORES=1;WAIT=maybe", "WAIT"), ("CORES=1;MAX_RADIUS=rack", "MAX_RADIUS"),
     ("CORES=1;CPUSET_OPTIONS=CPUSET_FAST", "CPUSET_OPTIONS"), ("CORES=1;CORES=2", "CORES"), ("CORES=1;WAIT;BEST", "BEST"),
+    # int() read these as 10 cores and 3 PUs
+    ("CORES=1_0", "CORES"), ("PUS=\u0663", "PUS"), ("CORES=2;MEM_PER_NUMA_MB=1_024", "MEM_PER_NUMA_MB"),
 ])
 def test_bad_requirements_name_the_field(text, field):
     with pytest.raises(RequirementError) as exc:
@@ -129,3 +131,33 @@ def test_a_requirement_given_as_json_text_is_read_as_json(text, why):
     with pytest.raises(RequirementError) as exc:
         parse_requirement(text)
     assert why in str(exc.value)
+
+
+def test_hwloc1_machine_without_numa_nodes_keeps_its_memory():
+    """hwloc 1.x writes no NUMANode on a machine with one memory node and puts the memory
+    on the Machine; the one domain made for it had 0 MiB, so MEM_PER_NUMA_MB=1024 was
+    'impossible: ... (largest 0 MiB)'."""
+    from toposched.node.placement import NodeState, decide
+
+    text = (
+        '<?xml version="1.0"?><topology>'
+        '<object type="Machine" os_index="0" cpuset="0x0000000f" local_memory="8589934592">'
+        '<object type="Socket" os_index="0" cpuset="0x00000003">'
+        '<object type="Core" os_index="0" cpuset="0x00000001"><object type="PU" os_index="0" cpuset="0x00000001"/></object>'
+        '<object type="Core" os_index="1" cpuset="0x00000002"><object type="PU" os_index="1" cpuset="0x00000002"/></object>'
+        '</object></object></topology>'
+    )
+    t = parse_hwloc_xml(text)
+    assert [(n.mems, n.memory_bytes) for n in t.numa] == [((0,), 8589934592)]
+    d = decide(t, NodeState(t), parse_requirement("CORES=2;MEM_PER_NUMA_MB=1024"))
+    assert (d.status, d.placement.cpus) == ("ok", "0-1")
+
+
+@pytest.mark.parametrize("text", ["1_0", "0-1_5", "\u0663", "+3", "0x3"])
+def test_cpu_lists_take_ascii_digits_only(text):
+    """int() read 'CPU_LIST=1_0' as CPU 10 and '\u0663' as CPU 3."""
+    from toposched.node.cpulist import CpuListError
+
+    with pytest.raises(CpuListError, match="is not a CPU number or a range A-B"):
+        parse_cpulist(text)
+    assert parse_cpulist(" 0 - 3 , 8") == frozenset({0, 1, 2, 3, 8})

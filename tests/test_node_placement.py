@@ -23,9 +23,16 @@ REF_LEVELS = ["core", "l2", "l3", "numa", "package", "machine"]
 REF_FREE = ["package", "numa", "l3", "l2", "core"]
 
 
+def ref_bounds(objs, o) -> bool:
+    """Whether ``o`` bounds a radius at its own level: it holds no whole object of a
+    higher level with fewer PUs (a NUMA domain over two packages does not)."""
+    rank = REF_LEVELS.index(o.kind)
+    return not any(d.kind in REF_LEVELS and REF_LEVELS.index(d.kind) > rank and d.pus < o.pus for d in objs)
+
+
 def ref_score(objs, free_before: frozenset[int], chosen: frozenset[int]):
     """(radius rank, NUMA domains touched, minus fully free objects per level after)."""
-    radius = next(i for i, lv in enumerate(REF_LEVELS) if any(o.kind == lv and chosen <= o.pus for o in objs))
+    radius = next(i for i, lv in enumerate(REF_LEVELS) if any(o.kind == lv and chosen <= o.pus and ref_bounds(objs, o) for o in objs))
     numa = sum(1 for o in objs if o.kind == "numa" and o.pus & chosen)
     after = free_before - chosen
     free = tuple(-sum(1 for o in objs if o.kind == lv and o.pus <= after) for lv in REF_FREE)
@@ -241,3 +248,45 @@ def test_four_socket_worked_example():
     assert (d.placement.cpus, d.placement.radius, d.placement.numa_domains) == ("16-23", "package", 2)
     # e: one core; the lone free core of NUMA domain 0 (core 3) keeps everything else whole.
     assert (e.placement.cpus, e.placement.radius) == ("3", "core")
+
+
+def test_a_numa_domain_over_two_packages_does_not_make_a_cross_package_set_close():
+    """One memory node for both packages (NUMA interleaving, AMD NPS0; hwloc 2 inserts such
+    a domain for a synthetic node without one): every set had radius 'numa', so CORES=2
+    took 3 and 4 across the packages (PUs 6-9) though package 1 had 4 free cores, WAIT
+    never waited and MAX_RADIUS=package accepted the cross-package set."""
+    topo = synthetic_topology([("numa", 1), ("package", 2), ("core", 4), ("pu", 2)])
+    state = NodeState(topo)
+    state.add(Holding("x", frozenset(range(0, 6)), True))  # 3 of package 0's 4 cores
+    best = decide(topo, state, parse_requirement("CORES=2"))
+    assert (best.placement.cpus, best.placement.radius) == ("8-11", "package")
+    assert topo.radius_of({6, 8}) == "machine" and topo.radius_of({8, 15}) == "package"
+    busy = NodeState(topo)
+    busy.add(Holding("x", frozenset(range(0, 6)), True))
+    busy.add(Holding("y", frozenset(range(8, 14)), True))  # one core free in each package
+    wait = decide(topo, busy, parse_requirement("CORES=2;MAX_RADIUS=package"))
+    assert (wait.status, wait.placement.cpus, wait.placement.radius) == ("wait", "6-7,14-15", "machine")
+    # MAX_RADIUS=numa: every set lies in the one NUMA domain, so none waits
+    assert decide(topo, state, parse_requirement("CORES=5;MAX_RADIUS=numa")).status == "ok"
+    assert decide(topo, state, parse_requirement("CORES=2;MAX_RADIUS=numa")).placement.cpus == "8-11"
+    # sub-NUMA clusters: a package-wide L3 over two NUMA domains; a set in one domain has
+    # the domain's radius, one across both the package's (both were 'l3')
+    snc = synthetic_topology([("package", 2), ("l3", 1), ("numa", 2), ("core", 2), ("pu", 1)])
+    assert (snc.radius_of({0, 1}), snc.radius_of({1, 2}), snc.radius_of({3, 4})) == ("numa", "package", "machine")
+    # Cab (NUMA = package = L3 per socket): as before
+    cab = read_hwloc_xml(HWLOC / "llnl-cab1234_node_hwloc.xml")
+    assert [cab.radius_of(x) for x in ({3}, {0, 7}, {7, 8})] == ["core", "l3", "machine"]
+
+
+def test_a_max_radius_the_empty_node_cannot_meet_is_impossible_not_wait():
+    """CORES=4;MAX_RADIUS=l2 on Cab (an L2 per core) was answered 'wait' on the empty node
+    and for ever after: rank_hosts and serve kept such a job waiting; the docs answer
+    'impossible' for what can never be met on the host."""
+    cab = read_hwloc_xml(HWLOC / "llnl-cab1234_node_hwloc.xml")
+    for text, radius in (("CORES=4;MAX_RADIUS=l2", "l3"), ("CORES=9;MAX_RADIUS=package", "machine"), ("CPU_LIST=0,8;MAX_RADIUS=l3", "machine")):
+        d = decide(cab, NodeState(cab), parse_requirement(text))
+        assert (d.status, d.reason) == ("impossible", f"MAX_RADIUS={text.split('MAX_RADIUS=')[1]} is never met here: the best placement on the empty node has radius {radius}")
+    # met on the empty node: 'wait' while the node is busy, as before
+    state = NodeState(cab)
+    state.add(Holding("x", frozenset({0, 8}), True))
+    assert decide(cab, state, parse_requirement("CORES=8;MAX_RADIUS=l3")).status == "wait"

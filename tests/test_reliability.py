@@ -169,6 +169,11 @@ def test_bad_values_are_usage_errors(args: list[str], message: str, tmp_path: Pa
         # more uplinks than the switch has below it: K and W1 (S and W2) swapped, most likely
         ("fattree:K=8,S=4,P=2,W1=16", "field 'W1': 16 uplinks per leaf is more than its 8 nodes (K): W1 = K (the default) is full bisection, W1 < K a taper"),
         ("fattree:K=8,S=4,P=2,uplinks_per_l2=5", "field 'W2': 5 uplinks per L2 switch is more than its 4 leaves (S)"),
+        # named the fabric ('fattree-2x2x2: nodes=9 must be ...'), not the flag's text, and no field
+        ("fattree:K=2,S=2,P=2,nodes=9", "error: fattree:K=2,S=2,P=2,nodes=9: field 'nodes': 9 nodes do not fit in K x S x P = 8 node ports"),
+        # int() read these as 10 and 3
+        ("fattree:K=1_0,S=2,P=2", "field 'K': expected a whole number, got '1_0'"),
+        ("fattree:K=\u0663,S=2,P=2", "field 'K': expected a whole number"),
     ],
 )
 def test_bad_fabrics(system: str, message: str, tmp_path: Path, capsys) -> None:

@@ -1163,3 +1163,14 @@ def test_a_sweep_file_with_a_byte_order_mark_reads(tmp_path, capsys):
     toml.write_bytes(b"\xef\xbb\xbf" + f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\n[[fabrics]]\nsytem = "cab"\n'.encode())
     code, _, err = _cli(["sweep", toml, "--dry-run"], capsys)
     assert code == 2 and err.startswith(f"error: {toml}:4: fabrics[0].sytem: unknown key"), err
+
+
+def test_a_topology_conf_whose_name_starts_with_fattree_is_a_file(tmp_path):
+    """system = "fattree-site.conf" was read as fattree:K=.. parameters ("missing
+    nodes_per_leaf, ..."), not as the topology.conf beside the sweep file."""
+    from toposched.sweep import parse_sweep
+
+    (tmp_path / "fattree-site.conf").write_text("SwitchName=s1 Nodes=n[1-4]\nSwitchName=s2 Nodes=n[5-8]\nSwitchName=top Switches=s1,s2\n")
+    text = f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\ntransforms = ["drop"]\n[[fabrics]]\nsystem = "fattree-site.conf"\n'
+    runs = parse_sweep(text, "f.toml", base=tmp_path).runs
+    assert [r.labels["fabric"] for r in runs] == ["fattree-site.conf"]

@@ -207,6 +207,28 @@ def test_keys_case_insensitive_comments_continuations_and_other_keys():
     assert spec.node_names == ["n1", "n2", "n3", "n4"]
 
 
+def test_a_continuation_inside_a_host_list_joins_as_slurm_does():
+    """Slurm appends the next line right after the backslash (no blank put between): a
+    long list cut after a comma was refused ("expected Key=value, got 'n[5-8]'")."""
+    text = "SwitchName=s0 Nodes=n[1-4],\\\nn[5-8]\nSwitchName=s1 Nodes=m[1-2]\\   \r\n,m3\nSwitchName=top Switches=s0,\\\ns1\n"
+    spec = read_topology_conf_text(text)
+    assert leaf_sizes(spec) == [("s0", 8), ("s1", 3)] and spec.pods[0].name == "top"
+    # an even number of backslashes is no continuation (Slurm reads one literal '\\')
+    err = refuse("SwitchName=s0 Nodes=n1 \\\\\nSwitchName=s1 Nodes=n2\n")
+    assert err.line == 1 and err.message.startswith("expected Key=value")
+
+
+def test_blanks_around_the_equals_sign_are_read_as_slurm_reads_them():
+    """Slurm's key=value pattern allows 'SwitchName = s0'; it was refused ("expected
+    Key=value, got 'SwitchName'")."""
+    spec = read_topology_conf_text("SwitchName = s0 Nodes= n[1-2]\nSwitchName =s1 Nodes =n[3-4] LinkSpeed= \nSwitchName\t=\ttop Switches = s[0-1]\n")
+    assert leaf_sizes(spec) == [("s0", 2), ("s1", 2)] and spec.pods[0].name == "top"
+    # an empty value before the next key stays empty, not the next key's text
+    err = refuse("SwitchName= Nodes=n1\n")
+    assert (err.field, err.message) == ("SwitchName", "SwitchName= is empty")
+    assert read_topology_conf_text("SwitchName=s0 LinkSpeed= Nodes=n1\n").node_names == ["n1"]
+
+
 def test_leading_byte_order_mark_is_ignored(tmp_path):
     # An editor on Windows saves "UTF-8 with BOM"; the mark is not part of the first key.
     body = "SwitchName=s0 Nodes=n[1-2]\nSwitchName=s1 Nodes=n[3-4]\nSwitchName=top Switches=s[0-1]\n"
@@ -379,3 +401,83 @@ def test_a_slurm_conf_given_for_a_topology_conf_says_so(name):
     with pytest.raises(TopologyError) as err:
         read_topology_conf(SLURM / name)
     assert err.value.message.endswith("(this looks like a slurm.conf: --system takes the topology.conf beside it)")
+
+
+def test_a_topology_conf_whose_name_starts_with_fattree_is_read_as_a_file(tmp_path, monkeypatch):
+    """--system fattree-site.conf was taken for fattree:K=..,S=..,P=.. parameters ("missing
+    nodes_per_leaf, ...") although the file exists."""
+    from toposched.topology import load_spec
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("fattree-site.conf", "FatTree_topology.conf"):
+        (tmp_path / name).write_text("SwitchName=s0 Nodes=n[1-2]\nSwitchName=s1 Nodes=n[3-4]\nSwitchName=top Switches=s[0-1]\n")
+        assert load_spec(name).node_names == ["n1", "n2", "n3", "n4"]
+    assert load_spec("fattree:K=2,S=2,P=1").n_nodes == 4
+    with pytest.raises(TopologyError, match="missing nodes_per_leaf"):
+        load_spec("fattree")
+
+
+def test_names_that_are_not_utf8_are_refused_on_their_line_comments_may_hold_them(tmp_path):
+    """Latin-1 bytes were replaced by U+FFFD: 'nä1' and 'nö1' became one node 'n\ufffd1'
+    ("node 'n\ufffd1' is listed twice"), and lone ones were renamed silently."""
+    path = tmp_path / "topology.conf"
+    path.write_bytes(b"# Gr\xfc\xdfe vom Admin\nSwitchName=s0 Nodes=n\xe41,n\xf61\nSwitchName=s1 Nodes=m1\nSwitchName=top Switches=s[0-1]\n")
+    with pytest.raises(TopologyError) as info:
+        read_topology_conf(path)
+    assert (info.value.line, info.value.field) == (2, "Nodes")
+    assert info.value.message == "b'Nodes=n\\xe41,n\\xf61' holds bytes that are not UTF-8: save the file as UTF-8"
+    path.write_bytes(b"# Gr\xfc\xdfe vom Admin\nSwitchName=s0 Nodes=n1 # \xe9\nSwitchName=s1 Nodes=m1\nSwitchName=top Switches=s[0-1]\n")
+    assert read_topology_conf(path).node_names == ["n1", "m1"]
+
+
+def test_a_very_deep_tree_is_refused_in_a_short_line():
+    """A 501-level chain named all 501 switches in its one-line error (5 kB)."""
+    text = "".join(f"SwitchName=s{i} Switches=s{i + 1}\n" for i in range(500)) + "SwitchName=s500 Nodes=n1\n"
+    err = refuse(text)
+    assert (err.line, err.field) == (1, "Switches")
+    assert err.message.endswith("this tree has 501 switch levels: s0 -> s1 -> s2 -> s3 -> ... (495 more) -> s499 -> s500")
+
+
+def test_an_include_line_is_named_as_such():
+    """Slurm's 'Include FILE' (its config parser reads the file in place) was refused as
+    "expected Key=value, got 'Include'"."""
+    err = refuse("SwitchName=s0 Nodes=n1\ninclude /etc/slurm/topology.d/rack1.conf\n")
+    assert (err.line, err.field) == (2, "include")
+    assert err.message == "Include lines are not read here: copy the switch lines of /etc/slurm/topology.d/rack1.conf into this file"
+
+
+def test_the_slurm_lab_topology_conf_of_a_read_file_reads_back():
+    """validate-slurm --system FILE wrote a lone leaf of a 3-level file twice ('SwitchName=
+    lone Nodes=..' and 'SwitchName=lone Switches=lone'), and a root named 'root' beside a
+    switch of that name: a topology.conf Slurm (and this reader) refuse."""
+    from toposched.live.slurmlab import topology_conf_text
+
+    text = (
+        "SwitchName=top Switches=podA,lone,root\nSwitchName=podA Switches=la[1-2]\nSwitchName=la1 Nodes=a[1-3]\n"
+        "SwitchName=la2 Nodes=a[4-6]\nSwitchName=lone Nodes=z1\nSwitchName=root Switches=r1\nSwitchName=r1 Nodes=r[1-2]\n"
+    )
+    spec = read_topology_conf_text(text, "odd.conf")
+    back = read_topology_conf_text(topology_conf_text(spec), "lab.conf")
+    assert [(p.name, leaf_sizes(PodOnly(p))) for p in back.pods] == [(p.name, leaf_sizes(PodOnly(p))) for p in spec.pods]
+    assert back.node_names == spec.node_names and back.levels == 3
+
+
+class PodOnly:
+    def __init__(self, pod):
+        self.pods = [pod]
+
+
+def test_the_slurm_lab_topology_conf_of_a_two_level_fabric_keeps_its_top_switch():
+    """A 2-level fabric (one pod: fattree:..,P=1, UBCCR's leaves under TOP) was written as
+    leaf lines only: a real Slurm then has no switch above two leaves and runs no job that
+    spans them, while the fabric (and the replay compared with it) does."""
+    from toposched.live.slurmlab import topology_conf_text
+    from toposched.topology import load_spec
+
+    for system in ("fattree:K=4,S=3,P=1", str(data("ubccr_medium-cluster_topology.conf"))):
+        spec = load_spec(system)
+        back = read_topology_conf_text(topology_conf_text(spec), "lab.conf")
+        assert back.levels == 2 and [p.name for p in back.pods] == [p.name for p in spec.pods] != [VIRTUAL_ROOT]
+        assert leaf_sizes(back) == leaf_sizes(spec) and not back.notes[:1] == ["no common top switch"]
+    one = read_topology_conf_text("SwitchName=s0 Nodes=n[1-4]\n")
+    assert topology_conf_text(one) == "SwitchName=s0 Nodes=n[1-4]\n"

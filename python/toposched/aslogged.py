@@ -140,8 +140,6 @@ def topology_conf_text(fabric: Fabric) -> str:
     ``toposched simulate --system hosts.conf --alloc as-logged ...``. One line per leaf,
     one per pod, and a root when there are several pods. Host names must be ones Slurm's
     host-list syntax can hold (no ``[``, ``]`` or ``,``)."""
-    import hostlist
-
     spec = fabric.spec
     lines = [f"# {spec.name}, written by toposched"] + [f"# {n}" for n in spec.notes]
     for pod in spec.pods:
@@ -149,12 +147,49 @@ def topology_conf_text(fabric: Fabric) -> str:
             bad = next((h for h in leaf.nodes if not h or any(c in "[]," or c.isspace() for c in h)), None)
             if bad is not None:  # else hostlist's bare "BadHostlist: forbidden character"
                 raise ValueError(f"node {bad!r} of leaf {leaf.name} cannot be written in a topology.conf: Slurm host lists take no '[', ']', ',' or spaces")
-            lines.append(f"SwitchName={leaf.name} Nodes={hostlist.collect_hostlist(leaf.nodes)}")
+            lines.append(f"SwitchName={leaf.name} Nodes={_ordered_hostlist(leaf.nodes)}")
+    # A pod of one leaf named as its leaf (a lone leaf of a 3-level topology.conf, a file of
+    # one leaf) has no switch line of its own: a second 'SwitchName=lone' made the file
+    # unreadable. Read back, a leaf under the root (or alone) is such a pod again.
+    tops = []
     for pod in spec.pods:
+        if len(pod.leaves) == 1 and pod.leaves[0].name == pod.name:
+            tops.append(pod.name)
+            continue
         lines.append(f"SwitchName={pod.name} Switches={','.join(leaf.name for leaf in pod.leaves)}")
+        tops.append(pod.name)
     if len(spec.pods) > 1:
-        lines.append(f"SwitchName=root Switches={','.join(pod.name for pod in spec.pods)}")
+        taken = {pod.name for pod in spec.pods} | {leaf.name for pod in spec.pods for leaf in pod.leaves}
+        root = next(n for n in ("root", *(f"root{i}" for i in range(1, len(taken) + 2))) if n not in taken)
+        lines.append(f"SwitchName={root} Switches={','.join(tops)}")
     return "\n".join(lines) + "\n"
+
+
+def _ordered_hostlist(nodes: list[str]) -> str:
+    """The nodes as a Slurm host list that expands in their order (node ids follow it):
+    python-hostlist's collect sorts ('hpc[001-019],gpu[001-013]' came back as
+    'gpu[001-013],hpc[001-019]', renumbering the nodes), so runs are folded one by one."""
+    import re
+
+    import hostlist
+
+    whole = str(hostlist.collect_hostlist(nodes))
+    if hostlist.expand_hostlist(whole) == nodes:
+        return whole
+    pattern = re.compile(r"^(.*?)(\d+)(\D*)$")
+    runs: list[list[str]] = []
+    last: tuple[str, int, int, str] | None = None
+    for n in nodes:
+        m = pattern.match(n)
+        key = (m.group(1), int(m.group(2)), len(m.group(2)), m.group(3)) if m else None
+        follows = (key is not None and last is not None and key[0] == last[0] and key[3] == last[3]
+                   and key[2] == last[2] and key[1] == last[1] + 1)
+        if runs and follows:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+        last = key
+    return ",".join(str(hostlist.collect_hostlist(r)) for r in runs)
 
 
 @dataclasses.dataclass

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -154,10 +155,10 @@ def parse_fattree_params(text: str) -> FabricSpec:
             )
         if canon in params:
             raise TopologyError(text, f"{key.strip()} is given twice", field=key.strip())
-        try:
-            params[canon] = int(value)
-        except ValueError:
-            raise TopologyError(text, f"expected a whole number, got {value!r}", field=key.strip()) from None
+        # ASCII digits only: int() would also read '1_000' and other scripts' digits
+        if not re.fullmatch(r"\s*[+-]?[0-9]+\s*", value):
+            raise TopologyError(text, f"expected a whole number, got {value!r}", field=key.strip())
+        params[canon] = int(value)
         if not 1 <= params[canon] <= MAX_FABRIC_NODES:
             raise TopologyError(text, f"must be between 1 and {MAX_FABRIC_NODES:,}, got {params[canon]}", field=key.strip())
     missing = [k for k in ("nodes_per_leaf", "leaves_per_pod", "pods") if k not in params]
@@ -166,6 +167,8 @@ def parse_fattree_params(text: str) -> FabricSpec:
     total = params["nodes_per_leaf"] * params["leaves_per_pod"] * params["pods"]
     if total > MAX_FABRIC_NODES:
         raise TopologyError(text, f"K x S x P = {total:,} nodes, more than the {MAX_FABRIC_NODES:,} toposched supports (docs/reliability.md)")
+    if params.get("nodes", 0) > total:
+        raise TopologyError(text, f"{params['nodes']} nodes do not fit in K x S x P = {total:,} node ports", field="nodes")
     # More uplinks than the switch below has downlinks add nothing its nodes (leaves) can
     # use; such a spec is most likely K and W1 (S and W2) swapped. W1 = K, W2 = S (the
     # defaults) are full bisection, below that the tree is tapered (docs/fabrics.md).
@@ -189,13 +192,16 @@ def load_spec(system: str, *, lenient: bool = False) -> FabricSpec:
     that lists a node on two leaves load (first leaf wins, noted in the spec)."""
     if system in _PRESET_NOTES:
         return preset_spec(system)
-    if system.lower().startswith("fattree"):
+    if system.lower().startswith("fattree:"):
         return parse_fattree_params(system)
     path = Path(system)
     if path.is_file():
+        # before the 'fattree' test below: a topology.conf may be called fattree-site.conf
         from .topology_conf import read_topology_conf
 
         return read_topology_conf(path, lenient=lenient)
+    if system.lower().startswith("fattree"):
+        return parse_fattree_params(system)  # 'fattree' alone, 'fattreeK=..': says what is missing
     raise TopologyError(
         system,
         "not a preset, fattree:K=..,S=..,P=.. parameters, or an existing topology.conf file; presets are: " + ", ".join(PRESETS),

@@ -5,8 +5,9 @@ A ``topology.conf`` describes a *logical* tree of switches, one switch per line:
     SwitchName=IBN Nodes=n[001-100],gn[001-002]      # a leaf switch and its nodes
     SwitchName=TOP Switches=IBN,IBM,IBG              # an upper switch and its children
 
-Keys are case-insensitive (as in Slurm); other keys (``LinkSpeed=``) are ignored; ``#``
-starts a comment; a line ending in ``\\`` continues on the next. Node and switch lists are
+Keys are case-insensitive (as in Slurm) and may have blanks around ``=``; other keys
+(``LinkSpeed=``) are ignored; ``#`` starts a comment; a line ending in ``\\`` continues on
+the next, which follows right where the backslash was (Slurm's joining). Node and switch lists are
 Slurm host lists (``circe-n[017-018,021-036]``, ``ibswitch[0-2]``).
 
 How the tree maps onto our 2- and 3-level fat-trees (levels counted as Slurm does: a
@@ -90,17 +91,23 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
                 break
             cut.append(ch)
             i += 1
-        line = "".join(cut).rstrip()
+        line = "".join(cut)
         if not pending:
             start = no
-        if line.endswith("\\"):
-            pending.append(line[:-1])
+        # Slurm (parse_config.c, _strip_continuation): an odd number of backslashes at
+        # the end (trailing blanks after them ignored) continues the line; the
+        # backslash goes and the next line is appended as it is, with no blank put
+        # between ('Nodes=n[1-4],\' then 'n[5-8]' is 'Nodes=n[1-4],n[5-8]').
+        body = line.rstrip()
+        stripped = body.rstrip("\\")
+        if (len(body) - len(stripped)) % 2 == 1:
+            pending.append(body[:-1])
             continue
         pending.append(line)
-        out.append((start, " ".join(pending)))
+        out.append((start, "".join(pending)))
         pending = []
     if pending:
-        out.append((start, " ".join(pending)))
+        out.append((start, "".join(pending)))
     return out
 
 
@@ -166,11 +173,30 @@ def _parse(path: str, text: str, lenient: bool, notes: list[str]) -> dict[str, _
     node_leaf: dict[str, str] = {}  # node -> leaf that holds it
     dropped: dict[tuple[str, str], list[str]] = {}  # (first leaf, later leaf) -> nodes
     for line, content in _logical_lines(text):
-        tokens = content.split()
+        # Slurm's key=value pattern allows blanks around '=' ('SwitchName = s0', as
+        # slurm.conf files often write 'SlurmctldHost = master1'); an empty value before
+        # the next key stays empty ('SwitchName= Nodes=n1': SwitchName= is empty)
+        tokens = re.sub(r"\s*=\s*(?![A-Za-z0-9_.]+\s*=)", "=", content).split()
         if not tokens:
             continue
+        if tokens[0].lower() == "include":
+            # Slurm reads the named file in its place; this reader does not (it was
+            # "expected Key=value, got 'Include'")
+            raise TopologyError(
+                path, f"Include lines are not read here: copy the switch lines of {' '.join(tokens[1:]) or 'the included file'} into this file",
+                line=line, field=tokens[0],
+            )
         pairs: dict[str, tuple[str, str]] = {}  # lower key -> (key as written, value)
         for tok in tokens:
+            bad = re.search("[\udc80-\udcff]", tok)
+            if bad:
+                # bytes that are not UTF-8 (a Latin-1 'ä'): replaced by U+FFFD, 'nä1' and
+                # 'nö1' were one node 'n\ufffd1' ("listed twice"); comments may hold them
+                raw = tok.encode("utf-8", "surrogateescape")
+                raise TopologyError(
+                    path, f"{raw!r} holds bytes that are not UTF-8: save the file as UTF-8",
+                    line=line, field=tok.split("=", 1)[0] if "=" in tok else None,
+                )
             if "=" not in tok:
                 hint = " (this looks like a slurm.conf: --system takes the topology.conf beside it)" if tok.lower() in _SLURM_CONF_KEYS else ""
                 raise TopologyError(path, f"expected Key=value, got {tok!r}{hint}", line=line)
@@ -329,6 +355,13 @@ def _deepest_path(switches: dict[str, _Switch], root: str) -> list[str]:
     return out
 
 
+def _chain(names: list[str]) -> str:
+    """'a -> b -> c', the middle of a long chain cut (a 500-level tree named every switch)."""
+    if len(names) <= _MAX_LISTED:
+        return " -> ".join(names)
+    return " -> ".join(names[:4]) + f" -> ... ({len(names) - 6} more) -> " + " -> ".join(names[-2:])
+
+
 def _leaf(sw: _Switch) -> LeafSpec:
     return LeafSpec(name=sw.name, nodes=list(sw.nodes or []))
 
@@ -347,7 +380,7 @@ def _build(path: str, switches: dict[str, _Switch], name: str, notes: list[str])
         raise TopologyError(
             path,
             f"only 2- and 3-level fat-trees are modelled (leaf, pod and top switches); this tree has "
-            f"{top + 1} switch levels: " + " -> ".join(_deepest_path(switches, deepest.name)),
+            f"{top + 1} switch levels: " + _chain(_deepest_path(switches, deepest.name)),
             line=deepest.line,
             field=deepest.keys["switches"],
         )
@@ -446,5 +479,6 @@ def read_topology_conf(path: str | Path, *, name: str | None = None, lenient: bo
         raise TopologyError(str(p), "no such file")
     if p.is_dir():
         raise TopologyError(str(p), "is a directory, not a topology.conf file")
-    text = p.read_bytes().decode("utf-8", errors="replace")
+    # surrogateescape: bytes that are not UTF-8 stay distinct; _parse refuses them outside comments
+    text = p.read_bytes().decode("utf-8", errors="surrogateescape")
     return read_topology_conf_text(text, str(p), name=name, lenient=lenient)

@@ -62,7 +62,10 @@ def run(args: argparse.Namespace) -> int:
     except CpuListError as exc:
         raise ToposchedError(f"--reserve-cpus: {exc}") from None
     if not reserved <= frozenset(topology.pus):
-        raise ToposchedError("--reserve-cpus names PUs the topology does not have")
+        from ..node.cpulist import format_cpulist
+
+        raise ToposchedError(f"--reserve-cpus {args.reserve_cpus}: PUs {format_cpulist(reserved - frozenset(topology.pus))} "
+                             f"are not in the topology {topology.source} (PUs {format_cpulist(topology.pus)})")
     backend = None if args.cpusets == "none" else detect(args.cpusets, args.cgroup_prefix, args.cgroup_root)
     store = AgentStore(args.state)
     agent = NodeAgent(topology, store, backend, reserved_pus=reserved, host=args.host)

@@ -61,6 +61,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         status, body = client.request("GET", "/v1/state")
     print(json.dumps(body, sort_keys=True))
+    if status == 200 and args.action == "query" and body.get("status") == "impossible":
+        # never on this host: 2, as allocate's 422 (1 is wait or busy: try again later)
+        raise ToposchedError(f"node agent at {args.agent}: query: impossible: {body.get('reason', '')}")
     if status == 200:
         return 1 if args.action == "query" and body.get("status") != "ok" else 0
     if status in (404, 409):

@@ -60,10 +60,17 @@ def topology_conf_text(spec: FabricSpec) -> str:
     for pod in spec.pods:
         for leaf in pod.leaves:
             lines.append(f"SwitchName={leaf.name} Nodes={hostlist.collect_hostlist(list(leaf.nodes))}")
-    if spec.levels >= 3 or len(spec.pods) > 1:
-        for pod in spec.pods:
+    # The pod switches always: a 2-level fabric's one pod is its top switch, without which
+    # Slurm lets no job span two leaves (the fabric does). A pod of one leaf named as its
+    # leaf (a lone leaf of a 3-level topology.conf, a one-leaf file) is that leaf itself: a
+    # second SwitchName line for it is a duplicate.
+    for pod in spec.pods:
+        if not (len(pod.leaves) == 1 and pod.leaves[0].name == pod.name):
             lines.append(f"SwitchName={pod.name} Switches={','.join(leaf.name for leaf in pod.leaves)}")
-        lines.append(f"SwitchName=root Switches={','.join(p.name for p in spec.pods)}")
+    if spec.levels >= 3 or len(spec.pods) > 1:
+        taken = {p.name for p in spec.pods} | {leaf.name for p in spec.pods for leaf in p.leaves}
+        root = next(n for n in ("root", *(f"root{i}" for i in range(1, len(taken) + 2))) if n not in taken)
+        lines.append(f"SwitchName={root} Switches={','.join(p.name for p in spec.pods)}")
     return "\n".join(lines) + "\n"
 
 

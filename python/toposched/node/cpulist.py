@@ -10,6 +10,7 @@ True
 
 from __future__ import annotations
 
+import re
 from typing import Iterable
 
 
@@ -21,6 +22,7 @@ class CpuListError(ValueError):
 #: from any client (POST /v1/query needs no token): 0-99999999999 built a set of 10^11
 #: numbers, gigabytes a second, until the OOM killer came.
 MAX_CPU = 65535
+_NUMBER = re.compile(r"[0-9]+")
 
 
 def parse_cpulist(text: str) -> frozenset[int]:
@@ -35,11 +37,12 @@ def parse_cpulist(text: str) -> frozenset[int]:
     for part in text.split(","):
         part = part.strip()
         lo_text, sep, hi_text = part.partition("-")
-        try:
-            lo = int(lo_text)
-            hi = int(hi_text) if sep else lo
-        except ValueError:
-            raise CpuListError(f"{part!r} is not a CPU number or a range A-B") from None
+        lo_text, hi_text = lo_text.strip(), hi_text.strip()
+        # ASCII digits only: int() also reads '1_0' (CPU 10), '+3' and other scripts' digits
+        if not _NUMBER.fullmatch(lo_text) or (sep and not _NUMBER.fullmatch(hi_text)):
+            raise CpuListError(f"{part!r} is not a CPU number or a range A-B")
+        lo = int(lo_text)
+        hi = int(hi_text) if sep else lo
         if lo < 0 or hi < lo:
             raise CpuListError(f"{part!r} is not a valid range (need 0 <= A <= B)")
         if hi > MAX_CPU:

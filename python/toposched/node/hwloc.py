@@ -78,17 +78,28 @@ class NodeTopology:
         self.cores = [o for o in self.objects if o.kind == "core"]
         self.numa = [o for o in self.objects if o.kind == "numa"]
         self.by_level: dict[str, list[TopoObject]] = {lv: [o for o in self.objects if o.kind == lv] for lv in LEVELS}
+        # The objects that bound a radius at their level: not one that holds more than a
+        # whole object of a higher level (a NUMA domain over both packages, as with NUMA
+        # interleaving or AMD's NPS0; a package-wide L3 over sub-NUMA clusters). Counted
+        # at its own level, such an object made a set across the packages ('numa') look
+        # closer than one inside a package ('package').
+        self.radius_by_level: dict[str, list[TopoObject]] = {
+            lv: [o for o in self.by_level[lv]
+                 if not any(LEVEL_RANK[d.kind] > LEVEL_RANK[lv] and d.pus < o.pus for hi in LEVELS[LEVEL_RANK[lv] + 1:] for d in self.by_level[hi])]
+            for lv in LEVELS
+        }
         self.core_of_pu: dict[int, TopoObject] = {pu: c for c in self.cores for pu in c.pus}
         self.numa_of_pu: dict[int, TopoObject] = {pu: n for n in self.numa for pu in n.pus}
         self.all_mems: tuple[int, ...] = tuple(sorted(m for n in self.numa for m in n.mems))
 
     def radius_of(self, pus: set[int] | frozenset[int]) -> str:
-        """The smallest level that has one object covering all of ``pus``."""
+        """The smallest level that has one object covering all of ``pus`` (of the objects
+        in :attr:`radius_by_level`: one holding a whole higher-level object counts above)."""
         pus = frozenset(pus)
         if not pus or not pus <= self.root.pus:
             raise ValueError(f"PU set {sorted(pus)} is empty or not on this node")
         for level in LEVELS:
-            if any(pus <= o.pus for o in self.by_level[level]):
+            if any(pus <= o.pus for o in self.radius_by_level[level]):
                 return level
         raise AssertionError("the machine covers every PU")  # pragma: no cover
 
@@ -140,7 +151,11 @@ def _normalize(objects: list[TopoObject], source: str) -> list[TopoObject]:
         for pu in all_pus:  # hwloc without Core objects: each PU is its own core
             merged[("core", frozenset({pu}))] = TopoObject("core", frozenset({pu}), pu)
     if not any(o.kind == "numa" for o in merged.values()):
-        merged[("numa", all_pus)] = TopoObject("numa", all_pus, 0, (0,), 0)
+        # hwloc 1.x writes no NUMANode on a machine with one memory node, and puts its
+        # memory on the Machine: that memory is the one domain's (it was 0 MiB, so every
+        # MEM_PER_NUMA_MB request was 'impossible')
+        memory = max((o.memory_bytes for o in objects if o.kind == "machine"), default=0)
+        merged[("numa", all_pus)] = TopoObject("numa", all_pus, 0, (0,), memory)
     objs = sorted(merged.values(), key=lambda o: (-len(o.pus), -o.rank, min(o.pus)))
     for i, o in enumerate(objs):
         o.index = i
@@ -218,6 +233,7 @@ def parse_hwloc_xml(text: str | bytes, source: str = "<xml>") -> NodeTopology:
                     mem = 0
                     if kind == "numa":
                         mems = (idx if idx is not None else len([o for o in objects if o.kind == "numa"]),)
+                    if kind in ("numa", "machine"):
                         mem = int(child.get("local_memory", "0") or 0)
                     objects.append(TopoObject(kind, pus, idx, mems, mem))
             walk(child)

@@ -4,8 +4,10 @@ The rule (docs/node-agent.md has worked examples):
 
 1. **Radius.** The radius of a set of PUs is the smallest level of
    :data:`~toposched.node.hwloc.LEVELS` (core < L2 < L3 < NUMA < package < machine) with one
-   object covering them all. The placement has the smallest radius any choice of available
-   units (cores, or PUs for ``PUS=N``) can have.
+   object covering them all (an object holding a whole object of a higher level, such as
+   a NUMA domain over two packages, does not count at its own level:
+   :attr:`~toposched.node.hwloc.NodeTopology.radius_by_level`). The placement has the
+   smallest radius any choice of available units (cores, or PUs for ``PUS=N``) can have.
 2. **NUMA domains.** Among those, the fewest NUMA domains touched.
 3. **Fragmentation.** Among those, the one that leaves the most *fully free* objects
    (every PU held by no job), compared level by level from the largest: most free
@@ -287,7 +289,7 @@ def best_placement(topo: NodeTopology, state: NodeState, req: Requirement) -> Pl
     search = _Search(topo, unit, avail, state.free_pus(), n)
     total_free = free_vector(topo, state.free_pus())
     for level in LEVELS:
-        candidates = [o for o in topo.by_level[level] if search.avail_count[o.index] >= n]
+        candidates = [o for o in topo.radius_by_level[level] if search.avail_count[o.index] >= n]
         if not candidates:
             continue
         best: _Choice | None = None
@@ -354,9 +356,22 @@ def _never_reason(topo: NodeTopology, state: NodeState, req: Requirement) -> str
             biggest = max(n.memory_bytes for n in topo.numa) // MIB
             return f"MEM_PER_NUMA_MB={req.mem_per_numa_mb} exceeds every NUMA domain's memory (largest {biggest} MiB)"
     empty = NodeState(topo, state.reserved_pus)
-    if best_placement(topo, empty, req) is None:
+    ideal = best_placement(topo, empty, req)
+    if ideal is None:
         return "no placement exists even on the empty node (memory per NUMA domain too large for the domains the job needs)"
+    if req.max_radius is not None and not _good_enough(topo, ideal, req.max_radius, req):
+        # else answered 'wait' for ever: rank_hosts and serve kept the job waiting
+        return f"MAX_RADIUS={req.max_radius} is never met here: the best placement on the empty node has radius {ideal.radius}"
     return None
+
+
+def _good_enough(topo: NodeTopology, p: Placement, good: str, req: Requirement) -> bool:
+    """Whether ``p`` is as good as radius ``good``. MAX_RADIUS=L also accepts a set inside
+    one object of kind L whose radius counts higher (MAX_RADIUS=numa on a node whose one
+    NUMA domain spans both packages)."""
+    if LEVEL_RANK[p.radius] <= LEVEL_RANK[good]:
+        return True
+    return req.max_radius is not None and any(p.pus <= o.pus for o in topo.by_level[req.max_radius])
 
 
 def decide(topo: NodeTopology, state: NodeState, req: Requirement) -> Decision:
@@ -375,7 +390,7 @@ def decide(topo: NodeTopology, state: NodeState, req: Requirement) -> Decision:
             good = ideal.radius
     if now is None:
         return Decision("busy", good_radius=good, reason="not enough available now (held by other jobs)")
-    if good is not None and LEVEL_RANK[now.radius] > LEVEL_RANK[good]:
+    if good is not None and not _good_enough(topo, now, good, req):
         return Decision("wait", placement=now, good_radius=good,
                         reason=f"best radius now is {now.radius}, the job waits for {good} or better")
     return Decision("ok", placement=now, good_radius=good)

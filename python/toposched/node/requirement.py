@@ -18,7 +18,8 @@ object with the same keys in lower case:
                        radius available now is worse than the best radius the job would get
                        on an empty node. Default (``BEST``): take the best available now.
 ``MAX_RADIUS=LEVEL``   with WAIT, the worst radius accepted instead of the empty-node one
-                       (core, l2, l3, numa, package, machine).
+                       (core, l2, l3, numa, package, machine); a placement inside one
+                       object of that kind is accepted too.
 ``CPUSET_OPTIONS=A|B`` IRIX names: ``CPUSET_CPU_EXCLUSIVE`` (the default),
                        ``CPUSET_MEMORY_MANDATORY`` and ``CPUSET_MEMORY_LOCAL`` (both mean
                        MEMORY_MANDATORY).
@@ -39,6 +40,7 @@ toposched.node.requirement.RequirementError: requirement field 'CORES': must be 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -133,10 +135,11 @@ def _flag(key: str, value: object) -> bool:
 def _count(key: str, value: object) -> int:
     if isinstance(value, bool):
         raise RequirementError(key.upper(), f"expected a whole number, got {value!r}")
-    try:
-        n = int(str(value).strip())
-    except ValueError:
-        raise RequirementError(key.upper(), f"expected a whole number, got {value!r}") from None
+    text = str(value).strip()
+    # ASCII digits only: int() also reads '1_0' (10) and other scripts' digits
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
+        raise RequirementError(key.upper(), f"expected a whole number, got {value!r}")
+    n = int(text)
     if n < 1:
         raise RequirementError(key.upper(), f"must be at least 1, got {n}")
     return n

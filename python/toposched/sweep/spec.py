@@ -572,7 +572,7 @@ def _fabrics(c: _Checker, raw: Any) -> list[list[dict[str, Any]]]:
                     continue
                 if s in PRESETS:
                     variants.append({"name": name or s, "kind": "preset", "system": s, "lenient": lenient})
-                elif s.lower().startswith("fattree"):
+                elif s.lower().startswith("fattree:"):  # not a file called fattree-site.conf
                     try:
                         spec = parse_fattree_params(s)
                     except Exception as exc:  # noqa: BLE001
