@@ -450,6 +450,11 @@ def test_bad_job_model_timing_names_its_own_key(model, field):
         ({"nodes": [0, 1], "pattern": "sub-a2a:0"}, "jobs[0].pattern"),
         ({"nodes": [0, 1], "pattern": "sub-a2a:x"}, "jobs[0].pattern"),
         ({"nodes": [0, 1], "pattern": "sub-a2a:4294967296"}, "jobs[0].pattern"),
+        # what the core refuses though the name before the bracket or colon is a pattern:
+        # the core's own error, naming "jobs" (and an internal error in the replay)
+        ({"nodes": [0, 1], "pattern": "sub-a2a(0)"}, "jobs[0].pattern"),
+        ({"nodes": [0, 1], "pattern": "stencil3d(x)"}, "jobs[0].pattern"),
+        ({"nodes": [0, 1], "pattern": "a2a:5"}, "jobs[0].pattern"),
         # toy18's leaves hold 3 nodes: was "jobs[0]: the job got no nodes"
         ({"place": {"leaves": "all", "per_leaf": 9}}, "jobs[0].place.per_leaf"),
         ({"place": {"leaves": "all", "per_leaf": 2, "offset": 2}}, "jobs[0].place.per_leaf"),

@@ -140,6 +140,10 @@ BAD = [
     ("i.csv", "max_nodes,comm_fraction\n1,0\n", ("i.csv:1", "field 'pattern'", "no pattern column")),
     ("j.csv", "# nothing\n", ("j.csv", "empty table")),
     ("k.csv", "max_nodes,pattern,comm_fraction\n1,,0\n", ("k.csv:2", "field 'pattern'", "needs a pattern")),
+    # the core refuses these though their names before the bracket or colon are
+    # patterns: they were internal errors
+    ("q.csv", "max_nodes,pattern\n1,none\n,sub-a2a(0)\n", ("q.csv:3", "field 'pattern'", "at least 2")),
+    ("r.csv", "max_nodes,pattern\n1,none\n,stencil3d(x)\n", ("r.csv:3", "field 'pattern'", "unknown pattern 'stencil3d(x)'")),
     ("l.csv", "max_nodes;pattern;comm_fraction\n1;none;0\n", ("l.csv:1", "field 'max_nodes;pattern;comm_fraction'", "separated by commas")),
     ("a.toml", "seed = 1\n[[bins]]\npattern = \"pairs\"\ncolour = 3\n", ("a.toml:2", "field 'bins[0].colour'", "unknown key")),
     ("b.toml", "[[bins]]\npattern = \"pairs\"\n[[bins]\n", ("b.toml:3", "not valid TOML")),
