@@ -982,6 +982,33 @@ def test_a_job_has_the_phi_the_replay_gives_it(pattern):
         assert given["phi"] < got["phi"]  # fewer ranks per node: less of the iteration is bandwidth
 
 
+@pytest.mark.parametrize(
+    "spellings, app",
+    [
+        (["a2a", "alltoall", "all-to-all", " A2A "], "all-to-all"),
+        (["sub-a2a:4", "sub-a2a(4)", "Sub-A2A:4"], "pf3d"),
+        (["stencil2d", "nearest-neighbor", "Stencil2D"], "nearest-neighbor"),
+        (["stencil3d", "STENCIL3D", " stencil3d"], "umt"),
+        (["none", "compute", "None"], "compute"),
+    ],
+)
+def test_every_spelling_of_a_pattern_has_one_profile_and_phi(spellings, app):
+    """The core reads a pattern whatever its case and spaces, and its aliases and
+    sub-a2a(K) as sub-a2a:K; the job model took the default profile from the spelling, so
+    sub-a2a(4), alltoall or ' a2a' fell to flood-pairs' (on 8 nodes: a2a's phi 0.089,
+    'alltoall' 0.871; sub-a2a:4 0, sub-a2a(4) 0.743): one job, two phi, in interfere and
+    in the replay."""
+    from toposched.network_spec import bandwidth_share
+
+    phis = []
+    for p in spellings:
+        job = evaluate_scenario({"fabric": "fattree:K=4,S=4,P=2", "jobs": [{"name": "A", "place": {"linear": 8}, "pattern": p}]})["jobs"][0]
+        assert job["app"] == app, p
+        phis.append(job["phi"])
+        assert bandwidth_share(p, 8) == bandwidth_share(spellings[0], 8), p
+    assert phis == [phis[0]] * len(phis)
+
+
 def test_interfere_table_prints_every_name_and_number_whole(tmp_path, capsys, monkeypatch):
     """Printed to a pipe or a file (80 columns), the table cut its cells to fit: the jobs
     of an interleaved bully all read 'bull…', patterns 'sten…', queueing '0.0…'. Every
