@@ -25,6 +25,7 @@ the seeds; a job, a scenario or a replay mapping can override each field.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -120,6 +121,8 @@ class AppProfile:
         comm = t_bw + t_lat
         if self.comm_fraction <= 0.0 or comm <= 0.0:
             return {"compute": 1.0, "latency": 0.0, "bandwidth": 0.0}
+        if math.isinf(t_bw):  # messages too large for a double: all bandwidth (inf / inf was NaN)
+            return {"compute": 1.0 - self.comm_fraction, "latency": 0.0, "bandwidth": self.comm_fraction}
         return {"compute": 1.0 - self.comm_fraction, "latency": self.comm_fraction * t_lat / comm, "bandwidth": self.comm_fraction * t_bw / comm}
 
     def times(self, timing: FabricTiming, ranks_per_node: int | None = None) -> dict[str, float]:
