@@ -420,6 +420,17 @@ def test_interleaved_generates_several_jobs():
         ({"overhead_us": -1}, "model.overhead_us"),  # was reported as model.link_gbps
         ({"link_gbps": float("inf")}, "model.link_gbps"),  # was taken (JSON reads Infinity)
         ({"link_gbps": 0}, "model.link_gbps"),
+        # a string where a bandwidth goes was an internal error; true read as 1.0
+        ({"bandwidth": ["a", 1, 1]}, "model.bandwidth"),
+        ({"bandwidth": {"host": "x"}}, "model.bandwidth"),
+        ({"bandwidth": True}, "model.bandwidth"),
+        ({"bandwidth": 10**400}, "model.bandwidth"),  # float() raised OverflowError
+        ({"link_gbps": 10**400}, "model.link_gbps"),
+        # Infinity was the core's error naming "jobs"; weights summing past the largest
+        # double gave x = 0 and slowdowns of inf
+        ({"service_levels": [float("inf"), 1]}, "model.service_levels"),
+        ({"service_levels": [1e308, 1e308]}, "model.service_levels"),
+        ({"service_levels": [True, 1]}, "model.service_levels"),
     ],
 )
 def test_bad_job_model_timing_names_its_own_key(model, field):
@@ -476,6 +487,19 @@ def test_bad_job_model_timing_names_its_own_key(model, field):
         # reversed range was "the job got no nodes"
         ({"place": {"leaves": [0, 0], "per_leaf": 1}}, "jobs[0].place.leaves"),
         ({"place": {"leaves": "3-1", "per_leaf": 1}}, "jobs[0].place.leaves"),
+        # true is not a count, a port or a leaf (Python's bool is an int: it was taken as 1)
+        ({"place": {"linear": True}}, "jobs[0].place.linear"),
+        ({"place": {"random": True}}, "jobs[0].place.random"),
+        ({"place": {"leaves": [0], "per_leaf": True}}, "jobs[0].place.per_leaf"),
+        ({"place": {"leaves": [0], "offset": True}}, "jobs[0].place.offset"),
+        ({"place": {"leaves": [True]}}, "jobs[0].place.leaves"),
+        # whole numbers past what the core holds were internal errors (OverflowError), a
+        # range past the fabric and a huge interleaved count ran out of memory
+        ({"nodes": [0, 1], "pattern": "a2a", "seed": 10**23}, "jobs[0].seed"),
+        ({"nodes": [0, 1], "pattern": "a2a", "ranks_per_node": 2**32 + 1}, "jobs[0].ranks_per_node"),
+        ({"nodes": [0, 1], "pattern": "a2a", "bytes": 10**400}, "jobs[0].bytes"),
+        ({"nodes": "0-999999999999"}, "jobs[0].nodes"),
+        ({"bully": "interleaved", "count": 10**12}, "jobs[0].count"),
     ],
 )
 def test_bad_scenarios_name_the_field(job, field):
@@ -484,6 +508,21 @@ def test_bad_scenarios_name_the_field(job, field):
 
         evaluate(parse_scenario({"fabric": "toy18", "jobs": [job]}, source="s.json"))
     assert e.value.field == field
+
+
+def test_messages_too_large_for_a_double_are_all_bandwidth():
+    """message_bytes 1e308 made the bandwidth time inf and phi inf / inf = NaN: the core's
+    'jobs: job 0: phi must be in [0, 1], got NaN'. The limit is the communication fraction."""
+    jobs = [{"name": "A", "nodes": [0, 3, 6, 9], "pattern": "a2a", "message_bytes": 1e308, "comm_fraction": 0.4}]
+    job = evaluate_scenario({"fabric": "toy18", "jobs": jobs})["jobs"][0]
+    assert (job["phi"], job["latency_fraction"], job["compute_fraction"]) == (0.4, 0.0, pytest.approx(0.6))
+
+
+def test_a_scenario_seed_past_the_cores_integers_names_the_field():
+    with pytest.raises(InputError) as e:
+        parse_scenario({"fabric": "toy18", "seed": 10**23, "jobs": [{"place": {"random": 2}}]}, source="s.json")
+    assert e.value.field == "scenario.seed"
+    assert parse_scenario({"fabric": "toy18", "seed": 2**40, "jobs": [{"place": {"random": 2}}]}).seed == 2**40
 
 
 def test_a_scenario_fabric_that_does_not_load_names_the_scenario(tmp_path, capsys):

@@ -52,6 +52,9 @@ SL_PRESETS: dict[str, tuple[float, ...]] = {
 #: jobs must stay a finite double: near 1e308 it overflowed to inf, and slowdowns became NaN.
 MAX_FLOW_BYTES: float = _core.MAX_FLOW_BYTES
 
+#: The largest ``seed`` of a scenario (as of a ``--network`` spec, network_spec.SEED_LIMIT).
+SEED_LIMIT = 2**40
+
 #: Seed 004's bully jobs and the pattern each runs.
 BULLIES: dict[str, str] = {
     "bisection": "pairs",
@@ -185,6 +188,27 @@ def network_model(fabric: Fabric, settings: ModelSettings | None = None, timing:
 # ---------------------------------------------------------------------------- reading
 
 
+def _float(v: Any) -> float:
+    """A number as a float; a whole number past the largest double is inf (float() raised
+    OverflowError: an internal error)."""
+    try:
+        return float(v)
+    except OverflowError:
+        return math.inf
+
+
+def _finite(v: Any) -> bool:
+    return math.isfinite(_float(v))
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
 def field_error(src: str, field_name: str, message: str) -> InputError:
     return InputError(src, message, field=field_name)
 
@@ -199,23 +223,24 @@ def parse_settings(obj: Any, src: str = "<scenario>", where: str = "model") -> M
     if unknown:
         raise field_error(src, f"{where}.{sorted(unknown)[0]}", "unknown setting; settings are bandwidth, fairness, service_levels, link_gbps, overhead_us, filling, mtu_bytes")
     mtu = obj.get("mtu_bytes")
-    if mtu is not None and not (isinstance(mtu, (int, float)) and not isinstance(mtu, bool) and math.isfinite(mtu) and mtu >= 0):
+    if mtu is not None and not (isinstance(mtu, (int, float)) and not isinstance(mtu, bool) and _finite(mtu) and mtu >= 0):
         raise field_error(src, f"{where}.mtu_bytes", f"expected a packet size in bytes >= 0 (0: no queueing delay), got {mtu!r}")
     timing = None
     if "link_gbps" in obj or "overhead_us" in obj:
         gbps, over = obj.get("link_gbps", 32.0), obj.get("overhead_us", 1.0)
         for key, v in (("link_gbps", gbps), ("overhead_us", over)):
-            if not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0):
+            if not (isinstance(v, (int, float)) and not isinstance(v, bool) and _finite(v) and v > 0):
                 # name the one at fault (overhead_us = -1 was reported as link_gbps)
                 raise field_error(src, f"{where}.{key}", f"link_gbps and overhead_us are positive numbers, got {v!r}")
         timing = FabricTiming(link_bytes_per_s=float(gbps) * 1e9 / 8, overhead_s=float(over) * 1e-6)
     bw = obj.get("bandwidth", 1.0)
-    if isinstance(bw, (int, float)):
-        bandwidth = (float(bw),) * 3
-    elif isinstance(bw, list) and len(bw) == 3:
-        bandwidth = (float(bw[0]), float(bw[1]), float(bw[2]))
-    elif isinstance(bw, dict) and set(bw) <= {"host", "leaf", "core"}:
-        bandwidth = (float(bw.get("host", 1.0)), float(bw.get("leaf", 1.0)), float(bw.get("core", 1.0)))
+    # numbers only: "2" or true were read as 2.0 and 1.0, "x" was an internal error
+    if _is_number(bw):
+        bandwidth = (_float(bw),) * 3
+    elif isinstance(bw, list) and len(bw) == 3 and all(_is_number(b) for b in bw):
+        bandwidth = (_float(bw[0]), _float(bw[1]), _float(bw[2]))
+    elif isinstance(bw, dict) and set(bw) <= {"host", "leaf", "core"} and all(_is_number(b) for b in bw.values()):
+        bandwidth = (_float(bw.get("host", 1.0)), _float(bw.get("leaf", 1.0)), _float(bw.get("core", 1.0)))
     else:
         raise field_error(src, f"{where}.bandwidth", "expected a number, [host, leaf, core] or {\"host\": .., \"leaf\": .., \"core\": ..}")
     if not all(math.isfinite(b) and b > 0 for b in bandwidth):
@@ -233,10 +258,14 @@ def parse_settings(obj: Any, src: str = "<scenario>", where: str = "model") -> M
         if sl not in SL_PRESETS:
             raise field_error(src, f"{where}.service_levels", f"unknown table {sl!r}; named tables are {', '.join(SL_PRESETS)}, or give a list of weights")
         weights = SL_PRESETS[sl]
-    elif isinstance(sl, list) and sl and all(isinstance(w, (int, float)) and not isinstance(w, bool) and w > 0 for w in sl):
-        weights = tuple(float(w) for w in sl)
+    elif isinstance(sl, list) and sl and all(_is_number(w) and w > 0 for w in sl):
+        weights = tuple(_float(w) for w in sl)
     else:
         raise field_error(src, f"{where}.service_levels", "expected a non-empty list of positive weights or a table name")
+    if not math.isfinite(sum(weights)):
+        # a link's levels' weights are summed: Infinity was the core's error naming "jobs",
+        # [1e308, 1e308] overflowed to x = 0 and slowdowns of inf
+        raise field_error(src, f"{where}.service_levels", f"the weights and their sum must be finite numbers, got {list(sl)}")
     return ModelSettings(bandwidth=bandwidth, fairness=fairness, sl_weights=weights, timing=timing, filling=filling, mtu_bytes=None if mtu is None else float(mtu))
 
 
@@ -271,6 +300,8 @@ def _node_list(value: Any, fabric: Fabric, src: str, where: str) -> list[int]:
                 lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
                 if hi < lo:
                     raise field_error(src, where, f"range {part.strip()!r} runs backwards")
+                if hi >= n:  # before the range is made: "0-999999999999" ran out of memory
+                    raise field_error(src, where, f"node {hi} is not on the fabric ({n} nodes)")
                 ids.extend(range(lo, hi + 1))
     else:
         raise field_error(src, where, "expected a list of node ids, a range string like '0-8,18-26', or a host list")
@@ -304,7 +335,7 @@ def _place(spec: Any, fabric: Fabric, used: np.ndarray, rng: np.random.Generator
         if unknown:  # per_leaf, offset, a seed: not read by random or linear, were ignored
             raise field_error(src, f"{where}.{sorted(unknown)[0]}", f"not a key of a {kind} placement (it takes the node count alone: {{\"{kind}\": N}})")
         count = spec[kind]
-        if not isinstance(count, int) or count < 1:
+        if not _is_int(count) or count < 1:  # true is not a count (Python's bool is an int)
             raise field_error(src, f"{where}.{kind}", "expected a node count >= 1")
         if count > len(free):
             raise field_error(src, f"{where}.{kind}", f"asks for {count} nodes; only {len(free)} are left")
@@ -315,7 +346,7 @@ def _place(spec: Any, fabric: Fabric, used: np.ndarray, rng: np.random.Generator
         n_leaves = fabric.core.n_leaves
         if leaves_spec == "all":
             leaves = list(range(n_leaves))
-        elif isinstance(leaves_spec, list) and all(isinstance(x, int) and 0 <= x < n_leaves for x in leaves_spec):
+        elif isinstance(leaves_spec, list) and all(_is_int(x) and 0 <= x < n_leaves for x in leaves_spec):
             leaves = list(leaves_spec)
         elif isinstance(leaves_spec, str):
             leaves = []
@@ -335,9 +366,9 @@ def _place(spec: Any, fabric: Fabric, used: np.ndarray, rng: np.random.Generator
             raise field_error(src, f"{where}.leaves", f"leaf {twice[0]} is listed twice")
         per_leaf = spec.get("per_leaf")
         offset = spec.get("offset", 0)
-        if per_leaf is not None and (not isinstance(per_leaf, int) or per_leaf < 1):
+        if per_leaf is not None and (not _is_int(per_leaf) or per_leaf < 1):
             raise field_error(src, f"{where}.per_leaf", "expected a node count >= 1 (or leave it out: every free node)")
-        if not isinstance(offset, int) or offset < 0:
+        if not _is_int(offset) or offset < 0:
             raise field_error(src, f"{where}.offset", "expected a port offset >= 0")
         unknown = set(spec) - {"leaves", "per_leaf", "offset"}
         if unknown:
@@ -368,7 +399,7 @@ def _number(obj: dict[str, Any], key: str, default: Any, kind: type, src: str, w
     ok = isinstance(v, (int, float)) and not isinstance(v, bool) if kind is float else isinstance(v, int) and not isinstance(v, bool)
     if not ok:
         raise field_error(src, f"{where}.{key}", f"expected {'a number' if kind is float else 'a whole number'}, got {v!r}")
-    if (lo is not None and v < lo) or (hi is not None and v > hi) or (kind is float and not math.isfinite(v)):
+    if (lo is not None and v < lo) or (hi is not None and v > hi) or (kind is float and not _finite(v)):
         rng = f"in [{lo}, {hi}]" if hi is not None else f">= {lo}"
         raise field_error(src, f"{where}.{key}", f"must be {rng}, got {v}")
     return kind(v)
@@ -397,7 +428,9 @@ def parse_scenario(obj: dict[str, Any], *, source: str = "<scenario>", system: s
         what = f"{exc.field} {exc.message}" if exc.field else exc.message
         raise InputError(src, f"{fabric_text!r}: {what}", field="fabric", hint="--system FABRIC evaluates the scenario on another fabric") from None
     settings = parse_settings(obj.get("model"), src)
-    seed = _number(obj, "seed", 0, int, src, "scenario", lo=0)
+    # bounded as a --network spec's: each job's seed (seed x 1,000,003 + its index) is a
+    # 64-bit integer in the core (a larger one was an internal error)
+    seed = _number(obj, "seed", 0, int, src, "scenario", lo=0, hi=SEED_LIMIT)
     jobs_obj = obj.get("jobs")
     if not isinstance(jobs_obj, list) or not jobs_obj:
         raise field_error(src, "jobs", "expected a non-empty list of jobs")
@@ -425,8 +458,10 @@ def parse_scenario(obj: dict[str, Any], *, source: str = "<scenario>", system: s
             raise field_error(src, where, "give exactly one of nodes (an explicit list) and place (a placement rule)")
         common = {
             "bytes": _number(j, "bytes", 1.0, float, src, where, lo=0.0, hi=MAX_FLOW_BYTES),
-            "ranks_per_node": _number(j, "ranks_per_node", 1, int, src, where, lo=1),
-            "seed": _number(j, "seed", seed * 1_000_003 + i, int, src, where, lo=0),
+            # the core's ranks_per_node is 32-bit (as a --network spec's), its seeds 64-bit
+            # (an interleaved bully's jobs add their index): larger were internal errors
+            "ranks_per_node": _number(j, "ranks_per_node", 1, int, src, where, lo=1, hi=2**31),
+            "seed": _number(j, "seed", seed * 1_000_003 + i, int, src, where, lo=0, hi=2**63),
             "service_level": _number(j, "service_level", 0, int, src, where, lo=0, hi=len(settings.sl_weights) - 1),
             "phi": _number(j, "phi", -1.0, float, src, where, lo=0.0, hi=1.0) if "phi" in j else -1.0,
         }
@@ -457,7 +492,9 @@ def parse_scenario(obj: dict[str, Any], *, source: str = "<scenario>", system: s
             per_leaf = None
             flat = list(nodes_or_leaves)
         if bully == "interleaved":
-            count = _number(j, "count", 3, int, src, where, lo=1)
+            # at most one job per node of the fabric (a count of 10^12 drew that many cuts:
+            # out of memory)
+            count = _number(j, "count", 3, int, src, where, lo=1, hi=fabric.n_nodes)
             pats = j.get("patterns", list(INTERLEAVED_PATTERNS))
             if not isinstance(pats, list) or not pats or not all(isinstance(p, str) for p in pats):
                 raise field_error(src, f"{where}.patterns", "expected a list of pattern names")
@@ -588,7 +625,7 @@ def _flows(value: Any, src: str, where: str) -> list[tuple[int, int, float]]:
         if not (isinstance(f, list) and len(f) == 3 and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in f)):
             raise field_error(src, f"{where}[{k}]", "expected [source rank, destination rank, bytes]")
         s, d, b = f
-        if not all(math.isfinite(x) for x in f) or int(s) != s or int(d) != d or s < 0 or d < 0 or not 0 <= b <= MAX_FLOW_BYTES:
+        if not all(_finite(x) for x in f) or int(s) != s or int(d) != d or s < 0 or d < 0 or not 0 <= b <= MAX_FLOW_BYTES:
             raise field_error(src, f"{where}[{k}]", f"ranks are whole numbers >= 0 and bytes a number from 0 to {MAX_FLOW_BYTES:g}")
         out.append((int(s), int(d), float(b)))
     return out
