@@ -500,6 +500,14 @@ def test_bad_job_model_timing_names_its_own_key(model, field):
         ({"nodes": [0, 1], "pattern": "a2a", "bytes": 10**400}, "jobs[0].bytes"),
         ({"nodes": "0-999999999999"}, "jobs[0].nodes"),
         ({"bully": "interleaved", "count": 10**12}, "jobs[0].count"),
+        # keys this kind of job does not read were dropped: a bully's flows even replaced
+        # its pattern (the job was no bully), a pattern beside flows was not evaluated
+        ({"bully": "interleaved", "pattern": "a2a"}, "jobs[0].pattern"),
+        ({"nodes": [0, 1], "pattern": "a2a", "count": 3}, "jobs[0].count"),
+        ({"bully": "bisection", "patterns": ["a2a"]}, "jobs[0].patterns"),
+        ({"bully": "bisection", "flows": [[0, 1, 1.0]]}, "jobs[0].flows"),
+        ({"nodes": [0, 1], "pattern": "a2a", "flows": [[0, 1, 1.0]]}, "jobs[0].pattern"),
+        ({"nodes": [0, 1], "bytes": 7, "flows": [[0, 1, 1.0]]}, "jobs[0].bytes"),
     ],
 )
 def test_bad_scenarios_name_the_field(job, field):
@@ -516,6 +524,16 @@ def test_messages_too_large_for_a_double_are_all_bandwidth():
     jobs = [{"name": "A", "nodes": [0, 3, 6, 9], "pattern": "a2a", "message_bytes": 1e308, "comm_fraction": 0.4}]
     job = evaluate_scenario({"fabric": "toy18", "jobs": jobs})["jobs"][0]
     assert (job["phi"], job["latency_fraction"], job["compute_fraction"]) == (0.4, 0.0, pytest.approx(0.6))
+
+
+@pytest.mark.parametrize("order", [0, 1])
+def test_an_interleaved_bullys_jobs_do_not_take_another_jobs_name(order):
+    """An interleaved bully "B" makes jobs B.1, B.2...: a job of the scenario named B.1 gave
+    the result two jobs B.1 (and shared_with could not tell them apart)."""
+    jobs = [{"name": "B", "bully": "interleaved", "count": 2, "place": {"leaves": "0-1"}}, {"name": "B.1", "place": {"linear": 2}, "pattern": "a2a"}]
+    with pytest.raises(InputError) as e:
+        parse_scenario({"fabric": "toy18", "jobs": jobs[::-1] if order else jobs}, source="s.json")
+    assert e.value.field == "jobs[1].name" and "B.1" in e.value.message  # the later of the two
 
 
 def test_a_scenario_seed_past_the_cores_integers_names_the_field():

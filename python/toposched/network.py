@@ -456,6 +456,20 @@ def parse_scenario(obj: dict[str, Any], *, source: str = "<scenario>", system: s
             raise field_error(src, f"{where}.bully", f"unknown bully {bully!r}; seed 004's bullies are {', '.join(BULLIES)}")
         if ("nodes" in j) == ("place" in j) and not (bully and "nodes" not in j):
             raise field_error(src, where, "give exactly one of nodes (an explicit list) and place (a placement rule)")
+        # a key this kind of job does not read was dropped silently (a bully's flows even
+        # replaced its pattern, leaving no bully)
+        if bully == "interleaved" and "pattern" in j:
+            raise field_error(src, f"{where}.pattern", "an interleaved bully's jobs take patterns (a list), not pattern")
+        for key in ("count", "patterns"):
+            if key in j and bully != "interleaved":
+                raise field_error(src, f"{where}.{key}", "only an interleaved bully reads it (the number of its jobs and their patterns)")
+        if "flows" in j:
+            if bully:
+                raise field_error(src, f"{where}.flows", "a bully job has its own pattern; leave flows out")
+            if "pattern" in j:
+                raise field_error(src, f"{where}.pattern", "give a pattern or explicit flows, not both")
+            if "bytes" in j:
+                raise field_error(src, f"{where}.bytes", "explicit flows give their own bytes; leave bytes out")
         common = {
             "bytes": _number(j, "bytes", 1.0, float, src, where, lo=0.0, hi=MAX_FLOW_BYTES),
             # the core's ranks_per_node is 32-bit (as a --network spec's), its seeds 64-bit
@@ -507,18 +521,21 @@ def parse_scenario(obj: dict[str, Any], *, source: str = "<scenario>", system: s
                 start = int(jrng.integers(count))
                 for k in range(count):
                     groups[(start + k) % count].extend(leaf[bounds[k] : bounds[k + 1]])
+            if name in names:
+                raise field_error(src, f"{where}.name", f"job name {name!r} is used twice")
+            names.add(name)
             for k, g in enumerate(groups):
                 if not g:
                     continue
+                if f"{name}.{k + 1}" in names:  # two jobs of one name in the result
+                    raise field_error(src, f"{where}.name", f"the interleaved bully's job {name}.{k + 1} has the name of another job")
+                names.add(f"{name}.{k + 1}")
                 sub = ScenarioJob(name=f"{name}.{k + 1}", nodes=sorted(g), pattern=pats[k % len(pats)], bully="interleaved", **{**common, "seed": common["seed"] + k})
                 check_pattern(sub.pattern, src, f"{where}.patterns")
                 _apply_job_model(sub, app, overrides, timing, "ranks_per_node" in j, src, where)
                 resolved.append((i, sub))
                 for x in g:
                     used[x] = True
-            if name in names:
-                raise field_error(src, f"{where}.name", f"job name {name!r} is used twice")
-            names.add(name)
             continue
         if not flat:
             raise field_error(src, where, "the job got no nodes")
