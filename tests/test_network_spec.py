@@ -524,6 +524,25 @@ def test_the_command_line_exits_2_with_one_line(tmp_path):
     assert r.stderr.strip().endswith("(given with --network)")
 
 
+def test_a_spec_that_does_not_fit_the_log_names_the_spec_as_its_other_errors(tmp_path, capsys):
+    """A column the log lacks, or a service level out of the table: a spec on the command
+    line was named by its text ("error: column:nosuch: field 'column'") where its other
+    errors say --network, and a spec file's error did not name the flag; a job without a
+    value (-1) read "service level -1 is not defined"."""
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"mapping": "random", "model": {"service_levels": [9, 1]}, "sl_column": "queue"}))
+    cases = [
+        (str(spec), f"error: {spec}: field 'sl_column': the service level of job ", "(queue) has no value (-1: not logged): levels are 0 to 1 (service_levels) (given with --network)"),
+        ("column:nosuch", "error: --network: field 'column': the workload has no column 'nosuch'; it has ", "walltime_s"),
+        ("random,service_levels=9+1,sl_column=app", "error: --network: field 'sl_column': the service level of job ", ": levels are 0 to 1 (service_levels)"),
+    ]
+    for text, start, end in cases:
+        status = main(["simulate", "--trace", str(WINDOW), "--system", "cab", "--out", str(tmp_path / "out"), "--network", text, "--quiet"])
+        err = capsys.readouterr().err
+        assert status == 2 and err.count("\n") == 1, err
+        assert err.startswith(start) and err.strip().endswith(end), err
+
+
 def test_mtu_bytes_is_refused_by_the_replay(tmp_path, capsys):
     """The replay's closed loop has no queueing delay (docs/network.md, "Queueing delay"):
     its packet size is an interfere setting, refused in a --network spec, not ignored."""

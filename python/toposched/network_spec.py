@@ -641,8 +641,14 @@ def _workload_column(workload: Any, name: str, src: str, what: str) -> np.ndarra
         col = workload.extra.get(name)
     if not isinstance(col, np.ndarray) or len(col) != len(workload):
         have = sorted(set(workload.columns) | {k for k, v in workload.extra.items() if isinstance(v, np.ndarray)})
-        raise field_error(src, what, f"the workload has no column {name!r}; it has {', '.join(have)}")
+        raise _spec_error(src, what, f"the workload has no column {name!r}; it has {', '.join(have)}")
     return col
+
+
+def _spec_error(src: str, what: str, message: str) -> InputError:
+    """An error of a spec that reads but does not fit the workload: named as the spec's
+    own errors are (the file, or --network for a spec on the command line) and the flag."""
+    return InputError(src, message, field=what, hint=None if src == "--network" else FLAG_HINT)
 
 
 def check_spec_on(workload: Any, spec: NetworkSpec | str) -> None:
@@ -657,7 +663,9 @@ def assign_traffic(workload: Any, spec: NetworkSpec) -> dict[str, Any]:
     """Pattern (index into ``patterns``), phi and service level of every job row."""
     n = len(workload)
     sizes = np.asarray(workload.columns["nodes"])
-    src = spec.text or "--network"
+    # a spec on the command line is "--network", as when it is read (its text named it:
+    # "error: column:nosuch: field 'column'"); a file names itself and the flag
+    src = spec.text if spec.text and Path(spec.text).is_file() else "--network"
     timing = spec.settings.timing
     if spec.mapping == "bins":
         names = sorted({b.pattern for b in spec.bins}, key=[b.pattern for b in spec.bins].index)
@@ -694,7 +702,12 @@ def assign_traffic(workload: Any, spec: NetworkSpec) -> dict[str, Any]:
         sl = np.asarray(_workload_column(workload, spec.sl_column, src, "sl_column"), dtype=np.int64)
         bad = (sl < 0) | (sl >= len(spec.settings.sl_weights))
         if bad.any():
-            raise field_error(src, "sl_column", f"service level {int(sl[bad][0])} is not defined ({len(spec.settings.sl_weights)} level(s))")
+            first = int(np.flatnonzero(bad)[0])
+            value = int(sl[first])
+            what = "has no value (-1: not logged)" if value == -1 else f"is {value}"
+            raise _spec_error(
+                src, "sl_column", f"the service level of job {workload.columns['job_id'][first]} ({spec.sl_column}) {what}: levels are 0 to {len(spec.settings.sl_weights) - 1} (service_levels)"
+            )
     out = {"patterns": names, "pattern": pattern, "phi": phi, "service_level": sl}
     if spec.mapping == "bins":
         out["rule"] = rule
