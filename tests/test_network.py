@@ -992,6 +992,15 @@ def test_interfere_flags_that_contradict_name_the_flags(tmp_path, capsys):
     assert main(["interfere", str(scen), "--fairness", "ports"]) == 2
     assert capsys.readouterr().err == "error: --fairness: progressive filling is per-flow max-min: it needs fairness flows, not ports (--fairness ports)\n"
     assert main(["interfere", str(scen), "--fairness", "ports", "--filling", "steady", "--quiet"]) == 0
+    # --filling progressive with jobs at service levels of different weights named the
+    # scenario's "field 'model'" (which does not ask for it) and "use filling=steady"
+    scen.write_text(json.dumps({"fabric": "toy18", "model": {"fairness": "flows", "service_levels": [9, 1]}, "jobs": [
+        {"name": "A", "nodes": "0-3", "pattern": "flood"}, {"name": "B", "nodes": "6-9", "pattern": "flood", "service_level": 1}]}))
+    assert main(["interfere", str(scen), "--filling", "progressive"]) == 2
+    assert capsys.readouterr().err == (
+        f"error: --filling: progressive filling of {scen} has no service levels: the jobs are at levels of different weights (use --filling steady or auto)\n"
+    )
+    assert main(["interfere", str(scen), "--quiet"]) == 0
 
 
 

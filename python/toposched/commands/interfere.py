@@ -46,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
+    from ..errors import InputError
     from ..network import evaluate, load_scenario, write_result
 
     scenario = load_scenario(args.scenario, system=args.system)
@@ -57,12 +58,22 @@ def run(args: argparse.Namespace) -> int:
     if (args.filling or args.fairness) and s.filling == "progressive" and s.fairness != "flows":
         # else the engine's "field 'model': filling=progressive ... needs fairness=flows",
         # which names the scenario file for what a flag set
-        from ..errors import InputError
-
         flag = "--filling" if args.filling else "--fairness"
         whence = f"--fairness {args.fairness}" if args.fairness else f"the scenario's fairness {s.fairness}"
         raise InputError(flag, f"progressive filling is per-flow max-min: it needs fairness flows, not {s.fairness} ({whence})")
-    result = evaluate(scenario)
+    try:
+        result = evaluate(scenario)
+    except InputError as exc:
+        if args.filling != "progressive" or exc.field != "model" or "progressive" not in exc.message:
+            raise
+        # progressive filling was asked for by the flag, not by the scenario's model: name
+        # the flag (the scenario's "field 'model'" pointed at a setting the file has not)
+        message = exc.message.replace("(use filling=steady or auto)", "(use --filling steady or auto)")
+        if message.startswith("filling=progressive "):
+            message = f"progressive filling of {args.scenario} {message.removeprefix('filling=progressive ')}"
+        else:
+            message = f"{args.scenario}: {message}"
+        raise InputError("--filling", message) from None
     if args.out:
         write_result(result, args.out)
     if args.quiet:
