@@ -536,6 +536,16 @@ def test_an_interleaved_bullys_jobs_do_not_take_another_jobs_name(order):
     assert e.value.field == "jobs[1].name" and "B.1" in e.value.message  # the later of the two
 
 
+def test_a_host_list_of_the_fabrics_node_names():
+    """docs/network.md's example host list "cab[1-18]" named no node of the cab preset
+    (cab0000 to cab1295): the documented one reads, and a wrong one says how nodes are named."""
+    s = parse_scenario({"fabric": "cab", "jobs": [{"name": "A", "nodes": "cab[0000-0017]", "pattern": "a2a"}]})
+    assert s.jobs[0].nodes == list(range(18))
+    with pytest.raises(InputError) as e:
+        parse_scenario({"fabric": "cab", "jobs": [{"name": "A", "nodes": "cab[1-18]", "pattern": "a2a"}]}, source="s.json")
+    assert e.value.field == "jobs[0].nodes" and e.value.message == "node 'cab1' is not on the fabric (its nodes are named cab0000 to cab1295)"
+
+
 def test_a_scenario_seed_past_the_cores_integers_names_the_field():
     with pytest.raises(InputError) as e:
         parse_scenario({"fabric": "toy18", "seed": 10**23, "jobs": [{"place": {"random": 2}}]}, source="s.json")

@@ -290,7 +290,10 @@ def _node_list(value: Any, fabric: Fabric, src: str, where: str) -> list[int]:
                 raise field_error(src, where, f"cannot read the host list {value!r}: {exc}") from None
             for name in expanded:
                 if name not in names:
-                    raise field_error(src, where, f"node {name!r} is not on the fabric")
+                    # say how the fabric names its nodes (the docs' "cab[1-18]" did not name
+                    # a node of the cab preset, whose names are cab0000 to cab1295)
+                    first, last = fabric.spec.node_names[0], fabric.spec.node_names[-1]
+                    raise field_error(src, where, f"node {name!r} is not on the fabric (its nodes are named {first} to {last})")
                 ids.append(names[name])
         else:
             for part in value.split(","):
