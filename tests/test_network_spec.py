@@ -144,6 +144,9 @@ BAD = [
     # patterns: they were internal errors
     ("q.csv", "max_nodes,pattern\n1,none\n,sub-a2a(0)\n", ("q.csv:3", "field 'pattern'", "at least 2")),
     ("r.csv", "max_nodes,pattern\n1,none\n,stencil3d(x)\n", ("r.csv:3", "field 'pattern'", "unknown pattern 'stencil3d(x)'")),
+    # int() and float() read digit separators: 0_1 was a fraction of 1, 1_0 ten nodes
+    ("s.csv", "max_nodes,pattern,comm_fraction\n1,none,0\n,a2a,0_1\n", ("s.csv:3", "field 'comm_fraction'", "got '0_1'")),
+    ("t.csv", "max_nodes,pattern\n1_0,none\n,a2a\n", ("t.csv:2", "field 'max_nodes'", "got '1_0'")),
     ("l.csv", "max_nodes;pattern;comm_fraction\n1;none;0\n", ("l.csv:1", "field 'max_nodes;pattern;comm_fraction'", "separated by commas")),
     ("a.toml", "seed = 1\n[[bins]]\npattern = \"pairs\"\ncolour = 3\n", ("a.toml:2", "field 'bins[0].colour'", "unknown key")),
     ("b.toml", "[[bins]]\npattern = \"pairs\"\n[[bins]\n", ("b.toml:3", "not valid TOML")),
@@ -224,6 +227,10 @@ def test_a_key_the_mapping_would_ignore_is_refused_not_dropped(tmp_path, capsys)
         ("heavy,phi=0.5", "phi", "phi is given, and comm_fraction"),
         # the link sums overflowed: no job slowed and busy utilization 0.0013 instead of 0.24
         ("random,bytes=1e308", "bytes", "expected a positive number up to 1e+200"),
+        # digit separators, which int() and float() read: comm=0_1 was a fraction of 1
+        ("random,comm=0_1", "comm_fraction", "expected a number or a range like 0.1-0.6, got '0_1'"),
+        ("random,seed=1_0", "seed", "expected a whole number, got '1_0'"),
+        ("random,service_levels=9+1_0", "model.service_levels", "unknown table '9+1_0'"),
     ],
 )
 def test_a_spec_with_a_bad_or_repeated_key_is_one_line(tmp_path, capsys, spec, field, expect):

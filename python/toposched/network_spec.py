@@ -208,13 +208,21 @@ class NetworkSpec:
         return d
 
 
+def _digits(text: str) -> str:
+    """``text`` for int() or float(), which read digit separators: "0_1" was 1.0 and
+    "1_0" 10, taken without a word; ValueError for them."""
+    if "_" in text:
+        raise ValueError(text)
+    return text
+
+
 def _phi_value(text: str, src: str, what: str = "phi") -> float | tuple[float, float]:
     try:
         if "-" in text.strip()[1:]:
             lo, hi = text.split("-", 1) if not text.startswith("-") else (text, "")
-            v: float | tuple[float, float] = (float(lo), float(hi))
+            v: float | tuple[float, float] = (float(_digits(lo)), float(_digits(hi)))
         else:
-            v = float(text)
+            v = float(_digits(text))
     except ValueError:
         raise field_error(src, what, f"expected a number or a range like 0.1-0.6, got {text!r}") from None
     vals = v if isinstance(v, tuple) else (v,)
@@ -274,13 +282,13 @@ def parse_network_spec(text: str) -> NetworkSpec:
             model[key] = value
         elif key == "bandwidth":
             try:
-                b = [float(x) for x in value.split("+")]
+                b = [float(_digits(x)) for x in value.split("+")]
             except ValueError:
                 raise field_error(src, key, f"expected a number or host+leaf+core, got {value!r}") from None
             model[key] = b[0] if len(b) == 1 else b
         elif key in ("service_levels", "sl"):
             try:
-                model["service_levels"] = value if value in SL_PRESETS else [float(x) for x in value.split("+")]
+                model["service_levels"] = value if value in SL_PRESETS else [float(_digits(x)) for x in value.split("+")]
             except ValueError:
                 # neither a table's name nor weights: the settings reader names the tables
                 model["service_levels"] = value
@@ -288,12 +296,12 @@ def parse_network_spec(text: str) -> NetworkSpec:
             obj[key] = value.split("+")
         elif key in ("seed", "ranks_per_node"):
             try:
-                obj[key] = int(value)
+                obj[key] = int(_digits(value))
             except ValueError:
                 raise field_error(src, key, f"expected a whole number, got {value!r}") from None
         elif key == "bytes":
             try:
-                obj[key] = float(value)
+                obj[key] = float(_digits(value))
             except ValueError:
                 raise field_error(src, key, f"expected a positive number, got {value!r}") from None
         elif key in ("phi", "comm_fraction", "comm"):
@@ -518,12 +526,12 @@ def _rules_from_csv(text: str, src: str) -> tuple[tuple[Rule, ...], tuple[int | 
                     continue
                 if name in RULE_BOUNDS:
                     try:
-                        d[name] = int(cell)
+                        d[name] = int(_digits(cell))
                     except ValueError:
                         raise InputError(src, f"expected a whole number, got {cell!r}", line=line, field=name) from None
                 elif name in ("comm_fraction", "phi"):
                     try:
-                        d[name] = float(cell)
+                        d[name] = float(_digits(cell))
                     except ValueError:
                         raise InputError(src, f"expected a number in [0, 1], got {cell!r}", line=line, field=name) from None
                 else:
