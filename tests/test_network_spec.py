@@ -542,6 +542,8 @@ def test_a_spec_that_does_not_fit_the_log_names_the_spec_as_its_other_errors(tmp
         (str(spec), f"error: {spec}: field 'sl_column': the service level of job ", "(queue) has no value (-1: not logged): levels are 0 to 1 (service_levels) (given with --network)"),
         ("column:nosuch", "error: --network: field 'column': the workload has no column 'nosuch'; it has ", "walltime_s"),
         ("random,service_levels=9+1,sl_column=app", "error: --network: field 'sl_column': the service level of job ", ": levels are 0 to 1 (service_levels)"),
+        # a column the log leaves unlogged (-1) for every job: one pattern for all, silently
+        ("column:qos_id", "error: --network: field 'column': this workload (swf) gives no qos_id for any job", "every job would get one pattern"),
     ]
     for text, start, end in cases:
         status = main(["simulate", "--trace", str(WINDOW), "--system", "cab", "--out", str(tmp_path / "out"), "--network", text, "--quiet"])

@@ -691,6 +691,12 @@ def assign_traffic(workload: Any, spec: NetworkSpec) -> dict[str, Any]:
             u = rng.random(n)
         else:
             vals = np.asarray(_workload_column(workload, spec.column or "", src, "column"), dtype=np.int64)
+            if n and not (vals >= 0).any():
+                # as a bins rule on a feature the log does not give: every job got
+                # patterns[-1 mod len] and one fraction, without a word
+                raise _spec_error(
+                    src, "column", f"this workload ({workload.format}) gives no {spec.column} for any job (every value is -1, not logged): every job would get one pattern"
+                )
             pattern = np.mod(vals, len(names)).astype(np.int64)
             # the same value (application) gets the same phi: a hash of (seed, value)
             h = (vals.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(spec.seed)) >> np.uint64(11)
