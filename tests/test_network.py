@@ -569,6 +569,19 @@ def test_a_scenario_fabric_that_does_not_load_names_the_scenario(tmp_path, capsy
         assert main(["interfere", str(scen), "--system", "toy18", "--quiet"]) == 0
 
 
+def test_interfere_takes_the_lenient_its_topology_conf_error_names(tmp_path, capsys):
+    """A topology.conf listing a node under two leaves: the error says "give --lenient",
+    which interfere did not accept ("unrecognized arguments: --lenient")."""
+    conf = tmp_path / "topology.conf"
+    conf.write_text("SwitchName=s1 Nodes=n[1-4]\nSwitchName=s2 Nodes=n[4-8]\nSwitchName=top Switches=s[1-2]\n")
+    scen = tmp_path / "s.json"
+    scen.write_text(json.dumps({"fabric": "topology.conf", "jobs": [{"name": "A", "nodes": "n[1-3],n[5-7]", "pattern": "a2a"}]}))
+    assert main(["interfere", str(scen)]) == 2
+    assert "give --lenient" in capsys.readouterr().err
+    assert main(["interfere", str(scen), "--lenient", "--quiet"]) == 0
+    assert main(["interfere", str(scen), "--system", str(conf), "--lenient", "--quiet"]) == 0
+
+
 def test_a_job_of_astronomically_many_flows_is_refused_at_once(tmp_path, capsys):
     """a2a on 10 nodes x 100,000 ranks per node is 10^12 flows per iteration: interfere ran
     until the kernel killed it for memory (exit 137); now one line, exit 2, at once."""

@@ -408,9 +408,10 @@ def _number(obj: dict[str, Any], key: str, default: Any, kind: type, src: str, w
     return kind(v)
 
 
-def parse_scenario(obj: dict[str, Any], *, source: str = "<scenario>", system: str | None = None) -> Scenario:
+def parse_scenario(obj: dict[str, Any], *, source: str = "<scenario>", system: str | None = None, lenient: bool = False) -> Scenario:
     """Build a :class:`Scenario` from its JSON object (docs/network.md). ``system``
-    overrides the scenario's fabric."""
+    overrides the scenario's fabric; ``lenient`` lets a topology.conf listing a node under
+    two leaf switches load (each node on the first)."""
     src = source
     if not isinstance(obj, dict):
         raise InputError(src, "a scenario is a JSON object with fabric, model and jobs")
@@ -423,7 +424,7 @@ def parse_scenario(obj: dict[str, Any], *, source: str = "<scenario>", system: s
     if not system and not Path(fabric_text).exists() and Path(src).is_file() and (Path(src).parent / fabric_text).is_file():
         fabric_text = str(Path(src).parent / fabric_text)  # a topology.conf next to the scenario
     try:
-        fabric = load_fabric(fabric_text)
+        fabric = load_fabric(fabric_text, lenient=lenient)
     except InputError as exc:
         if system or Path(fabric_text).is_file():
             raise  # --system's own error, or a topology.conf's, which names its line
@@ -651,7 +652,7 @@ def _flows(value: Any, src: str, where: str) -> list[tuple[int, int, float]]:
     return out
 
 
-def load_scenario(path: str | Path, *, system: str | None = None) -> Scenario:
+def load_scenario(path: str | Path, *, system: str | None = None, lenient: bool = False) -> Scenario:
     """Read a scenario JSON file (docs/network.md)."""
     p = Path(path)
     repeated: list[str] = []
@@ -673,7 +674,7 @@ def load_scenario(path: str | Path, *, system: str | None = None) -> Scenario:
         raise InputError(str(p), f"not UTF-8 text: byte 0x{exc.object[exc.start]:02x} at offset {exc.start} (save the file as UTF-8)") from None
     if repeated:
         raise InputError(str(p), "given twice in one object (JSON would keep the last silently)", field=repeated[0])
-    return parse_scenario(obj, source=str(p), system=system)
+    return parse_scenario(obj, source=str(p), system=system, lenient=lenient)
 
 
 # ---------------------------------------------------------------------------- evaluating

@@ -38,6 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fairness", choices=("jobs", "job-maxmin", "ports", "flows"), help="override the scenario's fairness unit")
     parser.add_argument("--filling", choices=("auto", "steady", "progressive"),
                         help="under fairness flows: progressive filling in time or the steady-state solve (docs/network.md)")
+    # a topology.conf's error says "give --lenient": interfere did not take it
+    parser.add_argument("--lenient", action="store_true", help="let a topology.conf listing a node under two leaf switches load, each node on the first (Slurm only warns)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON instead of a table")
     parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
 
@@ -49,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import InputError
     from ..network import evaluate, load_scenario, write_result
 
-    scenario = load_scenario(args.scenario, system=args.system)
+    scenario = load_scenario(args.scenario, system=args.system, lenient=args.lenient)
     if args.fairness:
         scenario.settings.fairness = args.fairness
     if args.filling:
