@@ -508,6 +508,10 @@ def test_bad_job_model_timing_names_its_own_key(model, field):
         ({"bully": "bisection", "flows": [[0, 1, 1.0]]}, "jobs[0].flows"),
         ({"nodes": [0, 1], "pattern": "a2a", "flows": [[0, 1, 1.0]]}, "jobs[0].pattern"),
         ({"nodes": [0, 1], "bytes": 7, "flows": [[0, 1, 1.0]]}, "jobs[0].bytes"),
+        # pattern defaults to none: its communication given, the job still sent nothing
+        # (and was reported with that phi)
+        ({"nodes": [0, 1], "phi": 0.5}, "jobs[0].pattern"),
+        ({"nodes": [0, 1], "pattern": "none", "comm_fraction": 0.4}, "jobs[0].pattern"),
     ],
 )
 def test_bad_scenarios_name_the_field(job, field):

@@ -567,6 +567,13 @@ def parse_scenario(obj: dict[str, Any], *, source: str = "<scenario>", system: s
             pattern = "explicit"
         else:
             check_pattern(pattern, src, f"{where}.pattern")
+            if pattern.strip().lower() in ("none", "compute"):
+                # pattern defaults to none: a job given its communication but no pattern
+                # sent nothing, and was reported with that phi, without a word
+                said = next((f"{k} {j[k]}" for k in ("phi", "comm_fraction") if k in j and _is_number(j[k]) and j[k] > 0), None)
+                if said is not None:
+                    given = f"pattern {j['pattern']!r}" if "pattern" in j else "no pattern (none: compute only)"
+                    raise field_error(src, f"{where}.pattern", f"the job has {given}, so it sends nothing, yet gives {said}: give its pattern or flows")
         if name in names:
             raise field_error(src, f"{where}.name", f"job name {name!r} is used twice")
         names.add(name)
