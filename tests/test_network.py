@@ -593,7 +593,24 @@ def test_a_job_of_astronomically_many_flows_is_refused_at_once(tmp_path, capsys)
     scen.write_text(json.dumps({"fabric": "cab", "jobs": [{"name": "A", "nodes": "0-9", "pattern": "a2a", "ranks_per_node": 100_000}]}))
     assert main(["interfere", str(scen)]) == 2
     err = capsys.readouterr().err
-    assert err == f"error: {scen}: field 'jobs': pattern a2a on 10 nodes x 100000 ranks per node makes 999999000000 flows per iteration; at most 4294967296 (2^32) are evaluated: give fewer ranks_per_node or nodes\n"
+    assert err == f"error: {scen}: field 'jobs[0]': pattern a2a on 10 nodes x 100000 ranks per node makes 999999000000 flows per iteration; at most 4294967296 (2^32) are evaluated: give fewer ranks_per_node or nodes\n"
+
+
+def test_an_engine_error_names_the_files_job_not_the_engines_index(tmp_path, capsys):
+    """The engine numbers the jobs it is given, an interleaved bully's as several: the
+    file's second job was "field 'jobs': job 3: too many ranks" (the file has two jobs),
+    and an error of the job model's demand named no job at all."""
+    scen = tmp_path / "s.json"
+    bully = {"name": "bully", "bully": "interleaved", "count": 3, "place": {"leaves": "0-1"}}
+    for job, message in (
+        ({"name": "A", "place": {"linear": 4}, "pattern": "none", "ranks_per_node": 2**31}, "too many ranks"),
+        ({"name": "A", "place": {"linear": 4}, "pattern": "a2a", "ranks_per_node": 100_000}, "pattern a2a on 4 nodes x 100000 ranks per node makes"),
+        ({"name": "A", "place": {"linear": 4}, "pattern": "a2a", "ranks_per_node": 100_000, "phi": 0.5}, "pattern a2a on 4 nodes x 100000 ranks per node makes"),
+    ):
+        scen.write_text(json.dumps({"fabric": T288, "jobs": [bully, job]}))
+        assert main(["interfere", str(scen)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {scen}: field 'jobs[1]': {message}"), err
 
 
 def test_interfere_command_writes_the_documented_result(tmp_path, capsys):

@@ -145,6 +145,8 @@ class ScenarioJob:
     timing: FabricTiming | None = None
     #: ranks_per_node was given: else the job model's phi takes its profile's (as the replay does)
     ranks_per_node_given: bool = False
+    #: The scenario's job it comes from (``jobs[2]``), for errors the engine finds.
+    origin: str = ""
 
     def core_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -534,7 +536,9 @@ def parse_scenario(obj: dict[str, Any], *, source: str = "<scenario>", system: s
                 if f"{name}.{k + 1}" in names:  # two jobs of one name in the result
                     raise field_error(src, f"{where}.name", f"the interleaved bully's job {name}.{k + 1} has the name of another job")
                 names.add(f"{name}.{k + 1}")
-                sub = ScenarioJob(name=f"{name}.{k + 1}", nodes=sorted(g), pattern=pats[k % len(pats)], bully="interleaved", **{**common, "seed": common["seed"] + k})
+                sub = ScenarioJob(
+                    name=f"{name}.{k + 1}", nodes=sorted(g), pattern=pats[k % len(pats)], bully="interleaved", origin=where, **{**common, "seed": common["seed"] + k}
+                )
                 check_pattern(sub.pattern, src, f"{where}.patterns")
                 _apply_job_model(sub, app, overrides, timing, "ranks_per_node" in j, src, where)
                 resolved.append((i, sub))
@@ -579,7 +583,7 @@ def parse_scenario(obj: dict[str, Any], *, source: str = "<scenario>", system: s
         names.add(name)
         for x in flat:
             used[x] = True
-        job = ScenarioJob(name=name, nodes=flat if "nodes" in j else sorted(flat), pattern=pattern, flows=flows, bully=bully, **common)
+        job = ScenarioJob(name=name, nodes=flat if "nodes" in j else sorted(flat), pattern=pattern, flows=flows, bully=bully, origin=where, **common)
         _apply_job_model(job, app if app is not None else ("bully" if bully else None), overrides, timing, "ranks_per_node" in j, src, where)
         resolved.append((i, job))
     resolved.sort(key=lambda t: t[0])
@@ -604,7 +608,7 @@ def _resolve_phi(model: Any, jobs: list[ScenarioJob]) -> None:
     part is the job's busiest node link at the ideal placement (its own pattern, on-node
     messages dropped) at the fabric's data rate; the latency part its messages times the
     per-message latency (jobmodel.py)."""
-    for j in jobs:
+    for k, j in enumerate(jobs):
         if j.phi >= 0 or j.profile is None:
             continue
         if j.pattern in ("none", "compute") or j.profile.comm_fraction <= 0:
@@ -614,7 +618,10 @@ def _resolve_phi(model: Any, jobs: list[ScenarioJob]) -> None:
         # the ranks on a node the application runs (its profile's), unless the job gives
         # them: the replay's phi counts the same ranks (network_spec.bandwidth_share)
         rpn = d["ranks_per_node"] if j.ranks_per_node_given else j.profile.ranks_per_node
-        dem = model.demand(d["nodes"], d["pattern"], bytes=1.0, ranks_per_node=rpn, seed=d["seed"], flows=d.get("flows"))
+        try:
+            dem = model.demand(d["nodes"], d["pattern"], bytes=1.0, ranks_per_node=rpn, seed=d["seed"], flows=d.get("flows"))
+        except ValueError as exc:  # as the engine's evaluate says it, so that evaluate() names the job
+            raise ValueError(f"job {k}: {exc}") from None
         # t_ideal is the busiest node link's bytes over the host bandwidth, which only sets
         # the unit of times: times the host bandwidth, it is that link's messages, which the
         # job model turns into seconds at the fabric's own link rate
@@ -695,7 +702,15 @@ def evaluate(scenario: Scenario) -> dict[str, Any]:
         _resolve_phi(model, scenario.jobs)
         ev = model.evaluate([j.core_dict() for j in scenario.jobs])
     except ValueError as exc:
-        raise InputError(scenario.source, str(exc), field="model" if "filling" in str(exc) else "jobs") from None
+        message = str(exc)
+        # the engine numbers the jobs it was given: an interleaved bully's count as several,
+        # so "job 3" could be the file's second job; name the file's job
+        m = re.match(r"job (\d+): (.*)", message, flags=re.DOTALL)
+        if m and int(m.group(1)) < len(scenario.jobs):
+            job = scenario.jobs[int(m.group(1))]
+            what = f"job {job.name}: " if job.bully == "interleaved" else ""
+            raise InputError(scenario.source, what + m.group(2), field=job.origin or "jobs") from None
+        raise InputError(scenario.source, message, field="model" if "filling" in message else "jobs") from None
     names = [j.name for j in scenario.jobs]
     jobs = []
     for j, r in zip(scenario.jobs, ev["jobs"]):
