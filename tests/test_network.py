@@ -739,6 +739,17 @@ def test_slowed_jobs_run_past_their_limit_by_default():
     assert 0 < net["useful_utilization"] < net["busy_utilization"] <= 1.0
 
 
+def test_jobs_logged_past_their_limit_are_not_counted_as_pushed_past_it():
+    """Under --run-on a job logged past its limit runs on, slowed or not: jobs_past_limit
+    ("jobs the predicted slowdown pushes past their limit") counted them, 13 on Atlas's
+    first 10 days isolated with no job slowed. Here limits are half the run times: no job
+    is slowed (isolated, reference=alone), every job runs past its limit, none counts."""
+    r = _replay("isolated", "random,seed=2,reference=alone", workload=_workload(n=100, slack=0.5), kill_at_walltime=False)
+    j = _Cols(r.jobs)
+    assert (j.net_slowdown == 1.0).all() and (j.runtime_s > j.walltime_s).all()
+    assert r.summary["network"]["jobs_past_limit"] == 0
+
+
 def test_network_spec_forms(tmp_path):
     from toposched.network_spec import DEFAULT_BINS, parse_network_spec
 
