@@ -750,6 +750,27 @@ def test_jobs_logged_past_their_limit_are_not_counted_as_pushed_past_it():
     assert r.summary["network"]["jobs_past_limit"] == 0
 
 
+def test_overrun_kill_in_a_run_that_kills_no_job_at_its_limit_is_refused(tmp_path, capsys):
+    """With --run-on (or a header's AllowOveruse: yes) the engine kills no job at its
+    limit, so overrun=kill did nothing: jobs the prediction pushed past their limit ran
+    on, none killed, and the summary said overrun: kill."""
+    with pytest.raises(InputError) as e:
+        _replay("random", "random,overrun=kill", workload=_workload(n=50), kill_at_walltime=False)
+    assert e.value.path == "--network" and "overrun=kill" in e.value.message and "--kill-at-limit" in e.value.message
+    w = _workload(n=50)
+    w.settings["allow_overuse"] = True
+    with pytest.raises(InputError, match="AllowOveruse"):
+        _replay("random", "random,overrun=kill", workload=w)
+    assert _replay("random", "random,overrun=kill", workload=w, kill_at_walltime=True).summary["network"]["overrun"] == "kill"
+    # compare refuses it before any run (it failed in every run, a traceback file each)
+    window = Path(__file__).parent / "data" / "atlas-window-120.swf"
+    out = tmp_path / "cmp"
+    argv = ["compare", "--trace", str(window), "--system", "cab", "--allocs", "linear", "--scenarios", "none", "--network", "random,overrun=kill", "--run-on", "--out", str(out), "--quiet"]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.startswith("error: --network: overrun=kill kills the jobs the predicted slowdown pushes past their limit")
+    assert not (out / "runs").exists()
+
+
 def test_network_spec_forms(tmp_path):
     from toposched.network_spec import DEFAULT_BINS, parse_network_spec
 
