@@ -512,6 +512,9 @@ def test_bad_job_model_timing_names_its_own_key(model, field):
         # (and was reported with that phi)
         ({"nodes": [0, 1], "phi": 0.5}, "jobs[0].pattern"),
         ({"nodes": [0, 1], "pattern": "none", "comm_fraction": 0.4}, "jobs[0].pattern"),
+        # an interleaved bully without nodes vanished from the result (other jobs: "the job
+        # got no nodes")
+        ({"bully": "interleaved", "nodes": []}, "jobs[0]"),
     ],
 )
 def test_bad_scenarios_name_the_field(job, field):

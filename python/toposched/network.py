@@ -511,6 +511,8 @@ def parse_scenario(obj: dict[str, Any], *, source: str = "<scenario>", system: s
         else:
             per_leaf = None
             flat = list(nodes_or_leaves)
+        if not flat:  # before the interleaved bully's deal: with no nodes it vanished, silently
+            raise field_error(src, where, "the job got no nodes")
         if bully == "interleaved":
             # at most one job per node of the fabric (a count of 10^12 drew that many cuts:
             # out of memory)
@@ -545,8 +547,6 @@ def parse_scenario(obj: dict[str, Any], *, source: str = "<scenario>", system: s
                 for x in g:
                     used[x] = True
             continue
-        if not flat:
-            raise field_error(src, where, "the job got no nodes")
         if bully:
             pattern = BULLIES[bully]
             if "pattern" in j:
