@@ -525,6 +525,27 @@ def test_bad_scenarios_name_the_field(job, field):
     assert e.value.field == field
 
 
+@pytest.mark.parametrize("scale", [1e-3, 1e3, 1e6])
+def test_explicit_flows_bytes_only_matter_relative_to_each_other(scale):
+    """docs/network.md: "Bytes only matter relative to each other within a job". The job
+    model read explicit flows' bytes as message counts: [[0, 1, 1e6], ...] was a million
+    5 kB messages per iteration (phi 0.5 at comm_fraction 0.5) and [[0, 1, 1], ...] one
+    (phi 0.33). Now the mean flow is one message, as a pattern's flows are: explicit
+    flows both ways between two nodes are the flood pattern's job."""
+    def job(flows, rpn=1):
+        jobs = [{"name": "D", "nodes": [0, 3], "flows": flows, "comm_fraction": 0.5, "ranks_per_node": rpn}]
+        return evaluate_scenario({"fabric": "toy18", "jobs": jobs})["jobs"][0]
+
+    base = job([[0, 1, 1.0], [1, 0, 2.0]])
+    scaled = job([[0, 1, scale], [1, 0, 2 * scale]])
+    assert scaled["phi"] == pytest.approx(base["phi"], rel=1e-12)
+    assert scaled["latency_fraction"] == pytest.approx(base["latency_fraction"], rel=1e-12)
+    flood = evaluate_scenario({"fabric": "toy18", "jobs": [{"name": "E", "nodes": [0, 3], "pattern": "flood", "comm_fraction": 0.5, "ranks_per_node": 1}]})["jobs"][0]
+    assert job([[0, 1, scale], [1, 0, scale]])["phi"] == pytest.approx(flood["phi"], rel=1e-12)
+    # flows between ranks of one node send nothing: they are not in the mean
+    assert job([[0, 2, scale], [2, 0, scale], [0, 1, 1e-9 * scale]], rpn=2)["phi"] == pytest.approx(flood["phi"], rel=1e-12)
+
+
 def test_messages_too_large_for_a_double_are_all_bandwidth():
     """message_bytes 1e308 made the bandwidth time inf and phi inf / inf = NaN: the core's
     'jobs: job 0: phi must be in [0, 1], got NaN'. The limit is the communication fraction."""

@@ -626,6 +626,13 @@ def _resolve_phi(model: Any, jobs: list[ScenarioJob]) -> None:
         # the unit of times: times the host bandwidth, it is that link's messages, which the
         # job model turns into seconds at the fabric's own link rate
         t_ideal_messages = float(dem["t_ideal"]) * float(model.bandwidth[0])
+        if j.flows:
+            # explicit flows carry their own bytes, only relative within the job (a pattern's
+            # flows carry one each): the mean flow is one message, so that [[0, 1, 1e6]] and
+            # [[0, 1, 1]] are one job (as bytes they were a million messages, phi 0.5 vs 0.33)
+            sizes = [b for s_, d_, b in j.flows if b > 0 and s_ // rpn != d_ // rpn]  # on-node flows dropped
+            if sizes:
+                t_ideal_messages /= sum(sizes) / len(sizes)
         j.fractions = j.profile.fractions_from_demand(t_ideal_messages, j.timing or FabricTiming())
         j.phi = j.fractions["bandwidth"]
 
