@@ -420,6 +420,17 @@ def test_interleaved_generates_several_jobs():
         ({"overhead_us": -1}, "model.overhead_us"),  # was reported as model.link_gbps
         ({"link_gbps": float("inf")}, "model.link_gbps"),  # was taken (JSON reads Infinity)
         ({"link_gbps": 0}, "model.link_gbps"),
+        # a string where a bandwidth goes was an internal error; true read as 1.0
+        ({"bandwidth": ["a", 1, 1]}, "model.bandwidth"),
+        ({"bandwidth": {"host": "x"}}, "model.bandwidth"),
+        ({"bandwidth": True}, "model.bandwidth"),
+        ({"bandwidth": 10**400}, "model.bandwidth"),  # float() raised OverflowError
+        ({"link_gbps": 10**400}, "model.link_gbps"),
+        # Infinity was the core's error naming "jobs"; weights summing past the largest
+        # double gave x = 0 and slowdowns of inf
+        ({"service_levels": [float("inf"), 1]}, "model.service_levels"),
+        ({"service_levels": [1e308, 1e308]}, "model.service_levels"),
+        ({"service_levels": [True, 1]}, "model.service_levels"),
     ],
 )
 def test_bad_job_model_timing_names_its_own_key(model, field):
@@ -450,6 +461,11 @@ def test_bad_job_model_timing_names_its_own_key(model, field):
         ({"nodes": [0, 1], "pattern": "sub-a2a:0"}, "jobs[0].pattern"),
         ({"nodes": [0, 1], "pattern": "sub-a2a:x"}, "jobs[0].pattern"),
         ({"nodes": [0, 1], "pattern": "sub-a2a:4294967296"}, "jobs[0].pattern"),
+        # what the core refuses though the name before the bracket or colon is a pattern:
+        # the core's own error, naming "jobs" (and an internal error in the replay)
+        ({"nodes": [0, 1], "pattern": "sub-a2a(0)"}, "jobs[0].pattern"),
+        ({"nodes": [0, 1], "pattern": "stencil3d(x)"}, "jobs[0].pattern"),
+        ({"nodes": [0, 1], "pattern": "a2a:5"}, "jobs[0].pattern"),
         # toy18's leaves hold 3 nodes: was "jobs[0]: the job got no nodes"
         ({"place": {"leaves": "all", "per_leaf": 9}}, "jobs[0].place.per_leaf"),
         ({"place": {"leaves": "all", "per_leaf": 2, "offset": 2}}, "jobs[0].place.per_leaf"),
@@ -471,6 +487,34 @@ def test_bad_job_model_timing_names_its_own_key(model, field):
         # reversed range was "the job got no nodes"
         ({"place": {"leaves": [0, 0], "per_leaf": 1}}, "jobs[0].place.leaves"),
         ({"place": {"leaves": "3-1", "per_leaf": 1}}, "jobs[0].place.leaves"),
+        # true is not a count, a port or a leaf (Python's bool is an int: it was taken as 1)
+        ({"place": {"linear": True}}, "jobs[0].place.linear"),
+        ({"place": {"random": True}}, "jobs[0].place.random"),
+        ({"place": {"leaves": [0], "per_leaf": True}}, "jobs[0].place.per_leaf"),
+        ({"place": {"leaves": [0], "offset": True}}, "jobs[0].place.offset"),
+        ({"place": {"leaves": [True]}}, "jobs[0].place.leaves"),
+        # whole numbers past what the core holds were internal errors (OverflowError), a
+        # range past the fabric and a huge interleaved count ran out of memory
+        ({"nodes": [0, 1], "pattern": "a2a", "seed": 10**23}, "jobs[0].seed"),
+        ({"nodes": [0, 1], "pattern": "a2a", "ranks_per_node": 2**32 + 1}, "jobs[0].ranks_per_node"),
+        ({"nodes": [0, 1], "pattern": "a2a", "bytes": 10**400}, "jobs[0].bytes"),
+        ({"nodes": "0-999999999999"}, "jobs[0].nodes"),
+        ({"bully": "interleaved", "count": 10**12}, "jobs[0].count"),
+        # keys this kind of job does not read were dropped: a bully's flows even replaced
+        # its pattern (the job was no bully), a pattern beside flows was not evaluated
+        ({"bully": "interleaved", "pattern": "a2a"}, "jobs[0].pattern"),
+        ({"nodes": [0, 1], "pattern": "a2a", "count": 3}, "jobs[0].count"),
+        ({"bully": "bisection", "patterns": ["a2a"]}, "jobs[0].patterns"),
+        ({"bully": "bisection", "flows": [[0, 1, 1.0]]}, "jobs[0].flows"),
+        ({"nodes": [0, 1], "pattern": "a2a", "flows": [[0, 1, 1.0]]}, "jobs[0].pattern"),
+        ({"nodes": [0, 1], "bytes": 7, "flows": [[0, 1, 1.0]]}, "jobs[0].bytes"),
+        # pattern defaults to none: its communication given, the job still sent nothing
+        # (and was reported with that phi)
+        ({"nodes": [0, 1], "phi": 0.5}, "jobs[0].pattern"),
+        ({"nodes": [0, 1], "pattern": "none", "comm_fraction": 0.4}, "jobs[0].pattern"),
+        # an interleaved bully without nodes vanished from the result (other jobs: "the job
+        # got no nodes")
+        ({"bully": "interleaved", "nodes": []}, "jobs[0]"),
     ],
 )
 def test_bad_scenarios_name_the_field(job, field):
@@ -479,6 +523,62 @@ def test_bad_scenarios_name_the_field(job, field):
 
         evaluate(parse_scenario({"fabric": "toy18", "jobs": [job]}, source="s.json"))
     assert e.value.field == field
+
+
+@pytest.mark.parametrize("scale", [1e-3, 1e3, 1e6])
+def test_explicit_flows_bytes_only_matter_relative_to_each_other(scale):
+    """docs/network.md: "Bytes only matter relative to each other within a job". The job
+    model read explicit flows' bytes as message counts: [[0, 1, 1e6], ...] was a million
+    5 kB messages per iteration (phi 0.5 at comm_fraction 0.5) and [[0, 1, 1], ...] one
+    (phi 0.33). Now the mean flow is one message, as a pattern's flows are: explicit
+    flows both ways between two nodes are the flood pattern's job."""
+    def job(flows, rpn=1):
+        jobs = [{"name": "D", "nodes": [0, 3], "flows": flows, "comm_fraction": 0.5, "ranks_per_node": rpn}]
+        return evaluate_scenario({"fabric": "toy18", "jobs": jobs})["jobs"][0]
+
+    base = job([[0, 1, 1.0], [1, 0, 2.0]])
+    scaled = job([[0, 1, scale], [1, 0, 2 * scale]])
+    assert scaled["phi"] == pytest.approx(base["phi"], rel=1e-12)
+    assert scaled["latency_fraction"] == pytest.approx(base["latency_fraction"], rel=1e-12)
+    flood = evaluate_scenario({"fabric": "toy18", "jobs": [{"name": "E", "nodes": [0, 3], "pattern": "flood", "comm_fraction": 0.5, "ranks_per_node": 1}]})["jobs"][0]
+    assert job([[0, 1, scale], [1, 0, scale]])["phi"] == pytest.approx(flood["phi"], rel=1e-12)
+    # flows between ranks of one node send nothing: they are not in the mean
+    assert job([[0, 2, scale], [2, 0, scale], [0, 1, 1e-9 * scale]], rpn=2)["phi"] == pytest.approx(flood["phi"], rel=1e-12)
+
+
+def test_messages_too_large_for_a_double_are_all_bandwidth():
+    """message_bytes 1e308 made the bandwidth time inf and phi inf / inf = NaN: the core's
+    'jobs: job 0: phi must be in [0, 1], got NaN'. The limit is the communication fraction."""
+    jobs = [{"name": "A", "nodes": [0, 3, 6, 9], "pattern": "a2a", "message_bytes": 1e308, "comm_fraction": 0.4}]
+    job = evaluate_scenario({"fabric": "toy18", "jobs": jobs})["jobs"][0]
+    assert (job["phi"], job["latency_fraction"], job["compute_fraction"]) == (0.4, 0.0, pytest.approx(0.6))
+
+
+@pytest.mark.parametrize("order", [0, 1])
+def test_an_interleaved_bullys_jobs_do_not_take_another_jobs_name(order):
+    """An interleaved bully "B" makes jobs B.1, B.2...: a job of the scenario named B.1 gave
+    the result two jobs B.1 (and shared_with could not tell them apart)."""
+    jobs = [{"name": "B", "bully": "interleaved", "count": 2, "place": {"leaves": "0-1"}}, {"name": "B.1", "place": {"linear": 2}, "pattern": "a2a"}]
+    with pytest.raises(InputError) as e:
+        parse_scenario({"fabric": "toy18", "jobs": jobs[::-1] if order else jobs}, source="s.json")
+    assert e.value.field == "jobs[1].name" and "B.1" in e.value.message  # the later of the two
+
+
+def test_a_host_list_of_the_fabrics_node_names():
+    """docs/network.md's example host list "cab[1-18]" named no node of the cab preset
+    (cab0000 to cab1295): the documented one reads, and a wrong one says how nodes are named."""
+    s = parse_scenario({"fabric": "cab", "jobs": [{"name": "A", "nodes": "cab[0000-0017]", "pattern": "a2a"}]})
+    assert s.jobs[0].nodes == list(range(18))
+    with pytest.raises(InputError) as e:
+        parse_scenario({"fabric": "cab", "jobs": [{"name": "A", "nodes": "cab[1-18]", "pattern": "a2a"}]}, source="s.json")
+    assert e.value.field == "jobs[0].nodes" and e.value.message == "node 'cab1' is not on the fabric (its nodes are named cab0000 to cab1295)"
+
+
+def test_a_scenario_seed_past_the_cores_integers_names_the_field():
+    with pytest.raises(InputError) as e:
+        parse_scenario({"fabric": "toy18", "seed": 10**23, "jobs": [{"place": {"random": 2}}]}, source="s.json")
+    assert e.value.field == "scenario.seed"
+    assert parse_scenario({"fabric": "toy18", "seed": 2**40, "jobs": [{"place": {"random": 2}}]}).seed == 2**40
 
 
 def test_a_scenario_fabric_that_does_not_load_names_the_scenario(tmp_path, capsys):
@@ -497,6 +597,19 @@ def test_a_scenario_fabric_that_does_not_load_names_the_scenario(tmp_path, capsy
         assert main(["interfere", str(scen), "--system", "toy18", "--quiet"]) == 0
 
 
+def test_interfere_takes_the_lenient_its_topology_conf_error_names(tmp_path, capsys):
+    """A topology.conf listing a node under two leaves: the error says "give --lenient",
+    which interfere did not accept ("unrecognized arguments: --lenient")."""
+    conf = tmp_path / "topology.conf"
+    conf.write_text("SwitchName=s1 Nodes=n[1-4]\nSwitchName=s2 Nodes=n[4-8]\nSwitchName=top Switches=s[1-2]\n")
+    scen = tmp_path / "s.json"
+    scen.write_text(json.dumps({"fabric": "topology.conf", "jobs": [{"name": "A", "nodes": "n[1-3],n[5-7]", "pattern": "a2a"}]}))
+    assert main(["interfere", str(scen)]) == 2
+    assert "give --lenient" in capsys.readouterr().err
+    assert main(["interfere", str(scen), "--lenient", "--quiet"]) == 0
+    assert main(["interfere", str(scen), "--system", str(conf), "--lenient", "--quiet"]) == 0
+
+
 def test_a_job_of_astronomically_many_flows_is_refused_at_once(tmp_path, capsys):
     """a2a on 10 nodes x 100,000 ranks per node is 10^12 flows per iteration: interfere ran
     until the kernel killed it for memory (exit 137); now one line, exit 2, at once."""
@@ -504,7 +617,24 @@ def test_a_job_of_astronomically_many_flows_is_refused_at_once(tmp_path, capsys)
     scen.write_text(json.dumps({"fabric": "cab", "jobs": [{"name": "A", "nodes": "0-9", "pattern": "a2a", "ranks_per_node": 100_000}]}))
     assert main(["interfere", str(scen)]) == 2
     err = capsys.readouterr().err
-    assert err == f"error: {scen}: field 'jobs': pattern a2a on 10 nodes x 100000 ranks per node makes 999999000000 flows per iteration; at most 4294967296 (2^32) are evaluated: give fewer ranks_per_node or nodes\n"
+    assert err == f"error: {scen}: field 'jobs[0]': pattern a2a on 10 nodes x 100000 ranks per node makes 999999000000 flows per iteration; at most 4294967296 (2^32) are evaluated: give fewer ranks_per_node or nodes\n"
+
+
+def test_an_engine_error_names_the_files_job_not_the_engines_index(tmp_path, capsys):
+    """The engine numbers the jobs it is given, an interleaved bully's as several: the
+    file's second job was "field 'jobs': job 3: too many ranks" (the file has two jobs),
+    and an error of the job model's demand named no job at all."""
+    scen = tmp_path / "s.json"
+    bully = {"name": "bully", "bully": "interleaved", "count": 3, "place": {"leaves": "0-1"}}
+    for job, message in (
+        ({"name": "A", "place": {"linear": 4}, "pattern": "none", "ranks_per_node": 2**31}, "too many ranks"),
+        ({"name": "A", "place": {"linear": 4}, "pattern": "a2a", "ranks_per_node": 100_000}, "pattern a2a on 4 nodes x 100000 ranks per node makes"),
+        ({"name": "A", "place": {"linear": 4}, "pattern": "a2a", "ranks_per_node": 100_000, "phi": 0.5}, "pattern a2a on 4 nodes x 100000 ranks per node makes"),
+    ):
+        scen.write_text(json.dumps({"fabric": T288, "jobs": [bully, job]}))
+        assert main(["interfere", str(scen)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {scen}: field 'jobs[1]': {message}"), err
 
 
 def test_interfere_command_writes_the_documented_result(tmp_path, capsys):
@@ -631,6 +761,38 @@ def test_slowed_jobs_run_past_their_limit_by_default():
     assert r.summary["network"]["jobs_past_limit"] == int(past.sum())
     net = r.summary["network"]
     assert 0 < net["useful_utilization"] < net["busy_utilization"] <= 1.0
+
+
+def test_jobs_logged_past_their_limit_are_not_counted_as_pushed_past_it():
+    """Under --run-on a job logged past its limit runs on, slowed or not: jobs_past_limit
+    ("jobs the predicted slowdown pushes past their limit") counted them, 13 on Atlas's
+    first 10 days isolated with no job slowed. Here limits are half the run times: no job
+    is slowed (isolated, reference=alone), every job runs past its limit, none counts."""
+    r = _replay("isolated", "random,seed=2,reference=alone", workload=_workload(n=100, slack=0.5), kill_at_walltime=False)
+    j = _Cols(r.jobs)
+    assert (j.net_slowdown == 1.0).all() and (j.runtime_s > j.walltime_s).all()
+    assert r.summary["network"]["jobs_past_limit"] == 0
+
+
+def test_overrun_kill_in_a_run_that_kills_no_job_at_its_limit_is_refused(tmp_path, capsys):
+    """With --run-on (or a header's AllowOveruse: yes) the engine kills no job at its
+    limit, so overrun=kill did nothing: jobs the prediction pushed past their limit ran
+    on, none killed, and the summary said overrun: kill."""
+    with pytest.raises(InputError) as e:
+        _replay("random", "random,overrun=kill", workload=_workload(n=50), kill_at_walltime=False)
+    assert e.value.path == "--network" and "overrun=kill" in e.value.message and "--kill-at-limit" in e.value.message
+    w = _workload(n=50)
+    w.settings["allow_overuse"] = True
+    with pytest.raises(InputError, match="AllowOveruse"):
+        _replay("random", "random,overrun=kill", workload=w)
+    assert _replay("random", "random,overrun=kill", workload=w, kill_at_walltime=True).summary["network"]["overrun"] == "kill"
+    # compare refuses it before any run (it failed in every run, a traceback file each)
+    window = Path(__file__).parent / "data" / "atlas-window-120.swf"
+    out = tmp_path / "cmp"
+    argv = ["compare", "--trace", str(window), "--system", "cab", "--allocs", "linear", "--scenarios", "none", "--network", "random,overrun=kill", "--run-on", "--out", str(out), "--quiet"]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.startswith("error: --network: overrun=kill kills the jobs the predicted slowdown pushes past their limit")
+    assert not (out / "runs").exists()
 
 
 def test_network_spec_forms(tmp_path):
@@ -930,6 +1092,15 @@ def test_interfere_flags_that_contradict_name_the_flags(tmp_path, capsys):
     assert main(["interfere", str(scen), "--fairness", "ports"]) == 2
     assert capsys.readouterr().err == "error: --fairness: progressive filling is per-flow max-min: it needs fairness flows, not ports (--fairness ports)\n"
     assert main(["interfere", str(scen), "--fairness", "ports", "--filling", "steady", "--quiet"]) == 0
+    # --filling progressive with jobs at service levels of different weights named the
+    # scenario's "field 'model'" (which does not ask for it) and "use filling=steady"
+    scen.write_text(json.dumps({"fabric": "toy18", "model": {"fairness": "flows", "service_levels": [9, 1]}, "jobs": [
+        {"name": "A", "nodes": "0-3", "pattern": "flood"}, {"name": "B", "nodes": "6-9", "pattern": "flood", "service_level": 1}]}))
+    assert main(["interfere", str(scen), "--filling", "progressive"]) == 2
+    assert capsys.readouterr().err == (
+        f"error: --filling: progressive filling of {scen} has no service levels: the jobs are at levels of different weights (use --filling steady or auto)\n"
+    )
+    assert main(["interfere", str(scen), "--quiet"]) == 0
 
 
 
@@ -975,6 +1146,33 @@ def test_a_job_has_the_phi_the_replay_gives_it(pattern):
     given = evaluate_scenario({"fabric": "fattree:K=4,S=4,P=2", "jobs": [{**jobs[0], "ranks_per_node": 1}]})["jobs"][0]
     if profile(pattern).ranks_per_node > 1:
         assert given["phi"] < got["phi"]  # fewer ranks per node: less of the iteration is bandwidth
+
+
+@pytest.mark.parametrize(
+    "spellings, app",
+    [
+        (["a2a", "alltoall", "all-to-all", " A2A "], "all-to-all"),
+        (["sub-a2a:4", "sub-a2a(4)", "Sub-A2A:4"], "pf3d"),
+        (["stencil2d", "nearest-neighbor", "Stencil2D"], "nearest-neighbor"),
+        (["stencil3d", "STENCIL3D", " stencil3d"], "umt"),
+        (["none", "compute", "None"], "compute"),
+    ],
+)
+def test_every_spelling_of_a_pattern_has_one_profile_and_phi(spellings, app):
+    """The core reads a pattern whatever its case and spaces, and its aliases and
+    sub-a2a(K) as sub-a2a:K; the job model took the default profile from the spelling, so
+    sub-a2a(4), alltoall or ' a2a' fell to flood-pairs' (on 8 nodes: a2a's phi 0.089,
+    'alltoall' 0.871; sub-a2a:4 0, sub-a2a(4) 0.743): one job, two phi, in interfere and
+    in the replay."""
+    from toposched.network_spec import bandwidth_share
+
+    phis = []
+    for p in spellings:
+        job = evaluate_scenario({"fabric": "fattree:K=4,S=4,P=2", "jobs": [{"name": "A", "place": {"linear": 8}, "pattern": p}]})["jobs"][0]
+        assert job["app"] == app, p
+        phis.append(job["phi"])
+        assert bandwidth_share(p, 8) == bandwidth_share(spellings[0], 8), p
+    assert phis == [phis[0]] * len(phis)
 
 
 def test_interfere_table_prints_every_name_and_number_whole(tmp_path, capsys, monkeypatch):

@@ -140,6 +140,13 @@ BAD = [
     ("i.csv", "max_nodes,comm_fraction\n1,0\n", ("i.csv:1", "field 'pattern'", "no pattern column")),
     ("j.csv", "# nothing\n", ("j.csv", "empty table")),
     ("k.csv", "max_nodes,pattern,comm_fraction\n1,,0\n", ("k.csv:2", "field 'pattern'", "needs a pattern")),
+    # the core refuses these though their names before the bracket or colon are
+    # patterns: they were internal errors
+    ("q.csv", "max_nodes,pattern\n1,none\n,sub-a2a(0)\n", ("q.csv:3", "field 'pattern'", "at least 2")),
+    ("r.csv", "max_nodes,pattern\n1,none\n,stencil3d(x)\n", ("r.csv:3", "field 'pattern'", "unknown pattern 'stencil3d(x)'")),
+    # int() and float() read digit separators: 0_1 was a fraction of 1, 1_0 ten nodes
+    ("s.csv", "max_nodes,pattern,comm_fraction\n1,none,0\n,a2a,0_1\n", ("s.csv:3", "field 'comm_fraction'", "got '0_1'")),
+    ("t.csv", "max_nodes,pattern\n1_0,none\n,a2a\n", ("t.csv:2", "field 'max_nodes'", "got '1_0'")),
     ("l.csv", "max_nodes;pattern;comm_fraction\n1;none;0\n", ("l.csv:1", "field 'max_nodes;pattern;comm_fraction'", "separated by commas")),
     ("a.toml", "seed = 1\n[[bins]]\npattern = \"pairs\"\ncolour = 3\n", ("a.toml:2", "field 'bins[0].colour'", "unknown key")),
     ("b.toml", "[[bins]]\npattern = \"pairs\"\n[[bins]\n", ("b.toml:3", "not valid TOML")),
@@ -220,6 +227,10 @@ def test_a_key_the_mapping_would_ignore_is_refused_not_dropped(tmp_path, capsys)
         ("heavy,phi=0.5", "phi", "phi is given, and comm_fraction"),
         # the link sums overflowed: no job slowed and busy utilization 0.0013 instead of 0.24
         ("random,bytes=1e308", "bytes", "expected a positive number up to 1e+200"),
+        # digit separators, which int() and float() read: comm=0_1 was a fraction of 1
+        ("random,comm=0_1", "comm_fraction", "expected a number or a range like 0.1-0.6, got '0_1'"),
+        ("random,seed=1_0", "seed", "expected a whole number, got '1_0'"),
+        ("random,service_levels=9+1_0", "model.service_levels", "unknown table '9+1_0'"),
     ],
 )
 def test_a_spec_with_a_bad_or_repeated_key_is_one_line(tmp_path, capsys, spec, field, expect):
@@ -518,6 +529,27 @@ def test_the_command_line_exits_2_with_one_line(tmp_path):
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert r.stderr.strip().splitlines() == [f"error: {f}:3: field 'pattern': unknown pattern 'warp'; patterns are: " + r.stderr.split("patterns are: ")[1].strip()]
     assert r.stderr.strip().endswith("(given with --network)")
+
+
+def test_a_spec_that_does_not_fit_the_log_names_the_spec_as_its_other_errors(tmp_path, capsys):
+    """A column the log lacks, or a service level out of the table: a spec on the command
+    line was named by its text ("error: column:nosuch: field 'column'") where its other
+    errors say --network, and a spec file's error did not name the flag; a job without a
+    value (-1) read "service level -1 is not defined"."""
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"mapping": "random", "model": {"service_levels": [9, 1]}, "sl_column": "queue"}))
+    cases = [
+        (str(spec), f"error: {spec}: field 'sl_column': the service level of job ", "(queue) has no value (-1: not logged): levels are 0 to 1 (service_levels) (given with --network)"),
+        ("column:nosuch", "error: --network: field 'column': the workload has no column 'nosuch'; it has ", "walltime_s"),
+        ("random,service_levels=9+1,sl_column=app", "error: --network: field 'sl_column': the service level of job ", ": levels are 0 to 1 (service_levels)"),
+        # a column the log leaves unlogged (-1) for every job: one pattern for all, silently
+        ("column:qos_id", "error: --network: field 'column': this workload (swf) gives no qos_id for any job", "every job would get one pattern"),
+    ]
+    for text, start, end in cases:
+        status = main(["simulate", "--trace", str(WINDOW), "--system", "cab", "--out", str(tmp_path / "out"), "--network", text, "--quiet"])
+        err = capsys.readouterr().err
+        assert status == 2 and err.count("\n") == 1, err
+        assert err.startswith(start) and err.strip().endswith(end), err
 
 
 def test_mtu_bytes_is_refused_by_the_replay(tmp_path, capsys):

@@ -394,6 +394,11 @@ def run_compare(
         from .network_spec import check_spec_on
 
         check_spec_on(workload, network)  # a spec the log cannot take: here, not in every run
+        from .simulate import check_overrun, kill_at_walltime
+
+        kill, kill_rule = kill_at_walltime(workload, RunConfig(kill_at_walltime=options.get("kill_at_walltime")))
+        if not kill:
+            check_overrun(network, kill_rule)  # here, not in every run
     read_s = time.perf_counter() - t_start
 
     out = Path(out_dir)

@@ -343,6 +343,11 @@ def run_frontier(
         from .network_spec import check_spec_on
 
         check_spec_on(workload, network)  # a spec the log cannot take: here, not in every run
+        from .simulate import check_overrun, kill_at_walltime
+
+        kill, kill_rule = kill_at_walltime(workload, RunConfig(kill_at_walltime=options.get("kill_at_walltime")))
+        if not kill:
+            check_overrun(network, kill_rule)  # here, not in every run
     # the settings of each run: the shared ones, then the point's own policy options; each
     # point runs without the network model (its cost) and with it (its interference)
     specs = []

@@ -25,6 +25,7 @@ the seeds; a job, a scenario or a replay mapping can override each field.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -120,6 +121,8 @@ class AppProfile:
         comm = t_bw + t_lat
         if self.comm_fraction <= 0.0 or comm <= 0.0:
             return {"compute": 1.0, "latency": 0.0, "bandwidth": 0.0}
+        if math.isinf(t_bw):  # messages too large for a double: all bandwidth (inf / inf was NaN)
+            return {"compute": 1.0 - self.comm_fraction, "latency": 0.0, "bandwidth": self.comm_fraction}
         return {"compute": 1.0 - self.comm_fraction, "latency": self.comm_fraction * t_lat / comm, "bandwidth": self.comm_fraction * t_bw / comm}
 
     def times(self, timing: FabricTiming, ranks_per_node: int | None = None) -> dict[str, float]:
@@ -210,9 +213,21 @@ PATTERN_DEFAULT_APP: dict[str, str] = {
 }
 
 
+#: The core's other spellings of patterns (crates/toposched-core network/patterns.rs,
+#: ``Pattern::parse``) that are not application names themselves.
+PATTERN_ALIASES: dict[str, str] = {"compute": "none", "alltoall": "a2a"}
+
+
 def default_app(pattern: str) -> AppProfile:
-    """The default profile of a pattern (its base name, ``sub-a2a:8`` -> ``sub-a2a``)."""
-    base = pattern.split(":")[0].lower()
+    """The default profile of a pattern, spelt as the core reads it (case and surrounding
+    spaces aside; ``sub-a2a:8`` and ``sub-a2a(8)`` -> ``sub-a2a``). An alias that names an
+    application (``all-to-all``, ``random-pairs``, ``nearest-neighbor``, ``flood-pairs``:
+    seed 003's benchmarks) gets that application's profile."""
+    text = pattern.strip().lower()
+    base = "sub-a2a" if text.startswith(("sub-a2a:", "sub-a2a(")) else text
+    if base in APPS and base not in PATTERN_DEFAULT_APP:
+        return APPS[base]
+    base = PATTERN_ALIASES.get(base, base)
     return APPS[PATTERN_DEFAULT_APP.get(base, "flood-pairs")]
 
 

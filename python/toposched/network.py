@@ -52,6 +52,9 @@ SL_PRESETS: dict[str, tuple[float, ...]] = {
 #: jobs must stay a finite double: near 1e308 it overflowed to inf, and slowdowns became NaN.
 MAX_FLOW_BYTES: float = _core.MAX_FLOW_BYTES
 
+#: The largest ``seed`` of a scenario (as of a ``--network`` spec, network_spec.SEED_LIMIT).
+SEED_LIMIT = 2**40
+
 #: Seed 004's bully jobs and the pattern each runs.
 BULLIES: dict[str, str] = {
     "bisection": "pairs",
@@ -142,6 +145,8 @@ class ScenarioJob:
     timing: FabricTiming | None = None
     #: ranks_per_node was given: else the job model's phi takes its profile's (as the replay does)
     ranks_per_node_given: bool = False
+    #: The scenario's job it comes from (``jobs[2]``), for errors the engine finds.
+    origin: str = ""
 
     def core_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -185,6 +190,27 @@ def network_model(fabric: Fabric, settings: ModelSettings | None = None, timing:
 # ---------------------------------------------------------------------------- reading
 
 
+def _float(v: Any) -> float:
+    """A number as a float; a whole number past the largest double is inf (float() raised
+    OverflowError: an internal error)."""
+    try:
+        return float(v)
+    except OverflowError:
+        return math.inf
+
+
+def _finite(v: Any) -> bool:
+    return math.isfinite(_float(v))
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
 def field_error(src: str, field_name: str, message: str) -> InputError:
     return InputError(src, message, field=field_name)
 
@@ -199,23 +225,24 @@ def parse_settings(obj: Any, src: str = "<scenario>", where: str = "model") -> M
     if unknown:
         raise field_error(src, f"{where}.{sorted(unknown)[0]}", "unknown setting; settings are bandwidth, fairness, service_levels, link_gbps, overhead_us, filling, mtu_bytes")
     mtu = obj.get("mtu_bytes")
-    if mtu is not None and not (isinstance(mtu, (int, float)) and not isinstance(mtu, bool) and math.isfinite(mtu) and mtu >= 0):
+    if mtu is not None and not (isinstance(mtu, (int, float)) and not isinstance(mtu, bool) and _finite(mtu) and mtu >= 0):
         raise field_error(src, f"{where}.mtu_bytes", f"expected a packet size in bytes >= 0 (0: no queueing delay), got {mtu!r}")
     timing = None
     if "link_gbps" in obj or "overhead_us" in obj:
         gbps, over = obj.get("link_gbps", 32.0), obj.get("overhead_us", 1.0)
         for key, v in (("link_gbps", gbps), ("overhead_us", over)):
-            if not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0):
+            if not (isinstance(v, (int, float)) and not isinstance(v, bool) and _finite(v) and v > 0):
                 # name the one at fault (overhead_us = -1 was reported as link_gbps)
                 raise field_error(src, f"{where}.{key}", f"link_gbps and overhead_us are positive numbers, got {v!r}")
         timing = FabricTiming(link_bytes_per_s=float(gbps) * 1e9 / 8, overhead_s=float(over) * 1e-6)
     bw = obj.get("bandwidth", 1.0)
-    if isinstance(bw, (int, float)):
-        bandwidth = (float(bw),) * 3
-    elif isinstance(bw, list) and len(bw) == 3:
-        bandwidth = (float(bw[0]), float(bw[1]), float(bw[2]))
-    elif isinstance(bw, dict) and set(bw) <= {"host", "leaf", "core"}:
-        bandwidth = (float(bw.get("host", 1.0)), float(bw.get("leaf", 1.0)), float(bw.get("core", 1.0)))
+    # numbers only: "2" or true were read as 2.0 and 1.0, "x" was an internal error
+    if _is_number(bw):
+        bandwidth = (_float(bw),) * 3
+    elif isinstance(bw, list) and len(bw) == 3 and all(_is_number(b) for b in bw):
+        bandwidth = (_float(bw[0]), _float(bw[1]), _float(bw[2]))
+    elif isinstance(bw, dict) and set(bw) <= {"host", "leaf", "core"} and all(_is_number(b) for b in bw.values()):
+        bandwidth = (_float(bw.get("host", 1.0)), _float(bw.get("leaf", 1.0)), _float(bw.get("core", 1.0)))
     else:
         raise field_error(src, f"{where}.bandwidth", "expected a number, [host, leaf, core] or {\"host\": .., \"leaf\": .., \"core\": ..}")
     if not all(math.isfinite(b) and b > 0 for b in bandwidth):
@@ -233,10 +260,14 @@ def parse_settings(obj: Any, src: str = "<scenario>", where: str = "model") -> M
         if sl not in SL_PRESETS:
             raise field_error(src, f"{where}.service_levels", f"unknown table {sl!r}; named tables are {', '.join(SL_PRESETS)}, or give a list of weights")
         weights = SL_PRESETS[sl]
-    elif isinstance(sl, list) and sl and all(isinstance(w, (int, float)) and not isinstance(w, bool) and w > 0 for w in sl):
-        weights = tuple(float(w) for w in sl)
+    elif isinstance(sl, list) and sl and all(_is_number(w) and w > 0 for w in sl):
+        weights = tuple(_float(w) for w in sl)
     else:
         raise field_error(src, f"{where}.service_levels", "expected a non-empty list of positive weights or a table name")
+    if not math.isfinite(sum(weights)):
+        # a link's levels' weights are summed: Infinity was the core's error naming "jobs",
+        # [1e308, 1e308] overflowed to x = 0 and slowdowns of inf
+        raise field_error(src, f"{where}.service_levels", f"the weights and their sum must be finite numbers, got {list(sl)}")
     return ModelSettings(bandwidth=bandwidth, fairness=fairness, sl_weights=weights, timing=timing, filling=filling, mtu_bytes=None if mtu is None else float(mtu))
 
 
@@ -261,7 +292,10 @@ def _node_list(value: Any, fabric: Fabric, src: str, where: str) -> list[int]:
                 raise field_error(src, where, f"cannot read the host list {value!r}: {exc}") from None
             for name in expanded:
                 if name not in names:
-                    raise field_error(src, where, f"node {name!r} is not on the fabric")
+                    # say how the fabric names its nodes (the docs' "cab[1-18]" did not name
+                    # a node of the cab preset, whose names are cab0000 to cab1295)
+                    first, last = fabric.spec.node_names[0], fabric.spec.node_names[-1]
+                    raise field_error(src, where, f"node {name!r} is not on the fabric (its nodes are named {first} to {last})")
                 ids.append(names[name])
         else:
             for part in value.split(","):
@@ -271,6 +305,8 @@ def _node_list(value: Any, fabric: Fabric, src: str, where: str) -> list[int]:
                 lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
                 if hi < lo:
                     raise field_error(src, where, f"range {part.strip()!r} runs backwards")
+                if hi >= n:  # before the range is made: "0-999999999999" ran out of memory
+                    raise field_error(src, where, f"node {hi} is not on the fabric ({n} nodes)")
                 ids.extend(range(lo, hi + 1))
     else:
         raise field_error(src, where, "expected a list of node ids, a range string like '0-8,18-26', or a host list")
@@ -304,7 +340,7 @@ def _place(spec: Any, fabric: Fabric, used: np.ndarray, rng: np.random.Generator
         if unknown:  # per_leaf, offset, a seed: not read by random or linear, were ignored
             raise field_error(src, f"{where}.{sorted(unknown)[0]}", f"not a key of a {kind} placement (it takes the node count alone: {{\"{kind}\": N}})")
         count = spec[kind]
-        if not isinstance(count, int) or count < 1:
+        if not _is_int(count) or count < 1:  # true is not a count (Python's bool is an int)
             raise field_error(src, f"{where}.{kind}", "expected a node count >= 1")
         if count > len(free):
             raise field_error(src, f"{where}.{kind}", f"asks for {count} nodes; only {len(free)} are left")
@@ -315,7 +351,7 @@ def _place(spec: Any, fabric: Fabric, used: np.ndarray, rng: np.random.Generator
         n_leaves = fabric.core.n_leaves
         if leaves_spec == "all":
             leaves = list(range(n_leaves))
-        elif isinstance(leaves_spec, list) and all(isinstance(x, int) and 0 <= x < n_leaves for x in leaves_spec):
+        elif isinstance(leaves_spec, list) and all(_is_int(x) and 0 <= x < n_leaves for x in leaves_spec):
             leaves = list(leaves_spec)
         elif isinstance(leaves_spec, str):
             leaves = []
@@ -335,9 +371,9 @@ def _place(spec: Any, fabric: Fabric, used: np.ndarray, rng: np.random.Generator
             raise field_error(src, f"{where}.leaves", f"leaf {twice[0]} is listed twice")
         per_leaf = spec.get("per_leaf")
         offset = spec.get("offset", 0)
-        if per_leaf is not None and (not isinstance(per_leaf, int) or per_leaf < 1):
+        if per_leaf is not None and (not _is_int(per_leaf) or per_leaf < 1):
             raise field_error(src, f"{where}.per_leaf", "expected a node count >= 1 (or leave it out: every free node)")
-        if not isinstance(offset, int) or offset < 0:
+        if not _is_int(offset) or offset < 0:
             raise field_error(src, f"{where}.offset", "expected a port offset >= 0")
         unknown = set(spec) - {"leaves", "per_leaf", "offset"}
         if unknown:
@@ -368,15 +404,16 @@ def _number(obj: dict[str, Any], key: str, default: Any, kind: type, src: str, w
     ok = isinstance(v, (int, float)) and not isinstance(v, bool) if kind is float else isinstance(v, int) and not isinstance(v, bool)
     if not ok:
         raise field_error(src, f"{where}.{key}", f"expected {'a number' if kind is float else 'a whole number'}, got {v!r}")
-    if (lo is not None and v < lo) or (hi is not None and v > hi) or (kind is float and not math.isfinite(v)):
+    if (lo is not None and v < lo) or (hi is not None and v > hi) or (kind is float and not _finite(v)):
         rng = f"in [{lo}, {hi}]" if hi is not None else f">= {lo}"
         raise field_error(src, f"{where}.{key}", f"must be {rng}, got {v}")
     return kind(v)
 
 
-def parse_scenario(obj: dict[str, Any], *, source: str = "<scenario>", system: str | None = None) -> Scenario:
+def parse_scenario(obj: dict[str, Any], *, source: str = "<scenario>", system: str | None = None, lenient: bool = False) -> Scenario:
     """Build a :class:`Scenario` from its JSON object (docs/network.md). ``system``
-    overrides the scenario's fabric."""
+    overrides the scenario's fabric; ``lenient`` lets a topology.conf listing a node under
+    two leaf switches load (each node on the first)."""
     src = source
     if not isinstance(obj, dict):
         raise InputError(src, "a scenario is a JSON object with fabric, model and jobs")
@@ -389,7 +426,7 @@ def parse_scenario(obj: dict[str, Any], *, source: str = "<scenario>", system: s
     if not system and not Path(fabric_text).exists() and Path(src).is_file() and (Path(src).parent / fabric_text).is_file():
         fabric_text = str(Path(src).parent / fabric_text)  # a topology.conf next to the scenario
     try:
-        fabric = load_fabric(fabric_text)
+        fabric = load_fabric(fabric_text, lenient=lenient)
     except InputError as exc:
         if system or Path(fabric_text).is_file():
             raise  # --system's own error, or a topology.conf's, which names its line
@@ -397,7 +434,9 @@ def parse_scenario(obj: dict[str, Any], *, source: str = "<scenario>", system: s
         what = f"{exc.field} {exc.message}" if exc.field else exc.message
         raise InputError(src, f"{fabric_text!r}: {what}", field="fabric", hint="--system FABRIC evaluates the scenario on another fabric") from None
     settings = parse_settings(obj.get("model"), src)
-    seed = _number(obj, "seed", 0, int, src, "scenario", lo=0)
+    # bounded as a --network spec's: each job's seed (seed x 1,000,003 + its index) is a
+    # 64-bit integer in the core (a larger one was an internal error)
+    seed = _number(obj, "seed", 0, int, src, "scenario", lo=0, hi=SEED_LIMIT)
     jobs_obj = obj.get("jobs")
     if not isinstance(jobs_obj, list) or not jobs_obj:
         raise field_error(src, "jobs", "expected a non-empty list of jobs")
@@ -423,10 +462,26 @@ def parse_scenario(obj: dict[str, Any], *, source: str = "<scenario>", system: s
             raise field_error(src, f"{where}.bully", f"unknown bully {bully!r}; seed 004's bullies are {', '.join(BULLIES)}")
         if ("nodes" in j) == ("place" in j) and not (bully and "nodes" not in j):
             raise field_error(src, where, "give exactly one of nodes (an explicit list) and place (a placement rule)")
+        # a key this kind of job does not read was dropped silently (a bully's flows even
+        # replaced its pattern, leaving no bully)
+        if bully == "interleaved" and "pattern" in j:
+            raise field_error(src, f"{where}.pattern", "an interleaved bully's jobs take patterns (a list), not pattern")
+        for key in ("count", "patterns"):
+            if key in j and bully != "interleaved":
+                raise field_error(src, f"{where}.{key}", "only an interleaved bully reads it (the number of its jobs and their patterns)")
+        if "flows" in j:
+            if bully:
+                raise field_error(src, f"{where}.flows", "a bully job has its own pattern; leave flows out")
+            if "pattern" in j:
+                raise field_error(src, f"{where}.pattern", "give a pattern or explicit flows, not both")
+            if "bytes" in j:
+                raise field_error(src, f"{where}.bytes", "explicit flows give their own bytes; leave bytes out")
         common = {
             "bytes": _number(j, "bytes", 1.0, float, src, where, lo=0.0, hi=MAX_FLOW_BYTES),
-            "ranks_per_node": _number(j, "ranks_per_node", 1, int, src, where, lo=1),
-            "seed": _number(j, "seed", seed * 1_000_003 + i, int, src, where, lo=0),
+            # the core's ranks_per_node is 32-bit (as a --network spec's), its seeds 64-bit
+            # (an interleaved bully's jobs add their index): larger were internal errors
+            "ranks_per_node": _number(j, "ranks_per_node", 1, int, src, where, lo=1, hi=2**31),
+            "seed": _number(j, "seed", seed * 1_000_003 + i, int, src, where, lo=0, hi=2**63),
             "service_level": _number(j, "service_level", 0, int, src, where, lo=0, hi=len(settings.sl_weights) - 1),
             "phi": _number(j, "phi", -1.0, float, src, where, lo=0.0, hi=1.0) if "phi" in j else -1.0,
         }
@@ -456,8 +511,12 @@ def parse_scenario(obj: dict[str, Any], *, source: str = "<scenario>", system: s
         else:
             per_leaf = None
             flat = list(nodes_or_leaves)
+        if not flat:  # before the interleaved bully's deal: with no nodes it vanished, silently
+            raise field_error(src, where, "the job got no nodes")
         if bully == "interleaved":
-            count = _number(j, "count", 3, int, src, where, lo=1)
+            # at most one job per node of the fabric (a count of 10^12 drew that many cuts:
+            # out of memory)
+            count = _number(j, "count", 3, int, src, where, lo=1, hi=fabric.n_nodes)
             pats = j.get("patterns", list(INTERLEAVED_PATTERNS))
             if not isinstance(pats, list) or not pats or not all(isinstance(p, str) for p in pats):
                 raise field_error(src, f"{where}.patterns", "expected a list of pattern names")
@@ -470,21 +529,24 @@ def parse_scenario(obj: dict[str, Any], *, source: str = "<scenario>", system: s
                 start = int(jrng.integers(count))
                 for k in range(count):
                     groups[(start + k) % count].extend(leaf[bounds[k] : bounds[k + 1]])
+            if name in names:
+                raise field_error(src, f"{where}.name", f"job name {name!r} is used twice")
+            names.add(name)
             for k, g in enumerate(groups):
                 if not g:
                     continue
-                sub = ScenarioJob(name=f"{name}.{k + 1}", nodes=sorted(g), pattern=pats[k % len(pats)], bully="interleaved", **{**common, "seed": common["seed"] + k})
+                if f"{name}.{k + 1}" in names:  # two jobs of one name in the result
+                    raise field_error(src, f"{where}.name", f"the interleaved bully's job {name}.{k + 1} has the name of another job")
+                names.add(f"{name}.{k + 1}")
+                sub = ScenarioJob(
+                    name=f"{name}.{k + 1}", nodes=sorted(g), pattern=pats[k % len(pats)], bully="interleaved", origin=where, **{**common, "seed": common["seed"] + k}
+                )
                 check_pattern(sub.pattern, src, f"{where}.patterns")
                 _apply_job_model(sub, app, overrides, timing, "ranks_per_node" in j, src, where)
                 resolved.append((i, sub))
                 for x in g:
                     used[x] = True
-            if name in names:
-                raise field_error(src, f"{where}.name", f"job name {name!r} is used twice")
-            names.add(name)
             continue
-        if not flat:
-            raise field_error(src, where, "the job got no nodes")
         if bully:
             pattern = BULLIES[bully]
             if "pattern" in j:
@@ -509,12 +571,19 @@ def parse_scenario(obj: dict[str, Any], *, source: str = "<scenario>", system: s
             pattern = "explicit"
         else:
             check_pattern(pattern, src, f"{where}.pattern")
+            if pattern.strip().lower() in ("none", "compute"):
+                # pattern defaults to none: a job given its communication but no pattern
+                # sent nothing, and was reported with that phi, without a word
+                said = next((f"{k} {j[k]}" for k in ("phi", "comm_fraction") if k in j and _is_number(j[k]) and j[k] > 0), None)
+                if said is not None:
+                    given = f"pattern {j['pattern']!r}" if "pattern" in j else "no pattern (none: compute only)"
+                    raise field_error(src, f"{where}.pattern", f"the job has {given}, so it sends nothing, yet gives {said}: give its pattern or flows")
         if name in names:
             raise field_error(src, f"{where}.name", f"job name {name!r} is used twice")
         names.add(name)
         for x in flat:
             used[x] = True
-        job = ScenarioJob(name=name, nodes=flat if "nodes" in j else sorted(flat), pattern=pattern, flows=flows, bully=bully, **common)
+        job = ScenarioJob(name=name, nodes=flat if "nodes" in j else sorted(flat), pattern=pattern, flows=flows, bully=bully, origin=where, **common)
         _apply_job_model(job, app if app is not None else ("bully" if bully else None), overrides, timing, "ranks_per_node" in j, src, where)
         resolved.append((i, job))
     resolved.sort(key=lambda t: t[0])
@@ -539,7 +608,7 @@ def _resolve_phi(model: Any, jobs: list[ScenarioJob]) -> None:
     part is the job's busiest node link at the ideal placement (its own pattern, on-node
     messages dropped) at the fabric's data rate; the latency part its messages times the
     per-message latency (jobmodel.py)."""
-    for j in jobs:
+    for k, j in enumerate(jobs):
         if j.phi >= 0 or j.profile is None:
             continue
         if j.pattern in ("none", "compute") or j.profile.comm_fraction <= 0:
@@ -549,29 +618,45 @@ def _resolve_phi(model: Any, jobs: list[ScenarioJob]) -> None:
         # the ranks on a node the application runs (its profile's), unless the job gives
         # them: the replay's phi counts the same ranks (network_spec.bandwidth_share)
         rpn = d["ranks_per_node"] if j.ranks_per_node_given else j.profile.ranks_per_node
-        dem = model.demand(d["nodes"], d["pattern"], bytes=1.0, ranks_per_node=rpn, seed=d["seed"], flows=d.get("flows"))
+        try:
+            dem = model.demand(d["nodes"], d["pattern"], bytes=1.0, ranks_per_node=rpn, seed=d["seed"], flows=d.get("flows"))
+        except ValueError as exc:  # as the engine's evaluate says it, so that evaluate() names the job
+            raise ValueError(f"job {k}: {exc}") from None
         # t_ideal is the busiest node link's bytes over the host bandwidth, which only sets
         # the unit of times: times the host bandwidth, it is that link's messages, which the
         # job model turns into seconds at the fabric's own link rate
         t_ideal_messages = float(dem["t_ideal"]) * float(model.bandwidth[0])
+        if j.flows:
+            # explicit flows carry their own bytes, only relative within the job (a pattern's
+            # flows carry one each): the mean flow is one message, so that [[0, 1, 1e6]] and
+            # [[0, 1, 1]] are one job (as bytes they were a million messages, phi 0.5 vs 0.33)
+            sizes = [b for s_, d_, b in j.flows if b > 0 and s_ // rpn != d_ // rpn]  # on-node flows dropped
+            if sizes:
+                t_ideal_messages /= sum(sizes) / len(sizes)
         j.fractions = j.profile.fractions_from_demand(t_ideal_messages, j.timing or FabricTiming())
         j.phi = j.fractions["bandwidth"]
 
 
 def check_pattern(pattern: str, src: str, where: str) -> None:
+    """Refuse what the core's pattern parser refuses (crates/toposched-core network/
+    patterns.rs, ``Pattern::parse``), naming the field: the core's own error names only
+    "jobs", or in the replay escaped as an internal error."""
     from . import _core
 
-    base = pattern.split(":")[0].split("(")[0].lower()
-    known = {p.split(":")[0] for p in _core.PATTERNS} | {"compute", "random-pairs", "flood-pairs", "all-to-all", "alltoall", "nearest-neighbor"}
-    if base not in known:
+    text = pattern.strip().lower()
+    known = {p for p in _core.PATTERNS if ":" not in p} | {"sub-a2a", "compute", "random-pairs", "flood-pairs", "all-to-all", "alltoall", "nearest-neighbor"}
+    if text in known:
+        return
+    # the one pattern with a parameter: sub-a2a:K or sub-a2a(K) ("stencil3d(x)" and
+    # "a2a:5" are not patterns, though their names before the bracket or colon are)
+    m = re.fullmatch(r"sub-a2a(?::(.*)|\((.*)\))", text, flags=re.DOTALL)
+    if m is None:
         raise field_error(src, where, f"unknown pattern {pattern!r}; patterns are: {', '.join(_core.PATTERNS)}")
-    if base == "sub-a2a" and ":" in pattern:
-        # the core checks it too, but only when the scenario is evaluated, naming "jobs"
-        k = pattern.partition(":")[2].strip()
-        if not k.isdigit() or int(k) >= 2**32:  # the core reads it as a u32
-            raise field_error(src, where, f"pattern {pattern!r}: the group size of sub-a2a must be a whole number")
-        if int(k) < 2:
-            raise field_error(src, where, f"pattern {pattern!r}: the group size of sub-a2a must be at least 2")
+    k = m.group(1) if m.group(1) is not None else m.group(2)
+    if not re.fullmatch(r"[0-9]+", k) or int(k) >= 2**32:  # the core reads it as a u32
+        raise field_error(src, where, f"pattern {pattern!r}: the group size of sub-a2a must be a whole number")
+    if int(k) < 2:
+        raise field_error(src, where, f"pattern {pattern!r}: the group size of sub-a2a must be at least 2")
 
 
 def _flows(value: Any, src: str, where: str) -> list[tuple[int, int, float]]:
@@ -582,13 +667,13 @@ def _flows(value: Any, src: str, where: str) -> list[tuple[int, int, float]]:
         if not (isinstance(f, list) and len(f) == 3 and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in f)):
             raise field_error(src, f"{where}[{k}]", "expected [source rank, destination rank, bytes]")
         s, d, b = f
-        if not all(math.isfinite(x) for x in f) or int(s) != s or int(d) != d or s < 0 or d < 0 or not 0 <= b <= MAX_FLOW_BYTES:
+        if not all(_finite(x) for x in f) or int(s) != s or int(d) != d or s < 0 or d < 0 or not 0 <= b <= MAX_FLOW_BYTES:
             raise field_error(src, f"{where}[{k}]", f"ranks are whole numbers >= 0 and bytes a number from 0 to {MAX_FLOW_BYTES:g}")
         out.append((int(s), int(d), float(b)))
     return out
 
 
-def load_scenario(path: str | Path, *, system: str | None = None) -> Scenario:
+def load_scenario(path: str | Path, *, system: str | None = None, lenient: bool = False) -> Scenario:
     """Read a scenario JSON file (docs/network.md)."""
     p = Path(path)
     repeated: list[str] = []
@@ -610,7 +695,7 @@ def load_scenario(path: str | Path, *, system: str | None = None) -> Scenario:
         raise InputError(str(p), f"not UTF-8 text: byte 0x{exc.object[exc.start]:02x} at offset {exc.start} (save the file as UTF-8)") from None
     if repeated:
         raise InputError(str(p), "given twice in one object (JSON would keep the last silently)", field=repeated[0])
-    return parse_scenario(obj, source=str(p), system=system)
+    return parse_scenario(obj, source=str(p), system=system, lenient=lenient)
 
 
 # ---------------------------------------------------------------------------- evaluating
@@ -624,7 +709,15 @@ def evaluate(scenario: Scenario) -> dict[str, Any]:
         _resolve_phi(model, scenario.jobs)
         ev = model.evaluate([j.core_dict() for j in scenario.jobs])
     except ValueError as exc:
-        raise InputError(scenario.source, str(exc), field="model" if "filling" in str(exc) else "jobs") from None
+        message = str(exc)
+        # the engine numbers the jobs it was given: an interleaved bully's count as several,
+        # so "job 3" could be the file's second job; name the file's job
+        m = re.match(r"job (\d+): (.*)", message, flags=re.DOTALL)
+        if m and int(m.group(1)) < len(scenario.jobs):
+            job = scenario.jobs[int(m.group(1))]
+            what = f"job {job.name}: " if job.bully == "interleaved" else ""
+            raise InputError(scenario.source, what + m.group(2), field=job.origin or "jobs") from None
+        raise InputError(scenario.source, message, field="model" if "filling" in message else "jobs") from None
     names = [j.name for j in scenario.jobs]
     jobs = []
     for j, r in zip(scenario.jobs, ev["jobs"]):

@@ -208,13 +208,21 @@ class NetworkSpec:
         return d
 
 
+def _digits(text: str) -> str:
+    """``text`` for int() or float(), which read digit separators: "0_1" was 1.0 and
+    "1_0" 10, taken without a word; ValueError for them."""
+    if "_" in text:
+        raise ValueError(text)
+    return text
+
+
 def _phi_value(text: str, src: str, what: str = "phi") -> float | tuple[float, float]:
     try:
         if "-" in text.strip()[1:]:
             lo, hi = text.split("-", 1) if not text.startswith("-") else (text, "")
-            v: float | tuple[float, float] = (float(lo), float(hi))
+            v: float | tuple[float, float] = (float(_digits(lo)), float(_digits(hi)))
         else:
-            v = float(text)
+            v = float(_digits(text))
     except ValueError:
         raise field_error(src, what, f"expected a number or a range like 0.1-0.6, got {text!r}") from None
     vals = v if isinstance(v, tuple) else (v,)
@@ -274,13 +282,13 @@ def parse_network_spec(text: str) -> NetworkSpec:
             model[key] = value
         elif key == "bandwidth":
             try:
-                b = [float(x) for x in value.split("+")]
+                b = [float(_digits(x)) for x in value.split("+")]
             except ValueError:
                 raise field_error(src, key, f"expected a number or host+leaf+core, got {value!r}") from None
             model[key] = b[0] if len(b) == 1 else b
         elif key in ("service_levels", "sl"):
             try:
-                model["service_levels"] = value if value in SL_PRESETS else [float(x) for x in value.split("+")]
+                model["service_levels"] = value if value in SL_PRESETS else [float(_digits(x)) for x in value.split("+")]
             except ValueError:
                 # neither a table's name nor weights: the settings reader names the tables
                 model["service_levels"] = value
@@ -288,12 +296,12 @@ def parse_network_spec(text: str) -> NetworkSpec:
             obj[key] = value.split("+")
         elif key in ("seed", "ranks_per_node"):
             try:
-                obj[key] = int(value)
+                obj[key] = int(_digits(value))
             except ValueError:
                 raise field_error(src, key, f"expected a whole number, got {value!r}") from None
         elif key == "bytes":
             try:
-                obj[key] = float(value)
+                obj[key] = float(_digits(value))
             except ValueError:
                 raise field_error(src, key, f"expected a positive number, got {value!r}") from None
         elif key in ("phi", "comm_fraction", "comm"):
@@ -518,12 +526,12 @@ def _rules_from_csv(text: str, src: str) -> tuple[tuple[Rule, ...], tuple[int | 
                     continue
                 if name in RULE_BOUNDS:
                     try:
-                        d[name] = int(cell)
+                        d[name] = int(_digits(cell))
                     except ValueError:
                         raise InputError(src, f"expected a whole number, got {cell!r}", line=line, field=name) from None
                 elif name in ("comm_fraction", "phi"):
                     try:
-                        d[name] = float(cell)
+                        d[name] = float(_digits(cell))
                     except ValueError:
                         raise InputError(src, f"expected a number in [0, 1], got {cell!r}", line=line, field=name) from None
                 else:
@@ -641,8 +649,14 @@ def _workload_column(workload: Any, name: str, src: str, what: str) -> np.ndarra
         col = workload.extra.get(name)
     if not isinstance(col, np.ndarray) or len(col) != len(workload):
         have = sorted(set(workload.columns) | {k for k, v in workload.extra.items() if isinstance(v, np.ndarray)})
-        raise field_error(src, what, f"the workload has no column {name!r}; it has {', '.join(have)}")
+        raise _spec_error(src, what, f"the workload has no column {name!r}; it has {', '.join(have)}")
     return col
+
+
+def _spec_error(src: str, what: str, message: str) -> InputError:
+    """An error of a spec that reads but does not fit the workload: named as the spec's
+    own errors are (the file, or --network for a spec on the command line) and the flag."""
+    return InputError(src, message, field=what, hint=None if src == "--network" else FLAG_HINT)
 
 
 def check_spec_on(workload: Any, spec: NetworkSpec | str) -> None:
@@ -657,7 +671,9 @@ def assign_traffic(workload: Any, spec: NetworkSpec) -> dict[str, Any]:
     """Pattern (index into ``patterns``), phi and service level of every job row."""
     n = len(workload)
     sizes = np.asarray(workload.columns["nodes"])
-    src = spec.text or "--network"
+    # a spec on the command line is "--network", as when it is read (its text named it:
+    # "error: column:nosuch: field 'column'"); a file names itself and the flag
+    src = spec.text if spec.text and Path(spec.text).is_file() else "--network"
     timing = spec.settings.timing
     if spec.mapping == "bins":
         names = sorted({b.pattern for b in spec.bins}, key=[b.pattern for b in spec.bins].index)
@@ -675,6 +691,12 @@ def assign_traffic(workload: Any, spec: NetworkSpec) -> dict[str, Any]:
             u = rng.random(n)
         else:
             vals = np.asarray(_workload_column(workload, spec.column or "", src, "column"), dtype=np.int64)
+            if n and not (vals >= 0).any():
+                # as a bins rule on a feature the log does not give: every job got
+                # patterns[-1 mod len] and one fraction, without a word
+                raise _spec_error(
+                    src, "column", f"this workload ({workload.format}) gives no {spec.column} for any job (every value is -1, not logged): every job would get one pattern"
+                )
             pattern = np.mod(vals, len(names)).astype(np.int64)
             # the same value (application) gets the same phi: a hash of (seed, value)
             h = (vals.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(spec.seed)) >> np.uint64(11)
@@ -694,7 +716,12 @@ def assign_traffic(workload: Any, spec: NetworkSpec) -> dict[str, Any]:
         sl = np.asarray(_workload_column(workload, spec.sl_column, src, "sl_column"), dtype=np.int64)
         bad = (sl < 0) | (sl >= len(spec.settings.sl_weights))
         if bad.any():
-            raise field_error(src, "sl_column", f"service level {int(sl[bad][0])} is not defined ({len(spec.settings.sl_weights)} level(s))")
+            first = int(np.flatnonzero(bad)[0])
+            value = int(sl[first])
+            what = "has no value (-1: not logged)" if value == -1 else f"is {value}"
+            raise _spec_error(
+                src, "sl_column", f"the service level of job {workload.columns['job_id'][first]} ({spec.sl_column}) {what}: levels are 0 to {len(spec.settings.sl_weights) - 1} (service_levels)"
+            )
     out = {"patterns": names, "pattern": pattern, "phi": phi, "service_level": sl}
     if spec.mapping == "bins":
         out["rule"] = rule

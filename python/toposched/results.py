@@ -438,8 +438,10 @@ def collect(sim: Outcome, workload: Workload, fabric: Fabric, config: RunConfig,
         from .network_spec import network_columns
 
         net_cols, net_summary = network_columns(sim.network, idx)
-        # jobs the predicted slowdown stretched past their limit (overrun=run-on)
-        net_summary["jobs_past_limit"] = int(np.sum((end - start) > cols["walltime_s"][idx]))
+        # jobs the predicted slowdown stretched past their limit (overrun=run-on): not those
+        # whose logged run time was past it already (--run-on lets them run on, slowed or not)
+        limit = cols["walltime_s"][idx]
+        net_summary["jobs_past_limit"] = int(np.sum(((end - start) > limit) & (cols["runtime_s"][idx] <= limit)))
         part.extra += list(net_cols.items())
         # Utilization counts a slowed job's nodes as busy for its whole (longer) run; the
         # useful part is its run time over its slowdown (what the work took alone).

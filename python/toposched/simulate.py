@@ -74,6 +74,8 @@ def simulate(
 
     kill, kill_rule = kill_at_walltime(workload, config)
     config = replace(config, kill_at_walltime=kill)
+    if config.network and not kill:
+        check_overrun(config.network, kill_rule)
     # a policy written in Python and registered under a name runs as its module:Class
     target = registry.python_target(config.alloc) if isinstance(config.alloc, str) else None
     alloc = policies.resolve(target or config.alloc, fabric)
@@ -233,6 +235,21 @@ def kill_at_walltime(workload: Workload, config: RunConfig) -> tuple[bool, str]:
     if workload.settings.get("allow_overuse"):
         return False, "the log's header says AllowOveruse: yes (jobs ran past their requested time on that machine); --kill-at-limit forces the kill"
     return True, "default: jobs are killed at their requested time (--run-on lets them run on)"
+
+
+def check_overrun(network: Any, kill_rule: str) -> None:
+    """``overrun=kill`` in a run whose jobs are not killed at their limit: the engine kills
+    nothing then, so jobs the prediction pushes past their limit ran on while the summary
+    said ``overrun: kill``. Refused, naming both settings."""
+    from .network_spec import NetworkSpec, parse_network_spec
+
+    spec = network if isinstance(network, NetworkSpec) else parse_network_spec(str(network))
+    if spec.overrun == "kill":
+        raise InputError(
+            "--network",
+            f"overrun=kill kills the jobs the predicted slowdown pushes past their limit, but this run kills no job at its limit ({kill_rule}): "
+            "drop overrun=kill, or give --kill-at-limit",
+        )
 
 
 #: Slurm's default cap on the switch wait (SchedulerParameters=max_switch_wait).

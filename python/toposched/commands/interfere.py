@@ -38,6 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fairness", choices=("jobs", "job-maxmin", "ports", "flows"), help="override the scenario's fairness unit")
     parser.add_argument("--filling", choices=("auto", "steady", "progressive"),
                         help="under fairness flows: progressive filling in time or the steady-state solve (docs/network.md)")
+    # a topology.conf's error says "give --lenient": interfere did not take it
+    parser.add_argument("--lenient", action="store_true", help="let a topology.conf listing a node under two leaf switches load, each node on the first (Slurm only warns)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON instead of a table")
     parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
 
@@ -46,9 +48,10 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
+    from ..errors import InputError
     from ..network import evaluate, load_scenario, write_result
 
-    scenario = load_scenario(args.scenario, system=args.system)
+    scenario = load_scenario(args.scenario, system=args.system, lenient=args.lenient)
     if args.fairness:
         scenario.settings.fairness = args.fairness
     if args.filling:
@@ -57,12 +60,22 @@ def run(args: argparse.Namespace) -> int:
     if (args.filling or args.fairness) and s.filling == "progressive" and s.fairness != "flows":
         # else the engine's "field 'model': filling=progressive ... needs fairness=flows",
         # which names the scenario file for what a flag set
-        from ..errors import InputError
-
         flag = "--filling" if args.filling else "--fairness"
         whence = f"--fairness {args.fairness}" if args.fairness else f"the scenario's fairness {s.fairness}"
         raise InputError(flag, f"progressive filling is per-flow max-min: it needs fairness flows, not {s.fairness} ({whence})")
-    result = evaluate(scenario)
+    try:
+        result = evaluate(scenario)
+    except InputError as exc:
+        if args.filling != "progressive" or exc.field != "model" or "progressive" not in exc.message:
+            raise
+        # progressive filling was asked for by the flag, not by the scenario's model: name
+        # the flag (the scenario's "field 'model'" pointed at a setting the file has not)
+        message = exc.message.replace("(use filling=steady or auto)", "(use --filling steady or auto)")
+        if message.startswith("filling=progressive "):
+            message = f"progressive filling of {args.scenario} {message.removeprefix('filling=progressive ')}"
+        else:
+            message = f"{args.scenario}: {message}"
+        raise InputError("--filling", message) from None
     if args.out:
         write_result(result, args.out)
     if args.quiet:
