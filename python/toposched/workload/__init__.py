@@ -54,7 +54,7 @@ def _guess_format(p: Path) -> str:
     with open_binary(p) as raw:
         refuse_utf16(raw.read(256), p)
     with open_text(p) as fh:
-        for line in fh:
+        for line_no, line in enumerate(fh, 1):
             s = line.strip()
             if not s:
                 continue
@@ -66,6 +66,12 @@ def _guess_format(p: Path) -> str:
                 return "sacct"
             if s.split()[0].lstrip("-").isdigit():
                 return "swf"
+            from .sacct_records import wrong_separator
+
+            wrong = wrong_separator(line.rstrip("\r\n"))
+            if wrong is not None:
+                # a sacct dump with another delimiter: --format would not help
+                raise TraceFormatError(str(p), wrong, line=line_no)
             break
         else:
             # no format to pass would help: every reader says this of an empty file
