@@ -158,3 +158,13 @@ def test_real_topology_conf_runs(tmp_path, capsys):
 def test_bad_system_is_explained(tmp_path, capsys, system, expect):
     code, _, err = run(["simulate", "--trace", str(EXAMPLE_TRACE), "--system", system, "--out", str(tmp_path / "o")], capsys)
     assert code == 2 and expect in err, err
+
+
+@pytest.mark.parametrize("system", ["cab ", "Cab", " CAB", "cab\t"])
+def test_a_preset_name_with_a_capital_or_a_blank_is_pointed_at_the_preset(tmp_path, capsys, system):
+    """`--system "cab "` (a blank pasted with the name) or `--system Cab` said "error: cab :
+    not a preset ..." and listed cab among the presets: the blank invisible, nothing said of
+    case. The name is refused still (names are exact), and the message says which preset."""
+    code, _, err = run(["simulate", "--trace", str(EXAMPLE_TRACE), "--system", system, "--out", str(tmp_path / "o")], capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert f"{system!r}" in err and "did you mean 'cab'?" in err, err

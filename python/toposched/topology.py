@@ -196,9 +196,12 @@ def load_spec(system: str, *, lenient: bool = False) -> FabricSpec:
         from .topology_conf import read_topology_conf
 
         return read_topology_conf(path, lenient=lenient)
+    near = system.strip().lower()
     raise TopologyError(
         system,
-        "not a preset, fattree:K=..,S=..,P=.. parameters, or an existing topology.conf file; presets are: " + ", ".join(PRESETS),
+        "not a preset, fattree:K=..,S=..,P=.. parameters, or an existing topology.conf file; presets are: " + ", ".join(PRESETS)
+        # "cab " or "Cab": the blank is invisible in the message, and nothing said case matters
+        + (f"; did you mean {near!r}? (got {system!r}: preset names are lower case, without blanks)" if near in _PRESET_NOTES else ""),
     )
 
 
