@@ -388,6 +388,9 @@ def run_compare(
         raise InputError("--network", "as-logged replays the log's own start and end times; the network model cannot move them (leave as-logged out of --allocs, or --network out)")
     invariant_check_settings(_dedupe([a for a, _ in plan]), options, "--allocs")
     fabric = load_fabric(system, lenient=lenient)  # fail early on a bad --system
+    from .policies import check_python_policies
+
+    check_python_policies(_dedupe([a for a, _ in plan]), options.get("queue_order"))  # and a module:Class that does not load
     workload = load_workload(trace, transforms=transforms, fabric_nodes=fabric.n_nodes, format=format, lenient=lenient)
     _check_allocs_here(plan, workload, fabric)
     if network:

@@ -334,6 +334,9 @@ def run_frontier(
         parse_network_spec(network)  # a bad --network stops here, before any run, not in a worker
     invariant_check_settings(list(dict.fromkeys(p.alloc for p in points)), options, "--policies")
     fabric = load_fabric(system, lenient=lenient)
+    from .policies import check_python_policies
+
+    check_python_policies(list(dict.fromkeys(p.alloc for p in points)), options.get("queue_order"))  # before the log is read
     workload = load_workload(trace, transforms=list(transforms), fabric_nodes=fabric.n_nodes, format=format, lenient=lenient)
     if network:
         from .network_spec import check_spec_on

@@ -181,6 +181,9 @@ def _run(args: argparse.Namespace, imports: BackgroundImports) -> int:
         from ..network_spec import parse_network_spec
 
         parse_network_spec(args.network)
+    from ..policies import check_python_policies
+
+    check_python_policies([args.alloc], args.queue_order)  # and a module:Class that does not load
     # imported before the log is taken: the read-ahead may still be parsing it (the
     # replay's modules take about 10 ms, which the main thread would spend after it)
     from ..simulate import simulate
