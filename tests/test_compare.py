@@ -350,3 +350,18 @@ def test_as_logged_with_the_network_model_is_refused_before_any_run(tmp_path, ca
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and err[0].startswith("error: --network: as-logged replays the log's own start and end times"), err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("command", ["compare", "frontier"])
+def test_an_out_that_is_a_file_is_refused_before_the_log_is_read(tmp_path, capsys, command):
+    """`compare --out README.md` read the whole log, then said "README.md: is a file, not a
+    directory (in the way of README.md/runs)"; frontier read it too before its refusal.
+    Both now refuse at once, in simulate's words."""
+    a_file = tmp_path / "notes.md"
+    a_file.write_text("x")
+    broken = tmp_path / "broken.swf"  # read first, this log would stop the command with its own error
+    broken.write_text("; MaxNodes: 16\n; MaxProcs: 16\n1 0 -1 x 4 -1 -1 4 200 -1 1 1 1 -1 1 1 -1 -1\n")
+    code = main([command, "--trace", str(broken), "--system", "cab", "--out", str(a_file), "--jobs", "1", "--quiet", "--no-report"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err == [f"error: {a_file}: exists and is not a directory; give --out a new directory or an earlier {command} output"], err
+    assert a_file.read_text() == "x"

@@ -369,6 +369,9 @@ def run_compare(
     for name, value in (("allocs", allocs), ("scenarios", scenarios), ("transforms", transforms)):
         require_list("run_compare", name, value)
     check_jobs("run_compare", jobs)
+    from .files import refuse_file_out
+
+    refuse_file_out(out_dir, "compare")
     options = dict(run_options or {})
     seed = options.pop("seed", seed)
     network = options.pop("network", network)

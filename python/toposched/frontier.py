@@ -310,6 +310,9 @@ def run_frontier(
     require_list("run_frontier", "policies", policies)
     require_list("run_frontier", "transforms", transforms)
     check_jobs("run_frontier", jobs)
+    from .files import refuse_file_out
+
+    refuse_file_out(out_dir, "frontier")
     if not network:
         raise InputError("--network", "the frontier needs the network model: give a SPEC (bins, heavy, ...; docs/network.md)")
     if queue not in registry.queue_names():
