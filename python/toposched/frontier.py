@@ -154,6 +154,12 @@ def expand_grid(items: Sequence[str]) -> list[GridPoint]:
             continue
         name, _, rest = item.partition(":")
         name = name.strip().lower()
+        if "," in name:
+            # compare's --allocs takes A,B; no policy name holds a comma
+            spaced = " ".join(p.strip() for p in item.split(",", name.count(",")) if p.strip())
+            raise InputError(
+                "--policies", f"{item!r}: give one item per policy, separated by spaces (--policies {spaced}), not commas; a comma separates a policy's options (NAME:OPTION=V1+V2,OPTION2=...)"
+            )
         if name not in names:
             if rest and "=" not in rest:
                 # mypolicies:FewLeaves: ':' here starts a point's options; a policy written
