@@ -168,3 +168,29 @@ def test_a_preset_name_with_a_capital_or_a_blank_is_pointed_at_the_preset(tmp_pa
     code, _, err = run(["simulate", "--trace", str(EXAMPLE_TRACE), "--system", system, "--out", str(tmp_path / "o")], capsys)
     assert code == 2 and err.count("\n") == 1, err
     assert f"{system!r}" in err and "did you mean 'cab'?" in err, err
+
+
+@pytest.mark.parametrize(
+    "argv, hint",
+    [
+        # argparse names the required flag the misspelt one was meant to give, not the misspelling
+        (["simulate", "--trace", "t.swf", "--sytem", "cab", "--out", "o"], "--sytem is not an option of toposched simulate: did you mean --system?"),
+        (["simulate", "--trace", "t.swf", "--system", "cab", "--output", "o"], "--output is not an option of toposched simulate: did you mean --out?"),
+        (["simulate", "--log", "t.swf", "--system", "cab", "--out", "o"], "--log is not an option of toposched simulate: did you mean --trace?"),
+        (["simulate", "--trace", "t.swf", "--system", "cab", "--out", "o", "--allocation", "isolated"], "--allocation is not an option of toposched simulate: did you mean --alloc?"),
+        # compare and sweep name their worker counts differently
+        (["sweep", "s.toml", "--jobs", "2"], "--jobs is not an option of toposched sweep: did you mean --workers?"),
+        (["compare", "--trace", "t.swf", "--system", "cab", "--out", "o", "--workers", "2"], "--workers is not an option of toposched compare: did you mean --jobs?"),
+        (["simulate", "--trace", "t.swf", "--system", "cab", "--out", "o", "--frobnicate"], "--frobnicate is not an option of toposched simulate ('toposched simulate --help'"),
+    ],
+)
+def test_a_misspelt_or_foreign_flag_is_named_with_the_flag_meant(argv, hint, capsys):
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and err.count("\n") == 1 and hint in err, err
+
+
+def test_an_abbreviated_flag_still_works_and_is_not_called_unknown(tmp_path, capsys):
+    code = main(["simulate", "--trace", str(DATA / "atlas-window-120.swf"), "--sys", "cab", "--o", str(tmp_path / "o"), "--quiet"])
+    assert code == 0, capsys.readouterr().err
