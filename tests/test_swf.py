@@ -653,3 +653,17 @@ def test_other_formats_read_as_swf_name_their_format(tmp_path: Path, text: str, 
     with pytest.raises(TraceFormatError, match=r":1: field 'run_time': expected a number, got '10\|0' \(--lenient"):
         read_swf(p)
     assert len(read_swf(p, lenient=True)) == 1
+
+
+def test_read_trace_names_an_unknown_option_as_its_own(tmp_path):
+    """read_trace(path, cores=4) said "read_swf() got an unexpected keyword argument
+    'cores'" (a function the user did not call), and the swf-nodes reader's own options
+    given for a sacct log "read_sacct() got ...": it now names read_trace, the option, the
+    one probably meant and the options the log's reader takes."""
+    p = tmp_path / "t.swf"
+    p.write_text("1 0 -1 100 4 -1 -1 4 200 -1 1 1 1 -1 1 1 -1 -1\n")
+    with pytest.raises(TypeError) as e:
+        read_trace(p, cores=4)
+    assert str(e.value).startswith("read_trace(): unknown option 'cores' for a swf log (did you mean cores_per_node?); options are: "), e.value
+    assert "lenient" in str(e.value) and "allow_long_span" in str(e.value)
+    assert len(read_trace(p, cores_per_node=4, allow_long_span=True)) == 1

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..errors import TraceFormatError
 from .model import COLUMNS, Workload
@@ -98,6 +98,39 @@ def read_trace(path: str | Path, format: str | None = None, **options: Any) -> W
 
 def _read(path: str | Path, format: str | None, options: dict[str, Any]) -> Workload:
     fmt = format or detect_format(path)
+    try:
+        return _read_as(path, fmt, options)
+    except TypeError as exc:
+        unknown = _unknown_option(fmt, options, exc)
+        if unknown is None:
+            raise
+        raise unknown from None
+
+
+def _unknown_option(fmt: str, options: dict[str, Any], exc: TypeError) -> TypeError | None:
+    """read_trace's own error for an option the log's reader does not take (the reader's
+    was "read_swf() got an unexpected keyword argument 'cores'"), or None for another
+    TypeError."""
+    import difflib
+    import inspect
+
+    from .pbs import read_pbs
+    from .sacct import read_sacct
+    from .swf import read_swf
+    from .swf_nodes import read_swf_with_nodes
+
+    readers: dict[str, Callable[..., Workload]] = {"swf": read_swf, "sacct": read_sacct, "pbs": read_pbs, "swf-nodes": read_swf_with_nodes}
+    reader = readers[fmt]
+    takes = [n for n, p in inspect.signature(reader).parameters.items() if p.kind is p.KEYWORD_ONLY]
+    bad = [k for k in options if k not in takes]
+    if not bad or f"{reader.__name__}() got an unexpected keyword argument" not in str(exc):
+        return None
+    close = difflib.get_close_matches(bad[0], takes, n=1, cutoff=0.5)
+    meant = f" (did you mean {close[0]}?)" if close else ""
+    return TypeError(f"read_trace(): unknown option {bad[0]!r} for a {fmt} log{meant}; options are: {', '.join(takes)}")
+
+
+def _read_as(path: str | Path, fmt: str, options: dict[str, Any]) -> Workload:
     if fmt == "swf":
         from .swf import read_swf
 
