@@ -400,3 +400,23 @@ def test_a_python_policy_that_does_not_load_stops_a_command_before_the_log_is_re
         err = capsys.readouterr().err.strip().splitlines()
         assert code == 2 and len(err) == 1 and ("has no 'pack'" in err[0] or "has no 'Shrt'" in err[0]), (flags, err)
         assert not (out / "runs").exists()
+
+
+def test_a_select_that_forgets_its_return_is_named_with_the_job_and_the_likely_cause():
+    """A select without `return` (the commonest typo) stopped the run with "N jobs were
+    still queued when nothing was left running (first: row 0); this is a bug of the
+    policies easy + NoReturn: ...": no job a user can find, no word of select. The line
+    now names the job (id, log line, size) and what select answered on the empty machine."""
+
+    class NoReturn(AllocationPolicy):
+        def select(self, nodes, free):
+            free[:nodes]  # noqa: B018 - the forgotten `return` of the test
+
+    w = read_trace(EXAMPLE_TRACE).take(np.arange(50))
+    first = int(w["job_id"][0]), int(w["line"][0]), int(w["nodes"][0])
+    with pytest.raises(SimulationError) as e:
+        simulate(w, load_fabric("cab"), RunConfig(queue="easy", alloc=NoReturn()))
+    msg = str(e.value)
+    assert "this is a bug of the policies easy + " in msg and "\n" not in msg
+    assert msg.endswith(f"(job {first[0]}, line {first[1]} of the log, {first[2]} node{'s' if first[2] != 1 else ''}: NoReturn.select({first[2]}, free) answered None "
+                        "with every node free; a forgotten return? A size it can never place is for fits_ever(nodes) to refuse)"), msg
