@@ -89,6 +89,10 @@ def read_trace(path: str | Path, format: str | None = None, **options: Any) -> W
             :class:`NormalizeSettings` (``cores_per_node``, ``size_field``,
             ``missing_walltime``, ``missing_runtime``).
     """
+    from .swf import check_flag_options
+
+    # every reader takes them; "no" read the log leniently (a truthy string)
+    check_flag_options(**{k: v for k, v in options.items() if k in ("lenient", "allow_long_span")})
     try:
         return _read(path, format, options)
     except (OSError, EOFError, zlib.error) as exc:
