@@ -379,3 +379,20 @@ def test_a_slurm_conf_given_for_a_topology_conf_says_so(name):
     with pytest.raises(TopologyError) as err:
         read_topology_conf(SLURM / name)
     assert err.value.message.endswith("(this looks like a slurm.conf: --system takes the topology.conf beside it)")
+
+
+def test_load_fabric_takes_a_path_and_refuses_what_names_no_fabric():
+    """load_fabric(Path("topology.conf")) (read_trace takes a Path) failed with
+    AttributeError: 'PosixPath' object has no attribute 'lower'; an int or None likewise,
+    and lenient="no" read the file leniently."""
+    from pathlib import Path
+
+    from toposched.topology import load_fabric
+
+    conf = SLURM / "ubccr_medium-cluster_topology.conf"
+    assert load_fabric(Path(conf)).n_nodes == load_fabric(str(conf)).n_nodes == 234
+    for bad in (1296, None):
+        with pytest.raises(TypeError, match=r"^load_fabric\(\): system must be a preset name, fattree:K=..,S=..,P=.. parameters or a topology.conf path, got "):
+            load_fabric(bad)
+    with pytest.raises(ValueError, match=r"^load_fabric\(\): lenient must be True or False, got 'no'$"):
+        load_fabric(conf, lenient="no")
