@@ -365,3 +365,18 @@ def test_an_out_that_is_a_file_is_refused_before_the_log_is_read(tmp_path, capsy
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and err == [f"error: {a_file}: exists and is not a directory; give --out a new directory or an earlier {command} output"], err
     assert a_file.read_text() == "x"
+
+
+def test_run_compare_and_run_frontier_take_a_path_for_the_fabric(tmp_path):
+    """trace and out_dir are str | Path; a topology.conf given as a Path for system failed
+    deep in the sweep's run specification ("'PosixPath' object has no attribute 'lower'"),
+    after the log was read. It is recorded as the string it names."""
+    from conftest import DATA, SLURM
+    from toposched.frontier import run_frontier
+
+    conf = SLURM / "ubccr_medium-cluster_topology.conf"
+    trace = DATA / "atlas-window-120.swf"
+    r = run_compare(trace, conf, tmp_path / "c", allocs=["linear"], scenarios=["none"], jobs=1)
+    assert r.document["system"] == str(conf)
+    f = run_frontier(trace, conf, tmp_path / "f", policies=["linear"], jobs=1)
+    assert (tmp_path / "f" / "frontier.json").exists() and f is not None

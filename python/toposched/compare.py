@@ -331,7 +331,7 @@ def _check_allocs_here(plan: list[tuple[str, str]], workload: Workload, fabric: 
 
 def run_compare(
     trace: str | Path,
-    system: str,
+    system: str | Path,
     out_dir: str | Path,
     *,
     allocs: list[str] | tuple[str, ...] = DEFAULT_ALLOCS,
@@ -369,6 +369,9 @@ def run_compare(
     for name, value in (("allocs", allocs), ("scenarios", scenarios), ("transforms", transforms)):
         require_list("run_compare", name, value)
     check_jobs("run_compare", jobs)
+    # a topology.conf as a Path: recorded as the string it names (the run specifications
+    # and compare.json hold strings)
+    system = str(system) if isinstance(system, Path) else system
     from .files import refuse_file_out
 
     refuse_file_out(out_dir, "compare")

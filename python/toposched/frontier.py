@@ -286,7 +286,7 @@ def _meets_target(row: dict[str, Any], useful_to_beat: list[float]) -> bool:
 
 def run_frontier(
     trace: str | Path,
-    system: str,
+    system: str | Path,
     out_dir: str | Path,
     *,
     policies: Sequence[str] | None = None,
@@ -316,6 +316,9 @@ def run_frontier(
     require_list("run_frontier", "policies", policies)
     require_list("run_frontier", "transforms", transforms)
     check_jobs("run_frontier", jobs)
+    # a topology.conf as a Path: recorded as the string it names (the run specifications
+    # and frontier.json hold strings)
+    system = str(system) if isinstance(system, Path) else system
     from .files import refuse_file_out
 
     refuse_file_out(out_dir, "frontier")
