@@ -194,3 +194,19 @@ def test_a_misspelt_or_foreign_flag_is_named_with_the_flag_meant(argv, hint, cap
 def test_an_abbreviated_flag_still_works_and_is_not_called_unknown(tmp_path, capsys):
     code = main(["simulate", "--trace", str(DATA / "atlas-window-120.swf"), "--sys", "cab", "--o", str(tmp_path / "o"), "--quiet"])
     assert code == 0, capsys.readouterr().err
+
+
+def test_seed_help_and_refusal_name_every_use_of_the_seed(tmp_path, capsys):
+    """simulate --help said --seed is the 'seed of the random policy', and --seed with
+    --alloc linear was refused as applying 'to --alloc random': the network model's
+    traffic draws take it too (simulate --network bins --seed 3 runs), and neither said so."""
+    import argparse
+
+    from toposched.commands import simulate as simulate_cmd
+
+    parser = argparse.ArgumentParser()
+    simulate_cmd.add_arguments(parser)
+    seed_help = next(a.help for a in parser._actions if "--seed" in a.option_strings)
+    assert "random policy" in seed_help and "--network" in seed_help, seed_help
+    code, _, err = run(["simulate", "--trace", str(DATA / "atlas-window-120.swf"), "--system", "cab", "--seed", "3", "--out", str(tmp_path / "o")], capsys)
+    assert code == 2 and err.strip() == "error: --seed: has no effect with --queue easy --alloc linear; it applies to --alloc random and to --network (its traffic draws)", err
