@@ -350,3 +350,33 @@ def test_as_logged_with_the_network_model_is_refused_before_any_run(tmp_path, ca
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and err[0].startswith("error: --network: as-logged replays the log's own start and end times"), err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("command", ["compare", "frontier"])
+def test_an_out_that_is_a_file_is_refused_before_the_log_is_read(tmp_path, capsys, command):
+    """`compare --out README.md` read the whole log, then said "README.md: is a file, not a
+    directory (in the way of README.md/runs)"; frontier read it too before its refusal.
+    Both now refuse at once, in simulate's words."""
+    a_file = tmp_path / "notes.md"
+    a_file.write_text("x")
+    broken = tmp_path / "broken.swf"  # read first, this log would stop the command with its own error
+    broken.write_text("; MaxNodes: 16\n; MaxProcs: 16\n1 0 -1 x 4 -1 -1 4 200 -1 1 1 1 -1 1 1 -1 -1\n")
+    code = main([command, "--trace", str(broken), "--system", "cab", "--out", str(a_file), "--jobs", "1", "--quiet", "--no-report"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err == [f"error: {a_file}: exists and is not a directory; give --out a new directory or an earlier {command} output"], err
+    assert a_file.read_text() == "x"
+
+
+def test_run_compare_and_run_frontier_take_a_path_for_the_fabric(tmp_path):
+    """trace and out_dir are str | Path; a topology.conf given as a Path for system failed
+    deep in the sweep's run specification ("'PosixPath' object has no attribute 'lower'"),
+    after the log was read. It is recorded as the string it names."""
+    from conftest import DATA, SLURM
+    from toposched.frontier import run_frontier
+
+    conf = SLURM / "ubccr_medium-cluster_topology.conf"
+    trace = DATA / "atlas-window-120.swf"
+    r = run_compare(trace, conf, tmp_path / "c", allocs=["linear"], scenarios=["none"], jobs=1)
+    assert r.document["system"] == str(conf)
+    f = run_frontier(trace, conf, tmp_path / "f", policies=["linear"], jobs=1)
+    assert (tmp_path / "f" / "frontier.json").exists() and f is not None

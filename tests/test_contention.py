@@ -703,3 +703,19 @@ def test_transform_before_the_replay_equals_a_transformed_simulate_run(tmp_path,
     capsys.readouterr()
     assert main(["contention", "--run", str(tmp_path / "run"), "--transform", "scale:2", "--out", str(tmp_path / "c"), "--quiet"]) == 2
     assert "--transform applies to --trace" in capsys.readouterr().err
+
+
+def test_run_of_a_comparison_directory_names_one_of_its_runs(tmp_path, capsys):
+    """`compare --out out/atlas` then `contention --run out/atlas` (as --help's examples
+    read) said "out/atlas/jobs.parquet not found: --run wants a directory written by
+    toposched simulate", though the comparison holds such directories: it now names one."""
+    from conftest import DATA
+
+    cmp = tmp_path / "cmp"
+    assert main(["compare", "--trace", str(DATA / "atlas-window-120.swf"), "--system", "cab", "--scenarios", "none", "--jobs", "1", "--out", str(cmp), "--no-report", "--quiet"]) == 0
+    capsys.readouterr()
+    common = ["--crossbar-sizes", "none", "--cores-sweep", "none", "--no-figures", "--no-report", "--quiet"]
+    assert main(["contention", "--run", str(cmp), "--out", str(tmp_path / "c"), *common]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: {cmp}: holds runs, not one run's results: --run takes one of them, e.g. --run {cmp / 'runs' / 'isolated__none'} (2 runs in {cmp / 'runs'})"], err
+    assert main(["contention", "--run", str(cmp / "runs" / "isolated__none"), "--out", str(tmp_path / "c"), *common]) == 0

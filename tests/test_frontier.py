@@ -56,6 +56,11 @@ def test_grid_point_listed_twice_runs_once():
         ("isolated:leaf_order=sideways", "expected one of flux-topo, paper"),
         ("random:seed", "expected OPTION=VALUE"),
         ("random:seed=1,seed=2", "option seed given twice"),
+        # compare's --allocs takes A,B: "unknown allocation policy 'linear,isolated'", and
+        # with a module:Class after the comma, the message about policies written in Python
+        ("linear,isolated", "separated by spaces (--policies linear isolated), not commas"),
+        ("linear, capped:leaf_cap=1+2", "separated by spaces (--policies linear capped:leaf_cap=1+2), not commas"),
+        ("linear,mypolicies:Pack", "separated by spaces (--policies linear mypolicies:Pack), not commas"),
     ],
 )
 def test_grid_errors_name_the_flag_and_the_item(item, words):

@@ -1211,3 +1211,20 @@ def test_a_scenario_file_that_is_not_utf8_is_one_line(tmp_path, capsys):
     assert main(["interfere", str(p)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {p}: not UTF-8 text"), err
+
+
+def test_interfere_out_does_not_overwrite_a_file_that_is_not_its_result(tmp_path, capsys):
+    """`interfere s.json --out README.md` (or a run's jobs.parquet) replaced the file with
+    the result, silently: every other command refuses an --out that is not new or its own.
+    An earlier result is replaced, as before."""
+    scen = tmp_path / "s.json"
+    scen.write_text(json.dumps({"fabric": T288_TAPER, "jobs": [{"name": "A", "nodes": A9, "pattern": "flood", "phi": 1}]}))
+    notes = tmp_path / "notes.md"
+    notes.write_text("# my notes\n")
+    assert main(["interfere", str(scen), "--out", str(notes), "--quiet"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [f"error: {notes}: exists and is not a result of toposched interfere; give --out a new file or an earlier result"]
+    assert notes.read_text() == "# my notes\n"
+    out = tmp_path / "r.json"
+    for _ in range(2):  # new, then an earlier result replaced
+        assert main(["interfere", str(scen), "--out", str(out), "--quiet"]) == 0
+        assert json.loads(out.read_text())["jobs"][0]["name"] == "A"

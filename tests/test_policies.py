@@ -366,3 +366,57 @@ def test_a_fungible_policy_that_never_places_a_job_is_named():
     w = read_trace(EXAMPLE_TRACE).take(np.arange(300))
     with pytest.raises(SimulationError, match=r"still queued when nothing was left running .*this is a bug of the policies easy \+ \S*Never:"):
         simulate(w, load_fabric("cab"), RunConfig(queue="easy", alloc=Never()))
+
+
+def test_a_python_policy_that_does_not_load_stops_a_command_before_the_log_is_read(tmp_path, capsys, monkeypatch):
+    """A typo in --alloc/--queue-order module:Class was met only once the whole log was read
+    ('replaying: started', then the error); compare with a --queue-order typo started every
+    run, each failed on its own, and the command ended with 'error: run linear__none:
+    ToposchedError: ... (and 1 more failed runs); traceback in ...', a runs/ directory left
+    behind. Each is now one line, before the log is read and before any run starts; a class
+    given to the other flag says which flag takes it."""
+    from conftest import policy_module
+    from toposched.cli import main
+
+    policy_module(tmp_path, monkeypatch, "typopol", "from toposched.policies import AllocationPolicy, QueueOrder\n"
+                  "class Pack(AllocationPolicy):\n    fungible = True\n    def select(self, nodes, free):\n        return free[:nodes].tolist()\n"
+                  "class Short(QueueOrder):\n    def key(self, job_id, submit_s, nodes, walltime_s, now_s):\n        return walltime_s\n")
+    broken = tmp_path / "broken.swf"  # read first, this log would stop the command with its own error
+    broken.write_text("; MaxNodes: 16\n; MaxProcs: 16\n1 0 -1 x 4 -1 -1 4 200 -1 1 1 1 -1 1 1 -1 -1\n")
+    cases = [
+        (["--alloc", "typopol:pack"], "error: policy 'typopol:pack': module 'typopol' has no 'pack'"),
+        (["--alloc", "typopl:Pack"], "error: policy 'typopl:Pack': cannot import module 'typopl': No module named 'typopl'"),
+        (["--queue-order", "typopol:Shrt"], "error: policy 'typopol:Shrt': module 'typopol' has no 'Shrt'"),
+        (["--alloc", "typopol:Short"], "error: policy typopol:Short: has no select(nodes, free) method; it has key(): a queue order, which --queue-order takes (docs/python-policies.md)"),
+        (["--queue-order", "typopol:Pack"], "error: policy typopol:Pack: has no key(job_id, submit_s, nodes, walltime_s, now_s) method; it has select(): an allocation policy, which --alloc takes (docs/python-policies.md)"),
+    ]
+    for flags, expect in cases:
+        code = main(["simulate", "--trace", str(broken), "--system", "cab", *flags, "--out", str(tmp_path / "o"), "--quiet"])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and err == [expect], (flags, err)
+    for flags in (["--queue-order", "typopol:Shrt"], ["--allocs", "linear,typopol:pack"]):
+        out = tmp_path / "cmp"
+        code = main(["compare", "--trace", str(broken), "--system", "cab", *flags, "--scenarios", "none", "--jobs", "1", "--out", str(out), "--quiet", "--no-report"])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and len(err) == 1 and ("has no 'pack'" in err[0] or "has no 'Shrt'" in err[0]), (flags, err)
+        assert not (out / "runs").exists()
+
+
+def test_a_select_that_forgets_its_return_is_named_with_the_job_and_the_likely_cause():
+    """A select without `return` (the commonest typo) stopped the run with "N jobs were
+    still queued when nothing was left running (first: row 0); this is a bug of the
+    policies easy + NoReturn: ...": no job a user can find, no word of select. The line
+    now names the job (id, log line, size) and what select answered on the empty machine."""
+
+    class NoReturn(AllocationPolicy):
+        def select(self, nodes, free):
+            free[:nodes]  # noqa: B018 - the forgotten `return` of the test
+
+    w = read_trace(EXAMPLE_TRACE).take(np.arange(50))
+    first = int(w["job_id"][0]), int(w["line"][0]), int(w["nodes"][0])
+    with pytest.raises(SimulationError) as e:
+        simulate(w, load_fabric("cab"), RunConfig(queue="easy", alloc=NoReturn()))
+    msg = str(e.value)
+    assert "this is a bug of the policies easy + " in msg and "\n" not in msg
+    assert msg.endswith(f"(job {first[0]}, line {first[1]} of the log, {first[2]} node{'s' if first[2] != 1 else ''}: NoReturn.select({first[2]}, free) answered None "
+                        "with every node free; a forgotten return? A size it can never place is for fits_ever(nodes) to refuse)"), msg

@@ -70,6 +70,16 @@ def test_every_option_is_a_cli_flag_of_simulate():
         parser.parse_args(["--trace", "x", "--system", "cab", "--out", "o", "--leaf-order", "sideways"])
 
 
+def test_every_option_states_a_readable_default_in_the_help():
+    """Options whose default is the empty string (--partitions, --priority-qos, ...) read
+    "(default: )" in simulate --help."""
+    parser = argparse.ArgumentParser()
+    simulate_cmd.add_arguments(parser)
+    text = parser.format_help()
+    assert "(default: )" not in text and "--partitions VALUE" in text
+    assert "(default: empty)" in " ".join(a.help for a in parser._actions if "--partitions" in a.option_strings)
+
+
 def test_an_option_of_a_policy_not_in_use_is_one_clear_error(tmp_path, capsys):
     code = main(["simulate", "--trace", str(EXAMPLE_TRACE), "--system", "cab", "--alloc", "linear", "--leaf-order", "paper", "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err

@@ -585,3 +585,26 @@ def test_repeated_job_ids_are_counted(tmp_path):
     assert (w.records, len(w), w.skipped) == (5, 4, {"duplicate_record": 1})
     assert w.repairs == {"duplicate_job_id": 1}
     assert accounted(w)
+
+
+@pytest.mark.parametrize(
+    ("sep", "said"),
+    [(",", "','"), (";", "';'"), ("\t", "tabs"), (" ", "blanks")],
+)
+def test_a_dump_with_another_delimiter_names_the_fix(tmp_path, sep, said):
+    """A dump written with `sacct --delimiter=,` (or sacct's own fixed-width table, without
+    -P) is named for what it is, with the sacct option that writes a readable one, both
+    read as sacct and when the format is guessed: not "neither a sacct header" or
+    "cannot tell the log's format; pass --format", which send a user to the wrong fix."""
+    fields = HEADER.split("|")
+    if sep == " ":
+        lines = ["  ".join(f"{f:>12}" for f in fields), "  ".join("-" * 12 for _ in fields), "  ".join(f"{v:>12}" for v in row().split("|"))]
+    else:
+        lines = [sep.join(fields), row().replace("|", sep)]
+    p = write(tmp_path, *lines, header=None)
+    for read in (read_sacct, read_trace):
+        with pytest.raises(TraceFormatError) as info:
+            read(p)
+        assert info.value.line == 1, read
+        assert f"separated by {said}, not '|'" in info.value.message, info.value.message
+        assert "sacct --parsable2" in info.value.message

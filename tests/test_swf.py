@@ -653,3 +653,30 @@ def test_other_formats_read_as_swf_name_their_format(tmp_path: Path, text: str, 
     with pytest.raises(TraceFormatError, match=r":1: field 'run_time': expected a number, got '10\|0' \(--lenient"):
         read_swf(p)
     assert len(read_swf(p, lenient=True)) == 1
+
+
+def test_read_trace_names_an_unknown_option_as_its_own(tmp_path):
+    """read_trace(path, cores=4) said "read_swf() got an unexpected keyword argument
+    'cores'" (a function the user did not call), and the swf-nodes reader's own options
+    given for a sacct log "read_sacct() got ...": it now names read_trace, the option, the
+    one probably meant and the options the log's reader takes."""
+    p = tmp_path / "t.swf"
+    p.write_text("1 0 -1 100 4 -1 -1 4 200 -1 1 1 1 -1 1 1 -1 -1\n")
+    with pytest.raises(TypeError) as e:
+        read_trace(p, cores=4)
+    assert str(e.value).startswith("read_trace(): unknown option 'cores' for a swf log (did you mean cores_per_node?); options are: "), e.value
+    assert "lenient" in str(e.value) and "allow_long_span" in str(e.value)
+    assert len(read_trace(p, cores_per_node=4, allow_long_span=True)) == 1
+
+
+@pytest.mark.parametrize("kw", [{"lenient": "no"}, {"lenient": 0.0}, {"allow_long_span": "false"}, {"lenient": None}])
+def test_a_true_false_option_that_is_not_a_bool_is_refused_before_the_read(tmp_path, kw):
+    """read_trace(p, lenient="no") read the log leniently ("no" is truthy): a malformed
+    record was skipped where the caller asked for the strict read. Refused, as the other
+    reading options are, with ValueError before the file is read."""
+    p = tmp_path / "missing.swf"  # never read: the option is refused first
+    name, value = next(iter(kw.items()))
+    for read in (read_trace, read_swf):
+        with pytest.raises(ValueError, match=rf"^{name} must be True or False, got {value!r}$"):
+            read(p, **kw)
+    assert read_trace(EXAMPLE_TRACE, lenient=np.bool_(False), allow_long_span=True).records > 0

@@ -481,3 +481,20 @@ def test_the_slurm_lab_topology_conf_of_a_two_level_fabric_keeps_its_top_switch(
         assert leaf_sizes(back) == leaf_sizes(spec) and not back.notes[:1] == ["no common top switch"]
     one = read_topology_conf_text("SwitchName=s0 Nodes=n[1-4]\n")
     assert topology_conf_text(one) == "SwitchName=s0 Nodes=n[1-4]\n"
+
+
+def test_load_fabric_takes_a_path_and_refuses_what_names_no_fabric():
+    """load_fabric(Path("topology.conf")) (read_trace takes a Path) failed with
+    AttributeError: 'PosixPath' object has no attribute 'lower'; an int or None likewise,
+    and lenient="no" read the file leniently."""
+    from pathlib import Path
+
+    from toposched.topology import load_fabric
+
+    conf = SLURM / "ubccr_medium-cluster_topology.conf"
+    assert load_fabric(Path(conf)).n_nodes == load_fabric(str(conf)).n_nodes == 234
+    for bad in (1296, None):
+        with pytest.raises(TypeError, match=r"^load_fabric\(\): system must be a preset name, fattree:K=..,S=..,P=.. parameters or a topology.conf path, got "):
+            load_fabric(bad)
+    with pytest.raises(ValueError, match=r"^load_fabric\(\): lenient must be True or False, got 'no'$"):
+        load_fabric(conf, lenient="no")

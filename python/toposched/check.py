@@ -256,6 +256,12 @@ def _check_fabric_maps(path: Path, node_leaf: list[Any], leaf_pod: list[Any]) ->
         )
 
 
+def runs_held(out: Path, name: str = "jobs.parquet") -> list[str]:
+    """The run directories under ``out/runs`` holding ``name``, sorted: a sweep's, compare's
+    or frontier's directory, whose runs are the results (empty for any other directory)."""
+    return sorted(d.name for d in (out / "runs").iterdir() if (d / name).exists()) if (out / "runs").is_dir() else []
+
+
 def run_ids(out: Path) -> dict[str, str | None]:
     """The run id each result file carries (None for files of versions before run ids).
     Files of older versions carry none at all, and are accepted as one run."""
@@ -265,7 +271,7 @@ def run_ids(out: Path) -> dict[str, str | None]:
     for name in RESULT_FILES:
         path = out / name
         if not path.exists():
-            runs = sorted(d.name for d in (out / "runs").iterdir() if (d / name).exists()) if (out / "runs").is_dir() else []
+            runs = runs_held(out, name)
             if runs:
                 # a sweep's, compare's or frontier's directory: its runs are the results
                 raise InputError(

@@ -66,8 +66,41 @@ class _Parser(argparse.ArgumentParser):
     that says what is wrong. Subcommand parsers are of this class too (add_subparsers
     takes the parent's)."""
 
+    #: The words of the command line being parsed (set by main): where error() looks for
+    #: an option this parser does not know.
+    words: list[str] = []
+
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_INPUT, f"{self.prog}: error: {message} ('{self.prog} --help' lists the options)\n")
+        self.exit(EXIT_INPUT, f"{self.prog}: error: {message}{self._unknown_option(message)} ('{self.prog} --help' lists the options)\n")
+
+    def _unknown_option(self, message: str) -> str:
+        """The first option on the command line this parser does not know, and the one
+        probably meant: argparse reports a misspelt required flag (--sytem) as the real
+        one missing, and names no flag for a foreign one (sweep --jobs)."""
+        if not message.startswith(("unrecognized arguments", "the following arguments are required")):
+            return ""
+        known = [o for o in self._option_string_actions if o.startswith("--")]
+        for word in _Parser.words:
+            if word == "--":
+                break
+            flag = word.split("=", 1)[0]
+            if not flag.startswith("--") or any(k.startswith(flag) for k in known):  # known, or an abbreviation
+                continue
+            alias = _FLAG_ALIASES.get(flag)
+            import difflib  # only on this error path: the command line stays quick to start
+
+            close = difflib.get_close_matches(flag, known, n=1, cutoff=0.75)
+            meant = alias if alias in known else close[0] if close else None
+            return f"; {flag} is not an option of {self.prog}" + (f": did you mean {meant}?" if meant else "")
+        return ""
+
+
+#: Flags a newcomer types for one of ours (other tools' names, or another command's).
+_FLAG_ALIASES = {
+    "--jobs": "--workers", "--workers": "--jobs", "--output": "--out", "--outdir": "--out", "--output-dir": "--out",
+    "--log": "--trace", "--workload": "--trace", "--allocation": "--alloc", "--allocator": "--alloc", "--policy": "--alloc",
+    "--fabric": "--system", "--topology": "--system",
+}  # fmt: skip
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -134,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     if not raw:  # a newcomer typing the bare command gets the commands, not an error line
         build_parser().print_help(sys.stderr)
         return EXIT_INPUT
+    _Parser.words = raw
     try:
         parser = build_parser(_requested_command(raw))
         args, extra = parser.parse_known_args(raw)

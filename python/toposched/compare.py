@@ -331,7 +331,7 @@ def _check_allocs_here(plan: list[tuple[str, str]], workload: Workload, fabric: 
 
 def run_compare(
     trace: str | Path,
-    system: str,
+    system: str | Path,
     out_dir: str | Path,
     *,
     allocs: list[str] | tuple[str, ...] = DEFAULT_ALLOCS,
@@ -369,6 +369,12 @@ def run_compare(
     for name, value in (("allocs", allocs), ("scenarios", scenarios), ("transforms", transforms)):
         require_list("run_compare", name, value)
     check_jobs("run_compare", jobs)
+    # a topology.conf as a Path: recorded as the string it names (the run specifications
+    # and compare.json hold strings)
+    system = str(system) if isinstance(system, Path) else system
+    from .files import refuse_file_out
+
+    refuse_file_out(out_dir, "compare")
     options = dict(run_options or {})
     seed = options.pop("seed", seed)
     network = options.pop("network", network)
@@ -388,6 +394,9 @@ def run_compare(
         raise InputError("--network", "as-logged replays the log's own start and end times; the network model cannot move them (leave as-logged out of --allocs, or --network out)")
     invariant_check_settings(_dedupe([a for a, _ in plan]), options, "--allocs")
     fabric = load_fabric(system, lenient=lenient)  # fail early on a bad --system
+    from .policies import check_python_policies
+
+    check_python_policies(_dedupe([a for a, _ in plan]), options.get("queue_order"))  # and a module:Class that does not load
     workload = load_workload(trace, transforms=transforms, fabric_nodes=fabric.n_nodes, format=format, lenient=lenient)
     _check_allocs_here(plan, workload, fabric)
     if network:

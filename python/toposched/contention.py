@@ -238,6 +238,13 @@ class Schedule:
         import pyarrow.parquet as pq
 
         d = Path(run_dir)
+        if not (d / "jobs.parquet").is_file():
+            from .check import runs_held
+            from .errors import InputError
+
+            runs = runs_held(d)
+            if runs:  # compare --out DIR, then contention --run DIR
+                raise InputError(str(d), f"holds runs, not one run's results: --run takes one of them, e.g. --run {d / 'runs' / runs[0]} ({len(runs)} runs in {d / 'runs'})")
         for f in ("jobs.parquet", "fabric.json"):
             if not (d / f).is_file():
                 raise FileNotFoundError(f"{d / f} not found: --run wants a directory written by toposched simulate")

@@ -155,6 +155,15 @@ def check_output_dir(out: str | Path, flag: str = "--out") -> Path:
         raise InputError(text, f"cannot write here: {why}; give {flag} another directory") from None
 
 
+def refuse_file_out(out: str | Path, command: str) -> None:
+    """Refuse, before the log is read, an ``--out`` of compare or frontier that is an
+    existing file (found only when the runs' directory was made, after the read)."""
+    from .errors import InputError
+
+    if Path(out).exists() and not Path(out).is_dir():
+        raise InputError(str(out), f"exists and is not a directory; give --out a new directory or an earlier {command} output")
+
+
 def _check_output_dir(path: Path, text: str, flag: str) -> Path:
     from .errors import InputError
 

@@ -154,6 +154,12 @@ def expand_grid(items: Sequence[str]) -> list[GridPoint]:
             continue
         name, _, rest = item.partition(":")
         name = name.strip().lower()
+        if "," in name:
+            # compare's --allocs takes A,B; no policy name holds a comma
+            spaced = " ".join(p.strip() for p in item.split(",", name.count(",")) if p.strip())
+            raise InputError(
+                "--policies", f"{item!r}: give one item per policy, separated by spaces (--policies {spaced}), not commas; a comma separates a policy's options (NAME:OPTION=V1+V2,OPTION2=...)"
+            )
         if name not in names:
             if rest and "=" not in rest:
                 # mypolicies:FewLeaves: ':' here starts a point's options; a policy written
@@ -284,7 +290,7 @@ def _meets_target(row: dict[str, Any], useful_to_beat: list[float]) -> bool:
 
 def run_frontier(
     trace: str | Path,
-    system: str,
+    system: str | Path,
     out_dir: str | Path,
     *,
     policies: Sequence[str] | None = None,
@@ -314,6 +320,12 @@ def run_frontier(
     require_list("run_frontier", "policies", policies)
     require_list("run_frontier", "transforms", transforms)
     check_jobs("run_frontier", jobs)
+    # a topology.conf as a Path: recorded as the string it names (the run specifications
+    # and frontier.json hold strings)
+    system = str(system) if isinstance(system, Path) else system
+    from .files import refuse_file_out
+
+    refuse_file_out(out_dir, "frontier")
     if not network:
         raise InputError("--network", "the frontier needs the network model: give a SPEC (bins, heavy, ...; docs/network.md)")
     if queue not in registry.queue_names():
@@ -338,6 +350,9 @@ def run_frontier(
         parse_network_spec(network)  # a bad --network stops here, before any run, not in a worker
     invariant_check_settings(list(dict.fromkeys(p.alloc for p in points)), options, "--policies")
     fabric = load_fabric(system, lenient=lenient)
+    from .policies import check_python_policies
+
+    check_python_policies(list(dict.fromkeys(p.alloc for p in points)), options.get("queue_order"))  # before the log is read
     workload = load_workload(trace, transforms=list(transforms), fabric_nodes=fabric.n_nodes, format=format, lenient=lenient)
     if network:
         from .network_spec import check_spec_on

@@ -94,6 +94,46 @@ class QueueOrder:
 
 def load_policy(spec: str) -> Any:
     """Instantiate ``"package.module:ClassName"`` (no arguments)."""
+    cls = _load_target(spec)
+    attr = spec.partition(":")[2]
+    try:
+        obj = cls()
+    except Exception as exc:  # a user's constructor: report, do not crash
+        raise ToposchedError(f"policy {spec!r}: creating it failed: {exc!r}") from None
+    if obj is None or isinstance(obj, (str, bytes, int, float, type)):
+        # "mod:some_function" returning a string was then run as the built-in of that name
+        raise ToposchedError(f"policy {spec!r}: {attr}() gave {type(obj).__name__} {obj!r:.60}, not a policy object; name a class (docs/python-policies.md)")
+    return obj
+
+
+#: What each kind of policy written in Python must have: its method, the method's
+#: arguments, and the command-line flag that takes it.
+_KINDS = {"select": ("nodes, free", "--alloc", "an allocation policy"), "key": ("job_id, submit_s, nodes, walltime_s, now_s", "--queue-order", "a queue order")}
+
+
+def check_loads(spec: str, method: str) -> None:
+    """What running ``spec`` (``module:Class``) would be refused for at once, found without
+    making the object: the module imports, holds the name, and a class has ``method``
+    (``"select"`` or ``"key"``). Commands call it before they read the log, so a typo stops
+    them there, not after a long read (or, in compare, in every run)."""
+    target = _load_target(spec)
+    if isinstance(target, type):
+        check_methods(target, method, _KINDS[method][0], spec=spec)
+
+
+def check_python_policies(allocs: Sequence[Any], queue_order: Any = None) -> None:
+    """:func:`check_loads` on every ``module:Class`` of ``allocs`` and on ``queue_order``
+    (built-in names and objects pass): what a command checks before it reads the log."""
+    for alloc in allocs:
+        if isinstance(alloc, str) and ":" in alloc:
+            check_loads(alloc, "select")
+    if isinstance(queue_order, str) and ":" in queue_order:
+        check_loads(queue_order, "key")
+
+
+def _load_target(spec: str) -> Any:
+    """The object ``"package.module:Name"`` names (the module imported from the current
+    directory too), or one clear error."""
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise ToposchedError(f"policy {spec!r}: expected module:ClassName, e.g. mypolicies:PackLeaves")
@@ -107,17 +147,9 @@ def load_policy(spec: str) -> Any:
     except Exception as exc:  # the user's module failed as it ran: theirs to fix, not a bug here
         raise ToposchedError(f"policy {spec!r}: importing module {module_name!r} failed: {type(exc).__name__}: {exc}") from None
     try:
-        cls = getattr(module, attr)
+        return getattr(module, attr)
     except AttributeError:
         raise ToposchedError(f"policy {spec!r}: module {module_name!r} has no {attr!r}") from None
-    try:
-        obj = cls()
-    except Exception as exc:  # a user's constructor: report, do not crash
-        raise ToposchedError(f"policy {spec!r}: creating it failed: {exc!r}") from None
-    if obj is None or isinstance(obj, (str, bytes, int, float, type)):
-        # "mod:some_function" returning a string was then run as the built-in of that name
-        raise ToposchedError(f"policy {spec!r}: {attr}() gave {type(obj).__name__} {obj!r:.60}, not a policy object; name a class (docs/python-policies.md)")
-    return obj
 
 
 def resolve(policy: Any, fabric: Any) -> Any:
@@ -138,18 +170,25 @@ def resolve(policy: Any, fabric: Any) -> Any:
     return obj
 
 
-def check_methods(policy: Any, method: str, signature: str) -> None:
+def check_methods(policy: Any, method: str, signature: str, *, spec: str | None = None) -> None:
     """Refuse a policy written in Python that lacks the method the engine calls, or (an
     allocation policy) whose ``name``, ``fungible`` or ``fits_ever`` the engine cannot
-    read (the binding's TypeError would read as a bug in toposched)."""
+    read (the binding's TypeError would read as a bug in toposched). ``policy`` may be
+    the class (``spec`` its ``module:Class``): then only its methods are checked."""
+    is_class = isinstance(policy, type)
+    name = spec if is_class else describe(policy)
     if not isinstance(policy, str) and not callable(getattr(policy, method, None)):
-        raise ToposchedError(f"policy {describe(policy)}: has no {method}({signature}) method (docs/python-policies.md)")
+        # the other kind's method: the class went to the other flag
+        other = next(((m, flag, kind) for m, (_, flag, kind) in _KINDS.items() if m != method and callable(getattr(policy, m, None))), None)
+        given_to = f"; it has {other[0]}(): {other[2]}, which {other[1]} takes" if other else ""
+        raise ToposchedError(f"policy {name}: has no {method}({signature}) method{given_to} (docs/python-policies.md)")
     base = {"select": AllocationPolicy, "key": QueueOrder}.get(method)
-    if base is not None and isinstance(policy, base) and getattr(type(policy), method, None) is getattr(base, method):
+    cls = policy if is_class else type(policy)
+    if base is not None and issubclass(cls, base) and getattr(cls, method, None) is getattr(base, method):
         # the base class's own method: the run stopped at the first call with a bare
         # "raised NotImplementedError" and a traceback into this module
-        raise ToposchedError(f"policy {describe(policy)}: does not define {method}({signature}), which {base.__name__} leaves to subclasses (docs/python-policies.md)")
-    if method == "select" and not isinstance(policy, str):
+        raise ToposchedError(f"policy {name}: does not define {method}({signature}), which {base.__name__} leaves to subclasses (docs/python-policies.md)")
+    if method == "select" and not isinstance(policy, str) and not is_class:
         # what the engine reads from the object: a wrong type was a bare TypeError ("'int'
         # object cannot be converted to 'PyString'"), an internal error on the command
         # line; a fits_ever that is no method skipped every job as "fits_ever raised"

@@ -102,7 +102,7 @@ def simulate(
     except KeyboardInterrupt:
         complete = False
     except RuntimeError as exc:
-        raise _step_error(workload, str(exc)) from None
+        raise _step_error(workload, _python_select_hint(str(exc), alloc, workload)) from None
     result = collect(Outcome.of_simulation(sim, network), workload, fabric, config, complete)
     result.summary["policy"]["kill_at_walltime_rule"] = kill_rule
     record_down_nodes(result.summary, down_nodes)
@@ -128,6 +128,22 @@ def record_down_nodes(summary: dict[str, Any], down_nodes: list[int] | None) -> 
     """summary.json says which nodes the run took out (none: as before, no key)."""
     if down_nodes:
         summary["fabric"]["down_nodes"] = down_nodes
+
+
+def _python_select_hint(message: str, alloc: Any, workload: Workload) -> str:
+    """The engine's "jobs still queued when nothing was left running (first: row R)" with
+    an allocation policy written in Python: its select answered None for that job on the
+    empty machine. Name the job as the log does, and the likely cause."""
+    m = re.search(r"still queued when nothing was left running \(first: row (\d+)\)", message)
+    if m is None or isinstance(alloc, str) or int(m.group(1)) >= len(workload):
+        return message
+    row = int(m.group(1))
+    nodes = int(workload.columns["nodes"][row])
+    return (
+        f"{message} (job {int(workload.columns['job_id'][row])}, line {int(workload.columns['line'][row])} of the log, {nodes} node{'s' if nodes != 1 else ''}: "
+        f"{type(alloc).__name__}.select({nodes}, free) answered None with every node free; a forgotten return? "
+        "A size it can never place is for fits_ever(nodes) to refuse)"
+    )
 
 
 def _step_error(workload: Workload, message: str) -> ToposchedError:

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -202,9 +203,12 @@ def load_spec(system: str, *, lenient: bool = False) -> FabricSpec:
         return read_topology_conf(path, lenient=lenient)
     if system.lower().startswith("fattree"):
         return parse_fattree_params(system)  # 'fattree' alone, 'fattreeK=..': says what is missing
+    near = system.strip().lower()
     raise TopologyError(
         system,
-        "not a preset, fattree:K=..,S=..,P=.. parameters, or an existing topology.conf file; presets are: " + ", ".join(PRESETS),
+        "not a preset, fattree:K=..,S=..,P=.. parameters, or an existing topology.conf file; presets are: " + ", ".join(PRESETS)
+        # "cab " or "Cab": the blank is invisible in the message, and nothing said case matters
+        + (f"; did you mean {near!r}? (got {system!r}: preset names are lower case, without blanks)" if near in _PRESET_NOTES else ""),
     )
 
 
@@ -288,6 +292,15 @@ class Fabric:
         }
 
 
-def load_fabric(system: str, *, lenient: bool = False) -> Fabric:
-    """Build the fabric ``--system`` names (see the module docstring)."""
+def load_fabric(system: str | os.PathLike[str], *, lenient: bool = False) -> Fabric:
+    """Build the fabric ``--system`` names (see the module docstring): a preset name,
+    ``fattree:K=..,S=..,P=..`` parameters, or a topology.conf path (a ``str`` or a
+    ``pathlib.Path``)."""
+    if isinstance(system, os.PathLike):
+        system = os.fspath(system)
+    if not isinstance(system, str):
+        # a Path, an int or None failed in load_spec with "... has no attribute 'lower'"
+        raise TypeError(f"load_fabric(): system must be a preset name, fattree:K=..,S=..,P=.. parameters or a topology.conf path, got {type(system).__name__} {system!r:.60}")
+    if not isinstance(lenient, bool):  # "no" is truthy: the file was read leniently
+        raise ValueError(f"load_fabric(): lenient must be True or False, got {lenient!r}")
     return Fabric.from_spec(load_spec(system, lenient=lenient))

@@ -136,7 +136,7 @@ def add_run_options(parser: argparse.ArgumentParser, *, seed_help: str = "seed o
 
 
 def _policy_help(o: PolicyOption) -> str:
-    default = "none" if o.default is None else o.default
+    default = "none" if o.default is None else "empty" if o.default == "" else o.default
     if o.type == "boolean":
         default = "on" if default else "off"
     text = o.description.rstrip(".")

@@ -26,7 +26,8 @@ DESCRIPTION = (
 
 EPILOG = """\
 examples:
-  toposched contention --run out/atlas --out out/atlas-contention
+  toposched contention --run out/atlas-isolated --out out/atlas-contention   # a simulate output
+  toposched contention --run out/atlas/runs/isolated__none --out out/atlas-iso-contention   # a compare run
   toposched contention --trace examples/data/LLNL-Atlas-2006-2.1-cln.swf.gz --system fattree:K=12,S=96,P=1 \\
       --queue easy --alloc linear --out out/atlas-contention
   toposched contention --run out/ricc --uplinks 16,12,8,4,1 --comm-fractions 0.05,0.2 \\

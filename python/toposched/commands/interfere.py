@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 NAME = "interfere"
 HELP = "predict how co-running jobs slow each other down on a fabric (one scenario, no replay)"
@@ -63,6 +64,8 @@ def run(args: argparse.Namespace) -> int:
         flag = "--filling" if args.filling else "--fairness"
         whence = f"--fairness {args.fairness}" if args.fairness else f"the scenario's fairness {s.fairness}"
         raise InputError(flag, f"progressive filling is per-flow max-min: it needs fairness flows, not {s.fairness} ({whence})")
+    if args.out:
+        _check_out(Path(args.out))
     try:
         result = evaluate(scenario)
     except InputError as exc:
@@ -123,3 +126,19 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         console.print(f"result in {args.out}")
     return 0
+
+
+def _check_out(path: Path) -> None:
+    """``--out`` is new, or a result of this command (replaced): a README or a run's
+    jobs.parquet given by mistake was overwritten silently. (A directory is refused where
+    the result is written, naming it.)"""
+    if not path.is_file():
+        return
+    from ..errors import InputError
+
+    try:
+        doc = json.loads(path.read_bytes())
+    except (ValueError, OSError):
+        doc = None
+    if not (isinstance(doc, dict) and {"toposched_version", "jobs", "links"} <= doc.keys()):
+        raise InputError(str(path), "exists and is not a result of toposched interfere; give --out a new file or an earlier result")

@@ -90,7 +90,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("policies")
     g.add_argument("--queue", default="easy", choices=_core.QUEUES, help="queue policy (default: easy)")
     g.add_argument("--alloc", default="linear", type=_alloc_name, metavar="POLICY", action=_AllocAction)
-    add_run_options(parser)
+    add_run_options(parser, seed_help="seed of the random policy and of the network model's traffic draws (--network) (default: 0)")
     g = parser.add_argument_group("reading the log (see docs/workloads.md)")
     g.add_argument("--cores-per-node", type=_positive_int, help="processors per node to turn processor counts into nodes (default: from the SWF header MaxProcs/MaxNodes, which must then read as positive integers, else 1)")
     g.add_argument("--size-field", default="auto", choices=("auto", "allocated", "requested"), help="SWF processor field giving the job size (default: auto = allocated, else requested)")
@@ -181,6 +181,9 @@ def _run(args: argparse.Namespace, imports: BackgroundImports) -> int:
         from ..network_spec import parse_network_spec
 
         parse_network_spec(args.network)
+    from ..policies import check_python_policies
+
+    check_python_policies([args.alloc], args.queue_order)  # and a module:Class that does not load
     # imported before the log is taken: the read-ahead may still be parsing it (the
     # replay's modules take about 10 ms, which the main thread would spend after it)
     from ..simulate import simulate
@@ -272,7 +275,7 @@ def _check_policy_options(args: argparse.Namespace) -> None:
     # node-set reservations (isolated, capped): what EASY's reservation options act on
     node_sets = getattr(policy(args.alloc), "fungible", True) is False
     given = {
-        "--seed": (args.seed is not None, args.alloc == "random" or python_alloc or bool(args.network), "--alloc random"),
+        "--seed": (args.seed is not None, args.alloc == "random" or python_alloc or bool(args.network), "--alloc random and to --network (its traffic draws)"),
         "--leaf-order": (args.leaf_order is not None, args.alloc == "isolated", "--alloc isolated"),
         "--tie-break": (args.tie_break is not None, args.alloc == "isolated", "--alloc isolated"),
         "--slurm-profile": (args.slurm_profile is not None, args.alloc == "slurm-tree", "--alloc slurm-tree"),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..errors import TraceFormatError
 from .model import COLUMNS, Workload
@@ -54,7 +54,7 @@ def _guess_format(p: Path) -> str:
     with open_binary(p) as raw:
         refuse_utf16(raw.read(256), p)
     with open_text(p) as fh:
-        for line in fh:
+        for line_no, line in enumerate(fh, 1):
             s = line.strip()
             if not s:
                 continue
@@ -66,6 +66,12 @@ def _guess_format(p: Path) -> str:
                 return "sacct"
             if s.split()[0].lstrip("-").isdigit():
                 return "swf"
+            from .sacct_records import wrong_separator
+
+            wrong = wrong_separator(line.rstrip("\r\n"))
+            if wrong is not None:
+                # a sacct dump with another delimiter: --format would not help
+                raise TraceFormatError(str(p), wrong, line=line_no)
             break
         else:
             # no format to pass would help: every reader says this of an empty file
@@ -83,6 +89,10 @@ def read_trace(path: str | Path, format: str | None = None, **options: Any) -> W
             :class:`NormalizeSettings` (``cores_per_node``, ``size_field``,
             ``missing_walltime``, ``missing_runtime``).
     """
+    from .swf import check_flag_options
+
+    # every reader takes them; "no" read the log leniently (a truthy string)
+    check_flag_options(**{k: v for k, v in options.items() if k in ("lenient", "allow_long_span")})
     try:
         return _read(path, format, options)
     except (OSError, EOFError, zlib.error) as exc:
@@ -92,6 +102,39 @@ def read_trace(path: str | Path, format: str | None = None, **options: Any) -> W
 
 def _read(path: str | Path, format: str | None, options: dict[str, Any]) -> Workload:
     fmt = format or detect_format(path)
+    try:
+        return _read_as(path, fmt, options)
+    except TypeError as exc:
+        unknown = _unknown_option(fmt, options, exc)
+        if unknown is None:
+            raise
+        raise unknown from None
+
+
+def _unknown_option(fmt: str, options: dict[str, Any], exc: TypeError) -> TypeError | None:
+    """read_trace's own error for an option the log's reader does not take (the reader's
+    was "read_swf() got an unexpected keyword argument 'cores'"), or None for another
+    TypeError."""
+    import difflib
+    import inspect
+
+    from .pbs import read_pbs
+    from .sacct import read_sacct
+    from .swf import read_swf
+    from .swf_nodes import read_swf_with_nodes
+
+    readers: dict[str, Callable[..., Workload]] = {"swf": read_swf, "sacct": read_sacct, "pbs": read_pbs, "swf-nodes": read_swf_with_nodes}
+    reader = readers[fmt]
+    takes = [n for n, p in inspect.signature(reader).parameters.items() if p.kind is p.KEYWORD_ONLY]
+    bad = [k for k in options if k not in takes]
+    if not bad or f"{reader.__name__}() got an unexpected keyword argument" not in str(exc):
+        return None
+    close = difflib.get_close_matches(bad[0], takes, n=1, cutoff=0.5)
+    meant = f" (did you mean {close[0]}?)" if close else ""
+    return TypeError(f"read_trace(): unknown option {bad[0]!r} for a {fmt} log{meant}; options are: {', '.join(takes)}")
+
+
+def _read_as(path: str | Path, fmt: str, options: dict[str, Any]) -> Workload:
     if fmt == "swf":
         from .swf import read_swf
 

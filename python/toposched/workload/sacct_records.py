@@ -213,11 +213,37 @@ def _make_layout(
     return Layout(kind, [n.strip() for n in names], kinds, index, header_line)
 
 
+#: Lower-case names of the columns sacct prints that this module knows.
+_KNOWN_COLUMNS: frozenset[str] = frozenset({n.lower() for n in XDMOD_FIELDS} | set(_SHAPES) | FREE_TEXT) - {""}
+#: Separators a sacct dump is written with by mistake (``--delimiter=,``, or the
+#: fixed-width table sacct prints without ``-P``), and how a message names them.
+_OTHER_SEPARATORS: tuple[tuple[str | None, str], ...] = ((",", "','"), (";", "';'"), ("\t", "tabs"), (None, "blanks"))
+
+
+def wrong_separator(line: str) -> str | None:
+    """If ``line`` is a sacct header whose columns are separated by something other than
+    ``|`` (three column names or more once split by it), the one-line message saying so
+    and how to write a readable dump; else None."""
+    if "|" in line:
+        return None
+    for sep, said in _OTHER_SEPARATORS:
+        names = [f.strip().lower() for f in line.split(sep)]
+        if sum(n in _KNOWN_COLUMNS for n in names) >= 3:
+            return (
+                f"this looks like a sacct header with columns separated by {said}, not '|': "
+                "write the dump with sacct --parsable2 (-P), without --delimiter"
+            )
+    return None
+
+
 def _detect_layout(path: str, first: str, line_no: int, unique: frozenset[str]) -> Layout:
     fields = first.split("|")
     if len(fields) >= len(XDMOD_FIELDS) and _RE_UINT.fullmatch(fields[1].strip()):
         return _make_layout(path, list(XDMOD_FIELDS), "xdmod", None, unique)
-    known = {n.lower() for n in XDMOD_FIELDS} | set(_SHAPES) | FREE_TEXT
+    wrong = wrong_separator(first)
+    if wrong is not None:
+        raise TraceFormatError(path, wrong, line=line_no)
+    known = _KNOWN_COLUMNS
     if not any(f.strip().lower() in known and f.strip() for f in fields):
         raise TraceFormatError(
             path,

@@ -338,6 +338,14 @@ def allow_overuse_from_header(first: dict[str, str]) -> bool | None:
     return None
 
 
+def check_flag_options(**flags: Any) -> None:
+    """Refuse a true/false reading option (``lenient``, ``allow_long_span``) that is not a
+    bool (ValueError): ``lenient="no"`` is truthy, and read the log leniently."""
+    for name, value in flags.items():
+        if not isinstance(value, bool) and not (type(value).__module__ == "numpy" and isinstance(getattr(value, "item", lambda: None)(), bool)):
+            raise ValueError(f"{name} must be True or False, got {value!r}")
+
+
 def check_read_options(cores_per_node: int | None, size_field: str, missing_walltime: Any, missing_runtime: str) -> None:
     """Refuse bad reading options (ValueError) before any time is spent on the file: the
     whole read's and the streamed read's check."""
@@ -383,6 +391,7 @@ def read_swf(
     """
     spath = str(path)
     check_read_options(cores_per_node, size_field, missing_walltime, missing_runtime)
+    check_flag_options(lenient=lenient, allow_long_span=allow_long_span)
     # The bytes, and the body chunks the read-ahead parsed if one ran (commands/simulate)
     data, ahead = read_swf_bytes(path)
     # Lone carriage returns (old Mac line ends) would glue records into one long line,
