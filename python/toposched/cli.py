@@ -91,6 +91,8 @@ class _Parser(argparse.ArgumentParser):
 
             close = difflib.get_close_matches(flag, known, n=1, cutoff=0.75)
             meant = alias if alias in known else close[0] if close else None
+            if meant is None and message.startswith("unrecognized arguments"):
+                return ""  # argparse's line names the flag already, and nothing is nearer
             return f"; {flag} is not an option of {self.prog}" + (f": did you mean {meant}?" if meant else "")
         return ""
 
