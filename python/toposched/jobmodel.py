@@ -213,22 +213,22 @@ PATTERN_DEFAULT_APP: dict[str, str] = {
 }
 
 
-#: The core's other spellings of patterns (crates/toposched-core network/patterns.rs,
-#: ``Pattern::parse``) that are not application names themselves.
-PATTERN_ALIASES: dict[str, str] = {"compute": "none", "alltoall": "a2a"}
-
-
 def default_app(pattern: str) -> AppProfile:
-    """The default profile of a pattern, spelt as the core reads it (case and surrounding
-    spaces aside; ``sub-a2a:8`` and ``sub-a2a(8)`` -> ``sub-a2a``). An alias that names an
-    application (``all-to-all``, ``random-pairs``, ``nearest-neighbor``, ``flood-pairs``:
-    seed 003's benchmarks) gets that application's profile."""
+    """The default profile of a pattern, spelt as the core reads it (its canonical name,
+    ``_core.pattern_name``: ``alltoall`` -> ``a2a``, ``sub-a2a(8)`` -> ``sub-a2a``). An
+    alias that names an application (``all-to-all``, ``random-pairs``,
+    ``nearest-neighbor``, ``flood-pairs``: seed 003's benchmarks) gets that application's
+    profile."""
+    from . import _core
+
     text = pattern.strip().lower()
-    base = "sub-a2a" if text.startswith(("sub-a2a:", "sub-a2a(")) else text
-    if base in APPS and base not in PATTERN_DEFAULT_APP:
-        return APPS[base]
-    base = PATTERN_ALIASES.get(base, base)
-    return APPS[PATTERN_DEFAULT_APP.get(base, "flood-pairs")]
+    if text in APPS and text not in PATTERN_DEFAULT_APP:
+        return APPS[text]
+    try:
+        name = _core.pattern_name(text)
+    except ValueError:  # explicit flows, or a pattern the scenario's check refuses
+        name = "sub-a2a" if text.startswith(("sub-a2a:", "sub-a2a(")) else text
+    return APPS[PATTERN_DEFAULT_APP.get(name.split(":")[0], "flood-pairs")]
 
 
 def profile(pattern: str, *, app: str | None = None, overrides: dict[str, Any] | None = None, src: str = "<job>") -> AppProfile:

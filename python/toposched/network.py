@@ -638,25 +638,16 @@ def _resolve_phi(model: Any, jobs: list[ScenarioJob]) -> None:
 
 
 def check_pattern(pattern: str, src: str, where: str) -> None:
-    """Refuse what the core's pattern parser refuses (crates/toposched-core network/
-    patterns.rs, ``Pattern::parse``), naming the field: the core's own error names only
-    "jobs", or in the replay escaped as an internal error."""
-    from . import _core
-
-    text = pattern.strip().lower()
-    known = {p for p in _core.PATTERNS if ":" not in p} | {"sub-a2a", "compute", "random-pairs", "flood-pairs", "all-to-all", "alltoall", "nearest-neighbor"}
-    if text in known:
-        return
-    # the one pattern with a parameter: sub-a2a:K or sub-a2a(K) ("stencil3d(x)" and
-    # "a2a:5" are not patterns, though their names before the bracket or colon are)
-    m = re.fullmatch(r"sub-a2a(?::(.*)|\((.*)\))", text, flags=re.DOTALL)
-    if m is None:
-        raise field_error(src, where, f"unknown pattern {pattern!r}; patterns are: {', '.join(_core.PATTERNS)}")
-    k = m.group(1) if m.group(1) is not None else m.group(2)
-    if not re.fullmatch(r"[0-9]+", k) or int(k) >= 2**32:  # the core reads it as a u32
-        raise field_error(src, where, f"pattern {pattern!r}: the group size of sub-a2a must be a whole number")
-    if int(k) < 2:
-        raise field_error(src, where, f"pattern {pattern!r}: the group size of sub-a2a must be at least 2")
+    """Refuse what the core's pattern parser refuses (``_core.pattern_name``: crates/
+    toposched-core network/patterns.rs, ``Pattern::parse``), naming the field: the core's
+    own error names only "jobs", or in the replay escaped as an internal error."""
+    try:
+        _core.pattern_name(pattern)
+    except ValueError as exc:
+        reason = str(exc)
+        if "group size of sub-a2a" in reason:  # "pattern \"sub-a2a(0)\": the group size ..."
+            raise field_error(src, where, f"pattern {pattern!r}: {reason.split(': ', 1)[1]}") from None
+        raise field_error(src, where, f"unknown pattern {pattern!r}; patterns are: {', '.join(_core.PATTERNS)}") from None
 
 
 def _flows(value: Any, src: str, where: str) -> list[tuple[int, int, float]]:

@@ -407,8 +407,18 @@ fn network_results<'py>(py: Python<'py>, simulation: &Bound<'py, Simulation>) ->
 }
 
 /// Add this file's classes and functions to the module.
+/// The canonical name of a communication pattern as the core reads it (`Pattern::parse`:
+/// `alltoall` -> `a2a`, `sub-a2a(4)` -> `sub-a2a:4`); ValueError with the core's reason
+/// for what it refuses. Python checks and maps patterns through this, not a copy of the
+/// parser's rules.
+#[pyfunction]
+fn pattern_name(text: &str) -> PyResult<String> {
+    Ok(Pattern::parse(text).map_err(value_err)?.name())
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NetworkModel>()?;
+    m.add_function(wrap_pyfunction!(pattern_name, m)?)?;
     m.add_function(wrap_pyfunction!(network_attach, m)?)?;
     m.add_function(wrap_pyfunction!(network_results, m)?)?;
     m.add("PATTERNS", PATTERNS.to_vec())?;
