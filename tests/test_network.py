@@ -1078,6 +1078,37 @@ def test_queueing_delay_is_zero_alone_and_off_with_mtu_zero():
     with pytest.raises(InputError) as e:
         evaluate_scenario({"fabric": fabric, "model": {"mtu_bytes": -1}, "jobs": [amg]})
     assert "mtu_bytes" in str(e.value)
+    # the largest packet accepted works; past it (1e12 bytes made AMG's slowdown 1e6) is refused
+    evaluate_scenario({"fabric": fabric, "model": {"mtu_bytes": 65536}, "jobs": [amg, bully]})
+    with pytest.raises(InputError) as e:
+        evaluate_scenario({"fabric": fabric, "model": {"mtu_bytes": 1e12}, "jobs": [amg, bully]})
+    assert "model.mtu_bytes" in str(e.value) and "at most 65,536" in str(e.value)
+
+
+@pytest.mark.parametrize("scale", [1e-30, 1e-12, 1e12, 1e30])
+def test_slowdowns_do_not_depend_on_the_bandwidth_unit(scale):
+    # two interleaved floods on a 2:1 tapered tree, duty cycles 0.5 and 0.25: at a uniform
+    # bandwidth of 1e-12 the engine once read every competitor as none (phibar 1: slowdown
+    # 1.5 instead of 1.125), its test for "none" being an absolute 1e-9 in bandwidth units
+    jobs = [
+        {"name": "a", "place": {"leaves": "all", "per_leaf": 9, "offset": 0}, "pattern": "flood", "phi": 0.5},
+        {"name": "b", "place": {"leaves": "all", "per_leaf": 9, "offset": 9}, "pattern": "flood", "phi": 0.25},
+    ]
+    fabric = "fattree:K=18,S=16,P=1,W1=9"
+    unit = evaluate_scenario({"fabric": fabric, "model": {"fairness": "jobs"}, "jobs": jobs})["jobs"]
+    assert unit[0]["slowdown"] == pytest.approx(1.125, rel=1e-12)
+    got = evaluate_scenario({"fabric": fabric, "model": {"fairness": "jobs", "bandwidth": scale}, "jobs": jobs})["jobs"]
+    for g, u in zip(got, unit):
+        assert g["slowdown"] == pytest.approx(u["slowdown"], rel=1e-9) and g["phibar"] == pytest.approx(u["phibar"], rel=1e-9)
+
+
+@pytest.mark.parametrize("bandwidth", [1e-310, 1e-31, 1e31, 1e308, [1.0, 1.0, 1e-40]])
+def test_bandwidths_past_the_range_are_refused(bandwidth):
+    # 1e-310 overflowed the times to infinity (slowdown 1), 1e308 the links' sums (phibar 1)
+    job = {"name": "a", "place": {"leaves": "all", "per_leaf": 9, "offset": 0}, "pattern": "flood", "phi": 0.5}
+    with pytest.raises(InputError) as e:
+        evaluate_scenario({"fabric": "fattree:K=18,S=16,P=1,W1=9", "model": {"bandwidth": bandwidth}, "jobs": [job]})
+    assert "model.bandwidth" in str(e.value) and "between 1e-30 and 1e+30" in str(e.value)
 
 
 def test_interfere_flags_that_contradict_name_the_flags(tmp_path, capsys):

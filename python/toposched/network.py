@@ -215,6 +215,15 @@ def field_error(src: str, field_name: str, message: str) -> InputError:
     return InputError(src, message, field=field_name)
 
 
+#: The largest ``mtu_bytes`` a scenario may give: 64 KiB, past every HPC fabric's packet.
+MAX_MTU_BYTES = 65536
+
+#: The bandwidths a scenario may give, in any unit (the slowdowns depend on their ratios
+#: alone): wide enough for bytes or bits per second, narrow enough that no rate over- or
+#: underflows.
+BANDWIDTH_RANGE = (1e-30, 1e30)
+
+
 def parse_settings(obj: Any, src: str = "<scenario>", where: str = "model") -> ModelSettings:
     """The ``model`` object of a scenario (or of a ``--network`` spec) as settings."""
     if obj is None:
@@ -227,6 +236,10 @@ def parse_settings(obj: Any, src: str = "<scenario>", where: str = "model") -> M
     mtu = obj.get("mtu_bytes")
     if mtu is not None and not (isinstance(mtu, (int, float)) and not isinstance(mtu, bool) and _finite(mtu) and mtu >= 0):
         raise field_error(src, f"{where}.mtu_bytes", f"expected a packet size in bytes >= 0 (0: no queueing delay), got {mtu!r}")
+    if mtu is not None and mtu > MAX_MTU_BYTES:
+        # a packet is what a message waits behind on a link: 1e12 bytes made a 1 KB
+        # message wait a million times its own time, a slowdown of 1.3 million
+        raise field_error(src, f"{where}.mtu_bytes", f"a packet of {mtu:g} bytes is larger than any fabric's (InfiniBand 4,096, Omni-Path 10,240, Ethernet jumbo frames 9,216); at most {MAX_MTU_BYTES:,}")
     timing = None
     if "link_gbps" in obj or "overhead_us" in obj:
         gbps, over = obj.get("link_gbps", 32.0), obj.get("overhead_us", 1.0)
@@ -247,6 +260,10 @@ def parse_settings(obj: Any, src: str = "<scenario>", where: str = "model") -> M
         raise field_error(src, f"{where}.bandwidth", "expected a number, [host, leaf, core] or {\"host\": .., \"leaf\": .., \"core\": ..}")
     if not all(math.isfinite(b) and b > 0 for b in bandwidth):
         raise field_error(src, f"{where}.bandwidth", f"bandwidths must be positive numbers, got {list(bandwidth)}")
+    if not all(BANDWIDTH_RANGE[0] <= b <= BANDWIDTH_RANGE[1] for b in bandwidth):
+        # rates are bytes over bandwidths, summed over a link's jobs: 1e-310 overflowed
+        # every time to infinity (slowdown 1), 1e308 every link's sum (phibar 1)
+        raise field_error(src, f"{where}.bandwidth", f"bandwidths must lie between {BANDWIDTH_RANGE[0]:g} and {BANDWIDTH_RANGE[1]:g} (any unit: only their ratios matter), got {list(bandwidth)}")
     fairness = obj.get("fairness", DEFAULT_FAIRNESS)
     if fairness not in ("flows", "ports", "jobs", "job-maxmin"):
         raise field_error(src, f"{where}.fairness", f"expected 'jobs', 'job-maxmin', 'ports' or 'flows', got {fairness!r}")

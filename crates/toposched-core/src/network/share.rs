@@ -363,16 +363,22 @@ impl Shared {
         self.solver.solve(p, &mut self.x);
         self.rounds += self.solver.rounds as u64;
         for (i, &s) in comp.iter().enumerate() {
-            let (mut num, mut den) = (0.0, 0.0);
+            let (mut num, mut den, mut all) = (0.0, 0.0, 0.0);
             let phi = self.jobs[s as usize].as_ref().expect("live slot").phi;
             for e in p.off[i]..p.off[i + 1] {
                 let ll = p.link[e] as usize;
                 den += self.sum_d[ll] - p.d[e];
                 num += self.sum_dphi[ll] - p.d[e] * phi;
+                all += self.sum_d[ll];
             }
             let a = self.jobs[s as usize].as_mut().expect("live slot");
             a.x = self.x[i];
-            a.phibar = if den > EPS { (num / den).clamp(0.0, 1.0) } else { 1.0 };
+            // the competitors' demand against all the demand on these links, not against
+            // an absolute number: demands are in bandwidth units (bytes over the time
+            // alone), so a fixed threshold changed the answer with the unit (a uniform
+            // bandwidth of 1e-12 read every competitor as none); below EPS of the whole
+            // it is the subtraction's rounding, not a competitor
+            a.phibar = if den > EPS * all { (num / den).clamp(0.0, 1.0) } else { 1.0 };
         }
     }
 

@@ -187,6 +187,33 @@ fn phibar_is_the_competitors_duty_cycle() {
 }
 
 #[test]
+fn slowdowns_do_not_depend_on_the_bandwidth_unit() {
+    // Every rate scales with a uniform bandwidth, so the slowdowns must not: phibar's
+    // test for "no competitor" once compared the competitors' demand (bytes over the
+    // time alone) with an absolute 1e-9, and at a bandwidth of 1e-12 read every
+    // competitor as none (phibar 1: slowdown 1.5 here instead of 1.125).
+    let (a, b) = interleaved_9_9();
+    let mut ja = job(a, Pattern::Flood);
+    let mut jb = job(b, Pattern::Flood);
+    ja.phi = 0.5;
+    jb.phi = 0.25;
+    let at = |scale: f64| {
+        let config = NetConfig { filling: Filling::Steady, bandwidth: Bandwidth { host: scale, leaf: scale, core: scale }, ..NetConfig::default() };
+        Network::new(&tree288(Some(9)), config).unwrap().evaluate(&[ja.clone(), jb.clone()]).unwrap()
+    };
+    let unit = at(1.0);
+    assert!((unit.jobs[0].slowdown - 1.125).abs() < 1e-12, "{}", unit.jobs[0].slowdown);
+    for scale in [1e-15, 1e-12, 1e-6, 1e6, 1e12] {
+        let e = at(scale);
+        for k in 0..2 {
+            let (got, want) = (e.jobs[k].slowdown, unit.jobs[k].slowdown);
+            assert!((got / want - 1.0).abs() < 1e-9, "bandwidth {scale}: job {k} slowdown {got}, {want} at 1");
+            assert!((e.jobs[k].phibar - unit.jobs[k].phibar).abs() < 1e-9, "bandwidth {scale}: job {k} phibar");
+        }
+    }
+}
+
+#[test]
 fn overlapping_or_bad_inputs_are_refused() {
     let t = Topology::preset("toy18").unwrap();
     let net = Network::new(&t, NetConfig::default()).unwrap();
