@@ -271,6 +271,14 @@ impl Core {
         self.outcomes.get(job as usize).map_or(true, |o| o.status != JobStatus::Running || o.end_s != end)
     }
 
+    /// Some running job ends at `t` and has not been released yet: only between the
+    /// passes of one instant in the per-event order, which releases the instant's ends one
+    /// by one (the per-instant order releases them all before its one pass). A scan of
+    /// the ends; asked only when a due reservation cannot start.
+    pub(crate) fn ends_pending_at(&self, t: i64) -> bool {
+        self.ends.iter().any(|&Reverse((end, _, job))| end == t && !self.end_is_stale(end, job))
+    }
+
     /// Network model: after the instant's pass, push the ends that moved.
     pub(crate) fn flush_network(&mut self) {
         if let Some(net) = self.net.as_mut() {
@@ -467,6 +475,12 @@ impl PassCtx<'_> {
     pub fn log_reservation(&mut self, pass_s: i64, job: u32, start_s: i64) {
         self.core.log_reservation(pass_s, job, start_s)
     }
+    /// More jobs end at this instant after this pass (per-event order only): what they
+    /// free is part of the machine at `now` (see [`Core::ends_pending_at`]).
+    pub fn ends_pending_now(&self) -> bool {
+        self.core.ends_pending_at(self.core.now)
+    }
+
     pub fn now(&self) -> i64 {
         self.core.now
     }

@@ -8,7 +8,7 @@ use proptest::prelude::*;
 use toposched_core::alloc::{self, Allocator, IsolatedOptions, LeafOrder, RandomOptions, TieBreak};
 use toposched_core::registry::Options;
 use toposched_core::queue::{self, EasyOptions, QueuePolicy};
-use toposched_core::{Engine, EngineOptions, Job, JobStatus, Topology};
+use toposched_core::{Engine, EngineOptions, EventOrder, Job, JobStatus, Topology};
 
 fn job(id: i64, submit_s: i64, nodes: u32, walltime_s: i64, runtime_s: i64) -> Job {
     Job { id, submit_s, nodes, walltime_s, runtime_s, ..Default::default() }
@@ -316,6 +316,41 @@ fn conservative_run_on_keeps_isolated_interference_free() {
     let opts = EngineOptions { kill_at_walltime: false, check_interference_free: true, ..Default::default() };
     let e = run(topo, jobs, "conservative", "isolated", IsolatedOptions::default(), EasyOptions::default(), opts);
     assert!(e.outcomes().iter().all(|o| o.status == JobStatus::Done));
+}
+
+#[test]
+fn conservative_run_on_checks_overdue_reservations_that_start_together() {
+    // 12 nodes, leaves of 3, pods of 6. A (1 node, limit 3) runs on to 30 on leaf 0; B (9
+    // nodes) runs [0, 10); C (7 nodes) and D (5 nodes) are reserved [12, 13) and [10, 12):
+    // windows apart, so both sets use leaf 0. Both rest on A, and at 30 both are due at
+    // once: the second of them must be checked against the first (I1: two spanning jobs
+    // on leaf 0), not started on its reserved nodes unchecked. (tests/test_sched_references.py)
+    let topo = Topology::fat_tree("f", 3, 2, 2, None, None).unwrap();
+    let jobs = vec![job(1, 0, 1, 3, 30), job(2, 0, 9, 5, 10), job(3, 0, 7, 1, 10), job(4, 2, 5, 2, 1)];
+    let opts = EngineOptions { kill_at_walltime: false, check_interference_free: true, ..Default::default() };
+    let e = run(topo, jobs, "conservative", "isolated", IsolatedOptions::default(), EasyOptions::default(), opts);
+    assert!(e.outcomes().iter().all(|o| o.status == JobStatus::Done));
+    let starts: Vec<i64> = e.outcomes().iter().map(|o| o.start_s).collect();
+    assert_eq!(starts[..3], [0, 0, 30], "C, first in the queue, starts at 30 on its nodes; D is re-reserved after it");
+    assert!(starts[3] >= 30);
+}
+
+#[test]
+fn per_event_conservative_keeps_a_reservation_due_while_the_instant_still_has_ends() {
+    // 2 nodes. A and B (1 node each) run [0, 10); C (2 nodes) arrives at 1 and is reserved
+    // at 10, D (1 node) at 2 and is reserved at 15. At 10, in the per-event order, A's end
+    // runs a pass while B still holds its node: C cannot start yet, but B's end at the same
+    // instant frees it. C must keep its reservation (the guarantee: no job starts later
+    // than the reservation it got at submission); re-reserved, it went behind D, whom
+    // compression then moved to 10 in its place (C 15, D 10).
+    let topo = Topology::fat_tree("t", 2, 1, 1, None, None).unwrap();
+    let jobs = vec![job(1, 0, 1, 10, 10), job(2, 0, 1, 10, 10), job(3, 1, 2, 5, 5), job(4, 2, 1, 5, 5)];
+    for order in [EventOrder::PerEvent, EventOrder::PerInstant] {
+        let opts = EngineOptions { event_order: order, ..Default::default() };
+        let e = run(topo.clone(), jobs.clone(), "conservative", "linear", IsolatedOptions::default(), EasyOptions::default(), opts);
+        let starts: Vec<i64> = e.outcomes().iter().map(|o| o.start_s).collect();
+        assert_eq!(starts, vec![0, 0, 10, 15], "{order:?}");
+    }
 }
 
 #[test]

@@ -24,9 +24,13 @@
 //! 3. **Starts.** Every job whose reservation starts now starts, in order of reservation
 //!    start then queue order: on any free nodes the allocation policy picks (fungible), or
 //!    on exactly its reserved nodes (non-fungible: reservations are binding). While a job
-//!    runs past its limit (only with --run-on), the allocation policy must also accept
-//!    the reserved nodes on the machine as it is (isolated: no spanning job left on their
-//!    leaves/pods by the overrunning job); otherwise the job is re-reserved.
+//!    runs past its limit (only with --run-on), and for a reservation left in the past
+//!    (below), the allocation policy must also accept the reserved nodes on the machine as
+//!    it is (isolated: no spanning job left on their leaves/pods by the overrunning job or
+//!    by another such reservation started in the same pass); otherwise the job is
+//!    re-reserved. In the per-event order, a due job that cannot start while jobs ending
+//!    at this same instant still hold their nodes keeps its reservation: the pass after
+//!    those ends starts it.
 //! 4. The engine is asked to wake at every reservation start, so a job starts exactly at
 //!    its reservation even when no job ends or arrives then.
 //!
@@ -544,15 +548,18 @@ impl QueuePolicy for Conservative {
         // A reservation left in the past (only with --run-on: its start was blocked by a
         // job past its limit, and no pass ran each second meanwhile, see step 4) is due
         // now, for the same length: what a pass every second would have made of it.
-        let mut shifted = false;
+        // Shifted reservations made for windows that did not overlap may overlap now: their
+        // node sets were never checked against each other at `now` (step 3 checks them).
+        let mut shifted_rows: Vec<u32> = Vec::new();
         for &q in &queue {
             if let Some(r) = self.reservations[q as usize].as_mut().filter(|r| r.start < now) {
                 r.end = now + (r.end - r.start);
                 r.start = now;
                 r.woken = false;
-                shifted = true;
+                shifted_rows.push(q);
             }
         }
+        let shifted = !shifted_rows.is_empty();
         // built after the shift above: it projects the reservations as they now stand
         let mut plan = if ctx.alloc.fungible() { Some(self.planner(ctx)) } else { None };
         if let Some(p) = &plan {
@@ -634,12 +641,15 @@ impl QueuePolicy for Conservative {
             let res = self.reservations[q as usize].take().expect("due job has a reservation");
             let ok = if ctx.alloc.fungible() {
                 ctx.try_start(q, &Guard::NONE)
-            } else if Self::overrun(ctx) {
+            } else if Self::overrun(ctx) || shifted_rows.contains(&q) {
                 // With --run-on a job past its limit may still run beside the reserved
                 // nodes, where the reservation assumed it gone: what the allocation policy
                 // forbids around it (isolated: a second spanning job on its leaf or pod)
-                // may now refuse them. The policy is asked to place the job on exactly
-                // the reserved nodes; if it cannot, the job is re-reserved (below).
+                // may now refuse them. So may a job started just before from another
+                // shifted reservation: the two sets were made for windows apart and now
+                // start together (two spanning jobs on one leaf). The policy is asked to
+                // place the job on exactly the reserved nodes; if it cannot, the job is
+                // re-reserved (below).
                 let mut outside = NodeSet::new(ctx.topo.n_nodes());
                 (0..ctx.topo.n_nodes() as u32).for_each(|n| outside.insert(n));
                 res.nodes.iter().for_each(|&n| outside.remove(n));
@@ -649,6 +659,13 @@ impl QueuePolicy for Conservative {
             };
             if ok {
                 started.push(q);
+            } else if ctx.ends_pending_now() {
+                // Per-event order: jobs ending at this very instant still hold their nodes
+                // (each end is released with a pass of its own). The reservation stands,
+                // due: the pass after those ends starts it, as the per-instant order's one
+                // pass would have. Re-reserving it here put it behind later jobs, which
+                // then took its place (a start past the reservation it got at submission).
+                self.reservations[q as usize] = Some(res);
             } else {
                 // Only with --run-on (a job past its limit still holds nodes it was
                 // expected to free; such jobs are assumed to end within a second), or when
