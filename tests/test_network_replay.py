@@ -172,3 +172,13 @@ def test_a_report_without_the_network_model_has_no_network_figure(tmp_path):
     run_compare(str(window), "cab", tmp_path / "cmp", allocs=["linear"], scenarios=["none"], jobs=1)
     page = build_compare_report(tmp_path / "cmp").read_text()
     assert not (tmp_path / "cmp" / "figures" / "network.png").exists() and "figures/network.png" not in page
+
+
+def test_jobs_slowed_does_not_count_the_solvers_rounding():
+    """Atlas x2 on a 2:1 tapered Cab, --network bins, isolated: the summary said 37 jobs
+    slowed while no job shared a link (jobs_sharing_links 0); their slowdowns were
+    1 + 1.6e-9, the sharing solver's tolerance (1e-9), counted above 1 + 1e-9."""
+    from toposched.network_spec import jobs_slowed
+
+    assert jobs_slowed(np.array([1.0, 1.0000000015542228, 1.0 + 1e-9, 0.999])) == 0
+    assert jobs_slowed(np.array([1.00001, 1.5, 1.0])) == 2
