@@ -719,3 +719,28 @@ def test_run_of_a_comparison_directory_names_one_of_its_runs(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"error: {cmp}: holds runs, not one run's results: --run takes one of them, e.g. --run {cmp / 'runs' / 'isolated__none'} (2 runs in {cmp / 'runs'})"], err
     assert main(["contention", "--run", str(cmp / "runs" / "isolated__none"), "--out", str(tmp_path / "c"), *common]) == 0
+
+
+def test_cli_on_logged_placements_says_which_ratio_is_001s_own(tmp_path, capsys):
+    """Issue 12 point 7: 001's own metric is the headline and the output says which ratio
+    001 defines. The terminal printed 'system' and 'per node-s' columns with no word on
+    which is 001's definition (the report's model paragraph did not say either); here on a
+    sacct log's as-logged placements (001 used logged allocations)."""
+    from pathlib import Path
+
+    from toposched.aslogged import fabric_from_hosts, hosts_of, topology_conf_text
+    from toposched.workload import read_trace
+
+    log = Path(__file__).parent / "data" / "slurm" / "xdmod_ub-hpc_sacct-parsable2_accounting-logs.log"
+    conf = tmp_path / "hosts.conf"
+    conf.write_text(topology_conf_text(fabric_from_hosts(hosts_of(read_trace(str(log))), nodes_per_leaf=8, name="ub-hpc")))
+    out = tmp_path / "c"
+    assert main(["contention", "--trace", str(log), "--system", str(conf), "--alloc", "as-logged", "--out", str(out),
+                 "--crossbar-sizes", "none", "--cores-sweep", "none", "--no-figures"]) == 0  # fmt: skip
+    text = capsys.readouterr().out
+    assert "system: 001's own system-wide slowdown, added wall time over the jobs' wall time (its definition)" in text
+    assert "per node-s: the same added time over the jobs' node-seconds (reproduces 001's magnitudes, not its definition)" in text
+    doc = json.loads((out / "contention.json").read_text())
+    assert doc["exposed_jobs"] >= 1 and any(r["affected_jobs"] for r in doc["uplink_sweep"])
+    page = (out / "report.html").read_text()
+    assert "001&#x27;s own metric, the one it defines" in page or "001's own metric, the one it defines" in page

@@ -3,6 +3,8 @@ report shows when --network is on (docs/network.md, "Closed loop")."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -121,3 +123,62 @@ def test_the_core_refuses_a_demand_that_would_overflow_the_model(bad):
             model.demand([0, 1], "none", flows=[(0, 1, 1.0), (1, 0, bad["bytes"])])
     # the largest demand is taken
     _core.network_attach(sim, ["a2a"], np.zeros(n, np.int64), np.full(n, 1.0), reference="alone", bandwidth=(1.0, 1.0, 1.0), fairness="flows", sl_weights=None, overrun="run-on", bytes=np.full(n, MAX_FLOW_BYTES))
+
+
+def test_the_network_report_shows_payback_in_the_table_and_a_static_figure(tmp_path):
+    """Issue 12 asks for the predicted slowdowns, busy vs useful utilization and the net
+    payback of isolation per policy in the HTML *and the figures*: there was no static
+    figure (figures/ had none for the model), the table printed the mean slowdowns to three
+    significant digits (linear's 1.003 and isolated's 1.000 both '1.00'), and how much of
+    the cost the faster jobs pay back was in the verdict's sentence only."""
+    import re
+
+    from toposched.compare import run_compare
+    from toposched.reporting.figures import CompareData, network_payback
+    from toposched.reporting.html import build_compare_report, network_rows
+
+    window = Path(__file__).parent / "data" / "atlas-window-120.swf"
+    run_compare(str(window), "cab", tmp_path / "cmp", allocs=["linear", "isolated"], scenarios=["none"], jobs=1, network="heavy")
+    data = CompareData.load(tmp_path / "cmp")
+    cols, rows = network_rows(data)
+    by = {r[0]: dict(zip(cols, r)) for r in rows}
+    lin, iso = by["linear"], by["isolated"]
+    assert lin["paid back by faster jobs (points)"] is None  # the baseline pays nothing back
+    paid = iso["paid back by faster jobs (points)"]
+    assert paid == pytest.approx(iso["useful utilization vs oblivious (points)"] - iso["busy utilization vs oblivious (points)"])
+    assert paid == pytest.approx((lin["busy utilization (%)"] - lin["useful utilization (%)"]) - (iso["busy utilization (%)"] - iso["useful utilization (%)"]))
+    assert paid > 0 and lin["mean slowdown"] > 1.0005
+    page = build_compare_report(tmp_path / "cmp").read_text()
+    # the slowdowns to three decimals, as the verdict gives them
+    assert f">{lin['mean slowdown']:.3f}<" in page and f">{lin['max slowdown']:.3f}<" in page
+    # the table's payback is the verdict's
+    said = re.search(r"its faster jobs pay back ([0-9.]+) of them", page) or re.search(r"(pay it all back)", page)
+    assert said is not None
+    if said.group(1) != "pay it all back":
+        assert float(said.group(1)) == pytest.approx(paid, abs=0.051)
+    assert f">{paid:.2f}<" in page
+    # the static figure, listed with the others
+    assert (tmp_path / "cmp" / "figures" / "network.png").stat().st_size > 0
+    assert (tmp_path / "cmp" / "figures" / "network.svg").exists()
+    assert 'src="figures/network.png"' in page
+    assert network_payback(data)["isolated"]["paid_back"] == pytest.approx(paid)
+
+
+def test_a_report_without_the_network_model_has_no_network_figure(tmp_path):
+    from toposched.compare import run_compare
+    from toposched.reporting.html import build_compare_report
+
+    window = Path(__file__).parent / "data" / "atlas-window-120.swf"
+    run_compare(str(window), "cab", tmp_path / "cmp", allocs=["linear"], scenarios=["none"], jobs=1)
+    page = build_compare_report(tmp_path / "cmp").read_text()
+    assert not (tmp_path / "cmp" / "figures" / "network.png").exists() and "figures/network.png" not in page
+
+
+def test_jobs_slowed_does_not_count_the_solvers_rounding():
+    """Atlas x2 on a 2:1 tapered Cab, --network bins, isolated: the summary said 37 jobs
+    slowed while no job shared a link (jobs_sharing_links 0); their slowdowns were
+    1 + 1.6e-9, the sharing solver's tolerance (1e-9), counted above 1 + 1e-9."""
+    from toposched.network_spec import jobs_slowed
+
+    assert jobs_slowed(np.array([1.0, 1.0000000015542228, 1.0 + 1e-9, 0.999])) == 0
+    assert jobs_slowed(np.array([1.00001, 1.5, 1.0])) == 2

@@ -289,3 +289,8 @@ def _print_summary(doc: dict[str, Any]) -> None:
             f"{r['affected_jobs']:>9,} {_pct(a['mean']):>9} {_pct(a['max']):>9}"
             + (f"  <- as built (W1 = {built})" if tapered and r["uplinks"] == built else "")
         )
+    print(
+        "system: 001's own system-wide slowdown, added wall time over the jobs' wall time (its definition); "
+        "per node-s: the same added time over the jobs' node-seconds (reproduces 001's magnitudes, not its definition); "
+        "mean/job, max/job: over the affected jobs; worst case, 100% = twice as long (docs/contention.md)"
+    )

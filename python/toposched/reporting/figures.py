@@ -16,6 +16,9 @@ so that the same inputs give the same bytes. :func:`write_figures` writes them a
 * ``wait_by_size``: mean wait by job-size bin, grouped bars, last group all jobs (Fig. 10).
 * ``mean_wait_table``: mean wait in hours laid out as the paper's Table I (rows workload on
   system, columns runs).
+* ``network`` (runs made with ``--network`` only): the predicted slowdowns of the
+  multi-leaf jobs, one box per run, and busy vs useful utilization per run with each
+  topology-aware policy's payback against the first topology-oblivious run.
 """
 
 from __future__ import annotations
@@ -402,6 +405,14 @@ def _title(fig: Any, ax: Any, text: str) -> None:
     ax.set_title("\n".join(textwrap.fill(line, width) for line in text.split("\n")), fontsize=10)
 
 
+def _wrap(text: str, inches: float) -> str:
+    """``text`` wrapped to ``inches`` of width at 9 pt (about 14 characters per inch)."""
+    import textwrap
+
+    width = max(24, int(inches * 14))
+    return "\n".join(textwrap.fill(line, width) for line in text.split("\n"))
+
+
 def _new_figure(w: float, h: float) -> tuple[Any, Any]:
     from matplotlib.figure import Figure
 
@@ -577,6 +588,123 @@ def mean_wait_table_figure(datas: Sequence[CompareData]) -> Any:
     return fig
 
 
+def network_payback(data: CompareData) -> dict[str, dict[str, Any]] | None:
+    """Per run made with the network model (by run label): ``busy`` and ``useful``
+    utilization (%), the run's multi-leaf jobs' predicted slowdowns (``slowdowns``), and
+    against the first topology-oblivious run without a scenario (``base``, the story's and
+    the network table's baseline): ``busy_vs`` and ``useful_vs`` (points) and ``paid_back``
+    (points of the busy utilization given up that faster jobs recover: ``useful_vs -
+    busy_vs``), the last for topology-aware policies under the log's run times only (a
+    speedup scenario shortens the work itself). None without the model."""
+    runs = [r for r in data.runs if isinstance(r.summary.get("network"), dict)]
+    if not runs:
+        return None
+    aware = {m["dir"]: bool(m.get("topology_aware")) for m in data.meta.get("runs", [])}
+    base = next((r for r in runs if not aware.get(r.rel_dir, False) and r.is_baseline), None)
+
+    def pct(r: RunData | None, key: str) -> float | None:
+        v = None if r is None else r.summary["network"].get(key)
+        return None if v is None else 100.0 * float(v)
+
+    out: dict[str, dict[str, Any]] = {}
+    for r in runs:
+        busy, useful = pct(r, "busy_utilization"), pct(r, "useful_utilization")
+        b_busy, b_useful = pct(base, "busy_utilization"), pct(base, "useful_utilization")
+        busy_vs = None if busy is None or b_busy is None else busy - b_busy
+        useful_vs = None if useful is None or b_useful is None else useful - b_useful
+        paid = None
+        if busy_vs is not None and useful_vs is not None and r is not base and r.is_baseline and aware.get(r.rel_dir, False):
+            paid = useful_vs - busy_vs
+        table = read_parquet(r.dir / "jobs.parquet", columns=["leaves", "net_slowdown"])
+        leaves, slowdown = column_numpy(table, "leaves"), np.asarray(column_numpy(table, "net_slowdown"), dtype=float)
+        out[r.label] = {
+            "run": r,
+            "base": None if base is None else base.label,
+            "busy": busy,
+            "useful": useful,
+            "busy_vs": busy_vs,
+            "useful_vs": useful_vs,
+            "paid_back": paid,
+            "slowdowns": slowdown[(leaves > 1) & ~np.isnan(slowdown)],
+        }
+    return out
+
+
+def network_figure(data: CompareData) -> Any:
+    """Left: the predicted slowdowns of the multi-leaf jobs, one box per run (25th-75th
+    percentile, median, whiskers min and max, diamond mean). Right: busy and useful
+    utilization per run, with each topology-aware policy's payback against the baseline."""
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch
+
+    pb = network_payback(data)
+    if pb is None:
+        raise ValueError("no run of this comparison was made with --network")
+    entries = list(pb.values())
+    n = len(entries)
+    fig = Figure(figsize=(min(14.0, max(9.0, 3.0 + 1.6 * n)), 4.4), layout="constrained")
+    ax1, ax2 = fig.subplots(1, 2)
+    for ax in (ax1, ax2):
+        ax.grid(axis="y", color="#e5e5e5", linewidth=0.8)
+        ax.set_axisbelow(True)
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+    top = 1.0
+    for i, e in enumerate(entries):
+        v, r = e["slowdowns"], e["run"]
+        if v.size == 0:
+            continue
+        q1, med, q3 = np.percentile(v, [25, 50, 75])
+        ax1.bxp(
+            [{"whislo": float(v.min()), "q1": float(q1), "med": float(med), "q3": float(q3), "whishi": float(v.max()), "fliers": [], "label": r.label}],
+            positions=[i],
+            widths=0.6,
+            patch_artist=True,
+            showfliers=False,
+            boxprops={"facecolor": r.color, "alpha": 0.75, "edgecolor": "#333333"},
+            medianprops={"color": "#000000", "linewidth": 1.4},
+        )
+        mean = float(v.mean())
+        ax1.plot([i], [mean], marker="D", color="#ffffff", markeredgecolor="#000000", markersize=5)
+        ax1.annotate(f"mean {mean:.3f}", (i, float(v.max())), textcoords="offset points", xytext=(0, 4), ha="center", fontsize=8)
+        top = max(top, float(v.max()))
+    ax1.set_xticks(range(n), [e["run"].label for e in entries], rotation=20 if n > 4 else 0)
+    ax1.set_xlim(-0.6, n - 0.4)
+    ax1.set_ylim(1.0 - 0.02 * (top - 1.0) - 1e-3, top + 0.12 * (top - 1.0) + 2e-3)
+    ax1.set_ylabel("predicted slowdown (x its time alone)")
+    ax1.set_title(_wrap("Predicted slowdown of multi-leaf jobs\nbox 25th-75th percentile, line median, whiskers min and max, diamond mean", fig.get_figwidth() / 2), fontsize=9)
+
+    width = 0.38
+    for i, e in enumerate(entries):
+        r = e["run"]
+        busy, useful = e["busy"], e["useful"]
+        bars = ax2.bar([i - width / 2, i + width / 2], [np.nan if busy is None else busy, np.nan if useful is None else useful],
+                       width=width * 0.95, color=r.color, edgecolor="#333333", linewidth=0.6)  # fmt: skip
+        bars[1].set_hatch("//")
+        bars[1].set_alpha(0.6)
+        ax2.bar_label(bars, labels=["-" if busy is None else f"{busy:.1f}", "-" if useful is None else f"{useful:.1f}"], fontsize=8, padding=2)
+        if e["paid_back"] is not None and e["busy_vs"] is not None:
+            # points against the baseline: busy given up (negative), paid back by faster jobs,
+            # and the useful utilization that leaves (the network table's last three columns)
+            text = f"busy {e['busy_vs']:+.1f}\npaid back {e['paid_back']:+.1f}\nuseful {e['useful_vs']:+.1f}"
+            ax2.annotate(text, (i, 0), textcoords="offset points", xytext=(0, 6), ha="center", va="bottom", fontsize=7.5,
+                         bbox={"boxstyle": "round,pad=0.25", "facecolor": "#ffffff", "edgecolor": "#999999", "alpha": 0.9})  # fmt: skip
+    handles = [
+        Patch(facecolor="#bbbbbb", edgecolor="#333333", label="busy (node-seconds held)"),
+        Patch(facecolor="#dddddd", edgecolor="#333333", hatch="//", label="useful (each job's node-seconds / its predicted slowdown)"),
+    ]
+    ax2.set_xticks(range(n), [e["run"].label for e in entries], rotation=20 if n > 4 else 0)
+    ax2.set_ylim(0, 112)
+    ax2.set_ylabel("utilization (%)")
+    base = next((e["base"] for e in entries if e["base"] is not None), None)
+    versus = f"; boxed: points against {base} (busy given up, paid back by faster jobs, useful)" if base is not None else ""
+    ax2.set_title(_wrap(f"Busy vs useful utilization (% of the node-seconds from the first submit to the last end){versus}", fig.get_figwidth() / 2), fontsize=9)
+    fig.legend(handles=handles, fontsize=8, loc="outside lower right", frameon=False, ncol=2)
+    spec = entries[0]["run"].summary["network"].get("spec")
+    fig.suptitle(f"Network model (--network {spec}): {data.workload_label}", fontsize=10)
+    return fig
+
+
 #: (file stem, builder, caption) of the per-comparison figures.
 FIGURES: tuple[tuple[str, Any, str], ...] = (
     ("aph_by_size", aph_figure, "Average pairwise hops by job-size bin (paper Fig. 7)"),
@@ -586,11 +714,26 @@ FIGURES: tuple[tuple[str, Any, str], ...] = (
     ("mean_wait_table", lambda d: mean_wait_table_figure([d]), "Mean wait, hours (paper Table I)"),
 )
 
+#: The figure of a comparison made with the network model (``--network``).
+NETWORK_FIGURE: tuple[str, Any, str] = (
+    "network",
+    network_figure,
+    "Network model: predicted slowdowns of multi-leaf jobs, busy vs useful utilization and the payback of isolation",
+)
+
+
+def figures_for(data: CompareData) -> tuple[tuple[str, Any, str], ...]:
+    """The figures a comparison gets: :data:`FIGURES`, and :data:`NETWORK_FIGURE` when a
+    run was made with the network model."""
+    if any(isinstance(r.summary.get("network"), dict) for r in data.runs):
+        return FIGURES + (NETWORK_FIGURE,)
+    return FIGURES
+
 
 def write_figures(data: CompareData, fig_dir: Path) -> list[tuple[str, str]]:
-    """Write every figure of :data:`FIGURES` into ``fig_dir``; returns (stem, caption)."""
+    """Write every figure of :func:`figures_for` into ``fig_dir``; returns (stem, caption)."""
     out = []
-    for stem, build, caption in FIGURES:
+    for stem, build, caption in figures_for(data):
         fig = build(data)
         save_figure(fig, fig_dir / stem)
         out.append((stem, caption))

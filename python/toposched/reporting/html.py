@@ -611,10 +611,12 @@ def network_rows(data: Any) -> tuple[list[str], list[list[Any]]] | None:
     """Per run, what the network model predicted (runs made with ``--network``): the
     distribution of predicted slowdowns, busy vs useful utilization, how long jobs ran
     against their logged run times, and each policy's net payback against the first
-    topology-oblivious run. None without the model."""
-    
-    runs = [r for r in data.runs if r.summary.get("network")]
-    if not runs:
+    topology-oblivious run (:func:`~toposched.reporting.figures.network_payback`, which
+    the static figure draws). None without the model."""
+    from .figures import network_payback
+
+    pb = network_payback(data)
+    if pb is None:
         return None
     cols = [
         "policy",
@@ -627,14 +629,13 @@ def network_rows(data: Any) -> tuple[list[str], list[list[Any]]] | None:
         "useful utilization (%)",
         "node-hours run / logged",
         "multi-leaf jobs: run / logged",
+        "busy utilization vs oblivious (points)",
+        "paid back by faster jobs (points)",
         "useful utilization vs oblivious (points)",
     ]
-    aware = {m["dir"]: bool(m.get("topology_aware")) for m in data.meta.get("runs", [])}
-    # the first topology-oblivious run without a scenario; none: the last column is empty
-    # (it was filled against the first run, a topology-aware one, under "vs oblivious")
-    base = next((r for r in runs if not aware.get(r.rel_dir, False) and r.is_baseline), None)
     rows = []
-    for r in runs:
+    for e in pb.values():
+        r = e["run"]
         net = r.summary["network"]
         sd = net.get("slowdown", {})
         table = read_parquet(r.dir / "jobs.parquet", columns=["nodes", "start_s", "end_s", "log_runtime_s", "leaves"])
@@ -644,8 +645,6 @@ def network_rows(data: Any) -> tuple[list[str], list[list[Any]]] | None:
         node_ratio = float((ran[ok] * nodes[ok]).sum() / max(1.0, float((logged[ok] * nodes[ok]).sum())))
         multi = ok & (leaves > 1)
         multi_ratio = float((ran[multi] / logged[multi]).mean()) if multi.any() else None
-        useful = net.get("useful_utilization")
-        base_useful = None if base is None else base.summary["network"].get("useful_utilization")
         rows.append(
             [
                 r.alloc,
@@ -654,14 +653,22 @@ def network_rows(data: Any) -> tuple[list[str], list[list[Any]]] | None:
                 sd.get("p95"),
                 sd.get("max"),
                 sd.get("jobs_slowed"),
-                None if net.get("busy_utilization") is None else 100.0 * net["busy_utilization"],
-                None if useful is None else 100.0 * useful,
+                e["busy"],
+                e["useful"],
                 node_ratio,
                 multi_ratio,
-                None if useful is None or base_useful is None else 100.0 * (useful - base_useful),
+                e["busy_vs"],
+                e["paid_back"],
+                e["useful_vs"],
             ]
         )
     return cols, rows
+
+
+#: Columns of :func:`network_rows` shown with a fixed number of decimals: slowdowns near
+#: 1 (1.003 against 1.000: three significant digits would show both as 1.00) and points.
+_NETWORK_DECIMALS = {"mean slowdown": 3, "p95 slowdown": 3, "max slowdown": 3, "busy utilization vs oblivious (points)": 2,
+                     "paid back by faster jobs (points)": 2, "useful utilization vs oblivious (points)": 2}  # fmt: skip
 
 
 def _network_section(data: Any) -> str | None:
@@ -669,6 +676,8 @@ def _network_section(data: Any) -> str | None:
     if nr is None:
         return None
     cols, rows = nr
+    shown = [[Html(f"{v:.{_NETWORK_DECIMALS[c]}f}") if c in _NETWORK_DECIMALS and isinstance(v, float) else v for c, v in zip(cols, row)] for row in rows]
+    numeric = [c not in ("policy", "scenario") for c in cols]
     traces = []
     for r in data.runs:
         if not r.summary.get("network"):
@@ -676,19 +685,31 @@ def _network_section(data: Any) -> str | None:
         table = read_parquet(r.dir / "jobs.parquet", columns=["leaves", "net_slowdown"])
         leaves, slowdown = column_numpy(table, "leaves"), column_numpy(table, "net_slowdown")
         v = slowdown[(leaves > 1) & ~np.isnan(slowdown)]
-        traces.append({"boxpoints": False, "marker": {"color": r.color}, "name": f"{r.label}", "y": v.tolist(), "type": "box"})
-    fig = plotly_figure_dict(traces, {"margin": {"l": 60, "r": 20, "t": 30, "b": 50}, "yaxis": {"title": {"text": "predicted slowdown (multi-leaf jobs)"}}})
+        traces.append({"boxpoints": False, "boxmean": True, "marker": {"color": r.color}, "name": f"{r.label}", "y": v.tolist(), "type": "box"})
+    fig = plotly_figure_dict(
+        traces,
+        {
+            "margin": {"l": 60, "r": 20, "t": 50, "b": 50},
+            "title": {"text": "Predicted slowdown of multi-leaf jobs (box 25th-75th percentile, line median, dashed mean, whiskers min and max)"},
+            "yaxis": {"title": {"text": "predicted slowdown (x its time alone)"}},
+        },
+    )
     spec = next(r.summary["network"].get("spec") for r in data.runs if r.summary.get("network"))
     return Html(
         f'<p>The network model was on (<code>--network {html.escape(str(spec))}</code>, docs/network.md): every run predicts '
         "interference from its own placements, so isolation's cost (waiting, idle nodes) and its payback (faster jobs) show in "
-        "the same numbers. <b>Busy</b> utilization counts node-seconds held; <b>useful</b> divides each job's by its predicted "
-        "slowdown (the time its work would have taken alone). Run / logged compares run times with the log's (below 1: faster "
+        "the same numbers. Slowdowns are a job's run time over its time alone on its placement (1 = never slowed); the table's "
+        "over every replayed job, the figure's over the jobs on two or more leaves (one-leaf jobs share no switch link). "
+        "<b>Busy</b> utilization counts node-seconds held; <b>useful</b> divides each job's by its predicted "
+        "slowdown (the time its work would have taken alone); both over the nodes and the time from the first submit to the "
+        "last end. Run / logged compares run times with the log's (below 1: faster "
         "than logged, e.g. a compact placement under <code>reference=random</code>; in a speedup scenario's run, with the "
-        "scenario's shortened run times, which is what that run was given). The last column is the useful utilization "
-        "minus the first topology-oblivious run's: under the log's run times (scenario none), the policy's net payback; a "
-        "speedup scenario's run did shortened work: its difference is no payback.</p>"
-    ) + table_html(cols, rows) + plotly_div(fig, div_id="plot-network-slowdowns")
+        "scenario's shortened run times, which is what that run was given). The last three columns compare with the first "
+        "topology-oblivious run: the busy utilization a policy gives up (negative), the part of it its faster jobs pay back "
+        "(busy minus useful utilization of the baseline, less the policy's own), and the useful utilization that leaves: "
+        "under the log's run times (scenario none), the policy's net payback; a "
+        "speedup scenario's run did shortened work: its difference is no payback (and no payback is given).</p>"
+    ) + table_html(cols, shown, numeric=numeric) + plotly_div(fig, div_id="plot-network-slowdowns")
 
 
 def snapshot_runs(data: CompareData) -> list[RunData]:
@@ -792,7 +813,7 @@ def _run_shared(tasks: Sequence[Callable[[], Any]]) -> list[Any]:
 #: The comparison figures from the costliest to draw to the cheapest (CPU seconds on the
 #: demo: 0.21-0.25, 0.17-0.22, 0.13-0.16, 0.12-0.16, 0.06): the order the two processes
 #: take them in (the files and the page do not depend on it).
-_FIGURE_ORDER = ("aph_by_size", "wait_by_size", "makespan", "utilization", "mean_wait_table")
+_FIGURE_ORDER = ("aph_by_size", "network", "wait_by_size", "makespan", "utilization", "mean_wait_table")
 
 
 def build_compare_report(out_dir: str | Path) -> Path:
@@ -800,7 +821,7 @@ def build_compare_report(out_dir: str | Path) -> Path:
 
     The figures (each written as PNG and SVG) and the interactive plots are made by two
     processes at once (:func:`_run_shared`)."""
-    from .figures import FIGURES, CompareData, fmt_hours, mean_wait_rows, save_figure
+    from .figures import CompareData, figures_for, fmt_hours, mean_wait_rows, save_figure
     from .snapshot import _clock, draw_snapshot
     from .story import plural
 
@@ -829,12 +850,13 @@ def build_compare_report(out_dir: str | Path) -> Path:
     # end: the snapshots (0.2-0.4 s of CPU each), then the figures by their usual cost
     # (APH 0.2 s, wait by size, makespan, utilization, the table 0.06 s), the interactive
     # plots last (plain dicts: 0.03 s).
-    by_cost = sorted(FIGURES, key=lambda f: _FIGURE_ORDER.index(f[0]) if f[0] in _FIGURE_ORDER else len(_FIGURE_ORDER))
+    figures = figures_for(data)
+    by_cost = sorted(figures, key=lambda f: _FIGURE_ORDER.index(f[0]) if f[0] in _FIGURE_ORDER else len(_FIGURE_ORDER))
     tasks = [snapshot_task(*p) for p in snap_plan] + [figure_task(stem, build) for stem, build, _ in by_cost] + [plotly_task]
     results = _run_shared(tasks)
     infos = results[: len(snap_plan)]
     plotly_sections: list[tuple[str, str]] = results[-1]
-    static = [(stem, caption) for stem, _, caption in FIGURES]
+    static = [(stem, caption) for stem, _, caption in figures]
     snaps = [(r, stem, what, info) for (r, stem, _, what), info in zip(snap_plan, infos)]
 
     sections: list[tuple[str, str]] = []
