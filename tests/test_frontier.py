@@ -265,3 +265,16 @@ def test_a_module_class_policy_is_told_to_register(tmp_path):
     assert str(exc.value).startswith("--policies: 'mypolicies:FewLeaves': a policy written in Python takes part in a frontier by a registered name")
     with pytest.raises(InputError, match=r"unknown allocation policy 'nope' in 'nope:leaf_cap=2'"):
         expand_grid(["nope:leaf_cap=2"])
+
+
+def test_a_second_frontier_on_a_busy_directory_keeps_the_first_ones_files(tmp_path):
+    """frontier deleted frontier.json and frontier.csv before it took DIR's lock: a second
+    frontier on DIR while the first ran destroyed them, then failed on the lock."""
+    from toposched.errors import ToposchedError
+    from toposched.sweep.layout import SweepLock
+
+    for name in ("frontier.json", "frontier.csv"):
+        (tmp_path / name).write_text("first\n")
+    with SweepLock(tmp_path.resolve()), pytest.raises(ToposchedError, match="another toposched sweep, compare or frontier is working on this directory"):
+        run_frontier(THUNDER, "cab", tmp_path, policies=["linear"], network="bins", transforms=["days:5"], jobs=1)
+    assert [(tmp_path / n).read_text() for n in ("frontier.json", "frontier.csv")] == ["first\n"] * 2

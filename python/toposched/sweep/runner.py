@@ -26,6 +26,7 @@ gives a new run; re-running the same sweep skips every complete run.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -441,6 +442,7 @@ def run_sweep(
     catalog_every_s: float = 30.0,
     on_result: Callable[[dict[str, Any]], None] | None = None,
     dask: bool = False,
+    locked: bool = False,
 ) -> SweepOutcome:
     """Run every run of ``sweep`` not yet complete in ``out`` and rebuild the catalog and
     the report. A failing run is recorded and reported; the others go on.
@@ -448,7 +450,8 @@ def run_sweep(
     The runs go to a pool of ``workers`` processes on this machine (default: its cores),
     or, with ``dask`` or a ``scheduler`` / ``scheduler_file``, to Dask (a local cluster of
     ``workers`` processes, or the scheduler given). Either way each run publishes its
-    directory whole (:func:`execute_run`)."""
+    directory whole (:func:`execute_run`). ``locked``: the caller holds ``out``'s
+    :class:`SweepLock` (compare and frontier, which replace their own files in ``out``)."""
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         # as --workers 0 is: the pool took 0 as "every core" and a negative count as 1
         raise ValueError(f"run_sweep(): workers must be a whole number >= 1 (None: the machine's cores), got {workers!r}")
@@ -463,7 +466,7 @@ def run_sweep(
     out.mkdir(parents=True, exist_ok=True)
     runs_dir = out / RUNS
     runs_dir.mkdir(exist_ok=True)
-    with _sigterm_as_interrupt(), SweepLock(out):
+    with _sigterm_as_interrupt(), (contextlib.nullcontext() if locked else SweepLock(out)):
         cleaned = clean_stale(out)
         pending = [r for r in sweep.runs if not _is_complete(runs_dir / r.dir, r.run_id)]
         outcome = SweepOutcome(out=out, planned=len(sweep.runs), skipped=len(sweep.runs) - len(pending), completed=0, cleaned=cleaned)
