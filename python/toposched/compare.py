@@ -480,6 +480,30 @@ def build_report(out_dir: Path) -> Path:
     return Path(build_compare_report(Path(out_dir)))
 
 
+class _PolicyName:
+    """A policy name in a table cell that, short of room, breaks after its hyphens (then,
+    a part still too long, anywhere): rich's own wrapping breaks at spaces only."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.parts = re.findall(r"[^-]*-|[^-]+$", name) or [name]
+
+    def __rich_measure__(self, console: Any, options: Any) -> Any:
+        from rich.measure import Measurement
+
+        return Measurement(max(len(p) for p in self.parts), len(self.name))
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        from rich.text import Text
+
+        lines = [""]
+        for part in self.parts:
+            if lines[-1] and len(lines[-1]) + len(part) > options.max_width:
+                lines.append("")
+            lines[-1] += part
+        yield Text("\n".join(lines), overflow="fold")
+
+
 def summary_table(document: dict[str, Any]) -> Table:
     """A rich table, one row per run: mean wait, mean bounded slowdown, mean utilization
     (%), makespan, mean APH of multi-node jobs. Times in one unit per column, chosen by
@@ -519,8 +543,10 @@ def summary_table(document: dict[str, Any]) -> Table:
         ])
         previous = r["alloc"]
     # numbers and the headers naming their units are never cut ("1,110.…", "wait…"): each
-    # such column is as wide as its widest cell; a long policy name wraps instead
+    # such column is as wide as its widest cell; a long policy name wraps instead, after a
+    # hyphen ("least-" over "interference"; it was cut anywhere: "least-interfere" / "nce")
     t.add_column("policy", overflow="fold")
+    rows = [[_PolicyName(row[0]) if row[0] else "", *row[1:]] for row in rows]
     for i, head in enumerate(("scenario", f"wait {wu}", "bsld", "util %", f"makespan {mu}", "APH", "sped up"), start=1):
         width = max([len(head)] + [len(row[i]) for row in rows])
         t.add_column(head, justify="left" if i == 1 else "right", no_wrap=True, min_width=width)
