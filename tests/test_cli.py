@@ -160,6 +160,14 @@ def test_bad_system_is_explained(tmp_path, capsys, system, expect):
     assert code == 2 and expect in err, err
 
 
+@pytest.mark.parametrize("system", ["", " "])
+def test_an_empty_system_is_one_line_naming_the_flag(tmp_path, capsys, system):
+    """`--system ''` said "error: : not a preset, ...": a location with nothing in it."""
+    code, _, err = run(["simulate", "--trace", str(EXAMPLE_TRACE), "--system", system, "--out", str(tmp_path / "o")], capsys)
+    assert code == 2 and err == (f"error: --system: empty ({system!r}): give a preset (toy18, hype, cab, pinot, sim10k, quartz), "
+                                 "fattree:K=..,S=..,P=.. parameters, or a topology.conf file\n"), err
+
+
 @pytest.mark.parametrize("system", ["cab ", "Cab", " CAB", "cab\t"])
 def test_a_preset_name_with_a_capital_or_a_blank_is_pointed_at_the_preset(tmp_path, capsys, system):
     """`--system "cab "` (a blank pasted with the name) or `--system Cab` said "error: cab :
