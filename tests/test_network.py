@@ -1228,3 +1228,18 @@ def test_interfere_out_does_not_overwrite_a_file_that_is_not_its_result(tmp_path
     for _ in range(2):  # new, then an earlier result replaced
         assert main(["interfere", str(scen), "--out", str(out), "--quiet"]) == 0
         assert json.loads(out.read_text())["jobs"][0]["name"] == "A"
+
+
+@pytest.mark.parametrize("name, found", [("s.toml", "TOML (by its extension .toml)"), ("s.txt", "TOML (it reads as TOML)")])
+def test_a_toml_scenario_is_named_as_toml_not_broken_json(tmp_path, capsys, name, found):
+    """A TOML scenario said "not valid JSON: Expecting value" at line 1, as if a JSON file
+    were broken: the error now says a scenario is JSON and this file is TOML."""
+    p = tmp_path / name
+    p.write_text('fabric = "toy18"\n[[jobs]]\nname = "A"\nnodes = [0, 3]\npattern = "flood"\n')
+    assert main(["interfere", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {p}: a scenario is a JSON object (docs/network.md), and this file is {found}; write it as JSON\n", err
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"fabric": "toy18", "jobs": [}\n')  # broken JSON is still said so, with its line
+    assert main(["interfere", str(broken)]) == 2
+    assert capsys.readouterr().err == f"error: {broken}:1: not valid JSON: Expecting value\n"
