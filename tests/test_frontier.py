@@ -143,6 +143,19 @@ def test_every_number_comes_from_its_runs(frontier):
     assert by["isolated"]["on_front"]  # nothing removes more interference
 
 
+def test_a_points_seed_is_the_runs_seed_recorded_once(frontier):
+    """random:seed=0+1 ran random(seed=1) as RunConfig(seed=0, policy_options={"seed": 1}):
+    the policy drew with 1 and summary.json recorded both seeds. A RunConfig now refuses
+    two seeds that disagree; the point's seed is the run's seed, recorded once."""
+    doc = json.loads((frontier / "frontier.json").read_text())
+    for p in doc["points"]:
+        if p["alloc"] != "random":
+            continue
+        for d in p["dirs"]:
+            policy = json.loads((frontier / d / "summary.json").read_text())["policy"]
+            assert policy["seed"] == p["options"]["seed"] and "seed" not in policy.get("policy_options", {}), (d, policy)
+
+
 def test_csv_has_a_row_per_point(frontier):
     doc = json.loads((frontier / "frontier.json").read_text())
     rows = list(csv.DictReader((frontier / "frontier.csv").open()))

@@ -372,7 +372,10 @@ def run_frontier(
         mine = {k: v for k, v in shared_policy_options.items() if getattr(registry.option(k), "policy", None) in (queue, p.alloc)}
         # --check-invariants only where the policy promises it (the baseline, linear, fails it)
         checked = {"check_interference_free": False} if options.get("check_interference_free") and not checks_interference_free(p.alloc) else {}
-        config = RunConfig(queue=queue, alloc=p.alloc, seed=seed, network=None, **{**options, **checked}, policy_options={**mine, **dict(p.options)})
+        # a point's own seed (random:seed=0+1) is the run's seed: RunConfig takes it once
+        own = {**mine, **dict(p.options)}
+        point_seed = own.pop("seed") if "seed" in dict(p.options) else seed
+        config = RunConfig(queue=queue, alloc=p.alloc, seed=point_seed, network=None, **{**options, **checked}, policy_options=own)
         specs.append(RunSpec(p.name + "__open", "none", config))
         specs.append(RunSpec(p.name + "__net", "none", replace(config, network=network)))
     out = Path(out_dir)
