@@ -160,6 +160,14 @@ def test_bad_system_is_explained(tmp_path, capsys, system, expect):
     assert code == 2 and expect in err, err
 
 
+@pytest.mark.parametrize("system", ["", " "])
+def test_an_empty_system_is_one_line_naming_the_flag(tmp_path, capsys, system):
+    """`--system ''` said "error: : not a preset, ...": a location with nothing in it."""
+    code, _, err = run(["simulate", "--trace", str(EXAMPLE_TRACE), "--system", system, "--out", str(tmp_path / "o")], capsys)
+    assert code == 2 and err == (f"error: --system: empty ({system!r}): give a preset (toy18, hype, cab, pinot, sim10k, quartz), "
+                                 "fattree:K=..,S=..,P=.. parameters, or a topology.conf file\n"), err
+
+
 @pytest.mark.parametrize("system", ["cab ", "Cab", " CAB", "cab\t"])
 def test_a_preset_name_with_a_capital_or_a_blank_is_pointed_at_the_preset(tmp_path, capsys, system):
     """`--system "cab "` (a blank pasted with the name) or `--system Cab` said "error: cab :
@@ -199,8 +207,8 @@ def test_an_abbreviated_flag_still_works_and_is_not_called_unknown(tmp_path, cap
 
 def test_seed_help_and_refusal_name_every_use_of_the_seed(tmp_path, capsys):
     """simulate --help said --seed is the 'seed of the random policy', and --seed with
-    --alloc linear was refused as applying 'to --alloc random': the network model's
-    traffic draws take it too (simulate --network bins --seed 3 runs), and neither said so."""
+    --alloc linear was refused as applying 'to --alloc random': neither said where the
+    network model's traffic draws take their seed (the spec's seed=, not --seed)."""
     import argparse
 
     from toposched.commands import simulate as simulate_cmd
@@ -208,6 +216,41 @@ def test_seed_help_and_refusal_name_every_use_of_the_seed(tmp_path, capsys):
     parser = argparse.ArgumentParser()
     simulate_cmd.add_arguments(parser)
     seed_help = next(a.help for a in parser._actions if "--seed" in a.option_strings)
-    assert "random policy" in seed_help and "--network" in seed_help, seed_help
+    assert "random policy" in seed_help and "--network random,seed=3" in seed_help, seed_help
     code, _, err = run(["simulate", "--trace", str(DATA / "atlas-window-120.swf"), "--system", "cab", "--seed", "3", "--out", str(tmp_path / "o")], capsys)
-    assert code == 2 and err.strip() == "error: --seed: has no effect with --queue easy --alloc linear; it applies to --alloc random and to --network (its traffic draws)", err
+    assert code == 2 and err.strip() == ("error: --seed: has no effect with --queue easy --alloc linear; it applies to --alloc random "
+                                         "(the network model's traffic draws take the spec's seed=, e.g. --network random,seed=3)"), err
+
+
+def test_seed_that_reaches_nothing_is_refused(tmp_path, capsys, monkeypatch):
+    """--seed with a policy written in Python, or with --network and a policy that draws
+    nothing, was accepted and recorded in summary.json's policy.seed, yet passed to
+    nothing: the Python policy gets no seed, and the model's traffic draws take the spec's
+    seed= (--network random --seed 1 and --seed 2 drew the same traffic). Refused now."""
+    mod = tmp_path / "seedless_policy.py"
+    mod.write_text("from toposched.policies import AllocationPolicy\n\nclass First(AllocationPolicy):\n"
+                   "    def select(self, nodes, free):\n        ids = [i for i, f in enumerate(free) if f]\n        return ids[:nodes] if len(ids) >= nodes else None\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    trace = str(DATA / "atlas-window-120.swf")
+    code, _, err = run(["simulate", "--trace", trace, "--system", "cab", "--alloc", "seedless_policy:First", "--seed", "3", "--out", str(tmp_path / "o")], capsys)
+    assert code == 2 and err == ("error: --seed: has no effect with --queue easy --alloc seedless_policy:First; it applies to --alloc random (the network model's traffic "
+                                 "draws take the spec's seed=, e.g. --network random,seed=3; a policy written in Python seeds its own generator, docs/python-policies.md)\n"), err
+    code, _, err = run(["simulate", "--trace", trace, "--system", "cab", "--network", "random", "--seed", "3", "--out", str(tmp_path / "o")], capsys)
+    assert code == 2 and err.startswith("error: --seed: has no effect with --queue easy --alloc linear; it applies to --alloc random"), err
+    code, _, err = run(["simulate", "--trace", trace, "--system", "cab", "--alloc", "random", "--network", "random", "--seed", "3", "--out", str(tmp_path / "o"), "--quiet"], capsys)
+    assert code == 0, err
+
+
+def test_a_seed_given_twice_in_a_run_config_is_refused():
+    """RunConfig(seed=3, policy_options={"seed": 4}) ran the random policy with 4 and
+    recorded both in summary.json: one seed, given once, or one line."""
+    from toposched.config import RunConfig
+    from toposched.errors import InputError
+
+    for kw in ({"seed": 3, "policy_options": {"seed": 4}}, {"policy_options": {"seed": 4}}):
+        with pytest.raises(InputError) as exc:
+            RunConfig(alloc="random", **kw)
+        seed = kw.get("seed", 0)
+        assert str(exc.value) == (f"RunConfig: field 'policy_options': seed={seed} and policy_options['seed']=4 disagree (the policy ran with "
+                                  "the second, the summary recorded both): give the seed once, as RunConfig(seed=...)")
+    assert RunConfig(alloc="random", seed=4, policy_options={"seed": 4}).seed == 4

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -380,3 +382,14 @@ def test_run_compare_and_run_frontier_take_a_path_for_the_fabric(tmp_path):
     assert r.document["system"] == str(conf)
     f = run_frontier(trace, conf, tmp_path / "f", policies=["linear"], jobs=1)
     assert (tmp_path / "f" / "frontier.json").exists() and f is not None
+
+
+@pytest.mark.parametrize("command", ["compare", "frontier"])
+def test_an_input_error_is_said_alone_without_a_progress_line(tmp_path, command):
+    """compare and frontier logged "comparing: started (? runs)" before reading their
+    inputs, so that line came above the error of a missing trace."""
+    r = subprocess.run(
+        [sys.executable, "-m", "toposched.cli", command, "--trace", str(tmp_path / "nope.swf"), "--system", "cab", "--out", str(tmp_path / "out")],
+        capture_output=True, text=True,
+    )
+    assert (r.returncode, r.stderr) == (2, f"error: {tmp_path / 'nope.swf'}: no such file\n")

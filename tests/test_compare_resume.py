@@ -169,3 +169,19 @@ def test_a_complete_run_missing_a_file_is_run_again(tmp_path):
     assert again.compare_json.read_bytes() == fresh.compare_json.read_bytes()
     for name in ("isolated__ta10", "linear__none"):
         assert _sha(out / "runs" / name / "jobs.parquet") == _sha(tmp_path / "fresh" / "runs" / name / "jobs.parquet")
+
+
+def test_a_second_compare_on_a_busy_directory_keeps_the_first_ones_compare_json(tmp_path, capsys):
+    """compare deleted DIR/compare.json before it took DIR's lock: a second compare started
+    on DIR while the first ran failed on the lock having already deleted the first's file.
+    The lock comes first now; the second says so, in one line, and deletes nothing."""
+    from toposched.sweep.layout import SweepLock
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "compare.json").write_text("{}\n")
+    with SweepLock(out.resolve()):  # the first compare, still running
+        code = main(["compare", "--trace", str(HPC2N_SUBSET), "--system", SMALL_FABRIC, "--allocs", "linear", "--jobs", "1", "--out", str(out), "--quiet", "--no-report"])
+    err = capsys.readouterr().err
+    assert code == 2 and err == f"error: {out.resolve()}: another toposched sweep, compare or frontier is working on this directory (lock {out.resolve() / '.lock'} is held)\n"
+    assert (out / "compare.json").read_text() == "{}\n"

@@ -143,6 +143,19 @@ def test_every_number_comes_from_its_runs(frontier):
     assert by["isolated"]["on_front"]  # nothing removes more interference
 
 
+def test_a_points_seed_is_the_runs_seed_recorded_once(frontier):
+    """random:seed=0+1 ran random(seed=1) as RunConfig(seed=0, policy_options={"seed": 1}):
+    the policy drew with 1 and summary.json recorded both seeds. A RunConfig now refuses
+    two seeds that disagree; the point's seed is the run's seed, recorded once."""
+    doc = json.loads((frontier / "frontier.json").read_text())
+    for p in doc["points"]:
+        if p["alloc"] != "random":
+            continue
+        for d in p["dirs"]:
+            policy = json.loads((frontier / d / "summary.json").read_text())["policy"]
+            assert policy["seed"] == p["options"]["seed"] and "seed" not in policy.get("policy_options", {}), (d, policy)
+
+
 def test_csv_has_a_row_per_point(frontier):
     doc = json.loads((frontier / "frontier.json").read_text())
     rows = list(csv.DictReader((frontier / "frontier.csv").open()))
@@ -265,3 +278,16 @@ def test_a_module_class_policy_is_told_to_register(tmp_path):
     assert str(exc.value).startswith("--policies: 'mypolicies:FewLeaves': a policy written in Python takes part in a frontier by a registered name")
     with pytest.raises(InputError, match=r"unknown allocation policy 'nope' in 'nope:leaf_cap=2'"):
         expand_grid(["nope:leaf_cap=2"])
+
+
+def test_a_second_frontier_on_a_busy_directory_keeps_the_first_ones_files(tmp_path):
+    """frontier deleted frontier.json and frontier.csv before it took DIR's lock: a second
+    frontier on DIR while the first ran destroyed them, then failed on the lock."""
+    from toposched.errors import ToposchedError
+    from toposched.sweep.layout import SweepLock
+
+    for name in ("frontier.json", "frontier.csv"):
+        (tmp_path / name).write_text("first\n")
+    with SweepLock(tmp_path.resolve()), pytest.raises(ToposchedError, match="another toposched sweep, compare or frontier is working on this directory"):
+        run_frontier(THUNDER, "cab", tmp_path, policies=["linear"], network="bins", transforms=["days:5"], jobs=1)
+    assert [(tmp_path / n).read_text() for n in ("frontier.json", "frontier.csv")] == ["first\n"] * 2

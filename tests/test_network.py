@@ -1282,3 +1282,18 @@ def test_service_levels_keep_their_weight_on_a_link_where_they_are_backlogged(fa
     same = evaluate_scenario({**scen, "model": {"fairness": fairness, "service_levels": [1, 1]}})
     assert [j["x"] for j in same["jobs"]] == pytest.approx([0.25] * 6)
     assert [j["x"] for j in evaluate_scenario(scen)["jobs"]] == pytest.approx([0.25] * 6)
+
+
+@pytest.mark.parametrize("name, found", [("s.toml", "TOML (by its extension .toml)"), ("s.txt", "TOML (it reads as TOML)")])
+def test_a_toml_scenario_is_named_as_toml_not_broken_json(tmp_path, capsys, name, found):
+    """A TOML scenario said "not valid JSON: Expecting value" at line 1, as if a JSON file
+    were broken: the error now says a scenario is JSON and this file is TOML."""
+    p = tmp_path / name
+    p.write_text('fabric = "toy18"\n[[jobs]]\nname = "A"\nnodes = [0, 3]\npattern = "flood"\n')
+    assert main(["interfere", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {p}: a scenario is a JSON object (docs/network.md), and this file is {found}; write it as JSON\n", err
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"fabric": "toy18", "jobs": [}\n')  # broken JSON is still said so, with its line
+    assert main(["interfere", str(broken)]) == 2
+    assert capsys.readouterr().err == f"error: {broken}:1: not valid JSON: Expecting value\n"

@@ -436,7 +436,9 @@ def _tables(draw):
             if draw(st.integers(0, 3)) == 0:
                 r[key] = draw(st.sampled_from(values))
         r["pattern"] = draw(st.sampled_from(["none", "pairs", "stencil3d", "a2a"]))
-        r["phi" if draw(st.booleans()) else "comm_fraction"] = draw(st.sampled_from([0.0, 0.25, 1.0]))
+        value = draw(st.sampled_from([0.0, 0.25, 1.0]))
+        # a rule of pattern none with traffic is refused (test_a_rule_that_sends_nothing_...)
+        r["phi" if draw(st.booleans()) else "comm_fraction"] = 0.0 if r["pattern"] == "none" else value
         rules.append(r)
     if draw(st.booleans()):
         rules.append({"pattern": "ring", "phi": 0.5})
@@ -601,3 +603,25 @@ def test_an_empty_spec_is_refused_by_the_api_as_by_the_cli(tmp_path: Path, spec:
         run_frontier(THUNDER, "cab", tmp_path / "f", network=spec)
     assert not (tmp_path / "c").exists() and not (tmp_path / "f").exists()
     assert RunConfig(network=None).network is None
+
+
+@pytest.mark.parametrize("spelling", ["csv", "toml"])
+@pytest.mark.parametrize("key, value", [("phi", 0.5), ("comm_fraction", 0.3)])
+def test_a_rule_that_sends_nothing_with_traffic_is_refused_naming_it(tmp_path, spelling, key, value):
+    """A rule of pattern none with a phi gave its jobs that phi (jobs.parquet's net_phi),
+    though they send nothing: the rule contradicts itself and is refused, naming it, as a
+    scenario's job is. (none with 0, or with no fraction at all, stays allowed.)"""
+    if spelling == "csv":
+        f = tmp_path / "rules.csv"
+        f.write_text(f"max_nodes,pattern,{key}\n1,none,{value}\n,unstructured,0.3\n")
+        where, line = key, 2
+    else:
+        f = tmp_path / "rules.toml"
+        f.write_text(f'[[bins]]\nmax_nodes = 1\npattern = "none"\n{key} = {value}\n[[bins]]\npattern = "unstructured"\n')
+        where, line = f"bins[0].{key}", 1
+    with pytest.raises(InputError) as exc:
+        parse_network_spec(str(f))
+    assert (exc.value.line, exc.value.field) == (line, where)
+    assert exc.value.message == f"the rule's pattern 'none' sends nothing (compute only), yet it gives {key} {value:g}: give the jobs' pattern, or {key} 0"
+    f.write_text(f.read_text().replace(str(value), "0"))
+    assert parse_network_spec(str(f)).bins[0].pattern == "none"

@@ -166,3 +166,21 @@ def test_nodes_holding_the_same_cores_share_one_search(monkeypatch):
     assert len(calls) < 20, len(calls)  # was one per node and job size: over 600
     assert got.node_cpus == expected.node_cpus and got.summary == expected.summary
     assert all(np.array_equal(got.jobs[k], expected.jobs[k]) for k in got.jobs)
+
+
+def test_cli_says_times_in_units_and_radii_in_words(tmp_path):
+    """core-replay printed "mean wait 1042685 s, makespan 3875755 s; radius {'l3': 376, ...}":
+    raw seconds and a dict's repr. Times now read in toposched.units' units, radii as words."""
+    import re
+
+    out = tmp_path / "cores"
+    r = subprocess.run([sys.executable, "-m", "toposched.cli", "core-replay", "--trace", str(EXAMPLE_TRACE), "--node-topology", str(CAB),
+                        "--nodes", "32", "--max-jobs", "2000", "--wait", "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    from toposched.units import fmt_duration
+
+    s = json.loads((out / "summary.json").read_text())
+    line = r.stdout.splitlines()[1]
+    radii = ", ".join(f"{k} {v:,}" for k, v in s["radius_counts"].items())
+    assert line.startswith(f"mean wait {fmt_duration(s['wait_s']['mean'])}, makespan {fmt_duration(s['makespan_s'])}; jobs by radius: {radii}; "), line
+    assert "days" in line and not re.search(r"[{}']", line), line

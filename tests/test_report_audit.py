@@ -118,6 +118,26 @@ def test_the_terminal_table_of_a_wide_comparison_shows_every_number_and_unit_who
     assert all(len(line) <= 80 for line in text.splitlines()), text
 
 
+def test_a_long_policy_name_wraps_after_its_hyphen_at_80_columns():
+    """At 80 columns "least-interference" was cut anywhere ("least-interfere" over "nce");
+    it breaks after its hyphen now, and stays whole where it fits."""
+    from rich.console import Console
+
+    from toposched.compare import summary_table
+
+    runs = [
+        _doc_run("linear", "none", wait=0.0, bsld=1.0, util=0.153, makespan=570240, aph=1.421),
+        _doc_run("least-interference", "none", wait=0.0, bsld=1.0, util=0.153, makespan=570240, aph=1.362),
+        _doc_run("least-interference", "ta10", wait=0.0, bsld=1.0, util=0.142, makespan=552960, aph=1.362),
+    ]
+    doc = {"trace": "LLNL-Atlas-2006-2.1-cln.swf.gz", "queue": "easy", "system": "cab", "transforms": ["days:5"], "runs": runs}
+    for width, lines in ((80, ["least-", "interference"]), (120, ["least-interference"])):
+        console = Console(width=width, record=True, color_system=None)
+        console.print(summary_table(doc))
+        cells = [line.split()[0] for line in console.export_text().splitlines() if line.strip().startswith(("least", "interf"))]
+        assert cells == lines, console.export_text()
+
+
 def test_the_sped_up_column_says_it_counts_jobs_that_never_ran(tmp_path):
     """ta10 shortens both jobs of the workload (over 4 nodes), but one never fits toy18:
     the column says 2 and must not read as 2 of the 1 replayed job."""

@@ -645,6 +645,94 @@ alloc = ["linear", "random"]
     assert len(rows) == 8 and len({r["run_id"] for r in rows}) == 8 and {r["status"] for r in rows} == {"complete"}
 
 
+#: A sweep driver whose Dask cluster, once up, stays "starting" for a while (the test's
+#: signal comes then): it writes the file argv[1] when the cluster is up.
+_SLOW_CLUSTER_DRIVER = """
+import pathlib, sys, time
+import distributed
+start = distributed.LocalCluster.__init__
+def slow(self, *a, **k):
+    start(self, *a, **k)
+    pathlib.Path(sys.argv[1]).write_text("up")
+    time.sleep(4)
+distributed.LocalCluster.__init__ = slow
+from toposched.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def _sweep_toml(tmp_path: Path, scales: str) -> Path:
+    toml = tmp_path / "kill.toml"
+    toml.write_text(
+        f"""
+[[workloads]]
+trace = "{EXAMPLE_TRACE}"
+transforms = ["days:60", [{scales}]]
+[[fabrics]]
+system = "cab"
+[policies]
+queue = ["fcfs", "easy"]
+alloc = ["linear", "random"]
+"""
+    )
+    return toml
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_the_dask_cluster_starts_stops_the_sweep_cleanly(tmp_path, sig):
+    """Ctrl-C while the local Dask cluster started was ignored (SIG_IGN, so that its
+    workers inherit it): the sweep ran to its end and exited 0. SIGTERM then ended the
+    driver at once, leaving the cluster's processes behind. Both now stop the sweep once
+    the cluster is up, close it, and say so in one line (exit 130)."""
+    mark = tmp_path / "cluster-up"
+    out = tmp_path / "out"
+    argv = ["sweep", str(_sweep_toml(tmp_path, '"scale:1"')), "--out", str(out), "--dask", "--workers", "2", "--quiet", "--no-report"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "python"), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _SLOW_CLUSTER_DRIVER, str(mark), *argv],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a shell's foreground job
+    )  # fmt: skip
+    try:
+        assert _wait_for(mark.exists, 60), proc.communicate(timeout=5)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+        gone = _wait_for(lambda: not _group_alive(proc.pid), 15, 0.1)
+    finally:
+        if _group_alive(proc.pid):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert (proc.returncode, err.decode()) == (130, "interrupted: finished runs are kept; start the same command again to resume\n")
+    assert gone, "the Dask cluster's processes outlived the interrupted sweep"
+    assert _run_dirs(out) == []
+
+
+def test_sigterm_midway_is_an_interrupt_and_resume_completes(tmp_path, capsys):
+    """SIGTERM (a batch system's stop) ended the driver at once, exit -15, without a word;
+    it is now Ctrl-C: the running runs finish, the finished ones are kept, one line, 130."""
+    toml = _sweep_toml(tmp_path, '"scale:1", "scale:1.5"')
+    out = tmp_path / "out"
+    runs = out / "runs"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "toposched.cli", "sweep", str(toml), "--out", str(out), "--workers", "1", "--quiet", "--no-report"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+    try:
+        first = lambda: runs.is_dir() and any(not p.name.startswith(".") for p in runs.iterdir())  # noqa: E731
+        assert _wait_for(first, 60), proc.communicate(timeout=5)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if _group_alive(proc.pid):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert (proc.returncode, err.decode()) == (130, "interrupted: finished runs are kept; start the same command again to resume\n")
+    done = _run_dirs(out)
+    assert 1 <= len(done) < 8, "the sweep should be stopped midway"
+    for d in done:
+        _check_whole(d)
+    code, stdout, _ = _cli(["sweep", toml, "--out", out, "--workers", "2", "--quiet", "--no-report"], capsys)
+    assert code == 0 and f"8 runs, {len(done)} already complete, {8 - len(done)} done now" in stdout
+
+
 #: Imported at the start of every Python process of the test's sweep (PYTHONPATH): a pool
 #: worker writes down, before it imports anything of toposched, whether SIGINT is blocked.
 _SITECUSTOMIZE = """

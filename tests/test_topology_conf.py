@@ -498,3 +498,14 @@ def test_load_fabric_takes_a_path_and_refuses_what_names_no_fabric():
             load_fabric(bad)
     with pytest.raises(ValueError, match=r"^load_fabric\(\): lenient must be True or False, got 'no'$"):
         load_fabric(conf, lenient="no")
+
+
+def test_quotes_are_read_as_slurm_reads_them():
+    """Values had single and double quotes stripped from their ends: `SwitchName='s1'` named
+    s1, while `Switches=s0,'s1'` named "'s1" (only the list's ends were stripped), so the
+    file was refused. Slurm's parser (parse_config.c) takes a double-quoted value without its
+    quotes and any other value as written: a single quote is part of the name."""
+    spec = read_topology_conf_text("SwitchName=s0 Nodes=\"n[1-4]\"\nSwitchName='s1' Nodes='n[5-6]'\nSwitchName=top Switches=s0,'s1'\n", "t.conf")
+    assert [(leaf.name, leaf.nodes) for pod in spec.pods for leaf in pod.leaves] == [("s0", ["n1", "n2", "n3", "n4"]), ("'s1'", ["'n5'", "'n6'"])]
+    err = refuse("SwitchName='s0' Nodes=n[1-4]\nSwitchName=top Switches=s0\n")
+    assert (err.line, err.field) == (2, "Switches") and "switch 's0' is not defined" in str(err), err

@@ -231,6 +231,7 @@ def run_matrix(
     scheduler_file: str | None = None,
     progress: Callable[[int, int, str], None] | None = None,
     name: str = "compare",
+    locked: bool = False,
 ) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
     """Run every spec on the trace (read with ``format``/``lenient``, then ``transforms``)
     as a sweep (:func:`toposched.sweep.runner.run_sweep`): each run is published whole as
@@ -241,7 +242,8 @@ def run_matrix(
     Returns the summaries and wall seconds by run name. ``progress(done, total, name)`` is
     called once with ``done`` the runs already complete, then after each run. A failed
     run raises :class:`RunError` once every run has been tried; Ctrl-C raises
-    KeyboardInterrupt. Shared by ``compare`` and ``frontier``."""
+    KeyboardInterrupt. ``locked``: the caller holds ``out_dir``'s lock
+    (:class:`toposched.sweep.layout.SweepLock`). Shared by ``compare`` and ``frontier``."""
     from .sweep.layout import RUNS, run_status
     from .sweep.runner import run_sweep
     from .sweep.spec import Sweep
@@ -277,6 +279,7 @@ def run_matrix(
         progress=False,
         report=False,
         on_result=on_result,
+        locked=locked,
     )
     if outcome.interrupted:
         raise KeyboardInterrupt
@@ -412,53 +415,58 @@ def run_compare(
 
     out = Path(out_dir)
     (out / "runs").mkdir(parents=True, exist_ok=True)
-    (out / "compare.json").unlink(missing_ok=True)
+    from .sweep.layout import SweepLock
 
-    # With --network, every run (baselines included) predicts interference, so the cost of
-    # isolation (waiting) and its benefit (faster jobs) show in the same numbers.
-    # Options of newer policies (policy_options) go to the runs whose policies declare them.
-    # --check-invariants goes to the runs whose policies promise interference-free
-    # placements: the baseline (linear) shares switches by design and failed, checked.
-    def own(a: str) -> dict[str, Any]:
-        mine: dict[str, Any] = dict(options)
-        if mine.get("check_interference_free") and not checks_interference_free(a):
-            mine["check_interference_free"] = False
-        given = options.get("policy_options")
-        if given:
-            mine["policy_options"] = {k: v for k, v in given.items() if getattr(registry.option(k), "policy", None) in (queue, a)}
-        return mine
+    # the directory's lock before compare.json goes: a second compare started on DIR meanwhile
+    # stops at the lock, not after deleting the first one's compare.json
+    with SweepLock(out.resolve()):
+        (out / "compare.json").unlink(missing_ok=True)
 
-    configs = {a: RunConfig(queue=queue, alloc=a, seed=seed, network=network, **own(a)) for a, _ in plan}
-    specs = [RunSpec(run_name(a, sc), sc, configs[a]) for a, sc in plan]
-    by_name, seconds = run_matrix(
-        trace, system, specs, out, transforms=transforms, format=format, lenient=lenient, jobs=jobs,
-        dask=dask, scheduler=scheduler, scheduler_file=scheduler_file, progress=progress,
-    )
-    summaries = {(a, sc): by_name[run_name(a, sc)] for a, sc in plan}
+        # With --network, every run (baselines included) predicts interference, so the cost of
+        # isolation (waiting) and its benefit (faster jobs) show in the same numbers.
+        # Options of newer policies (policy_options) go to the runs whose policies declare them.
+        # --check-invariants goes to the runs whose policies promise interference-free
+        # placements: the baseline (linear) shares switches by design and failed, checked.
+        def own(a: str) -> dict[str, Any]:
+            mine: dict[str, Any] = dict(options)
+            if mine.get("check_interference_free") and not checks_interference_free(a):
+                mine["check_interference_free"] = False
+            given = options.get("policy_options")
+            if given:
+                mine["policy_options"] = {k: v for k, v in given.items() if getattr(registry.option(k), "policy", None) in (queue, a)}
+            return mine
 
-    document: dict[str, Any] = {
-        "toposched_version": __version__,
-        "trace": str(trace),
-        "system": system,
-        "queue": queue,
-        "transforms": list(workload.settings.get("transforms", [])),
-        "seed": seed,
-        "network": network,
-        "run_options": options,
-        "allocs": _dedupe([a for a, _ in plan]),
-        "scenarios": _dedupe([s for _, s in plan]),
-        "runs": [
-            {
-                "alloc": a,
-                "scenario": s,
-                "topology_aware": topology_aware(a),
-                "dir": f"runs/{run_name(a, s)}",
-                "summary": summaries[(a, s)],
-            }
-            for a, s in plan
-        ],
-    }
-    _atomic(out / "compare.json", lambda p: Path(p).write_text(json.dumps(document, indent=1, sort_keys=False) + "\n"))
+        configs = {a: RunConfig(queue=queue, alloc=a, seed=seed, network=network, **own(a)) for a, _ in plan}
+        specs = [RunSpec(run_name(a, sc), sc, configs[a]) for a, sc in plan]
+        by_name, seconds = run_matrix(
+            trace, system, specs, out, transforms=transforms, format=format, lenient=lenient, jobs=jobs,
+            dask=dask, scheduler=scheduler, scheduler_file=scheduler_file, progress=progress, locked=True,
+        )
+        summaries = {(a, sc): by_name[run_name(a, sc)] for a, sc in plan}
+
+        document: dict[str, Any] = {
+            "toposched_version": __version__,
+            "trace": str(trace),
+            "system": system,
+            "queue": queue,
+            "transforms": list(workload.settings.get("transforms", [])),
+            "seed": seed,
+            "network": network,
+            "run_options": options,
+            "allocs": _dedupe([a for a, _ in plan]),
+            "scenarios": _dedupe([s for _, s in plan]),
+            "runs": [
+                {
+                    "alloc": a,
+                    "scenario": s,
+                    "topology_aware": topology_aware(a),
+                    "dir": f"runs/{run_name(a, s)}",
+                    "summary": summaries[(a, s)],
+                }
+                for a, s in plan
+            ],
+        }
+        _atomic(out / "compare.json", lambda p: Path(p).write_text(json.dumps(document, indent=1, sort_keys=False) + "\n"))
     return CompareResult(out, document, seconds, read_s, time.perf_counter() - t_start)
 
 
@@ -470,6 +478,30 @@ def build_report(out_dir: Path) -> Path:
     from .reporting import build_compare_report
 
     return Path(build_compare_report(Path(out_dir)))
+
+
+class _PolicyName:
+    """A policy name in a table cell that, short of room, breaks after its hyphens (then,
+    a part still too long, anywhere): rich's own wrapping breaks at spaces only."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.parts = re.findall(r"[^-]*-|[^-]+$", name) or [name]
+
+    def __rich_measure__(self, console: Any, options: Any) -> Any:
+        from rich.measure import Measurement
+
+        return Measurement(max(len(p) for p in self.parts), len(self.name))
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        from rich.text import Text
+
+        lines = [""]
+        for part in self.parts:
+            if lines[-1] and len(lines[-1]) + len(part) > options.max_width:
+                lines.append("")
+            lines[-1] += part
+        yield Text("\n".join(lines), overflow="fold")
 
 
 def summary_table(document: dict[str, Any]) -> Table:
@@ -511,8 +543,10 @@ def summary_table(document: dict[str, Any]) -> Table:
         ])
         previous = r["alloc"]
     # numbers and the headers naming their units are never cut ("1,110.…", "wait…"): each
-    # such column is as wide as its widest cell; a long policy name wraps instead
+    # such column is as wide as its widest cell; a long policy name wraps instead, after a
+    # hyphen ("least-" over "interference"; it was cut anywhere: "least-interfere" / "nce")
     t.add_column("policy", overflow="fold")
+    rows = [[_PolicyName(row[0]) if row[0] else "", *row[1:]] for row in rows]
     for i, head in enumerate(("scenario", f"wait {wu}", "bsld", "util %", f"makespan {mu}", "APH", "sped up"), start=1):
         width = max([len(head)] + [len(row[i]) for row in rows])
         t.add_column(head, justify="left" if i == 1 else "right", no_wrap=True, min_width=width)

@@ -87,6 +87,10 @@ class RunConfig:
             raise InputError("RunConfig", f"expected None, a 'module:Class' string or a QueueOrder instance (docs/python-policies.md), got {self.queue_order!r}; the queue policy itself is queue=", field="queue_order")
         if not isinstance(self.policy_options, dict):
             raise InputError("RunConfig", f"expected a dict of option name -> value, got {self.policy_options!r}", field="policy_options")
+        given = self.policy_options.get("seed", self.seed)
+        if given != self.seed and not (_numpy_scalar(given) and given.item() == self.seed):
+            # the policy's option won and the summary recorded both: one seed, given once
+            raise InputError("RunConfig", f"seed={self.seed} and policy_options['seed']={given!r} disagree (the policy ran with the second, the summary recorded both): give the seed once, as RunConfig(seed=...)", field="policy_options")
         if any(_numpy_scalar(v) for v in self.policy_options.values()):
             # NumPy scalars as the Python values they hold (the engine takes bool, int, float, str)
             object.__setattr__(self, "policy_options", {k: v.item() if _numpy_scalar(v) else v for k, v in self.policy_options.items()})

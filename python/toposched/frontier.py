@@ -372,56 +372,64 @@ def run_frontier(
         mine = {k: v for k, v in shared_policy_options.items() if getattr(registry.option(k), "policy", None) in (queue, p.alloc)}
         # --check-invariants only where the policy promises it (the baseline, linear, fails it)
         checked = {"check_interference_free": False} if options.get("check_interference_free") and not checks_interference_free(p.alloc) else {}
-        config = RunConfig(queue=queue, alloc=p.alloc, seed=seed, network=None, **{**options, **checked}, policy_options={**mine, **dict(p.options)})
+        # a point's own seed (random:seed=0+1) is the run's seed: RunConfig takes it once
+        own = {**mine, **dict(p.options)}
+        point_seed = own.pop("seed") if "seed" in dict(p.options) else seed
+        config = RunConfig(queue=queue, alloc=p.alloc, seed=point_seed, network=None, **{**options, **checked}, policy_options=own)
         specs.append(RunSpec(p.name + "__open", "none", config))
         specs.append(RunSpec(p.name + "__net", "none", replace(config, network=network)))
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    for stale in ("frontier.json", "frontier.csv"):
-        (out / stale).unlink(missing_ok=True)
-    summaries, seconds = run_matrix(
-        trace, system, specs, out, transforms=list(transforms), format=format, lenient=lenient, jobs=jobs,
-        dask=dask, scheduler=scheduler, scheduler_file=scheduler_file, progress=progress, name="frontier",
-    )
+    from .sweep.layout import SweepLock
 
-    rows = [
-        {"policy": p.label, "alloc": p.alloc, "options": dict(p.options), "dirs": [f"runs/{p.name}__open", f"runs/{p.name}__net"], **_metrics(summaries[p.name + "__open"], summaries[p.name + "__net"])}
-        for p in points
-    ]
-    base = rows[points.index(base_point)]
-    for row in rows:
-        row["vs_baseline"] = _relative(row, base)
-    usable = [r for r in rows if r["interference_node_s"] is not None and r["vs_baseline"]["utilization_lost_pts"] is not None]
-    front = pareto_front([(r["vs_baseline"]["utilization_lost_pts"], r["interference_node_s"]) for r in usable])
-    for r in rows:
-        r["on_front"] = False
-    for r, on in zip(usable, front):
-        r["on_front"] = on
-    beat = [r["useful_utilization"] for r in rows if r["alloc"] in (base_point.alloc, "isolated") and not r["options"] and r["useful_utilization"] is not None]
-    for r in rows:
-        r["meets_target"] = r is not base and _meets_target(r, beat)
-    document: dict[str, Any] = {
-        "toposched_version": __version__,
-        "trace": str(trace),
-        "system": system,
-        "fabric_nodes": fabric.n_nodes,
-        "queue": queue,
-        "network": network,
-        "transforms": list(workload.settings.get("transforms", [])),
-        "seed": seed,
-        "run_options": options,
-        "baseline": base["policy"],
-        "target": {
-            "interference_removed_at_least": TARGET_INTERFERENCE_REMOVED,
-            "utilization_lost_pts_at_most": TARGET_UTILIZATION_POINTS,
-            "wait_ratio_at_most": TARGET_WAIT_RATIO,
-            "useful_utilization_above": [r["policy"] for r in rows if r["alloc"] in (base_point.alloc, "isolated") and not r["options"]],
-        },
-        "points": rows,
-    }
-    write_text_atomic(out / "frontier.json", json.dumps(document, indent=1) + "\n")
-    write_text_atomic(out / "frontier.csv", frontier_csv(document))
-    return FrontierResult(out, document, seconds, time.perf_counter() - t0)
+    # the directory's lock before the files go (as compare: a second frontier started on
+    # DIR meanwhile stops at the lock, not after deleting the first one's frontier.json)
+    with SweepLock(out.resolve()):
+        for stale in ("frontier.json", "frontier.csv"):
+            (out / stale).unlink(missing_ok=True)
+        summaries, seconds = run_matrix(
+            trace, system, specs, out, transforms=list(transforms), format=format, lenient=lenient, jobs=jobs,
+            dask=dask, scheduler=scheduler, scheduler_file=scheduler_file, progress=progress, name="frontier", locked=True,
+        )
+
+        rows = [
+            {"policy": p.label, "alloc": p.alloc, "options": dict(p.options), "dirs": [f"runs/{p.name}__open", f"runs/{p.name}__net"], **_metrics(summaries[p.name + "__open"], summaries[p.name + "__net"])}
+            for p in points
+        ]
+        base = rows[points.index(base_point)]
+        for row in rows:
+            row["vs_baseline"] = _relative(row, base)
+        usable = [r for r in rows if r["interference_node_s"] is not None and r["vs_baseline"]["utilization_lost_pts"] is not None]
+        front = pareto_front([(r["vs_baseline"]["utilization_lost_pts"], r["interference_node_s"]) for r in usable])
+        for r in rows:
+            r["on_front"] = False
+        for r, on in zip(usable, front):
+            r["on_front"] = on
+        beat = [r["useful_utilization"] for r in rows if r["alloc"] in (base_point.alloc, "isolated") and not r["options"] and r["useful_utilization"] is not None]
+        for r in rows:
+            r["meets_target"] = r is not base and _meets_target(r, beat)
+        document: dict[str, Any] = {
+            "toposched_version": __version__,
+            "trace": str(trace),
+            "system": system,
+            "fabric_nodes": fabric.n_nodes,
+            "queue": queue,
+            "network": network,
+            "transforms": list(workload.settings.get("transforms", [])),
+            "seed": seed,
+            "run_options": options,
+            "baseline": base["policy"],
+            "target": {
+                "interference_removed_at_least": TARGET_INTERFERENCE_REMOVED,
+                "utilization_lost_pts_at_most": TARGET_UTILIZATION_POINTS,
+                "wait_ratio_at_most": TARGET_WAIT_RATIO,
+                "useful_utilization_above": [r["policy"] for r in rows if r["alloc"] in (base_point.alloc, "isolated") and not r["options"]],
+            },
+            "points": rows,
+        }
+        write_text_atomic(out / "frontier.json", json.dumps(document, indent=1) + "\n")
+        write_text_atomic(out / "frontier.csv", frontier_csv(document))
+        return FrontierResult(out, document, seconds, time.perf_counter() - t0)
 
 
 CSV_COLUMNS = (

@@ -681,6 +681,20 @@ def _flows(value: Any, src: str, where: str) -> list[tuple[int, int, float]]:
     return out
 
 
+def _other_format(path: Path, text: str) -> str | None:
+    """What a scenario file that is not JSON is instead, if it says so: by its extension
+    (.toml, .yaml, .csv), or by reading as TOML (``fabric = "cab"``, ``[[jobs]]``)."""
+    known = {".toml": "TOML", ".yaml": "YAML", ".yml": "YAML", ".csv": "CSV"}
+    if path.suffix.lower() in known:
+        return f"{known[path.suffix.lower()]} (by its extension {path.suffix})"
+    import tomllib
+
+    try:
+        return "TOML (it reads as TOML)" if tomllib.loads(text) else None
+    except tomllib.TOMLDecodeError:
+        return None
+
+
 def load_scenario(path: str | Path, *, system: str | None = None, lenient: bool = False) -> Scenario:
     """Read a scenario JSON file (docs/network.md)."""
     p = Path(path)
@@ -696,8 +710,12 @@ def load_scenario(path: str | Path, *, system: str | None = None, lenient: bool 
         return out
 
     try:
-        obj = json.loads(p.read_text(encoding="utf-8-sig"), object_pairs_hook=pairs)  # -sig: a byte order mark is not content
+        text = p.read_text(encoding="utf-8-sig")  # -sig: a byte order mark is not content
+        obj = json.loads(text, object_pairs_hook=pairs)
     except json.JSONDecodeError as exc:
+        other = _other_format(p, text)
+        if other:  # "not valid JSON" of a TOML file read as if it were a broken JSON one
+            raise InputError(str(p), f"a scenario is a JSON object (docs/network.md), and this file is {other}; write it as JSON") from None
         raise InputError(str(p), f"not valid JSON: {exc.msg}", line=exc.lineno) from None
     except UnicodeDecodeError as exc:  # else an "internal error"
         raise InputError(str(p), f"not UTF-8 text: byte 0x{exc.object[exc.start]:02x} at offset {exc.start} (save the file as UTF-8)") from None

@@ -442,6 +442,10 @@ def _rule(d: Any, src: str, where: str, line: int | None) -> Rule:
     value = d.get(key, DEFAULT_COMM_FRACTION)
     if not _is_number(value) or not 0 <= value <= 1:
         raise bad(key, f"expected a number in [0, 1], got {value!r}")
+    if key in d and value > 0 and pattern.lower() in ("none", "compute"):
+        # its jobs send nothing, yet were reported with that phi (net_phi), as a scenario's
+        # job is refused for it (network.py)
+        raise bad(key, f"the rule's pattern {pattern!r} sends nothing (compute only), yet it gives {key} {value:g}: give the jobs' pattern, or {key} 0")
     bounds: dict[str, int] = {"min_nodes": 1, "max_nodes": UNBOUNDED, "min_walltime_s": 0, "max_walltime_s": UNBOUNDED}
     for k in RULE_BOUNDS:
         if k in d:

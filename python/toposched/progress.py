@@ -50,8 +50,12 @@ def _eta(seconds: float) -> str:
 class Progress:
     """``with Progress("replaying", total=n, unit="jobs submitted") as p: p.update(done)``."""
 
-    def __init__(self, what: str, *, total: int | None, unit: str, console: Any = None, quiet: bool = False, interval_s: float = 5.0) -> None:
+    def __init__(self, what: str, *, total: int | None, unit: str, console: Any = None, quiet: bool = False, interval_s: float = 5.0, defer_start: bool = False) -> None:
         self.what, self.total, self.unit = what, total, unit
+        #: the "started" log line waits for the first update: the work's own input checks
+        #: come first, and an error there is said alone (compare printed "comparing:
+        #: started (? runs)" above "error: TRACE: no such file")
+        self._defer_start = defer_start
         self.quiet = quiet
         self.interval_s = interval_s
         self.console = console
@@ -75,9 +79,13 @@ class Progress:
             self._bar = Bar(TextColumn(self.what), BarColumn(), MofNCompleteColumn(), TextColumn(self.unit), TextColumn("{task.description}"), TimeRemainingColumn(), console=self.console, transient=True)
             self._bar.__enter__()
             self._task = self._bar.add_task("", total=self.total)
-        else:
-            log.info("%s: started (%s %s)", self.what, f"{self.total:,}" if self.total is not None else "?", self.unit)
+        elif not self._defer_start:
+            self._log_start()
         return self
+
+    def _log_start(self) -> None:
+        self._defer_start = False
+        log.info("%s: started (%s %s)", self.what, f"{self.total:,}" if self.total is not None else "?", self.unit)
 
     def update(self, done: int, total: int | None = None, note: str = "") -> None:
         if total is not None:
@@ -87,6 +95,8 @@ class Progress:
         if self._bar is not None:
             self._bar.update(self._task, completed=done, total=self.total, description=note)
             return
+        if self._defer_start:
+            self._log_start()
         now = time.monotonic()
         if now - self._last < self.interval_s:
             return
@@ -103,5 +113,5 @@ class Progress:
     def __exit__(self, *exc: Any) -> None:
         if self._bar is not None:
             self._bar.__exit__(*exc)
-        elif not self.quiet and exc[0] is None:
+        elif not self.quiet and exc[0] is None and not self._defer_start:
             log.info("%s: %s in %.1f s", self.what, "interrupted" if self._stopped else "done", time.monotonic() - self._t0)

@@ -193,6 +193,8 @@ def load_spec(system: str, *, lenient: bool = False) -> FabricSpec:
     that lists a node on two leaves load (first leaf wins, noted in the spec)."""
     if system in _PRESET_NOTES:
         return preset_spec(system)
+    if not system.strip():  # the message named an empty location (": not a preset, ...")
+        raise TopologyError("--system", f"empty ({system!r}): give a preset ({', '.join(PRESETS)}), fattree:K=..,S=..,P=.. parameters, or a topology.conf file")
     if system.lower().startswith("fattree:"):
         return parse_fattree_params(system)
     path = Path(system)

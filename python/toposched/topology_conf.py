@@ -204,7 +204,14 @@ def _parse(path: str, text: str, lenient: bool, notes: list[str]) -> dict[str, _
             low = key.lower()
             if low in pairs:
                 raise TopologyError(path, f"{key}= is given twice on this line", line=line, field=key)
-            pairs[low] = (key, value.strip().strip("\"'"))
+            value = value.strip()
+            if len(value) >= 2 and value[0] == value[-1] == '"':
+                # Slurm's parser (parse_config.c, keyvalue_pattern) takes a value in double
+                # quotes without them, and any other value as written: single quotes are
+                # part of a name ('s1' was read as s1 on its SwitchName= line, and as 's1
+                # in a Switches= list, where Slurm has 's1' in both)
+                value = value[1:-1]
+            pairs[low] = (key, value)
         if "switchname" not in pairs:
             hint = ""
             if "blockname" in pairs:

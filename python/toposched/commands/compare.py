@@ -94,7 +94,7 @@ def run_with(*, trace: str, system: str, out: str, report: bool = True, quiet: b
     setup_logging(quiet=quiet)
     console = Console(quiet=quiet)
     try:
-        with Progress("comparing", total=None, unit="runs", console=console, quiet=quiet, interval_s=0.0) as bar:
+        with Progress("comparing", total=None, unit="runs", console=console, quiet=quiet, interval_s=0.0, defer_start=True) as bar:
             result = run_compare(trace, system, out, progress=lambda done, total, name: bar.update(done, total, f"last: {name}" if name else ""), **options)
     except KeyboardInterrupt:
         print("interrupted: finished runs are kept in " + str(Path(out) / "runs") + " (start the same command again to resume); no compare.json was written", file=sys.stderr)

@@ -61,7 +61,12 @@ def run(args: argparse.Namespace) -> int:
     print(f"{s['jobs']} jobs on {s['nodes']} nodes x {s['cores_per_node']} cores ({s['queue']}"
           f"{', wait for good placement' if s['wait_for_good_placement'] else ''}); "
           f"{s['skipped_larger_than_machine']} larger than the machine skipped")
-    print(f"mean wait {s['wait_s']['mean']:.0f} s, makespan {s['makespan_s']} s; radius {s['radius_counts']}; "
+    from ..units import fmt_count, fmt_duration
+
+    # times in a unit a person reads (12.1 days, not 1042685 s), the radii as words, not
+    # a dict's repr ({'l3': 376, ...}); summary.json keeps seconds and the mapping
+    radii = ", ".join(f"{radius} {fmt_count(n)}" for radius, n in s["radius_counts"].items()) or "-"
+    print(f"mean wait {fmt_duration(s['wait_s']['mean'])}, makespan {fmt_duration(s['makespan_s'])}; jobs by radius: {radii}; "
           "mean NUMA domains (one-node jobs) " + (f"{s['mean_numa_domains_one_node']:.2f}" if s["mean_numa_domains_one_node"] is not None else "- (no one-node job)"))
     print(f"jobs that waited for a good placement: {s['jobs_waited_for_good_placement']} "
           f"({100 * s['fraction_waited_for_good_placement']:.1f}%); core fragmentation {s['core_fragmentation_time_weighted']:.3f}")

@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     options = run_options(args, queues=[args.queue], allocs=allocs, alloc_flag="--policies")
     network = options.pop("network", None) or "bins"
     try:
-        with Progress("frontier", total=None, unit="runs", console=console, quiet=args.quiet, interval_s=0.0) as bar:
+        with Progress("frontier", total=None, unit="runs", console=console, quiet=args.quiet, interval_s=0.0, defer_start=True) as bar:
             result = run_frontier(
                 args.trace,
                 args.system,

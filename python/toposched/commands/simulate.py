@@ -90,7 +90,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("policies")
     g.add_argument("--queue", default="easy", choices=_core.QUEUES, help="queue policy (default: easy)")
     g.add_argument("--alloc", default="linear", type=_alloc_name, metavar="POLICY", action=_AllocAction)
-    add_run_options(parser, seed_help="seed of the random policy and of the network model's traffic draws (--network) (default: 0)")
+    add_run_options(parser, seed_help="seed of the random policy (default: 0); the network model's traffic draws take the spec's own seed (--network random,seed=3)")
     g = parser.add_argument_group("reading the log (see docs/workloads.md)")
     g.add_argument("--cores-per-node", type=_positive_int, help="processors per node to turn processor counts into nodes (default: from the SWF header MaxProcs/MaxNodes, which must then read as positive integers, else 1)")
     g.add_argument("--size-field", default="auto", choices=("auto", "allocated", "requested"), help="SWF processor field giving the job size (default: auto = allocated, else requested)")
@@ -275,7 +275,10 @@ def _check_policy_options(args: argparse.Namespace) -> None:
     # node-set reservations (isolated, capped): what EASY's reservation options act on
     node_sets = getattr(policy(args.alloc), "fungible", True) is False
     given = {
-        "--seed": (args.seed is not None, args.alloc == "random" or python_alloc or bool(args.network), "--alloc random and to --network (its traffic draws)"),
+        # nothing else reads it: a policy written in Python is given no seed, and the network
+        # model draws with its spec's seed= (both were accepted, recorded, and unused)
+        "--seed": (args.seed is not None, args.alloc == "random", "--alloc random (the network model's traffic draws take the spec's seed=, e.g. --network random,seed=3"
+                   + ("; a policy written in Python seeds its own generator, docs/python-policies.md)" if python_alloc else ")")),
         "--leaf-order": (args.leaf_order is not None, args.alloc == "isolated", "--alloc isolated"),
         "--tie-break": (args.tie_break is not None, args.alloc == "isolated", "--alloc isolated"),
         "--slurm-profile": (args.slurm_profile is not None, args.alloc == "slurm-tree", "--alloc slurm-tree"),

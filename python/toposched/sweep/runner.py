@@ -26,6 +26,7 @@ gives a new run; re-running the same sweep skips every complete run.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -355,23 +356,22 @@ def _make_client(scheduler: str | None, scheduler_file: str | None, workers: int
             raise ToposchedError(f"cannot reach the Dask scheduler at {where}: {type(exc).__name__}: {exc}") from None
         return client, None
     n = workers or os.cpu_count() or 1
-    # The worker processes start with Ctrl-C ignored (an ignored signal stays ignored in a
-    # new process, and Python then installs no KeyboardInterrupt handler): Ctrl-C stops the
-    # driver, which closes the cluster, instead of a traceback from every worker.
-    previous = None
-    try:
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    except ValueError:  # not the main thread
-        pass
+    # The cluster starts with SIGINT blocked in this thread: its worker processes (and the
+    # thread that runs its event loop and starts them) inherit the mask, so Ctrl-C stops
+    # the driver, which closes the cluster, instead of a traceback from every worker. A
+    # Ctrl-C meanwhile is kept and interrupts the driver once the cluster is up, which is
+    # then closed (_sigint_deferred): it was ignored (SIG_IGN), and the sweep ran to its
+    # end and exited 0.
     import dask
 
+    cluster = None
     try:
         # A run whose worker process dies (killed by the OS for memory, a crash) is not
         # handed by Dask to worker after worker (each attempt would kill one): the driver
         # tries it once more itself (_execute), then records it as failed with the cause.
         # One task at a time per worker thread (saturation 1.0), so that a dying worker
         # takes as few neighbours with it as possible.
-        with dask.config.set({"distributed.scheduler.allowed-failures": 0, "distributed.scheduler.worker-saturation": 1.0}):
+        with _sigint_deferred(), dask.config.set({"distributed.scheduler.allowed-failures": 0, "distributed.scheduler.worker-saturation": 1.0}):
             cluster = LocalCluster(
                 n_workers=n,
                 threads_per_worker=1,
@@ -381,10 +381,21 @@ def _make_client(scheduler: str | None, scheduler_file: str | None, workers: int
                 dashboard_address=None,
                 silence_logs=logging.ERROR,
             )
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
-    return Client(cluster), cluster
+        return Client(cluster), cluster
+    except BaseException:
+        if cluster is not None:
+            _close_quietly(cluster)
+        raise
+
+
+def _close_quietly(closable: Any) -> None:
+    """Close a Dask client or cluster, even during a second Ctrl-C: its processes must not
+    outlive the driver."""
+    with _sigint_blocked():
+        try:
+            closable.close(timeout=10)
+        except Exception:  # noqa: BLE001 - closing what may already be broken
+            pass
 
 
 def _scheduler_file_address(path: str, wait_s: float = 30.0) -> str:
@@ -431,6 +442,7 @@ def run_sweep(
     catalog_every_s: float = 30.0,
     on_result: Callable[[dict[str, Any]], None] | None = None,
     dask: bool = False,
+    locked: bool = False,
 ) -> SweepOutcome:
     """Run every run of ``sweep`` not yet complete in ``out`` and rebuild the catalog and
     the report. A failing run is recorded and reported; the others go on.
@@ -438,7 +450,8 @@ def run_sweep(
     The runs go to a pool of ``workers`` processes on this machine (default: its cores),
     or, with ``dask`` or a ``scheduler`` / ``scheduler_file``, to Dask (a local cluster of
     ``workers`` processes, or the scheduler given). Either way each run publishes its
-    directory whole (:func:`execute_run`)."""
+    directory whole (:func:`execute_run`). ``locked``: the caller holds ``out``'s
+    :class:`SweepLock` (compare and frontier, which replace their own files in ``out``)."""
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         # as --workers 0 is: the pool took 0 as "every core" and a negative count as 1
         raise ValueError(f"run_sweep(): workers must be a whole number >= 1 (None: the machine's cores), got {workers!r}")
@@ -453,7 +466,7 @@ def run_sweep(
     out.mkdir(parents=True, exist_ok=True)
     runs_dir = out / RUNS
     runs_dir.mkdir(exist_ok=True)
-    with SweepLock(out):
+    with _sigterm_as_interrupt(), (contextlib.nullcontext() if locked else SweepLock(out)):
         cleaned = clean_stale(out)
         pending = [r for r in sweep.runs if not _is_complete(runs_dir / r.dir, r.run_id)]
         outcome = SweepOutcome(out=out, planned=len(sweep.runs), skipped=len(sweep.runs) - len(pending), completed=0, cleaned=cleaned)
@@ -482,6 +495,26 @@ def run_sweep(
                 console.print(f"[yellow]warning:[/] no report: {type(exc).__name__}: {exc}")
     outcome.elapsed_s = time.perf_counter() - t_start
     return outcome
+
+
+class _sigterm_as_interrupt:
+    """SIGTERM (a batch system's stop, `kill`) handled as Ctrl-C meanwhile, in the main
+    thread: the runs not started are cancelled, the finished ones kept, the sweep can be
+    resumed. It ended the driver at once (Python's default), which left a Dask cluster's
+    processes and the catalog behind, said nothing, and exited -15."""
+
+    def __enter__(self) -> None:
+        def stop(signum: int, frame: Any) -> None:
+            raise KeyboardInterrupt
+
+        try:
+            self.previous: Any = signal.signal(signal.SIGTERM, stop)
+        except ValueError:  # not the main thread
+            self.previous = None
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGTERM, self.previous)
 
 
 def _catalog_or_warning(out: Path, console: Any) -> Path | None:
@@ -595,6 +628,34 @@ class _sigint_blocked:
     def __exit__(self, *exc: Any) -> None:
         if self.old is not None:
             signal.pthread_sigmask(signal.SIG_SETMASK, self.old)
+
+
+class _sigint_deferred(_sigint_blocked):
+    """SIGINT blocked in this thread (as _sigint_blocked: what starts meanwhile inherits
+    the mask) and, in the main thread, a Ctrl-C that another thread receives meanwhile, or
+    a SIGTERM (_sigterm_as_interrupt), kept, not raised: KeyboardInterrupt is raised once
+    the block is done. (Raised inside Dask's LocalCluster while it started, it left a
+    cluster half made, which Dask's own exit hook failed to close, with a traceback.)"""
+
+    def __enter__(self) -> None:
+        self.got: list[int] = []
+        self.previous: dict[int, Any] = {}
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                self.previous[sig] = signal.signal(sig, lambda signum, frame: self.got.append(signum))
+            except ValueError:  # not the main thread: no handler of ours runs here anyway
+                break
+        super().__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        for sig, previous in self.previous.items():
+            # the handlers back before the mask: a Ctrl-C pending in this thread comes now
+            signal.signal(sig, previous)
+        try:
+            super().__exit__(*exc)  # a pending Ctrl-C runs the restored handler here
+        finally:
+            if self.got and exc[0] is None:
+                raise KeyboardInterrupt
 
 
 _Results = Generator[tuple[RunSpec, dict[str, Any]], None, None]
@@ -719,15 +780,9 @@ def _dask_results(
             f.cancel()
         raise
     finally:
-        try:
-            client.close(timeout=10)
-        except Exception:  # noqa: BLE001
-            pass
+        _close_quietly(client)
         if cluster is not None:
-            try:
-                cluster.close(timeout=10)
-            except Exception:  # noqa: BLE001
-                pass
+            _close_quietly(cluster)
         sys.stderr.flush()
 
 
