@@ -64,12 +64,13 @@ def earliest_fit(windows: list[tuple[float, float, int]], total: int, need: int,
 
 
 def replay(
-    submit, nodes, walltime, runtime, total: int, policy: str, *, kill: bool = True, compress_first: bool = True, per_event: bool = False, depth: int | None = None
+    submit, nodes, walltime, runtime, total: int, policy: str, *, kill: bool = True, compress_first: bool = True, per_event: bool = False, depth: int | None = None, key=None
 ) -> Outcome:
     """Start times of `policy` ('fcfs', 'easy', 'conservative') on `total` interchangeable
     nodes; rows are in replay order (submit time, ties in file order). `per_event`: pyss's
     order (each submit, then each end in start order, followed by its own pass); `depth`:
-    --queue-depth (fcfs/easy: a pass looks at the first `depth` queued jobs)."""
+    --queue-depth (fcfs/easy: a pass looks at the first `depth` queued jobs); `key(row, now)`:
+    --queue-order (the queue sorted by it before every pass, ties in submit order)."""
     n = len(submit)
     out = Outcome()
     order = sorted(range(n), key=lambda r: (submit[r], r))
@@ -96,6 +97,9 @@ def replay(
         return [(-INF, max(exp, t), nodes[r]) for r, (_, exp) in running.items()]
 
     def one_pass(t: int, new: list[int], ended: list[int]) -> None:
+        if key is not None:
+            queue.sort(key=lambda r: (key(r, t), submit[r], r))
+            new = sorted(new, key=queue.index)
         if policy in ("fcfs", "easy"):
             window = queue[:depth] if depth is not None else list(queue)
             while window and nodes[window[0]] <= total - used():
