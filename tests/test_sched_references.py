@@ -17,11 +17,12 @@ from hypothesis import strategies as st
 from conftest import CTC, HPC2N, KTH, LANL_CM5, NASA, SDSC_BLUE, first_jobs
 from sched_reference import replay
 from toposched.nodelists import node_lists
+from toposched.policies import QueueOrder
 from toposched.simulate import RunConfig, simulate
 from toposched.topology import load_fabric
 from toposched.workload.model import Workload
 
-SMALL = settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+SMALL = settings(max_examples=200, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
 
 def make_workload(submit, nodes, walltime, runtime) -> Workload:
@@ -65,6 +66,8 @@ def starts(r) -> dict[int, int]:
 
 
 SIX = "fattree:K=3,S=2,P=1"  # 6 nodes
+#: small fat trees: full, partly populated (a leaf of 1 node), 2-node leaves, one leaf per pod
+TREES = ["fattree:K=3,S=2,P=2", "fattree:K=4,S=2,P=2,nodes=13", "fattree:K=2,S=3,P=2", "fattree:K=3,S=1,P=3"]
 
 
 @SMALL
@@ -84,6 +87,44 @@ def test_start_times_agree_with_the_profile_reference(log, queue, kill, order, d
     assert sorted(int(j) - 1 for j in r.skipped.column("job_id").to_pylist()) == sorted(ref.skipped)
     ends = {int(j) - 1: int(e) for j, e in zip(r.jobs.column("job_id").to_pylist(), r.jobs.column("end_s").to_pylist())}
     assert ends == ref.end
+
+
+class SmallestFirst(QueueOrder):
+    def key(self, job_id, submit_s, nodes, walltime_s, now_s):
+        return nodes
+
+
+class LeastWorkAged(QueueOrder):
+    """A key that changes with time: requested node-seconds less the time waited."""
+
+    def key(self, job_id, submit_s, nodes, walltime_s, now_s):
+        return nodes * walltime_s - (now_s - submit_s)
+
+
+@SMALL
+@given(small_log(6), st.sampled_from(["fcfs", "easy", "conservative"]), st.sampled_from(["small", "aged"]), st.booleans())
+def test_python_queue_orders_agree_with_the_profile_reference(log, queue, which, per_event):
+    submit, nodes, walltime, runtime = log
+    order, key = {"small": (SmallestFirst(), lambda r, t: nodes[r]), "aged": (LeastWorkAged(), lambda r, t: nodes[r] * walltime[r] - (t - submit[r]))}[which]
+    per_event = per_event and queue != "conservative"
+    fabric = load_fabric(SIX)
+    r = simulate(make_workload(*log), fabric, RunConfig(queue=queue, alloc="linear", queue_order=order, event_order="per-event" if per_event else "per-instant"))
+    assert starts(r) == replay(submit, nodes, walltime, runtime, fabric.n_nodes, queue, key=key, per_event=per_event).start
+
+
+@SMALL
+@given(st.sampled_from(TREES), st.data(), st.sampled_from(["fcfs", "easy", "conservative"]), st.sampled_from(["linear", "slurm-tree", "random"]))
+def test_down_nodes_shrink_the_machine_for_fungible_policies(system, data, queue, alloc):
+    fabric = load_fabric(system)
+    n = fabric.n_nodes
+    down = sorted(data.draw(st.sets(st.integers(0, n - 1), max_size=n // 2)))
+    submit, nodes, walltime, runtime = log = data.draw(small_log(n))
+    r = simulate(make_workload(*log), fabric, RunConfig(queue=queue, alloc=alloc, seed=2), down_nodes=down)
+    ref = replay(submit, nodes, walltime, runtime, n - len(down), queue)
+    assert starts(r) == ref.start
+    assert sorted(int(j) - 1 for j in r.skipped.column("job_id").to_pylist()) == sorted(ref.skipped)
+    assert not {i for ids in node_lists(r.jobs) for i in ids} & set(down)
+    assert own_problems(r, fabric) == []
 
 
 @SMALL
@@ -233,8 +274,6 @@ def own_problems(r, fabric, *, leaf_cap: int | None = None, pod_cap: int | None 
     return out
 
 
-TREES = ["fattree:K=3,S=2,P=2", "fattree:K=4,S=2,P=2,nodes=13", "fattree:K=2,S=3,P=2", "fattree:K=3,S=1,P=3"]
-
 
 @SMALL
 @given(st.sampled_from(TREES), st.data(), st.sampled_from(["fcfs", "easy", "conservative"]), st.booleans())
@@ -274,3 +313,12 @@ def test_same_inputs_and_seed_give_the_same_schedule(alloc, queue, order):
     assert runs[0].jobs.equals(runs[1].jobs) and runs[0].skipped.equals(runs[1].skipped)
     assert runs[0].summary == runs[1].summary
     assert own_problems(runs[0], fabric) == []
+
+
+def test_conservative_compresses_waiting_reservations_before_new_jobs_reserve():
+    """docs/semantics.md, conservative step 2: at an instant with an end and a submit, the
+    waiting job moves into the hole before the new one reserves."""
+    w = make_workload([0, 1, 2], [1, 2, 1], [10, 2, 2], [2, 2, 10])
+    r = simulate(w, load_fabric("fattree:K=2,S=1,P=1"), RunConfig(queue="conservative", alloc="linear"))
+    assert r.jobs.column("start_s").to_pylist() == [0, 2, 4]
+    assert replay([0, 1, 2], [1, 2, 1], [10, 2, 2], [2, 2, 10], 2, "conservative").start == {0: 0, 1: 2, 2: 4}
