@@ -322,3 +322,30 @@ def test_conservative_compresses_waiting_reservations_before_new_jobs_reserve():
     r = simulate(w, load_fabric("fattree:K=2,S=1,P=1"), RunConfig(queue="conservative", alloc="linear"))
     assert r.jobs.column("start_s").to_pylist() == [0, 2, 4]
     assert replay([0, 1, 2], [1, 2, 1], [10, 2, 2], [2, 2, 10], 2, "conservative").start == {0: 0, 1: 2, 2: 4}
+
+
+@SMALL
+@given(st.sampled_from(["fattree:K=3,S=2,P=2", "fattree:K=4,S=3,P=2,W1=2", "fattree:K=2,S=3,P=2", "fattree:K=4,S=2,P=3,W1=3"]), st.data(), st.sampled_from(["fcfs", "easy", "conservative"]), st.booleans())
+def test_jigsaw_gives_spanning_jobs_that_meet_disjoint_uplink_columns(system, data, queue, kill):
+    """docs/semantics.md, jigsaw: a node's column is its id mod W1 (fully populated trees);
+    running jobs spanning leaves that share a leaf, or spanning pods that share a pod, have
+    disjoint column sets."""
+    fabric = load_fabric(system)
+    d = fabric.describe()
+    w1 = d["uplinks_per_leaf"]
+    log = data.draw(small_log(fabric.n_nodes))
+    r = simulate(make_workload(*log), fabric, RunConfig(queue=queue, alloc="jigsaw", kill_at_walltime=kill))
+    assert own_problems(r, fabric, tiers=True) == []
+    rows = held_intervals(r, fabric)
+    for t in sorted({start for _, _, start, end, _, _ in rows if end > start}):
+        spans = []
+        for job, _, start, end, _, ids in rows:
+            if start <= t < end:
+                leaves = {d["node_leaf"][i] for i in ids}
+                spans.append((job, leaves, {d["leaf_pod"][leaf] for leaf in leaves}, {i % w1 for i in ids}))
+        for a, (ja, la, pa, ca) in enumerate(spans):
+            for jb, lb, pb, cb in spans[a + 1 :]:
+                if len(la) > 1 and len(lb) > 1 and la & lb:
+                    assert not ca & cb, f"t={t}: jobs {ja} and {jb} share leaves {la & lb} and columns {ca & cb}"
+                if len(pa) > 1 and len(pb) > 1 and pa & pb:
+                    assert not ca & cb, f"t={t}: jobs {ja} and {jb} share pods {pa & pb} and columns {ca & cb}"
