@@ -28,6 +28,8 @@ class Outcome:
     skipped: list[int] = field(default_factory=list)
     #: conservative: the reservation each job got in its submit pass
     first_reservation: dict[int, int] = field(default_factory=dict)
+    #: easy: (instant, head row, shadow time) of every pass that left a head waiting
+    shadows: list[tuple[int, int, int]] = field(default_factory=list)
 
 
 def earliest_fit(windows: list[tuple[float, float, int]], total: int, need: int, dur: int, t: float) -> float:
@@ -109,6 +111,7 @@ def replay(
                 head, rest = window[0], window[1:]
                 plan = running_windows(t)
                 shadow = earliest_fit(plan, total, nodes[head], walltime[head], t)
+                out.shadows.append((t, head, int(shadow)))
                 for r in rest:
                     if nodes[r] > total - used():
                         continue
@@ -197,3 +200,40 @@ def replay(
         if events == 0:
             one_pass(t, [], [])
     return out
+
+
+def fcfs_with_switches(submit, nodes, walltime, runtime, leaf_of: list[int], max_leaves: int, wait_s: int) -> dict[int, int]:
+    """FCFS with `linear` placement (lowest free ids) and Slurm's --switches=N@WAIT
+    (docs/semantics.md): a selection spanning more than N leaves is refused until the job
+    has waited WAIT since it was first refused; the engine wakes up when the wait runs out.
+    Jobs killed at their limit. Rows in replay order."""
+    n_nodes, n = len(leaf_of), len(submit)
+    start: dict[int, int] = {}
+    free = set(range(n_nodes))
+    running: dict[int, tuple[int, list[int]]] = {}
+    queue: list[int] = []
+    refused: dict[int, int] = {}
+    wake: set[int] = set()
+    nxt = 0
+    while nxt < n or running or queue:
+        t = min([e for e, _ in running.values()] + ([submit[nxt]] if nxt < n else []) + list(wake))
+        wake = {w for w in wake if w > t}
+        for r in [r for r, (e, _) in running.items() if e == t]:
+            free |= set(running.pop(r)[1])
+        while nxt < n and submit[nxt] == t:
+            if nodes[nxt] <= n_nodes:
+                queue.append(nxt)
+            nxt += 1
+        while queue and nodes[queue[0]] <= len(free):
+            head = queue[0]
+            chosen = sorted(free)[: nodes[head]]
+            if len({leaf_of[i] for i in chosen}) > max_leaves:
+                since = refused.setdefault(head, t)
+                if t < since + wait_s:
+                    wake.add(since + wait_s)
+                    break
+            start[head] = t
+            free -= set(chosen)
+            running[head] = (t + min(runtime[head], walltime[head]), chosen)
+            queue.pop(0)
+    return start

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import CTC, HPC2N, KTH, LANL_CM5, NASA, SDSC_BLUE, first_jobs
-from sched_reference import replay
+from sched_reference import fcfs_with_switches, replay
 from toposched.nodelists import node_lists
 from toposched.policies import QueueOrder
 from toposched.simulate import RunConfig, simulate
@@ -349,3 +349,12 @@ def test_jigsaw_gives_spanning_jobs_that_meet_disjoint_uplink_columns(system, da
                     assert not ca & cb, f"t={t}: jobs {ja} and {jb} share leaves {la & lb} and columns {ca & cb}"
                 if len(pa) > 1 and len(pb) > 1 and pa & pb:
                     assert not ca & cb, f"t={t}: jobs {ja} and {jb} share pods {pa & pb} and columns {ca & cb}"
+
+
+@SMALL
+@given(st.sampled_from(TREES), st.data(), st.integers(1, 2), st.sampled_from([0, 1, 3, 7, 300]))
+def test_switches_wait_agrees_with_the_reference_under_fcfs(system, data, max_leaves, wait_s):
+    fabric = load_fabric(system)
+    submit, nodes, walltime, runtime = log = data.draw(small_log(fabric.n_nodes))
+    r = simulate(make_workload(*log), fabric, RunConfig(queue="fcfs", alloc="linear", switches=f"{max_leaves}@{wait_s}"))
+    assert starts(r) == fcfs_with_switches(submit, nodes, walltime, runtime, fabric.describe()["node_leaf"], max_leaves, wait_s)
