@@ -358,3 +358,16 @@ def test_switches_wait_agrees_with_the_reference_under_fcfs(system, data, max_le
     submit, nodes, walltime, runtime = log = data.draw(small_log(fabric.n_nodes))
     r = simulate(make_workload(*log), fabric, RunConfig(queue="fcfs", alloc="linear", switches=f"{max_leaves}@{wait_s}"))
     assert starts(r) == fcfs_with_switches(submit, nodes, walltime, runtime, fabric.describe()["node_leaf"], max_leaves, wait_s)
+
+
+
+def test_switches_wait_counts_from_the_first_refusal_not_the_arrival():
+    """docs/semantics.md, --switches: 4 nodes, leaves of 2. A, D, E (1 node each) take
+    nodes 0, 1, 2; B (2 nodes, 1@5) arrives at 0 and waits for nodes; at 10 A ends and B
+    could have nodes 0 and 3, two leaves: first refused at 10, so it starts at 15 (not 10,
+    as a wait counted from its arrival would allow)."""
+    w = make_workload([0, 0, 0, 0], [1, 1, 1, 2], [10, 20, 20, 5], [10, 20, 20, 5])
+    fabric = load_fabric("fattree:K=2,S=2,P=1")
+    r = simulate(w, fabric, RunConfig(queue="fcfs", alloc="linear", switches="1@5"))
+    assert r.jobs.column("start_s").to_pylist() == [0, 0, 0, 15]
+    assert node_lists(r.jobs)[3] == [0, 3]
