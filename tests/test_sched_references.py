@@ -128,10 +128,13 @@ def test_down_nodes_shrink_the_machine_for_fungible_policies(system, data, queue
 
 
 @SMALL
-@given(small_log(6))
-def test_conservative_starts_no_job_after_the_reservation_it_got_at_submission(log):
-    fabric = load_fabric(SIX)
-    r = simulate(make_workload(*log), fabric, RunConfig(queue="conservative", alloc="linear", record_reservations=True))
+@given(st.sampled_from([SIX, *TREES]), st.data(), st.sampled_from(["linear", "isolated", "capped", "jigsaw", "slurm-tree"]))
+def test_conservative_starts_no_job_after_the_reservation_it_got_at_submission(system, data, alloc):
+    """docs/semantics.md, conservative's guarantee (jobs killed at their limit; per-instant
+    order: per event it is broken, see the xfail tests below)."""
+    fabric = load_fabric(system)
+    log = data.draw(small_log(fabric.n_nodes))
+    r = simulate(make_workload(*log), fabric, RunConfig(queue="conservative", alloc=alloc, record_reservations=True))
     first: dict[int, int] = {}
     for row, s in zip(r.reservations["job_row"], r.reservations["start_s"]):
         first.setdefault(int(row), int(s))
