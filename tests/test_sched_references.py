@@ -75,7 +75,7 @@ TREES = ["fattree:K=3,S=2,P=2", "fattree:K=4,S=2,P=2,nodes=13", "fattree:K=2,S=3
 def test_start_times_agree_with_the_profile_reference(log, queue, kill, order, depth):
     if queue == "conservative":
         # conservative's --run-on rule (overrunning jobs end "within a second") and
-        # per-event order are outside the reference; see the xfail test below
+        # per-event order are outside the reference; see the tests below
         kill, order, depth = True, "per-instant", None
     if order == "per-event":
         depth = None
@@ -128,13 +128,13 @@ def test_down_nodes_shrink_the_machine_for_fungible_policies(system, data, queue
 
 
 @SMALL
-@given(st.sampled_from([SIX, *TREES]), st.data(), st.sampled_from(["linear", "isolated", "capped", "jigsaw", "slurm-tree"]))
-def test_conservative_starts_no_job_after_the_reservation_it_got_at_submission(system, data, alloc):
-    """docs/semantics.md, conservative's guarantee (jobs killed at their limit; per-instant
-    order: per event it is broken, see the xfail tests below)."""
+@given(st.sampled_from([SIX, *TREES]), st.data(), st.sampled_from(["linear", "isolated", "capped", "jigsaw", "slurm-tree"]), st.sampled_from(["per-instant", "per-event"]))
+def test_conservative_starts_no_job_after_the_reservation_it_got_at_submission(system, data, alloc, order):
+    """docs/semantics.md, conservative's guarantee (jobs killed at their limit), in both
+    event orders (per event it was broken: see the two tests below)."""
     fabric = load_fabric(system)
     log = data.draw(small_log(fabric.n_nodes))
-    r = simulate(make_workload(*log), fabric, RunConfig(queue="conservative", alloc=alloc, record_reservations=True))
+    r = simulate(make_workload(*log), fabric, RunConfig(queue="conservative", alloc=alloc, record_reservations=True, event_order=order))
     first: dict[int, int] = {}
     for row, s in zip(r.reservations["job_row"], r.reservations["start_s"]):
         first.setdefault(int(row), int(s))
@@ -142,25 +142,17 @@ def test_conservative_starts_no_job_after_the_reservation_it_got_at_submission(s
         assert s <= first[row], f"row {row} started at {s}, after its reservation {first[row]}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine defect: per-event conservative re-reserves a job due at t while a job ending at t "
-    "still holds its nodes (not yet released in per-event order); the job loses its place and a later "
-    "job takes it, breaking the documented guarantee (docs/semantics.md, Conservative: no job starts "
-    "later than the reservation it got at submission)",
-)
 def test_per_event_conservative_keeps_a_reservation_due_at_an_instant_of_ends():
     # 2 nodes. A and B (1 node each) run [0, 10); C (2 nodes, 5 s) is reserved at 10 when it
     # arrives at 1; D (1 node, 5 s) at 15. At 10, per event, A's release runs a pass while B
     # still holds its node: C cannot start yet, but its reservation (10) stands: B's
     # release, the next event at 10, frees room for it. Expected C 10, D 15. The engine
-    # re-reserves C at 20 behind D, compresses D to 10: C starts at 15, past its promise.
+    # re-reserved C at 20 behind D and compressed D to 10: C started at 15, past its promise.
     w = make_workload([0, 0, 1, 2], [1, 1, 2, 1], [10, 10, 5, 5], [10, 10, 5, 5])
     r = simulate(w, load_fabric("fattree:K=2,S=1,P=1"), RunConfig(queue="conservative", alloc="linear", event_order="per-event"))
     assert r.jobs.column("start_s").to_pylist() == [0, 0, 10, 15]
 
 
-@pytest.mark.xfail(strict=True, reason="same engine defect as above, on a real log (LANL-CM5: 9 of the first 600 jobs start after their first reservation, job 44 by 2 h)")
 def test_per_event_conservative_keeps_its_guarantee_on_lanl_cm5():
     w = first_jobs(LANL_CM5, 600)
     r = simulate(w, load_fabric("fattree:K=32,S=8,P=8,nodes=512"), RunConfig(queue="conservative", alloc="linear", event_order="per-event", record_reservations=True))
@@ -172,13 +164,6 @@ def test_per_event_conservative_keeps_its_guarantee_on_lanl_cm5():
     assert late == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine defect: conservative + isolated/capped + --run-on starts two reservations left in the past "
-    "(resting on an overrunning job, no wake-up) in the same pass on node sets made for non-overlapping "
-    "windows; the overrunning job has ended, so the 'still accepted on the machine as it is' check is "
-    "skipped and two leaf-spanning jobs share leaf 0 (docs/semantics.md: the invariants hold with --run-on too)",
-)
 @pytest.mark.parametrize("alloc", ["isolated", "capped"])
 def test_conservative_run_on_keeps_isolation_when_overdue_reservations_start_together(alloc):
     # fattree K=3 S=2 P=2: 12 nodes, leaves of 3, pods of 6. J1 (1 node, limit 3) runs on
