@@ -509,3 +509,13 @@ def test_quotes_are_read_as_slurm_reads_them():
     assert [(leaf.name, leaf.nodes) for pod in spec.pods for leaf in pod.leaves] == [("s0", ["n1", "n2", "n3", "n4"]), ("'s1'", ["'n5'", "'n6'"])]
     err = refuse("SwitchName='s0' Nodes=n[1-4]\nSwitchName=top Switches=s0\n")
     assert (err.line, err.field) == (2, "Switches") and "switch 's0' is not defined" in str(err), err
+
+
+def test_a_double_quoted_list_may_hold_blanks_as_slurm_reads_it():
+    """`Nodes="n1, n2"` was cut at its blank ("expected Key=value, got 'n2\"'"); Slurm takes
+    the quoted value whole and its hostlists take blanks, tabs and commas as separators
+    (hostlist.c: "\t, "). An unclosed quote is named."""
+    spec = read_topology_conf_text('SwitchName=s0 Nodes="n1, n2"\nSwitchName=s1 Nodes=" n[3-4] ,\tn5 "\nSwitchName=top Switches="s0, s1"\n', "t.conf")
+    assert [(leaf.name, leaf.nodes) for pod in spec.pods for leaf in pod.leaves] == [("s0", ["n1", "n2"]), ("s1", ["n3", "n4", "n5"])]
+    err = refuse('SwitchName=s0 Nodes="n1, n2\n')
+    assert err.line == 1 and "a double quote is not closed" in str(err), err

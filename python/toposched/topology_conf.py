@@ -168,6 +168,10 @@ def _expand(path: str, value: str, line: int, key: str, what: str) -> list[str]:
     return names
 
 
+#: A token of a switch line: runs of non-blanks, with double-quoted parts kept whole.
+_QUOTED_OR_BARE = re.compile(r'(?:[^\s"]+|"[^"]*")+')
+
+
 def _parse(path: str, text: str, lenient: bool, notes: list[str]) -> dict[str, _Switch]:
     switches: dict[str, _Switch] = {}
     node_leaf: dict[str, str] = {}  # node -> leaf that holds it
@@ -176,7 +180,11 @@ def _parse(path: str, text: str, lenient: bool, notes: list[str]) -> dict[str, _
         # Slurm's key=value pattern allows blanks around '=' ('SwitchName = s0', as
         # slurm.conf files often write 'SlurmctldHost = master1'); an empty value before
         # the next key stays empty ('SwitchName= Nodes=n1': SwitchName= is empty)
-        tokens = re.sub(r"\s*=\s*(?![A-Za-z0-9_.]+\s*=)", "=", content).split()
+        # A double-quoted value is one token, blanks and all (Nodes="n1, n2": Slurm's
+        # hostlists take blanks, tabs and commas as separators); it was cut at its blank
+        if content.count('"') % 2:
+            raise TopologyError(path, f"a double quote is not closed: {content.strip()!r}", line=line)
+        tokens = _QUOTED_OR_BARE.findall(re.sub(r"\s*=\s*(?![A-Za-z0-9_.]+\s*=)", "=", content))
         if not tokens:
             continue
         if tokens[0].lower() == "include":
@@ -211,6 +219,10 @@ def _parse(path: str, text: str, lenient: bool, notes: list[str]) -> dict[str, _
                 # part of a name ('s1' was read as s1 on its SwitchName= line, and as 's1
                 # in a Switches= list, where Slurm has 's1' in both)
                 value = value[1:-1]
+                if low in ("nodes", "switches"):
+                    # a list: Slurm's hostlist separators (hostlist.c, "\t, "), empty
+                    # entries skipped, as commas for the hostlist reader
+                    value = ",".join(re.split(r"[\t ,]+", value.strip(" \t,")))
             pairs[low] = (key, value)
         if "switchname" not in pairs:
             hint = ""
