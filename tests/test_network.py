@@ -1261,8 +1261,6 @@ def test_interfere_out_does_not_overwrite_a_file_that_is_not_its_result(tmp_path
         assert json.loads(out.read_text())["jobs"][0]["name"] == "A"
 
 
-@pytest.mark.xfail(strict=True, reason="the core's solver grows a job at its smallest share over all its links, saturated or not, "
-                   "so a level can get less than its weight on a link where it is backlogged (crates/toposched-core/src/network/solver.rs)")
 @pytest.mark.parametrize("fairness", ["jobs", "flows"])
 def test_service_levels_keep_their_weight_on_a_link_where_they_are_backlogged(fairness):
     """Weighted round robin between levels (docs/network.md, issue 12 point 3), one flow per
@@ -1271,8 +1269,9 @@ def test_service_levels_keep_their_weight_on_a_link_where_they_are_backlogged(fa
     A at level 0, C, F, G at level 1. By hand: on the up-link level 1 (C, backlogged) is
     owed 1/4 and level 0 3/4: A = B = E = C = 1/4; on the down-link A takes 1/4, level 1 the
     rest, 1/4 each to C, F, G. Every job 0.25, each link full, each level at least its
-    weight where it wants more. The solver gives C 0.125 (its level half its weight on the
-    up-link, where it is backlogged) and A, B, E, F, G 0.2917."""
+    weight where it wants more. The solver gave C 0.125 (its level half its weight on the
+    up-link, where it is backlogged) and A, B, E, F, G 0.2917, each level's share of a link
+    held for jobs that another link held back (solver.rs between_levels)."""
     def job(name, a, b, level):
         return {"name": name, "nodes": [a, b], "flows": [[0, 1, 1.0]], "service_level": level, "phi": 1}
 

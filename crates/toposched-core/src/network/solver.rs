@@ -12,7 +12,9 @@
 //! levels with live traffic share the remaining capacity by weighted round robin, and a
 //! level's share is split among its own live jobs by their claims. One flow at level
 //! weight 9 against three flows at weight 1 therefore splits a link 0.9 / 0.1, not
-//! 9:3 = 0.75 / 0.25.
+//! 9:3 = 0.75 / 0.25. A level counts on a link only while it wants more there: the share
+//! of a level whose jobs another link holds back goes to the others
+//! (`Solver::between_levels`; with one level the solve is SimGrid's, untouched).
 //!
 //! ```text
 //! rem_l = c_l; x_j = 0; live = every job with a constraint link
@@ -100,9 +102,22 @@ pub struct Solver {
     sat: Vec<bool>,
     live: Vec<bool>,
     mu: Vec<f64>,
+    /// Per entry: the job's offer on that link in the current round (several levels only).
+    offer: Vec<f64>,
+    /// Per (link, level): some live job of the level takes its round's increment from
+    /// this link (several levels only).
+    backlogged: Vec<bool>,
+    /// Per link: the round's use by the jobs of levels not backlogged there.
+    used: Vec<f64>,
+    plain: Vec<f64>,
     /// Rounds the last solve took.
     pub rounds: usize,
 }
+
+/// Refinements of a round's increments between levels (several levels only): each moves
+/// the share of levels limited elsewhere to the backlogged levels of a link; a few settle
+/// it (the cases seen settle in two or three), the cap keeps a round bounded.
+const REFINE_ROUNDS: usize = 16;
 
 impl Solver {
     /// Solve `p`; returns `x` per job (1 for a job without entries).
@@ -176,6 +191,9 @@ impl Solver {
                 }
                 self.mu[j] = inc.max(0.0);
             }
+            if ns > 1 {
+                self.between_levels(p, x, ns);
+            }
             for j in 0..nj {
                 if self.live[j] {
                     x[j] += self.mu[j];
@@ -204,6 +222,107 @@ impl Solver {
                     n_live -= 1;
                 }
             }
+        }
+    }
+}
+
+impl Solver {
+    /// Weighted round robin between the levels that want more, on every link at once.
+    ///
+    /// The round's increments above give each level its weight's share of every link it
+    /// uses, also where its jobs are held back by another link: that share then goes
+    /// unused this round while a level that wants more on the link is held to its own
+    /// weight, and may be frozen by another link before a later round hands it the rest
+    /// (levels 3:1, a level-1 job crossing a link where three level-0 jobs are held
+    /// elsewhere got half its weight). Here a level counts on a link only while one of its
+    /// jobs takes its increment from that link (it is backlogged there): the others' use
+    /// of the link is set aside and the rest split by weight among the backlogged levels,
+    /// as an arbiter serving only the lanes with packets waiting does; repeated until the
+    /// increments settle. Within a level nothing changes (its share is split by claims,
+    /// as with one level, where this is never called: one level is the SimGrid solve).
+    /// Increments that would overfill a link are dropped for the plain ones.
+    #[allow(clippy::needless_range_loop)] // x, live and mu are indexed together
+    fn between_levels(&mut self, p: &Problem, x: &[f64], ns: usize) {
+        let nj = p.n_jobs();
+        let nl = p.cap.len();
+        self.offer.clear();
+        self.offer.resize(p.link.len(), f64::INFINITY);
+        for j in 0..nj {
+            if !self.live[j] {
+                continue;
+            }
+            let s = p.level[j] as usize;
+            let omega = p.weight_of(p.level[j]);
+            for e in p.off[j]..p.off[j + 1] {
+                let l = p.link[e] as usize;
+                if p.d[e] > 0.0 {
+                    self.offer[e] = (omega / self.w[l]) * (p.claim[e] / self.k[l * ns + s]) * self.rem[l] / p.d[e];
+                }
+            }
+        }
+        self.plain.clone_from(&self.mu);
+        for _ in 0..REFINE_ROUNDS {
+            self.backlogged.clear();
+            self.backlogged.resize(nl * ns, false);
+            for j in 0..nj {
+                if self.live[j] {
+                    let s = p.level[j] as usize;
+                    for e in p.off[j]..p.off[j + 1] {
+                        if self.offer[e] <= self.mu[j] * (1.0 + EPS) {
+                            self.backlogged[p.link[e] as usize * ns + s] = true;
+                        }
+                    }
+                }
+            }
+            self.used.clear();
+            self.used.resize(nl, 0.0);
+            for j in 0..nj {
+                if self.live[j] {
+                    let s = p.level[j] as usize;
+                    for e in p.off[j]..p.off[j + 1] {
+                        let l = p.link[e] as usize;
+                        if !self.backlogged[l * ns + s] {
+                            self.used[l] += p.d[e] * self.mu[j];
+                        }
+                    }
+                }
+            }
+            let mut moved = false;
+            for j in 0..nj {
+                if !self.live[j] {
+                    continue;
+                }
+                let s = p.level[j] as usize;
+                let omega = p.weight_of(p.level[j]);
+                let mut inc = 1.0 - x[j];
+                for e in p.off[j]..p.off[j + 1] {
+                    let l = p.link[e] as usize;
+                    if p.d[e] > 0.0 && self.backlogged[l * ns + s] {
+                        let w: f64 = (0..ns).filter(|&t| self.backlogged[l * ns + t]).map(|t| p.weight_of(t as u32)).sum();
+                        self.offer[e] = (omega / w) * (p.claim[e] / self.k[l * ns + s]) * (self.rem[l] - self.used[l]).max(0.0) / p.d[e];
+                    }
+                    inc = inc.min(self.offer[e]);
+                }
+                let inc = inc.max(0.0);
+                moved |= (inc - self.mu[j]).abs() > 1e-12 * self.mu[j].max(1e-300);
+                self.mu[j] = inc;
+            }
+            if !moved {
+                break;
+            }
+        }
+        // never more than a link has left: else the round keeps its plain increments
+        self.used.clear();
+        self.used.resize(nl, 0.0);
+        for j in 0..nj {
+            if self.live[j] {
+                for e in p.off[j]..p.off[j + 1] {
+                    self.used[p.link[e] as usize] += p.d[e] * self.mu[j];
+                }
+            }
+        }
+        if (0..nl).any(|l| self.used[l] > self.rem[l] + EPS * p.cap[l]) {
+            self.mu.clone_from(&self.plain);
         }
     }
 }
@@ -260,6 +379,29 @@ mod tests {
         let x = solve(&leveled(&[1.0], &[1.0, 9.0], &[(0, &[(0, 1.0, 5.0)]), (1, &[(0, 0.3, 1.0)])]));
         assert_eq!(x[1], 1.0);
         assert!((x[0] - 0.7).abs() < 1e-9, "{x:?}");
+    }
+
+    #[test]
+    fn a_level_held_elsewhere_leaves_its_weight_to_the_backlogged_level() {
+        // levels 3:1, capacity 1, one flow per job (d = 1). Link 0 (an up-link): A, B, E at
+        // level 0 and C at level 1. Link 1 (a down-link): A at level 0, C, F, G at level 1.
+        // Weighted round robin: on link 0 both levels want more, level 1 gets 1/4: C = 1/4,
+        // A = B = E = 1/4; on link 1 A (held to 1/4 by link 0) leaves the rest to level 1:
+        // C, F, G 1/4 each. Every job 0.25, both links full. (C got 0.125: its level's
+        // share of link 1 was a quarter, three quarters kept for A, who could not use them.)
+        let one = |l: u32| (l, 1.0, 1.0);
+        let p = leveled(
+            &[1.0, 1.0],
+            &[3.0, 1.0],
+            &[(0, &[one(0), one(1)]), (0, &[one(0)]), (0, &[one(0)]), (1, &[one(0), one(1)]), (1, &[one(1)]), (1, &[one(1)])],
+        );
+        let x = solve(&p);
+        for (j, v) in x.iter().enumerate() {
+            assert!((v - 0.25).abs() < 1e-8, "job {j}: {x:?}");
+        }
+        // with one level the round is SimGrid's: unchanged (here 0.25 each as well)
+        let x1 = solve(&leveled(&[1.0, 1.0], &[1.0], &[(0, &[one(0), one(1)]), (0, &[one(0)]), (0, &[one(0)]), (0, &[one(0), one(1)]), (0, &[one(1)]), (0, &[one(1)])]));
+        assert!(x1.iter().all(|v| (v - 0.25).abs() < 1e-9), "{x1:?}");
     }
 
     fn solve(p: &Problem) -> Vec<f64> {
