@@ -470,6 +470,22 @@ def aph_figure(data: CompareData) -> Any:
     return fig
 
 
+
+def _box_with_mean(ax: Any, position: int, five: tuple[float, float, float, float, float], mean: float, run: Any) -> None:
+    """One run's box (minimum, quartiles, maximum: no fliers) in its colour at ``position``,
+    its mean a white diamond: the utilization and the network figures draw the same."""
+    lo, q1, med, q3, hi = five
+    ax.bxp(
+        [{"whislo": lo, "q1": q1, "med": med, "q3": q3, "whishi": hi, "fliers": [], "label": run.label}],
+        positions=[position],
+        widths=0.6,
+        patch_artist=True,
+        showfliers=False,
+        boxprops={"facecolor": run.color, "alpha": 0.75, "edgecolor": "#333333"},
+        medianprops={"color": "#000000", "linewidth": 1.4},
+    )
+    ax.plot([position], [mean], marker="D", color="#ffffff", markeredgecolor="#000000", markersize=5)
+
 def utilization_figure(data: CompareData) -> Any:
     fig, ax = _new_figure(min(12.0, max(5.5, 1.5 + 0.9 * len(data.runs))), 4.0)
     for i, r in enumerate(data.runs):
@@ -477,16 +493,7 @@ def utilization_figure(data: CompareData) -> Any:
         if s is None:
             continue
         mn, q1, med, q3, mx, mean = (100 * v for v in s)
-        ax.bxp(
-            [{"whislo": mn, "q1": q1, "med": med, "q3": q3, "whishi": mx, "fliers": [], "label": r.label}],
-            positions=[i],
-            widths=0.6,
-            patch_artist=True,
-            showfliers=False,
-            boxprops={"facecolor": r.color, "alpha": 0.75, "edgecolor": "#333333"},
-            medianprops={"color": "#000000", "linewidth": 1.4},
-        )
-        ax.plot([i], [mean], marker="D", color="#ffffff", markeredgecolor="#000000", markersize=5)
+        _box_with_mean(ax, i, (mn, q1, med, q3, mx), mean, r)
     ax.plot([], [], marker="D", linestyle="", color="#ffffff", markeredgecolor="#000000", label="mean")
     ax.set_xticks(range(len(data.runs)), [r.label for r in data.runs], rotation=20 if len(data.runs) > 4 else 0)
     ax.set_ylim(0, 102)
@@ -655,17 +662,8 @@ def network_figure(data: CompareData) -> Any:
         if v.size == 0:
             continue
         q1, med, q3 = np.percentile(v, [25, 50, 75])
-        ax1.bxp(
-            [{"whislo": float(v.min()), "q1": float(q1), "med": float(med), "q3": float(q3), "whishi": float(v.max()), "fliers": [], "label": r.label}],
-            positions=[i],
-            widths=0.6,
-            patch_artist=True,
-            showfliers=False,
-            boxprops={"facecolor": r.color, "alpha": 0.75, "edgecolor": "#333333"},
-            medianprops={"color": "#000000", "linewidth": 1.4},
-        )
         mean = float(v.mean())
-        ax1.plot([i], [mean], marker="D", color="#ffffff", markeredgecolor="#000000", markersize=5)
+        _box_with_mean(ax1, i, (float(v.min()), float(q1), float(med), float(q3), float(v.max())), mean, r)
         ax1.annotate(f"mean {mean:.3f}", (i, float(v.max())), textcoords="offset points", xytext=(0, 4), ha="center", fontsize=8)
         top = max(top, float(v.max()))
     ax1.set_xticks(range(n), [e["run"].label for e in entries], rotation=20 if n > 4 else 0)
