@@ -503,6 +503,54 @@ def test_check_refuses_a_mixture_of_two_runs(tmp_path: Path, capsys) -> None:
     assert code == 1 and "not all from one run" in out
 
 
+def _node_ids_column(t: pa.Table, first_ids: list[int | None] | None) -> pa.Table:
+    """jobs.parquet as versions before node ranges wrote it (node_ids, one id per node),
+    the first job's list replaced by ``first_ids``."""
+    ids = [[r["first"] + i for r in rs for i in range(r["count"])] for rs in t.column("node_ranges").to_pylist()]
+    ids[0] = first_ids
+    return t.drop_columns(["node_ranges"]).append_column("node_ids", pa.array(ids, pa.list_(pa.int64())))
+
+
+@pytest.mark.parametrize(
+    "damage, says",
+    [
+        # a run id that is no string: "internal error: TypeError: unhashable type: 'list'"
+        (lambda d: _edit_json(d / "summary.json", run_id=[1]), "summary.json: run_id is [1], not a run id"),
+        (lambda d: _edit_json(d / "fabric.json", run_id={"a": 1}), "fabric.json: run_id is {'a': 1}, not a run id"),
+        # one not UTF-8 in a Parquet file's metadata: "internal error: UnicodeDecodeError"
+        (lambda d: _edit_jobs(d, lambda t: t.replace_schema_metadata({b"toposched.run_id": b"\xff\xfe"})), "jobs.parquet: run_id is b'\\xff\\xfe', not a run id"),
+        # node ids (files before node ranges) off any fabric: "internal error: ValueError: node ids must be in [0, 2^32)"
+        (lambda d: _edit_jobs(d, lambda t: _node_ids_column(t, [-1])), "jobs.parquet: field 'node_ids': job 1 lists node id -1, not a node id"),
+        (lambda d: _edit_jobs(d, lambda t: _node_ids_column(t, [3, 2**40])), "jobs.parquet: field 'node_ids': job 1 lists node id 1099511627776, not"),
+        (lambda d: _edit_jobs(d, lambda t: _node_ids_column(t, [None])), "jobs.parquet: field 'node_ids': job 1 lists a missing node id, not"),
+        # PyArrow's message went on with the whole schema: 21 lines for one problem
+        (lambda d: _edit_jobs(d, lambda t: t.append_column("start_s", t.column("start_s"))), "jobs.parquet: has columns named twice: start_s"),
+        # nesting deeper than the JSON reader goes: "internal error: RecursionError"
+        (lambda d: (d / "fabric.json").write_text("[" * 100_000 + "]" * 100_000), "fabric.json: is not readable JSON: nested too deeply"),
+    ],
+)
+def test_check_says_what_is_wrong_with_a_damaged_file_in_one_line(tmp_path: Path, capsys, damage, says) -> None:
+    out = tmp_path / "o"
+    assert main(["simulate", "--trace", str(SWF_OK), "--system", FABRIC, "--out", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    damage(out)
+    code, _, err = run_cli(["check", str(out)], capsys)
+    line = one_clean_line(err)
+    assert code == 2 and line.startswith(f"error: {out}/") and says in line and "internal error" not in line, line
+
+
+def _edit_json(path: Path, **fields: object) -> None:
+    doc = json.loads(path.read_text())
+    doc.update(fields)
+    path.write_text(json.dumps(doc))
+
+
+def _edit_jobs(out: Path, edit) -> None:
+    t = pq.read_table(out / "jobs.parquet")
+    edited = edit(t)
+    pq.write_table(edited if edited.schema.metadata else edited.replace_schema_metadata(t.schema.metadata), out / "jobs.parquet")
+
+
 def test_run_id_is_deterministic(tmp_path: Path) -> None:
     base = ["simulate", "--trace", str(SWF_OK), "--system", FABRIC, "--quiet"]
     assert main(base + ["--out", str(tmp_path / "a")]) == 0

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .errors import InputError
-from .nodelists import NODE_RANGES, has_node_lists, lists_from_ranges, node_column, table_ranges
+from .nodelists import NODE_IDS, NODE_RANGES, has_node_lists, lists_from_ranges, node_column, table_ranges
 
 
 class Problems(list[str]):
@@ -216,6 +216,7 @@ def check_run_dir(out_dir: str | Path, *, interference_free: bool = False) -> Pr
     if missing:
         raise InputError(str(out / "jobs.parquet"), f"lacks columns {missing}: not a jobs.parquet written by toposched")
     _check_column_types(out / "jobs.parquet", jobs.schema)
+    _check_node_ids(out / "jobs.parquet", jobs)
     found = check_schedule(jobs, fabric, interference_free=interference_free)
     problems.extend(found)
     problems.total += found.total
@@ -239,6 +240,29 @@ def _check_column_types(path: Path, schema: pa.Schema) -> None:
         wrong.append(f"{name} ({typ})")
     if wrong:
         raise InputError(str(path), f"columns of the wrong type: {', '.join(wrong)}: not a jobs.parquet written by toposched")
+
+
+def _check_node_ids(path: Path, jobs: pa.Table) -> None:
+    """The node ids of a node_ids column (files before node ranges) are ids, 0 to 2^32 - 1,
+    none missing: one off that range failed as "internal error: ValueError: node ids must
+    be in [0, 2^32)", a null as the same after a NumPy cast warning."""
+    if node_column(jobs.column_names) != NODE_IDS:
+        return
+    column = jobs.column(NODE_IDS)
+    row0 = 0
+    for chunk in column.chunks:
+        lengths = np.asarray(chunk.value_lengths().fill_null(0), dtype=np.int64)
+        values = chunk.flatten()  # the listed ids of the chunk's rows, in row order
+        valid = np.asarray(values.is_valid(), dtype=bool)
+        ids = np.asarray(values.fill_null(0), dtype=np.int64)
+        bad = np.flatnonzero(~valid | (ids < 0) | (ids >= 2**32))
+        if len(bad):
+            i = int(bad[0])
+            row = row0 + int(np.searchsorted(np.cumsum(lengths), i, side="right"))
+            job = jobs.column("job_id")[row].as_py()
+            what = f"node id {int(ids[i])}" if valid[i] else "a missing node id"
+            raise InputError(str(path), f"job {job} lists {what}, not a node id (0 to 2^32 - 1): the file is damaged", field=NODE_IDS)
+        row0 += len(chunk)
 
 
 def _check_fabric_maps(path: Path, node_leaf: list[Any], leaf_pod: list[Any]) -> None:
@@ -278,34 +302,56 @@ def run_ids(out: Path) -> dict[str, str | None]:
                     str(out), f"holds runs, not one run's results: check each, e.g. toposched check {out / 'runs' / runs[0]} ({len(runs)} runs in {out / 'runs'})"
                 )
             raise InputError(str(path), "is missing: not a complete result directory")
+        rid: Any
         if name.endswith(".parquet"):
             meta = _read_parquet_schema(path).metadata or {}
             rid = meta.get(b"toposched.run_id")
-            ids[name] = rid.decode() if rid else None
+            try:
+                rid = rid.decode() if rid else None
+            except UnicodeDecodeError:
+                pass  # refused below
         else:
-            ids[name] = _read_json(path).get("run_id")
+            rid = _read_json(path).get("run_id")
+        if rid is not None and not isinstance(rid, str):
+            # a list failed as "internal error: TypeError: unhashable type", bytes not
+            # UTF-8 as a UnicodeDecodeError
+            raise InputError(str(path), f"run_id is {rid!r:.60}, not a run id (a string): the file is damaged")
+        ids[name] = rid
     if all(v is None for v in ids.values()):
         return {}
     return ids
+
+
+def _first_line(exc: BaseException) -> str:
+    """An exception's message on one line: PyArrow's can go on with the whole schema
+    (a column named twice: 21 lines for one problem)."""
+    text = str(exc).strip()
+    return text.splitlines()[0].rstrip(" :") if text else type(exc).__name__
 
 
 def _read_parquet_schema(path: Path) -> pa.Schema:
     try:
         return pq.read_schema(path)
     except (pa.ArrowException, OSError) as exc:
-        raise InputError(str(path), f"is not a readable Parquet file: {exc}") from None
+        raise InputError(str(path), f"is not a readable Parquet file: {_first_line(exc)}") from None
 
 
 def _read_parquet(path: Path) -> pa.Table:
+    names = _read_parquet_schema(path).names
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:  # else PyArrow's "Multiple matches for FieldRef.Name(start_s) in <the schema>"
+        raise InputError(str(path), f"has columns named twice: {', '.join(twice)}: not a jobs.parquet written by toposched")
     try:
         return pq.read_table(path)
     except (pa.ArrowException, OSError) as exc:
-        raise InputError(str(path), f"is not a readable Parquet file: {exc}") from None
+        raise InputError(str(path), f"is not a readable Parquet file: {_first_line(exc)}") from None
 
 
 def _read_json(path: Path) -> dict[str, Any]:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
+    except RecursionError:  # "internal error: RecursionError" on "[[[[...]]]]"
+        raise InputError(str(path), "is not readable JSON: nested too deeply") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(str(path), f"is not readable JSON: {exc}") from None
     if not isinstance(doc, dict):
