@@ -16,6 +16,7 @@ docs/policies.md. Nothing here lists a policy by name.
 from __future__ import annotations
 
 import functools
+import math
 import re
 import warnings
 from dataclasses import dataclass
@@ -125,6 +126,16 @@ def check_integer(o: PolicyOption, value: int) -> str | None:
         return f"must be at least {o.minimum}, got {value}"
     if o.maximum is not None and value > o.maximum:
         return f"must be at most {maximum_text(o.maximum)}, got {value}"
+    return None
+
+
+def check_number(o: PolicyOption, value: float) -> str | None:
+    """Why ``value`` is not a value of the number option ``o`` (not finite, or below the
+    schema's ``minimum``), else None."""
+    if not math.isfinite(value):
+        return f"expected a finite number, got {value}"
+    if o.minimum is not None and value < o.minimum:
+        return f"must be at least {o.minimum}, got {value:g}"
     return None
 
 
