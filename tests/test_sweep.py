@@ -785,6 +785,26 @@ def test_runs_names_the_damaged_run_directories_it_leaves_out(sweep8, tmp_path, 
     assert code == 0 and err == ""
 
 
+def test_runs_names_a_complete_run_missing_a_result_file(sweep8, tmp_path, capsys):
+    """A complete run whose jobs.parquet was deleted stayed in the runs table as complete,
+    while the jobs view silently had none of its rows (a per-policy mean over the view
+    lost a run without a word). It is a damaged run, as the runner already treats it."""
+    out = tmp_path / "out"
+    shutil.copytree(sweep8["out"], out)
+    dirs = _run_dirs(out)
+    (dirs[0] / "jobs.parquet").unlink()
+    (dirs[1] / "utilization.parquet").unlink()
+    code, stdout, err = _cli(["runs", out, "--rebuild", "--format", "csv", "--columns", "dir"], capsys)
+    assert code == 0, err
+    assert sorted(stdout.strip().splitlines()[1:]) == [f"runs/{d.name}" for d in dirs[2:]]
+    assert err.strip().splitlines() == [
+        f"toposched runs: {out / 'runs' / dirs[0].name} is left out: jobs.parquet: missing",
+        f"toposched runs: {out / 'runs' / dirs[1].name} is left out: utilization.parquet: missing",
+    ]
+    code, stdout, _ = _cli(["runs", out, "--format", "csv", "--sql", "SELECT count(DISTINCT run_id) FROM jobs"], capsys)
+    assert code == 0 and stdout.strip().splitlines()[1] == str(len(dirs) - 2)
+
+
 def test_a_catalog_duckdb_cannot_read_is_built_again(sweep8, tmp_path, capsys):
     """A catalog.duckdb that DuckDB cannot open (damaged, or written by a DuckDB of another
     storage version on a shared directory) ended `toposched runs` with "SQL error: IO

@@ -151,6 +151,14 @@ def _row(run_dir: Path, marker: dict[str, Any], plan: dict[str, int]) -> dict[st
         if isinstance(read, str):
             return read
         summary = read
+        from ..files import RESULT_FILES
+
+        # a result file since deleted (by hand, a disk cleaner): the run was listed as
+        # complete while the jobs and utilization views silently left its rows out (the
+        # runner runs such a run again, runner._is_complete)
+        gone = next((name for name in RESULT_FILES if not (run_dir / name).is_file()), None)
+        if gone is not None:
+            return f"{gone}: missing"
     try:
         return _row_of(run_dir, marker, plan, spec, summary)
     except (KeyError, TypeError, AttributeError) as exc:
@@ -276,7 +284,7 @@ def catalog_rows(out: str | Path) -> list[dict[str, Any]]:
 
 def left_out(out: str | Path) -> list[tuple[str, str]]:
     """The run directories of ``out`` that hold a marker (``run.json``) but are not in its
-    catalog, with why: a damaged run (a complete run without its summary.json, a spec.json
+    catalog, with why: a damaged run (a complete run without its summary.json or another result file, a spec.json
     that is not toposched's). ``toposched runs`` names them, so that a run does not vanish
     from the listing unseen. A directory that the catalog merely does not list yet (a
     sweep running on ``out``) is not named."""
