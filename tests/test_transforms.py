@@ -229,6 +229,18 @@ def test_scale_past_2_31_nodes_names_the_job_and_never_wraps():
         apply_transforms(w, ["scale:50000", "scale:50000"])
 
 
+def test_scale_with_a_nine_decimal_factor_never_wraps_processor_counts():
+    """Processor counts are held below 2^63 once scaled, not below 2^31: 10^9 processors
+    times the numerator of 10000.000000001 (10^13 + 1) is past 2^63, and wrapped to
+    1,864,712,051 processors (a later cores:C then made 1,865 nodes instead of
+    10,000,001). Expected values by hand: ceil(10^9 x 10000.000000001) = 10^13 + 1."""
+    w = make([1000, 1], procs=[10**9, 2])
+    t = apply_transforms(w, ["scale:10000.000000001"])
+    assert t["procs"].tolist() == [10**13 + 1, 20001]
+    assert t["nodes"].tolist() == [10_000_001, 10001]
+    assert apply_transforms(w, ["scale:10000.000000001", "cores:1000000"])["nodes"].tolist() == [10_000_001, 1]
+
+
 # ----------------------------------------------------------------------- scenarios
 
 

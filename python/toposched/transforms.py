@@ -132,16 +132,28 @@ def scale_nodes(w: Workload, k: float | int | str | Fraction) -> Workload:
     _check_scaled_max(w, "nodes", nodes, f, MAX_COUNT, "2^31")
     # Processor counts only need to fit int64 (a later cores:C checks the nodes it makes).
     _check_scaled_max(w, "procs", out.columns["procs"], f, 2**63, "2^63")
-    new = np.maximum(-((-nodes * p) // q), 1)
+    new = np.maximum(_times_up(nodes, p, q), 1)
     procs = out.columns["procs"]
     known = procs > 0
     new_procs = procs.copy()
-    new_procs[known] = np.maximum(-((-procs[known] * p) // q), 1)
+    new_procs[known] = np.maximum(_times_up(procs[known], p, q), 1)
     _count(out.repairs, "transform_scaled_nodes", int(np.sum(new != nodes)))
     out.columns["nodes"] = new
     out.columns["procs"] = new_procs
     out.settings["transforms"].append(f"scale:{_num_text(f)}")
     return out
+
+
+def _times_up(values: np.ndarray, p: int, q: int) -> np.ndarray:
+    """``ceil(values * p / q)`` exactly. In int64 when every product fits; else in Python
+    integers: processor counts are only held below 2^63 once scaled, and their product
+    with the numerator wrapped around (10^9 processors times scale:10000.000000001 gave
+    1,864,712,051 processors, and a later cores:C as many nodes too few)."""
+    top = int(np.max(np.abs(values))) if len(values) else 0
+    if top * p < 2**63:
+        fast: np.ndarray = -((-values * p) // q)
+        return fast
+    return np.array([-((-int(v) * p) // q) for v in values.tolist()], dtype=np.int64)
 
 
 def _check_scaled_max(w: Workload, field: str, values: np.ndarray, f: Fraction, limit: int, limit_text: str) -> None:
