@@ -241,6 +241,17 @@ def test_scale_with_a_nine_decimal_factor_never_wraps_processor_counts():
     assert apply_transforms(w, ["scale:10000.000000001", "cores:1000000"])["nodes"].tolist() == [10_000_001, 1]
 
 
+def test_cores_past_2_31_nodes_names_the_job_and_the_transform():
+    """cores:1 on 10^11 processors made a 10^11-node job, which the engine refused as
+    the log's own "field 'nodes' out of range", naming neither the transform nor its flag."""
+    w = make([1000, 1], procs=[10**9, 2])
+    with pytest.raises(InputError) as err:
+        apply_transforms(w, ["scale:100", "cores:1"])
+    msg = str(err.value)
+    assert msg.startswith("inline:1: field 'procs': cores:1 makes job 1's 100,000,000,000 procs 100,000,000,000 nodes, not below 2^31") and "--transform" in msg, msg
+    assert apply_transforms(w, ["scale:100", "cores:100"])["nodes"].tolist() == [10**9, 2]
+
+
 # ----------------------------------------------------------------------- scenarios
 
 

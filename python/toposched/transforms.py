@@ -211,6 +211,19 @@ def rescale_cores(w: Workload, cores_per_node: int) -> Workload:
     known = procs > 0
     new = nodes.copy()
     new[known] = np.maximum(-(-procs[known] // c), 1)
+    if len(new) and int(new.max()) >= MAX_COUNT:
+        # else the engine's "big.swf:23: job row 0 (id 1): field 'nodes' out of range",
+        # blaming the log for what the transform made
+        i = int(np.argmax(new))
+        job = w.columns["job_id"][i] if "job_id" in w.columns else i
+        line = int(w.columns["line"][i]) if "line" in w.columns else None
+        raise InputError(
+            w.source or "log",
+            f"cores:{c} makes job {job}'s {int(procs[i]):,} procs {int(new[i]):,} nodes, not below 2^31",
+            line=line,
+            field="procs",
+            hint="--transform: a larger cores:C",
+        )
     _count(out.repairs, "transform_rescaled_nodes", int(np.sum(new != nodes)))
     _count(out.repairs, "transform_cores_no_procs", int(np.sum(~known)))
     out.columns["nodes"] = new
