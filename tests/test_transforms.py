@@ -181,7 +181,10 @@ def test_apply_transforms_parses_every_form_in_order():
 @pytest.mark.parametrize(
     "spec",
     ["scale", "scale:", "scale:0", "scale:-2", "scale:x", "days:0", "days:", "days:abc", "days:30@-1", "days:30@x",
-     "cores:1.5", "cores:0", "cap:abc", "drop:0", "drop:12.5", "cap", "nodes:2", "", "2x"],
+     "cores:1.5", "cores:0", "cap:abc", "drop:0", "drop:12.5", "cap", "nodes:2", "", "2x",
+     # not decimals: Fraction() took them, and scale:1/3 was recorded as a string the
+     # command refuses (scale:0.3333333333333333, over 9 decimals)
+     "scale:1/3", "days:1/3", "days:1@1/2", "scale:1_0", "cores:1_6", "scale:\u0663", "cap:2/1"],
 )
 def test_bad_transform_strings_name_the_string_and_what_is_expected(spec):
     with pytest.raises(InputError) as err:

@@ -38,6 +38,7 @@ docs/compare.md for their exact definitions and the reading of the paper behind 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from fractions import Fraction
@@ -256,9 +257,23 @@ def _bad(spec: str, why: str) -> InputError:
     return InputError("--transform", f"cannot read {spec!r}: {why}; expected one of {TRANSFORM_HELP}")
 
 
+#: A number as a transform string takes it: decimal, ASCII digits, an optional exponent.
+#: Fraction() alone also took "1/3", "1_0" and other scripts' digits: scale:1/3 was then
+#: recorded as scale:0.3333333333333333, a string the command refuses (over 9 decimals).
+_DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
+def _decimal(text: str) -> Fraction:
+    """The exact value of a decimal number; ValueError for anything else."""
+    t = text.strip()
+    if not _DECIMAL.fullmatch(t):
+        raise ValueError(t)
+    return Fraction(t)
+
+
 def _positive(spec: str, text: str, what: str, *, whole: bool = False) -> Fraction:
     try:
-        v = Fraction(text.strip())
+        v = _decimal(text)
     except (ValueError, ZeroDivisionError):
         raise _bad(spec, f"{what} must be a {'whole ' if whole else ''}number, got {text!r}") from None
     if v <= 0 or (whole and v.denominator != 1):
@@ -319,7 +334,7 @@ def parse_transform(raw: str) -> Transform:
         s = Fraction(0)
         if at:
             try:
-                s = Fraction(start.strip())
+                s = _decimal(start)
             except (ValueError, ZeroDivisionError):
                 raise _bad(spec, f"the start day must be a number, got {start!r}") from None
             if s < 0:
