@@ -805,6 +805,21 @@ def test_runs_names_a_complete_run_missing_a_result_file(sweep8, tmp_path, capsy
     assert code == 0 and stdout.strip().splitlines()[1] == str(len(dirs) - 2)
 
 
+def test_a_bare_cap_or_drop_has_the_fabrics_node_count_in_its_column(tmp_path, capsys):
+    """--transform cap (no N: the fabric's node count) left t_cap empty, so a query on
+    t_cap missed the run; the summary records the count the run used (cap:1296)."""
+    out = tmp_path / "cmp"
+    argv = ["compare", "--trace", str(EXAMPLE_TRACE), "--system", "cab", "--transform", "days:1", "scale:2", "cap", "drop",
+            "--allocs", "linear", "--scenarios", "none", "--jobs", "1", "--no-report", "--quiet", "--out", str(out)]
+    assert main([str(a) for a in argv]) == 0
+    capsys.readouterr()
+    code, stdout, err = _cli(["runs", out, "--format", "csv", "--columns", "transforms,t_days,t_scale,t_cap,t_drop"], capsys)
+    assert code == 0, err
+    assert stdout.strip().splitlines() == ["transforms,t_days,t_scale,t_cap,t_drop", "days:1 scale:2 cap drop,1.0,2.0,1296.0,1296.0"]
+    summary = json.loads((out / "runs" / "linear__none" / "summary.json").read_text())
+    assert summary["input"]["settings"]["transforms"] == ["days:1", "scale:2", "cap:1296", "drop:1296"]
+
+
 def test_a_catalog_duckdb_cannot_read_is_built_again(sweep8, tmp_path, capsys):
     """A catalog.duckdb that DuckDB cannot open (damaged, or written by a DuckDB of another
     storage version on a shared directory) ended `toposched runs` with "SQL error: IO

@@ -235,6 +235,11 @@ def _row_of(run_dir: Path, marker: dict[str, Any], plan: dict[str, int], spec: d
             row[f"cfg:{key}"] = value
     for t in wl["transforms"]:
         kind, _, arg = t.partition(":")
+        if not arg and kind in ("cap", "drop"):
+            # a bare cap/drop takes the fabric's node count (cap:1296 in the summary's
+            # transforms): left empty, a query on t_cap missed the run
+            row[f"t_{kind}"] = float(sf["nodes"]) if isinstance(sf.get("nodes"), int) else None
+            continue
         row[f"t_{kind}"] = _num(arg) if arg else arg
     return row
 
