@@ -404,6 +404,11 @@ def test_check_refuses_corrupt_and_partial_directories(tmp_path: Path, capsys) -
     (out / "jobs.parquet").unlink()
     code, _, err = run_cli(["check", str(out)], capsys)
     assert code == 2 and "is missing" in one_clean_line(err)
+    # several missing: each named, in one line (only the first was)
+    (out / "summary.json").unlink()
+    (out / "fabric.json").unlink()
+    code, _, err = run_cli(["check", str(out)], capsys)
+    assert code == 2 and one_clean_line(err) == f"error: {out}: jobs.parquet, summary.json, fabric.json are missing: not a complete result directory"
 
 
 @pytest.mark.parametrize(

@@ -292,16 +292,20 @@ def run_ids(out: Path) -> dict[str, str | None]:
     from .files import RESULT_FILES
 
     ids: dict[str, str | None] = {}
+    missing = [name for name in RESULT_FILES if not (out / name).exists()]
+    if missing:
+        runs = runs_held(out, missing[0])
+        if runs:
+            # a sweep's, compare's or frontier's directory: its runs are the results
+            raise InputError(
+                str(out), f"holds runs, not one run's results: check each, e.g. toposched check {out / 'runs' / runs[0]} ({len(runs)} runs in {out / 'runs'})"
+            )
+        if len(missing) == 1:
+            raise InputError(str(out / missing[0]), "is missing: not a complete result directory")
+        # every one named (the first alone was, and the next check found the next)
+        raise InputError(str(out), f"{', '.join(missing)} are missing: not a complete result directory")
     for name in RESULT_FILES:
         path = out / name
-        if not path.exists():
-            runs = runs_held(out, name)
-            if runs:
-                # a sweep's, compare's or frontier's directory: its runs are the results
-                raise InputError(
-                    str(out), f"holds runs, not one run's results: check each, e.g. toposched check {out / 'runs' / runs[0]} ({len(runs)} runs in {out / 'runs'})"
-                )
-            raise InputError(str(path), "is missing: not a complete result directory")
         rid: Any
         if name.endswith(".parquet"):
             meta = _read_parquet_schema(path).metadata or {}
