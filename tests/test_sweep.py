@@ -820,6 +820,19 @@ def test_a_bare_cap_or_drop_has_the_fabrics_node_count_in_its_column(tmp_path, c
     assert summary["input"]["settings"]["transforms"] == ["days:1", "scale:2", "cap:1296", "drop:1296"]
 
 
+def test_a_window_start_has_a_number_column_of_its_own(tmp_path, capsys):
+    """days:N@S put "1@1" in t_days: the column became a string one for every run of DIR,
+    and `--where "t_days = 1"` ended in "Conversion Error: Could not convert string '1@1'"."""
+    toml = tmp_path / "w.toml"
+    toml.write_text(f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\ntransforms = [["days:1", "days:1@1"]]\n[[fabrics]]\nsystem = "cab"\n[policies]\nalloc = ["linear"]\n')
+    out = tmp_path / "out"
+    code, _, err = _cli(["sweep", toml, "--out", out, "--workers", "1", "--quiet", "--no-report"], capsys)
+    assert code == 0, err
+    code, stdout, err = _cli(["runs", out, "--format", "csv", "--where", "t_days = 1", "--order-by", "t_days_start", "--columns", "transforms,t_days,t_days_start"], capsys)
+    assert code == 0, err
+    assert stdout.strip().splitlines() == ["transforms,t_days,t_days_start", "days:1,1.0,0.0", "days:1@1,1.0,1.0"]
+
+
 def test_a_catalog_duckdb_cannot_read_is_built_again(sweep8, tmp_path, capsys):
     """A catalog.duckdb that DuckDB cannot open (damaged, or written by a DuckDB of another
     storage version on a shared directory) ended `toposched runs` with "SQL error: IO

@@ -240,6 +240,14 @@ def _row_of(run_dir: Path, marker: dict[str, Any], plan: dict[str, int], spec: d
             # transforms): left empty, a query on t_cap missed the run
             row[f"t_{kind}"] = float(sf["nodes"]) if isinstance(sf.get("nodes"), int) else None
             continue
+        if kind == "days":
+            # days:N@S: the window's length in t_days and its first day in t_days_start,
+            # numbers both (t_days held "30@60", a string, so that with one such run in
+            # DIR `--where "t_days = 30"` ended in a conversion error)
+            length, _, start = arg.partition("@")
+            row["t_days"] = _num(length)
+            row["t_days_start"] = _num(start) if start else 0.0
+            continue
         row[f"t_{kind}"] = _num(arg) if arg else arg
     return row
 
