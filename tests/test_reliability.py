@@ -490,6 +490,17 @@ def test_check_on_a_directory_of_runs_points_at_them(tmp_path: Path, capsys) -> 
     assert run_cli(["check", str(out / "runs" / "isolated__none")], capsys)[0] == 0
 
 
+def test_check_on_a_contention_directory_points_at_its_replay(tmp_path: Path, capsys) -> None:
+    """`toposched check OUT` on a contention analysis listed its five files as missing;
+    the replay is in OUT/run/."""
+    out = tmp_path / "cont"
+    assert main(["contention", "--trace", str(SWF_OK), "--system", FABRIC, "--out", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    code, _, err = run_cli(["check", str(out)], capsys)
+    assert code == 2 and one_clean_line(err) == f"error: {out}: holds a replay in run/, not one run's results: toposched check {out / 'run'}"
+    assert run_cli(["check", str(out / "run")], capsys)[0] == 0
+
+
 def test_check_refuses_a_mixture_of_two_runs(tmp_path: Path, capsys) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
     base = ["simulate", "--trace", str(SWF_OK), "--system", FABRIC, "--quiet"]

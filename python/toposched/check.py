@@ -300,6 +300,9 @@ def run_ids(out: Path) -> dict[str, str | None]:
             raise InputError(
                 str(out), f"holds runs, not one run's results: check each, e.g. toposched check {out / 'runs' / runs[0]} ({len(runs)} runs in {out / 'runs'})"
             )
+        if (out / "run" / missing[0]).exists() and not (out / "runs").exists():
+            # a contention analysis's directory: its replay is kept in OUT/run/
+            raise InputError(str(out), f"holds a replay in run/, not one run's results: toposched check {out / 'run'}")
         if len(missing) == 1:
             raise InputError(str(out / missing[0]), "is missing: not a complete result directory")
         # every one named (the first alone was, and the next check found the next)
