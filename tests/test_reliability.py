@@ -501,6 +501,20 @@ def test_check_on_a_contention_directory_points_at_its_replay(tmp_path: Path, ca
     assert run_cli(["check", str(out / "run")], capsys)[0] == 0
 
 
+def test_check_finds_a_jobs_parquet_with_rows_the_summary_does_not_count(tmp_path: Path, capsys) -> None:
+    """A jobs.parquet filtered (or appended to) and written back with its metadata kept its
+    run id, and check said "schedule OK" for a directory whose files disagree."""
+    out = tmp_path / "o"
+    assert main(["simulate", "--trace", str(SWF_OK), "--system", FABRIC, "--out", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    jobs = pq.read_table(out / "jobs.parquet")
+    replayed = json.loads((out / "summary.json").read_text())["jobs"]["replayed"]
+    assert replayed == jobs.num_rows > 1
+    pq.write_table(jobs.slice(1), out / "jobs.parquet")
+    code, text, _ = run_cli(["check", str(out)], capsys)
+    assert code == 1 and text.splitlines() == [f"summary.json says {replayed:,} jobs replayed, jobs.parquet holds {replayed - 1:,}: the files do not agree", "1 problem(s) found"]
+
+
 def test_check_refuses_a_mixture_of_two_runs(tmp_path: Path, capsys) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
     base = ["simulate", "--trace", str(SWF_OK), "--system", FABRIC, "--quiet"]

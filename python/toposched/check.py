@@ -5,7 +5,8 @@ wrote, so it can audit any run, including ones made by older versions.
 
 Checks:
 * the five result files are there, readable, and carry the same run id (a directory
-  mixing files of two runs is refused);
+  mixing files of two runs is refused), and jobs.parquet holds as many jobs as
+  summary.json says were replayed;
 * every job starts at or after its submit time, and ends at or after its start;
 * no node is held by two jobs at the same instant (intervals are ``[start, end)``);
 * with ``interference_free=True``, invariants I1 and I2 of the SC18 policy (brief §2.10):
@@ -205,6 +206,11 @@ def check_run_dir(out_dir: str | Path, *, interference_free: bool = False) -> Pr
         listed = ", ".join(f"{name}: {rid or 'none'}" for name, rid in ids.items())
         problems.add([f"the files are not all from one run (run ids {listed}): the directory mixes two runs"], 1, "mixed runs")
     jobs = _read_parquet(out / "jobs.parquet")
+    replayed = (_read_json(out / "summary.json").get("jobs") or {}).get("replayed")
+    if isinstance(replayed, int) and not isinstance(replayed, bool) and replayed != jobs.num_rows:
+        # rows lost or added (a jobs.parquet filtered and written back with its metadata):
+        # the run id alone did not tell, and the schedule passed as OK
+        problems.add([f"summary.json says {replayed:,} jobs replayed, jobs.parquet holds {jobs.num_rows:,}: the files do not agree"], 1, "files at odds")
     fabric = _read_json(out / "fabric.json")
     for key in ("node_leaf", "leaf_pod"):
         if not isinstance(fabric.get(key), list):
