@@ -206,7 +206,8 @@ def check_run_dir(out_dir: str | Path, *, interference_free: bool = False) -> Pr
         listed = ", ".join(f"{name}: {rid or 'none'}" for name, rid in ids.items())
         problems.add([f"the files are not all from one run (run ids {listed}): the directory mixes two runs"], 1, "mixed runs")
     jobs = _read_parquet(out / "jobs.parquet")
-    replayed = (_read_json(out / "summary.json").get("jobs") or {}).get("replayed")
+    counts = _read_json(out / "summary.json").get("jobs")
+    replayed = counts.get("replayed") if isinstance(counts, dict) else None  # other versions' summaries: not compared
     if isinstance(replayed, int) and not isinstance(replayed, bool) and replayed != jobs.num_rows:
         # rows lost or added (a jobs.parquet filtered and written back with its metadata):
         # the run id alone did not tell, and the schedule passed as OK
