@@ -209,6 +209,12 @@ def test_runs_command_filters_and_formats(sweep8, capsys):
         main(["runs", str(out), "--limit", "-1"])
     err = capsys.readouterr().err
     assert usage.value.code == 2 and err.strip().splitlines() == ["toposched runs: error: argument --limit: must be at least 0, got -1 ('toposched runs --help' lists the options)"], err
+    # beyond DuckDB's LIMIT: was "SQL error: Conversion Error: Type INT128 ...", naming no flag
+    with pytest.raises(SystemExit) as usage:
+        main(["runs", str(out), "--limit", str(2**63)])
+    err = capsys.readouterr().err
+    assert usage.value.code == 2 and err.strip().splitlines() == [f"toposched runs: error: argument --limit: must be below 2^63, got {2**63} ('toposched runs --help' lists the options)"], err
+    assert _cli(["runs", out, "--limit", str(2**63 - 1)], capsys)[0] == 0
 
 
 @pytest.mark.parametrize("flag", ["--sql", "--where", "--columns", "--order-by"])
