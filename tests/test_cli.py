@@ -93,6 +93,8 @@ def test_a_policy_option_the_policy_refuses_names_its_flag(tmp_path, capsys):
     # refusal, "settings: adaptive: slowdown_threshold must be ... (set with
     # --slowdown-threshold)", came only in the runs: compare's and frontier's had started)
     assert line.startswith("toposched simulate: error: argument --slowdown-threshold: must be at least 0, got -1"), err
+    code, err = _exit_code(["simulate", "--trace", str(EXAMPLE_TRACE), "--system", "cab", "--alloc", "least-interference", "--assumed-phi", "5", "--out", str(tmp_path / "o")], capsys)
+    assert code == 2 and "argument --assumed-phi: must be at most 1, got 5" in err, err
     for command in ("compare", "frontier"):
         out = tmp_path / command
         code, err = _exit_code([command, "--trace", str(EXAMPLE_TRACE), "--system", "cab", "--slowdown-threshold", "-1", "--out", str(out), "--quiet"], capsys)

@@ -1081,6 +1081,29 @@ def test_a_policy_option_axis_is_a_catalog_column(tmp_path, capsys):
     assert code == 0 and len(stdout.strip().splitlines()) == 2
 
 
+@pytest.mark.parametrize(
+    "value, error",
+    [
+        ("[0, 0.1]", None),
+        ("-1", "run.slowdown_threshold: must be at least 0, got -1"),
+        ('"0.1"', "run.slowdown_threshold: expected a number, got a string"),
+        ("nan", "run.slowdown_threshold: expected a finite number, got nan"),
+    ],
+)
+def test_a_number_policy_option_in_a_sweep_file_is_a_number(tmp_path, capsys, value, error):
+    """A number option ([run] slowdown_threshold = 0.1) was read as a string: the number
+    was refused ("expected a string, got a number") and "x" was taken, to fail in every
+    run. Now a number, in the range of the option's schema."""
+    toml = tmp_path / "t.toml"
+    toml.write_text(f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\ntransforms = ["days:1"]\n[[fabrics]]\nsystem = "cab"\n[policies]\nalloc = ["adaptive"]\n[run]\nslowdown_threshold = {value}\n')
+    code, stdout, err = _cli(["sweep", toml, "--out", tmp_path / "out", "--dry-run"], capsys)
+    if error is None:
+        assert code == 0 and stdout.strip().splitlines()[-1].startswith("2 runs, 0 complete, 2 to run"), err
+        assert "policy_options={'slowdown_threshold': 0.1}" in stdout
+    else:
+        assert code == 2 and err.strip().splitlines() == [f"error: {toml}:9: {error}"], err
+
+
 def test_runs_json_is_json_whatever_the_query_returns(sweep8, capsys):
     """`toposched runs DIR --sql ... --format json` wrote a DECIMAL (a literal 1.5, a
     ::DECIMAL cast) as the string "1.5" and an infinite double as Infinity, which is not
