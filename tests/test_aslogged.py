@@ -360,6 +360,27 @@ def test_cli_as_logged_wagap(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert any(p.startswith("node ") for p in check_run_dir(out))
 
 
+@pytest.mark.parametrize("command", ["simulate", "compare", "contention"])
+@pytest.mark.parametrize("transform", ["scale:2", "cores:4", "cap:3"])
+def test_a_transform_of_node_counts_is_refused_with_as_logged(tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, transform: str) -> None:
+    """as-logged takes each job's nodes from its logged hosts: --transform scale:2 replayed
+    the log's own schedule (the same APH as without it) while the summary listed scale:2
+    and counted every job as scaled. A window or drop:N still applies."""
+    conf = tmp_path / "wagap-44.conf"
+    conf.write_text(topology_conf_text(fabric_from_hosts(hosts_of(wagap()), 16, name="wagap-44")))
+    out = tmp_path / "out"
+    allocs = ["--allocs", "linear,as-logged", "--scenarios", "none", "--jobs", "1", "--no-report"] if command == "compare" else ["--alloc", "as-logged"]
+    argv = [command, "--trace", str(WAGAP), "--system", str(conf), *allocs, "--out", str(out), "--quiet", "--transform", "days:2"]
+    capsys.readouterr()
+    assert main([*argv, transform]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip() and not line.startswith("toposched: ")]
+    assert err == [f"error: --transform: {transform} changes node counts, which --alloc as-logged takes from the log's hosts "
+                   "(the replay would be the log's own schedule); with as-logged use days:N, days:N@START or drop:N only"]
+    assert not out.exists()
+    if command == "simulate":
+        assert main([*argv, "drop:2"]) == 0
+
+
 def test_cli_as_logged_unmapped(tmp_path: Path) -> None:
     out = tmp_path / "out"
     rc = main(["simulate", "--trace", str(PBS), "--system", "cab", "--alloc", "as-logged", "--out", str(out), "--quiet"])

@@ -53,6 +53,12 @@ def test_grid_point_listed_twice_runs_once():
         ("linear:seed=1", "linear has no option 'seed'"),
         ("random:seed=x", "expected an integer, got 'x'"),
         ("random:seed=-1", "must be at least 0"),
+        # a number below the schema's minimum ran both runs of the point, each failing in
+        # the engine ("settings: adaptive: slowdown_threshold must be a fraction >= 0")
+        ("adaptive:slowdown_threshold=-1", "option slowdown_threshold: must be at least 0, got -1"),
+        ("least-interference:assumed_phi=0.3+-0.5", "option assumed_phi: must be at least 0, got -0.5"),
+        # the schema's maximum of a number option was dropped (the engine refused it in each run)
+        ("least-interference:assumed_phi=0.5+1.5", "option assumed_phi: must be at most 1, got 1.5"),
         ("isolated:leaf_order=sideways", "expected one of flux-topo, paper"),
         ("random:seed", "expected OPTION=VALUE"),
         ("random:seed=1,seed=2", "option seed given twice"),

@@ -404,6 +404,11 @@ def test_check_refuses_corrupt_and_partial_directories(tmp_path: Path, capsys) -
     (out / "jobs.parquet").unlink()
     code, _, err = run_cli(["check", str(out)], capsys)
     assert code == 2 and "is missing" in one_clean_line(err)
+    # several missing: each named, in one line (only the first was)
+    (out / "summary.json").unlink()
+    (out / "fabric.json").unlink()
+    code, _, err = run_cli(["check", str(out)], capsys)
+    assert code == 2 and one_clean_line(err) == f"error: {out}: jobs.parquet, summary.json, fabric.json are missing: not a complete result directory"
 
 
 @pytest.mark.parametrize(
@@ -485,6 +490,34 @@ def test_check_on_a_directory_of_runs_points_at_them(tmp_path: Path, capsys) -> 
     assert run_cli(["check", str(out / "runs" / "isolated__none")], capsys)[0] == 0
 
 
+def test_check_on_a_contention_directory_points_at_its_replay(tmp_path: Path, capsys) -> None:
+    """`toposched check OUT` on a contention analysis listed its five files as missing;
+    the replay is in OUT/run/."""
+    out = tmp_path / "cont"
+    assert main(["contention", "--trace", str(SWF_OK), "--system", FABRIC, "--out", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    code, _, err = run_cli(["check", str(out)], capsys)
+    assert code == 2 and one_clean_line(err) == f"error: {out}: holds a replay in run/, not one run's results: toposched check {out / 'run'}"
+    assert run_cli(["check", str(out / "run")], capsys)[0] == 0
+
+
+def test_check_finds_a_jobs_parquet_with_rows_the_summary_does_not_count(tmp_path: Path, capsys) -> None:
+    """A jobs.parquet filtered (or appended to) and written back with its metadata kept its
+    run id, and check said "schedule OK" for a directory whose files disagree."""
+    out = tmp_path / "o"
+    assert main(["simulate", "--trace", str(SWF_OK), "--system", FABRIC, "--out", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    jobs = pq.read_table(out / "jobs.parquet")
+    replayed = json.loads((out / "summary.json").read_text())["jobs"]["replayed"]
+    assert replayed == jobs.num_rows > 1
+    pq.write_table(jobs.slice(1), out / "jobs.parquet")
+    code, text, _ = run_cli(["check", str(out)], capsys)
+    assert code == 1 and text.splitlines() == [f"summary.json says {replayed:,} jobs replayed, jobs.parquet holds {replayed - 1:,}: the files do not agree", "1 problem(s) found"]
+    # a summary of another shape (another version's) is not compared, and not an internal error
+    _edit_json(out / "summary.json", jobs=replayed)
+    assert run_cli(["check", str(out)], capsys)[0] == 0
+
+
 def test_check_refuses_a_mixture_of_two_runs(tmp_path: Path, capsys) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
     base = ["simulate", "--trace", str(SWF_OK), "--system", FABRIC, "--quiet"]
@@ -501,6 +534,54 @@ def test_check_refuses_a_mixture_of_two_runs(tmp_path: Path, capsys) -> None:
     (a / "jobs.parquet").write_bytes((b / "jobs.parquet").read_bytes())
     code, out, _ = run_cli(["check", str(a)], capsys)
     assert code == 1 and "not all from one run" in out
+
+
+def _node_ids_column(t: pa.Table, first_ids: list[int | None] | None) -> pa.Table:
+    """jobs.parquet as versions before node ranges wrote it (node_ids, one id per node),
+    the first job's list replaced by ``first_ids``."""
+    ids = [[r["first"] + i for r in rs for i in range(r["count"])] for rs in t.column("node_ranges").to_pylist()]
+    ids[0] = first_ids
+    return t.drop_columns(["node_ranges"]).append_column("node_ids", pa.array(ids, pa.list_(pa.int64())))
+
+
+@pytest.mark.parametrize(
+    "damage, says",
+    [
+        # a run id that is no string: "internal error: TypeError: unhashable type: 'list'"
+        (lambda d: _edit_json(d / "summary.json", run_id=[1]), "summary.json: run_id is [1], not a run id"),
+        (lambda d: _edit_json(d / "fabric.json", run_id={"a": 1}), "fabric.json: run_id is {'a': 1}, not a run id"),
+        # one not UTF-8 in a Parquet file's metadata: "internal error: UnicodeDecodeError"
+        (lambda d: _edit_jobs(d, lambda t: t.replace_schema_metadata({b"toposched.run_id": b"\xff\xfe"})), "jobs.parquet: run_id is b'\\xff\\xfe', not a run id"),
+        # node ids (files before node ranges) off any fabric: "internal error: ValueError: node ids must be in [0, 2^32)"
+        (lambda d: _edit_jobs(d, lambda t: _node_ids_column(t, [-1])), "jobs.parquet: field 'node_ids': job 1 lists node id -1, not a node id"),
+        (lambda d: _edit_jobs(d, lambda t: _node_ids_column(t, [3, 2**40])), "jobs.parquet: field 'node_ids': job 1 lists node id 1099511627776, not"),
+        (lambda d: _edit_jobs(d, lambda t: _node_ids_column(t, [None])), "jobs.parquet: field 'node_ids': job 1 lists a missing node id, not"),
+        # PyArrow's message went on with the whole schema: 21 lines for one problem
+        (lambda d: _edit_jobs(d, lambda t: t.append_column("start_s", t.column("start_s"))), "jobs.parquet: has columns named twice: start_s"),
+        # nesting deeper than the JSON reader goes: "internal error: RecursionError"
+        (lambda d: (d / "fabric.json").write_text("[" * 100_000 + "]" * 100_000), "fabric.json: is not readable JSON: nested too deeply"),
+    ],
+)
+def test_check_says_what_is_wrong_with_a_damaged_file_in_one_line(tmp_path: Path, capsys, damage, says) -> None:
+    out = tmp_path / "o"
+    assert main(["simulate", "--trace", str(SWF_OK), "--system", FABRIC, "--out", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    damage(out)
+    code, _, err = run_cli(["check", str(out)], capsys)
+    line = one_clean_line(err)
+    assert code == 2 and line.startswith(f"error: {out}/") and says in line and "internal error" not in line, line
+
+
+def _edit_json(path: Path, **fields: object) -> None:
+    doc = json.loads(path.read_text())
+    doc.update(fields)
+    path.write_text(json.dumps(doc))
+
+
+def _edit_jobs(out: Path, edit) -> None:
+    t = pq.read_table(out / "jobs.parquet")
+    edited = edit(t)
+    pq.write_table(edited if edited.schema.metadata else edited.replace_schema_metadata(t.schema.metadata), out / "jobs.parquet")
 
 
 def test_run_id_is_deterministic(tmp_path: Path) -> None:

@@ -209,6 +209,12 @@ def test_runs_command_filters_and_formats(sweep8, capsys):
         main(["runs", str(out), "--limit", "-1"])
     err = capsys.readouterr().err
     assert usage.value.code == 2 and err.strip().splitlines() == ["toposched runs: error: argument --limit: must be at least 0, got -1 ('toposched runs --help' lists the options)"], err
+    # beyond DuckDB's LIMIT: was "SQL error: Conversion Error: Type INT128 ...", naming no flag
+    with pytest.raises(SystemExit) as usage:
+        main(["runs", str(out), "--limit", str(2**63)])
+    err = capsys.readouterr().err
+    assert usage.value.code == 2 and err.strip().splitlines() == [f"toposched runs: error: argument --limit: must be below 2^63, got {2**63} ('toposched runs --help' lists the options)"], err
+    assert _cli(["runs", out, "--limit", str(2**63 - 1)], capsys)[0] == 0
 
 
 @pytest.mark.parametrize("flag", ["--sql", "--where", "--columns", "--order-by"])
@@ -873,6 +879,54 @@ def test_runs_names_the_damaged_run_directories_it_leaves_out(sweep8, tmp_path, 
     assert code == 0 and err == ""
 
 
+def test_runs_names_a_complete_run_missing_a_result_file(sweep8, tmp_path, capsys):
+    """A complete run whose jobs.parquet was deleted stayed in the runs table as complete,
+    while the jobs view silently had none of its rows (a per-policy mean over the view
+    lost a run without a word). It is a damaged run, as the runner already treats it."""
+    out = tmp_path / "out"
+    shutil.copytree(sweep8["out"], out)
+    dirs = _run_dirs(out)
+    (dirs[0] / "jobs.parquet").unlink()
+    (dirs[1] / "utilization.parquet").unlink()
+    code, stdout, err = _cli(["runs", out, "--rebuild", "--format", "csv", "--columns", "dir"], capsys)
+    assert code == 0, err
+    assert sorted(stdout.strip().splitlines()[1:]) == [f"runs/{d.name}" for d in dirs[2:]]
+    assert err.strip().splitlines() == [
+        f"toposched runs: {out / 'runs' / dirs[0].name} is left out: jobs.parquet: missing",
+        f"toposched runs: {out / 'runs' / dirs[1].name} is left out: utilization.parquet: missing",
+    ]
+    code, stdout, _ = _cli(["runs", out, "--format", "csv", "--sql", "SELECT count(DISTINCT run_id) FROM jobs"], capsys)
+    assert code == 0 and stdout.strip().splitlines()[1] == str(len(dirs) - 2)
+
+
+def test_a_bare_cap_or_drop_has_the_fabrics_node_count_in_its_column(tmp_path, capsys):
+    """--transform cap (no N: the fabric's node count) left t_cap empty, so a query on
+    t_cap missed the run; the summary records the count the run used (cap:1296)."""
+    out = tmp_path / "cmp"
+    argv = ["compare", "--trace", str(EXAMPLE_TRACE), "--system", "cab", "--transform", "days:1", "scale:2", "cap", "drop",
+            "--allocs", "linear", "--scenarios", "none", "--jobs", "1", "--no-report", "--quiet", "--out", str(out)]
+    assert main([str(a) for a in argv]) == 0
+    capsys.readouterr()
+    code, stdout, err = _cli(["runs", out, "--format", "csv", "--columns", "transforms,t_days,t_scale,t_cap,t_drop"], capsys)
+    assert code == 0, err
+    assert stdout.strip().splitlines() == ["transforms,t_days,t_scale,t_cap,t_drop", "days:1 scale:2 cap drop,1.0,2.0,1296.0,1296.0"]
+    summary = json.loads((out / "runs" / "linear__none" / "summary.json").read_text())
+    assert summary["input"]["settings"]["transforms"] == ["days:1", "scale:2", "cap:1296", "drop:1296"]
+
+
+def test_a_window_start_has_a_number_column_of_its_own(tmp_path, capsys):
+    """days:N@S put "1@1" in t_days: the column became a string one for every run of DIR,
+    and `--where "t_days = 1"` ended in "Conversion Error: Could not convert string '1@1'"."""
+    toml = tmp_path / "w.toml"
+    toml.write_text(f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\ntransforms = [["days:1", "days:1@1"]]\n[[fabrics]]\nsystem = "cab"\n[policies]\nalloc = ["linear"]\n')
+    out = tmp_path / "out"
+    code, _, err = _cli(["sweep", toml, "--out", out, "--workers", "1", "--quiet", "--no-report"], capsys)
+    assert code == 0, err
+    code, stdout, err = _cli(["runs", out, "--format", "csv", "--where", "t_days = 1", "--order-by", "t_days_start", "--columns", "transforms,t_days,t_days_start"], capsys)
+    assert code == 0, err
+    assert stdout.strip().splitlines() == ["transforms,t_days,t_days_start", "days:1,1.0,0.0", "days:1@1,1.0,1.0"]
+
+
 def test_a_catalog_duckdb_cannot_read_is_built_again(sweep8, tmp_path, capsys):
     """A catalog.duckdb that DuckDB cannot open (damaged, or written by a DuckDB of another
     storage version on a shared directory) ended `toposched runs` with "SQL error: IO
@@ -1113,6 +1167,29 @@ def test_a_policy_option_axis_is_a_catalog_column(tmp_path, capsys):
     ]
     code, stdout, _ = _cli(["runs", out, "--where", "leaf_cap = 3", "--columns", "run_id", "--format", "csv"], capsys)
     assert code == 0 and len(stdout.strip().splitlines()) == 2
+
+
+@pytest.mark.parametrize(
+    "value, error",
+    [
+        ("[0, 0.1]", None),
+        ("-1", "run.slowdown_threshold: must be at least 0, got -1"),
+        ('"0.1"', "run.slowdown_threshold: expected a number, got a string"),
+        ("nan", "run.slowdown_threshold: expected a finite number, got nan"),
+    ],
+)
+def test_a_number_policy_option_in_a_sweep_file_is_a_number(tmp_path, capsys, value, error):
+    """A number option ([run] slowdown_threshold = 0.1) was read as a string: the number
+    was refused ("expected a string, got a number") and "x" was taken, to fail in every
+    run. Now a number, in the range of the option's schema."""
+    toml = tmp_path / "t.toml"
+    toml.write_text(f'[[workloads]]\ntrace = "{EXAMPLE_TRACE}"\ntransforms = ["days:1"]\n[[fabrics]]\nsystem = "cab"\n[policies]\nalloc = ["adaptive"]\n[run]\nslowdown_threshold = {value}\n')
+    code, stdout, err = _cli(["sweep", toml, "--out", tmp_path / "out", "--dry-run"], capsys)
+    if error is None:
+        assert code == 0 and stdout.strip().splitlines()[-1].startswith("2 runs, 0 complete, 2 to run"), err
+        assert "policy_options={'slowdown_threshold': 0.1}" in stdout
+    else:
+        assert code == 2 and err.strip().splitlines() == [f"error: {toml}:9: {error}"], err
 
 
 def test_runs_json_is_json_whatever_the_query_returns(sweep8, capsys):

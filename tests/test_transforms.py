@@ -181,7 +181,10 @@ def test_apply_transforms_parses_every_form_in_order():
 @pytest.mark.parametrize(
     "spec",
     ["scale", "scale:", "scale:0", "scale:-2", "scale:x", "days:0", "days:", "days:abc", "days:30@-1", "days:30@x",
-     "cores:1.5", "cores:0", "cap:abc", "drop:0", "drop:12.5", "cap", "nodes:2", "", "2x"],
+     "cores:1.5", "cores:0", "cap:abc", "drop:0", "drop:12.5", "cap", "nodes:2", "", "2x",
+     # not decimals: Fraction() took them, and scale:1/3 was recorded as a string the
+     # command refuses (scale:0.3333333333333333, over 9 decimals)
+     "scale:1/3", "days:1/3", "days:1@1/2", "scale:1_0", "cores:1_6", "scale:\u0663", "cap:2/1"],
 )
 def test_bad_transform_strings_name_the_string_and_what_is_expected(spec):
     with pytest.raises(InputError) as err:
@@ -227,6 +230,29 @@ def test_scale_past_2_31_nodes_names_the_job_and_never_wraps():
     assert t["procs"].tolist() == [8_000_000, 9_120_000_000, 24_000_000]
     with pytest.raises(InputError):
         apply_transforms(w, ["scale:50000", "scale:50000"])
+
+
+def test_scale_with_a_nine_decimal_factor_never_wraps_processor_counts():
+    """Processor counts are held below 2^63 once scaled, not below 2^31: 10^9 processors
+    times the numerator of 10000.000000001 (10^13 + 1) is past 2^63, and wrapped to
+    1,864,712,051 processors (a later cores:C then made 1,865 nodes instead of
+    10,000,001). Expected values by hand: ceil(10^9 x 10000.000000001) = 10^13 + 1."""
+    w = make([1000, 1], procs=[10**9, 2])
+    t = apply_transforms(w, ["scale:10000.000000001"])
+    assert t["procs"].tolist() == [10**13 + 1, 20001]
+    assert t["nodes"].tolist() == [10_000_001, 10001]
+    assert apply_transforms(w, ["scale:10000.000000001", "cores:1000000"])["nodes"].tolist() == [10_000_001, 1]
+
+
+def test_cores_past_2_31_nodes_names_the_job_and_the_transform():
+    """cores:1 on 10^11 processors made a 10^11-node job, which the engine refused as
+    the log's own "field 'nodes' out of range", naming neither the transform nor its flag."""
+    w = make([1000, 1], procs=[10**9, 2])
+    with pytest.raises(InputError) as err:
+        apply_transforms(w, ["scale:100", "cores:1"])
+    msg = str(err.value)
+    assert msg.startswith("inline:1: field 'procs': cores:1 makes job 1's 100,000,000,000 procs 100,000,000,000 nodes, not below 2^31") and "--transform" in msg, msg
+    assert apply_transforms(w, ["scale:100", "cores:100"])["nodes"].tolist() == [10**9, 2]
 
 
 # ----------------------------------------------------------------------- scenarios

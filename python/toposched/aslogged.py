@@ -347,6 +347,24 @@ def _merged_busy(node_rows: list[tuple[np.ndarray, int, int]]) -> tuple[np.ndarr
     return s_arr, np.asarray(m_end, np.int64), np.ones(len(s_arr), np.int64), sharing
 
 
+#: Transforms that change node counts: as-logged takes each job's nodes from its logged
+#: hosts, so their effect would be undone without a word.
+NODE_TRANSFORMS = ("scale", "cores", "cap")
+
+
+def refuse_node_transforms(workload: Workload) -> None:
+    """Refuse a workload whose node counts a transform changed (scale, cores, cap):
+    ``--alloc as-logged --transform scale:2`` replayed the logged hosts, the very schedule
+    of the log, while the summary listed scale:2 and counted every job as scaled."""
+    done = [t for t in workload.settings.get("transforms", []) if str(t).partition(":")[0] in NODE_TRANSFORMS]
+    if done:
+        raise InputError(
+            "--transform",
+            f"{', '.join(done)} changes node counts, which --alloc as-logged takes from the log's hosts "
+            "(the replay would be the log's own schedule); with as-logged use days:N, days:N@START or drop:N only",
+        )
+
+
 def replay_as_logged(workload: Workload, fabric: Fabric, config: RunConfig = RunConfig(alloc="as-logged")) -> SimResult:
     """Replay ``workload`` as its log records it (see the module docstring).
 
@@ -365,6 +383,7 @@ def replay_as_logged(workload: Workload, fabric: Fabric, config: RunConfig = Run
       mapping counts (jobs placed, unmapped hosts, jobs sharing a node at some instant).
       Queue and allocation settings (seed, leaf order, ...) are not used.
     """
+    refuse_node_transforms(workload)
     mapping = map_hosts(workload, fabric)
     n = len(workload)
     cols = workload.columns

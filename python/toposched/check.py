@@ -5,7 +5,8 @@ wrote, so it can audit any run, including ones made by older versions.
 
 Checks:
 * the five result files are there, readable, and carry the same run id (a directory
-  mixing files of two runs is refused);
+  mixing files of two runs is refused), and jobs.parquet holds as many jobs as
+  summary.json says were replayed;
 * every job starts at or after its submit time, and ends at or after its start;
 * no node is held by two jobs at the same instant (intervals are ``[start, end)``);
 * with ``interference_free=True``, invariants I1 and I2 of the SC18 policy (brief §2.10):
@@ -24,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .errors import InputError
-from .nodelists import NODE_RANGES, has_node_lists, lists_from_ranges, node_column, table_ranges
+from .nodelists import NODE_IDS, NODE_RANGES, has_node_lists, lists_from_ranges, node_column, table_ranges
 
 
 class Problems(list[str]):
@@ -205,6 +206,12 @@ def check_run_dir(out_dir: str | Path, *, interference_free: bool = False) -> Pr
         listed = ", ".join(f"{name}: {rid or 'none'}" for name, rid in ids.items())
         problems.add([f"the files are not all from one run (run ids {listed}): the directory mixes two runs"], 1, "mixed runs")
     jobs = _read_parquet(out / "jobs.parquet")
+    counts = _read_json(out / "summary.json").get("jobs")
+    replayed = counts.get("replayed") if isinstance(counts, dict) else None  # other versions' summaries: not compared
+    if isinstance(replayed, int) and not isinstance(replayed, bool) and replayed != jobs.num_rows:
+        # rows lost or added (a jobs.parquet filtered and written back with its metadata):
+        # the run id alone did not tell, and the schedule passed as OK
+        problems.add([f"summary.json says {replayed:,} jobs replayed, jobs.parquet holds {jobs.num_rows:,}: the files do not agree"], 1, "files at odds")
     fabric = _read_json(out / "fabric.json")
     for key in ("node_leaf", "leaf_pod"):
         if not isinstance(fabric.get(key), list):
@@ -216,6 +223,7 @@ def check_run_dir(out_dir: str | Path, *, interference_free: bool = False) -> Pr
     if missing:
         raise InputError(str(out / "jobs.parquet"), f"lacks columns {missing}: not a jobs.parquet written by toposched")
     _check_column_types(out / "jobs.parquet", jobs.schema)
+    _check_node_ids(out / "jobs.parquet", jobs)
     found = check_schedule(jobs, fabric, interference_free=interference_free)
     problems.extend(found)
     problems.total += found.total
@@ -239,6 +247,29 @@ def _check_column_types(path: Path, schema: pa.Schema) -> None:
         wrong.append(f"{name} ({typ})")
     if wrong:
         raise InputError(str(path), f"columns of the wrong type: {', '.join(wrong)}: not a jobs.parquet written by toposched")
+
+
+def _check_node_ids(path: Path, jobs: pa.Table) -> None:
+    """The node ids of a node_ids column (files before node ranges) are ids, 0 to 2^32 - 1,
+    none missing: one off that range failed as "internal error: ValueError: node ids must
+    be in [0, 2^32)", a null as the same after a NumPy cast warning."""
+    if node_column(jobs.column_names) != NODE_IDS:
+        return
+    column = jobs.column(NODE_IDS)
+    row0 = 0
+    for chunk in column.chunks:
+        lengths = np.asarray(chunk.value_lengths().fill_null(0), dtype=np.int64)
+        values = chunk.flatten()  # the listed ids of the chunk's rows, in row order
+        valid = np.asarray(values.is_valid(), dtype=bool)
+        ids = np.asarray(values.fill_null(0), dtype=np.int64)
+        bad = np.flatnonzero(~valid | (ids < 0) | (ids >= 2**32))
+        if len(bad):
+            i = int(bad[0])
+            row = row0 + int(np.searchsorted(np.cumsum(lengths), i, side="right"))
+            job = jobs.column("job_id")[row].as_py()
+            what = f"node id {int(ids[i])}" if valid[i] else "a missing node id"
+            raise InputError(str(path), f"job {job} lists {what}, not a node id (0 to 2^32 - 1): the file is damaged", field=NODE_IDS)
+        row0 += len(chunk)
 
 
 def _check_fabric_maps(path: Path, node_leaf: list[Any], leaf_pod: list[Any]) -> None:
@@ -268,44 +299,73 @@ def run_ids(out: Path) -> dict[str, str | None]:
     from .files import RESULT_FILES
 
     ids: dict[str, str | None] = {}
+    missing = [name for name in RESULT_FILES if not (out / name).exists()]
+    if missing:
+        runs = runs_held(out, missing[0])
+        if runs:
+            # a sweep's, compare's or frontier's directory: its runs are the results
+            raise InputError(
+                str(out), f"holds runs, not one run's results: check each, e.g. toposched check {out / 'runs' / runs[0]} ({len(runs)} runs in {out / 'runs'})"
+            )
+        if (out / "run" / missing[0]).exists() and not (out / "runs").exists():
+            # a contention analysis's directory: its replay is kept in OUT/run/
+            raise InputError(str(out), f"holds a replay in run/, not one run's results: toposched check {out / 'run'}")
+        if len(missing) == 1:
+            raise InputError(str(out / missing[0]), "is missing: not a complete result directory")
+        # every one named (the first alone was, and the next check found the next)
+        raise InputError(str(out), f"{', '.join(missing)} are missing: not a complete result directory")
     for name in RESULT_FILES:
         path = out / name
-        if not path.exists():
-            runs = runs_held(out, name)
-            if runs:
-                # a sweep's, compare's or frontier's directory: its runs are the results
-                raise InputError(
-                    str(out), f"holds runs, not one run's results: check each, e.g. toposched check {out / 'runs' / runs[0]} ({len(runs)} runs in {out / 'runs'})"
-                )
-            raise InputError(str(path), "is missing: not a complete result directory")
+        rid: Any
         if name.endswith(".parquet"):
             meta = _read_parquet_schema(path).metadata or {}
             rid = meta.get(b"toposched.run_id")
-            ids[name] = rid.decode() if rid else None
+            try:
+                rid = rid.decode() if rid else None
+            except UnicodeDecodeError:
+                pass  # refused below
         else:
-            ids[name] = _read_json(path).get("run_id")
+            rid = _read_json(path).get("run_id")
+        if rid is not None and not isinstance(rid, str):
+            # a list failed as "internal error: TypeError: unhashable type", bytes not
+            # UTF-8 as a UnicodeDecodeError
+            raise InputError(str(path), f"run_id is {rid!r:.60}, not a run id (a string): the file is damaged")
+        ids[name] = rid
     if all(v is None for v in ids.values()):
         return {}
     return ids
+
+
+def _first_line(exc: BaseException) -> str:
+    """An exception's message on one line: PyArrow's can go on with the whole schema
+    (a column named twice: 21 lines for one problem)."""
+    text = str(exc).strip()
+    return text.splitlines()[0].rstrip(" :") if text else type(exc).__name__
 
 
 def _read_parquet_schema(path: Path) -> pa.Schema:
     try:
         return pq.read_schema(path)
     except (pa.ArrowException, OSError) as exc:
-        raise InputError(str(path), f"is not a readable Parquet file: {exc}") from None
+        raise InputError(str(path), f"is not a readable Parquet file: {_first_line(exc)}") from None
 
 
 def _read_parquet(path: Path) -> pa.Table:
+    names = _read_parquet_schema(path).names
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:  # else PyArrow's "Multiple matches for FieldRef.Name(start_s) in <the schema>"
+        raise InputError(str(path), f"has columns named twice: {', '.join(twice)}: not a jobs.parquet written by toposched")
     try:
         return pq.read_table(path)
     except (pa.ArrowException, OSError) as exc:
-        raise InputError(str(path), f"is not a readable Parquet file: {exc}") from None
+        raise InputError(str(path), f"is not a readable Parquet file: {_first_line(exc)}") from None
 
 
 def _read_json(path: Path) -> dict[str, Any]:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
+    except RecursionError:  # "internal error: RecursionError" on "[[[[...]]]]"
+        raise InputError(str(path), "is not readable JSON: nested too deeply") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(str(path), f"is not readable JSON: {exc}") from None
     if not isinstance(doc, dict):

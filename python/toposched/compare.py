@@ -325,8 +325,9 @@ def _check_allocs_here(plan: list[tuple[str, str]], workload: Workload, fabric: 
 
     for alloc in _dedupe([a for a, _ in plan]):
         if alloc == "as-logged":
-            from .aslogged import map_hosts
+            from .aslogged import map_hosts, refuse_node_transforms
 
+            refuse_node_transforms(workload)
             map_hosts(workload, fabric)
         elif ":" in alloc:
             policies.check_methods(policies.resolve(alloc, fabric), "select", "nodes, free")

@@ -124,6 +124,9 @@ def _typed(option: registry.PolicyOption, text: str, item: str) -> Any:
             raise InputError(flag, f"{where}: expected a number, got {text!r}") from None
         if not math.isfinite(number):
             raise InputError(flag, f"{where}: expected a finite number, got {text!r}")
+        why = registry.check_number(option, number)
+        if why is not None:
+            raise InputError(flag, f"{where}: {why}")
         return number
     if option.type == "boolean":
         if text.lower() in ("true", "yes", "1"):

@@ -16,6 +16,7 @@ docs/policies.md. Nothing here lists a policy by name.
 from __future__ import annotations
 
 import functools
+import math
 import re
 import warnings
 from dataclasses import dataclass
@@ -46,6 +47,9 @@ class PolicyOption:
     #: Rust type holds: 2^32 - 1 for a ``u32``), else None. Checked where the value is
     #: read, so that a value too large is refused naming its flag, not by the engine.
     maximum: int | None = None
+    #: A number option's range, as its schema gives it (``assumed_phi``: 0 to 1), else None.
+    number_minimum: float | None = None
+    number_maximum: float | None = None
 
     @property
     def flag(self) -> str:
@@ -101,6 +105,8 @@ def _option(name: str, prop: Mapping[str, Any], defs: Mapping[str, Any], policy:
         choices=choices,
         minimum=int(minimum) if minimum is not None else None,
         maximum=int(maximum) if maximum is not None and typ == "integer" else None,
+        number_minimum=float(minimum) if minimum is not None and typ == "number" else None,
+        number_maximum=float(maximum) if maximum is not None and typ == "number" else None,
     )
 
 
@@ -125,6 +131,18 @@ def check_integer(o: PolicyOption, value: int) -> str | None:
         return f"must be at least {o.minimum}, got {value}"
     if o.maximum is not None and value > o.maximum:
         return f"must be at most {maximum_text(o.maximum)}, got {value}"
+    return None
+
+
+def check_number(o: PolicyOption, value: float) -> str | None:
+    """Why ``value`` is not a value of the number option ``o`` (not finite, or outside the
+    schema's ``minimum`` and ``maximum``), else None."""
+    if not math.isfinite(value):
+        return f"expected a finite number, got {value}"
+    if o.number_minimum is not None and value < o.number_minimum:
+        return f"must be at least {o.number_minimum:g}, got {value:g}"
+    if o.number_maximum is not None and value > o.number_maximum:
+        return f"must be at most {o.number_maximum:g}, got {value:g}"
     return None
 
 

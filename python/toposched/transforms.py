@@ -38,6 +38,7 @@ docs/compare.md for their exact definitions and the reading of the paper behind 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from fractions import Fraction
@@ -132,16 +133,28 @@ def scale_nodes(w: Workload, k: float | int | str | Fraction) -> Workload:
     _check_scaled_max(w, "nodes", nodes, f, MAX_COUNT, "2^31")
     # Processor counts only need to fit int64 (a later cores:C checks the nodes it makes).
     _check_scaled_max(w, "procs", out.columns["procs"], f, 2**63, "2^63")
-    new = np.maximum(-((-nodes * p) // q), 1)
+    new = np.maximum(_times_up(nodes, p, q), 1)
     procs = out.columns["procs"]
     known = procs > 0
     new_procs = procs.copy()
-    new_procs[known] = np.maximum(-((-procs[known] * p) // q), 1)
+    new_procs[known] = np.maximum(_times_up(procs[known], p, q), 1)
     _count(out.repairs, "transform_scaled_nodes", int(np.sum(new != nodes)))
     out.columns["nodes"] = new
     out.columns["procs"] = new_procs
     out.settings["transforms"].append(f"scale:{_num_text(f)}")
     return out
+
+
+def _times_up(values: np.ndarray, p: int, q: int) -> np.ndarray:
+    """``ceil(values * p / q)`` exactly. In int64 when every product fits; else in Python
+    integers: processor counts are only held below 2^63 once scaled, and their product
+    with the numerator wrapped around (10^9 processors times scale:10000.000000001 gave
+    1,864,712,051 processors, and a later cores:C as many nodes too few)."""
+    top = int(np.max(np.abs(values))) if len(values) else 0
+    if top * p < 2**63:
+        fast: np.ndarray = -((-values * p) // q)
+        return fast
+    return np.array([-((-int(v) * p) // q) for v in values.tolist()], dtype=np.int64)
 
 
 def _check_scaled_max(w: Workload, field: str, values: np.ndarray, f: Fraction, limit: int, limit_text: str) -> None:
@@ -199,6 +212,19 @@ def rescale_cores(w: Workload, cores_per_node: int) -> Workload:
     known = procs > 0
     new = nodes.copy()
     new[known] = np.maximum(-(-procs[known] // c), 1)
+    if len(new) and int(new.max()) >= MAX_COUNT:
+        # else the engine's "big.swf:23: job row 0 (id 1): field 'nodes' out of range",
+        # blaming the log for what the transform made
+        i = int(np.argmax(new))
+        job = w.columns["job_id"][i] if "job_id" in w.columns else i
+        line = int(w.columns["line"][i]) if "line" in w.columns else None
+        raise InputError(
+            w.source or "log",
+            f"cores:{c} makes job {job}'s {int(procs[i]):,} procs {int(new[i]):,} nodes, not below 2^31",
+            line=line,
+            field="procs",
+            hint="--transform: a larger cores:C",
+        )
     _count(out.repairs, "transform_rescaled_nodes", int(np.sum(new != nodes)))
     _count(out.repairs, "transform_cores_no_procs", int(np.sum(~known)))
     out.columns["nodes"] = new
@@ -231,9 +257,23 @@ def _bad(spec: str, why: str) -> InputError:
     return InputError("--transform", f"cannot read {spec!r}: {why}; expected one of {TRANSFORM_HELP}")
 
 
+#: A number as a transform string takes it: decimal, ASCII digits, an optional exponent.
+#: Fraction() alone also took "1/3", "1_0" and other scripts' digits: scale:1/3 was then
+#: recorded as scale:0.3333333333333333, a string the command refuses (over 9 decimals).
+_DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
+def _decimal(text: str) -> Fraction:
+    """The exact value of a decimal number; ValueError for anything else."""
+    t = text.strip()
+    if not _DECIMAL.fullmatch(t):
+        raise ValueError(t)
+    return Fraction(t)
+
+
 def _positive(spec: str, text: str, what: str, *, whole: bool = False) -> Fraction:
     try:
-        v = Fraction(text.strip())
+        v = _decimal(text)
     except (ValueError, ZeroDivisionError):
         raise _bad(spec, f"{what} must be a {'whole ' if whole else ''}number, got {text!r}") from None
     if v <= 0 or (whole and v.denominator != 1):
@@ -294,7 +334,7 @@ def parse_transform(raw: str) -> Transform:
         s = Fraction(0)
         if at:
             try:
-                s = Fraction(start.strip())
+                s = _decimal(start)
             except (ValueError, ZeroDivisionError):
                 raise _bad(spec, f"the start day must be a number, got {start!r}") from None
             if s < 0:

@@ -166,6 +166,23 @@ def _in_range(o: PolicyOption) -> Any:
     return check
 
 
+def _number_in_range(o: PolicyOption) -> Any:
+    """argparse ``type=`` for a number option: finite, not below the schema's ``minimum``
+    (``--slowdown-threshold -1`` reached the engine, which refused it in every run of a
+    compare or frontier, after they had started)."""
+    from ..registry import check_number
+
+    def check(text: str) -> float:
+        v = float(text)
+        why = check_number(o, v)
+        if why is not None:
+            raise argparse.ArgumentTypeError(why)
+        return v
+
+    check.__name__ = "float"  # argparse names the type in "invalid float value"
+    return check
+
+
 def add_policy_options(parser: argparse.ArgumentParser) -> None:
     """One flag per option of every registered policy (``leaf_order`` -> ``--leaf-order``),
     generated from the core's registry: a new policy's options appear here without an edit.
@@ -185,7 +202,7 @@ def add_policy_options(parser: argparse.ArgumentParser) -> None:
             elif o.type == "integer":
                 g.add_argument(o.flag, dest=o.name, type=_in_range(o), metavar="N", help=_policy_help(o))
             elif o.type == "number":
-                g.add_argument(o.flag, dest=o.name, type=float, metavar="X", help=_policy_help(o))
+                g.add_argument(o.flag, dest=o.name, type=_number_in_range(o), metavar="X", help=_policy_help(o))
             else:
                 g.add_argument(o.flag, dest=o.name, metavar="VALUE", help=_policy_help(o))
 

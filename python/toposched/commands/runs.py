@@ -52,6 +52,8 @@ def _count(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if v < 0:
         raise argparse.ArgumentTypeError(f"must be at least 0, got {v}")
+    if v >= 2**63:  # else "SQL error: Conversion Error: Type INT128 ... out of range for ... INT64"
+        raise argparse.ArgumentTypeError(f"must be below 2^63, got {v}")
     return v
 
 

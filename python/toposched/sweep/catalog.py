@@ -151,6 +151,14 @@ def _row(run_dir: Path, marker: dict[str, Any], plan: dict[str, int]) -> dict[st
         if isinstance(read, str):
             return read
         summary = read
+        from ..files import RESULT_FILES
+
+        # a result file since deleted (by hand, a disk cleaner): the run was listed as
+        # complete while the jobs and utilization views silently left its rows out (the
+        # runner runs such a run again, runner._is_complete)
+        gone = next((name for name in RESULT_FILES if not (run_dir / name).is_file()), None)
+        if gone is not None:
+            return f"{gone}: missing"
     try:
         return _row_of(run_dir, marker, plan, spec, summary)
     except (KeyError, TypeError, AttributeError) as exc:
@@ -227,6 +235,19 @@ def _row_of(run_dir: Path, marker: dict[str, Any], plan: dict[str, int], spec: d
             row[f"cfg:{key}"] = value
     for t in wl["transforms"]:
         kind, _, arg = t.partition(":")
+        if not arg and kind in ("cap", "drop"):
+            # a bare cap/drop takes the fabric's node count (cap:1296 in the summary's
+            # transforms): left empty, a query on t_cap missed the run
+            row[f"t_{kind}"] = float(sf["nodes"]) if isinstance(sf.get("nodes"), int) else None
+            continue
+        if kind == "days":
+            # days:N@S: the window's length in t_days and its first day in t_days_start,
+            # numbers both (t_days held "30@60", a string, so that with one such run in
+            # DIR `--where "t_days = 30"` ended in a conversion error)
+            length, _, start = arg.partition("@")
+            row["t_days"] = _num(length)
+            row["t_days_start"] = _num(start) if start else 0.0
+            continue
         row[f"t_{kind}"] = _num(arg) if arg else arg
     return row
 
@@ -276,7 +297,7 @@ def catalog_rows(out: str | Path) -> list[dict[str, Any]]:
 
 def left_out(out: str | Path) -> list[tuple[str, str]]:
     """The run directories of ``out`` that hold a marker (``run.json``) but are not in its
-    catalog, with why: a damaged run (a complete run without its summary.json, a spec.json
+    catalog, with why: a damaged run (a complete run without its summary.json or another result file, a spec.json
     that is not toposched's). ``toposched runs`` names them, so that a run does not vanish
     from the listing unseen. A directory that the catalog merely does not list yet (a
     sweep running on ``out``) is not named."""

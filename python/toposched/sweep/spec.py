@@ -379,6 +379,19 @@ class _Checker:
             return None
         return int(v)  # v is an int (not a bool): int() only gives it that type
 
+    def number(self, v: Any, where: str, option: Any) -> float | None:
+        """A number in the range of the policy option ``option`` (its schema's)."""
+        from ..registry import check_number
+
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            self.err(where, f"expected a number, got {_kind(v)}")
+            return None
+        why = check_number(option, float(v))
+        if why is not None:
+            self.err(where, why)
+            return None
+        return float(v)
+
     def boolean(self, v: Any, where: str) -> bool | None:
         if not isinstance(v, bool):
             self.err(where, f"expected true or false, got {_kind(v)}")
@@ -856,6 +869,10 @@ def _config_value(c: _Checker, key: str, v: Any, where: str, f: Any, default: An
             r = c.boolean(v, where)
         elif f.type == "integer":
             r = c.integer(v, where, f.minimum) if f.maximum is None else c.integer(v, where, f.minimum, f.maximum, maximum_text(f.maximum))
+        elif f.type == "number":
+            # was read as a string: slowdown_threshold = 0.1 was refused ("expected a
+            # string, got a number") and "x" taken, to fail in every run
+            r = c.number(v, where, f)
         else:
             r = c.string(v, where)
         return _BAD if r is None else r
