@@ -11,7 +11,12 @@
 //!   last one;
 //! - when the last node of an ended job reports its epilog complete, the controller runs a
 //!   pass at once (`_slurm_rpc_epilog_complete` -> `schedule()`): here, at the instant
-//!   nodes come back (the engine frees a job's nodes together).
+//!   nodes come back (the engine frees a job's nodes together);
+//! - the background loop also runs a pass every `sched_interval` seconds (slurm.conf
+//!   `SchedulerParameters=sched_interval=`, default 60) since its last one, asked for or
+//!   not, while jobs wait: what retries a job whose `--switches` wait ran out, or whose
+//!   priority changed, when nothing else asks (without it such a job waited for the next
+//!   submission or end, for ever at the end of a log).
 //!
 //! All of it in simulated time: the background loop ticks at multiples of `tick` (its
 //! phase against the real controller's clock is unknown), and `ticks_per_s` lets a replay
@@ -58,6 +63,9 @@ pub struct SlurmOptions {
     pub tick_phase: i64,
     /// When its last pass before the replay began ran (none: long ago).
     pub last_pass: Option<i64>,
+    /// `SchedulerParameters=sched_interval=` (seconds): the background loop's pass at least
+    /// this often while jobs wait (0: only passes asked for, as before this option).
+    pub sched_interval_s: i64,
     /// `PriorityWeightAge` (priority/multifactor; every weight 0: priority/basic's submit order).
     pub priority_weight_age: i64,
     /// `PriorityWeightJobSize`.
@@ -98,6 +106,7 @@ impl Default for SlurmOptions {
             ticks_per_s: 1,
             tick_phase: 0,
             last_pass: None,
+            sched_interval_s: 60,
             priority_weight_age: 0,
             priority_weight_job_size: 0,
             priority_max_age_s: 7 * 86_400,
@@ -130,7 +139,7 @@ pub static POLICY: QueueEntry = QueueEntry {
 impl SlurmOptions {
     /// The ranges `parse` enforces, for options given as a JSON object.
     pub fn check(&self) -> Result<(), String> {
-        for (k, v, min) in [("batch_sched_delay_s", self.batch_sched_delay_s, 0), ("ticks_per_s", self.ticks_per_s, 1), ("tick_phase", self.tick_phase, 0)] {
+        for (k, v, min) in [("batch_sched_delay_s", self.batch_sched_delay_s, 0), ("ticks_per_s", self.ticks_per_s, 1), ("tick_phase", self.tick_phase, 0), ("sched_interval_s", self.sched_interval_s, 0)] {
             if v < min {
                 return Err(format!("queue slurm: {k}={v} is out of range"));
             }
@@ -190,6 +199,8 @@ pub(crate) struct MainPassClock {
     tick_phase: i64,
     /// When the background loop last ran a pass.
     last_periodic: Option<i64>,
+    /// Its pass at least this often while jobs wait (engine units; None: only when asked).
+    interval: Option<i64>,
     /// A pass was asked for (a submission or an end) and the background loop has not run one since.
     requested: bool,
     free_after: u32,
@@ -198,7 +209,13 @@ pub(crate) struct MainPassClock {
 
 impl MainPassClock {
     pub(crate) fn new(batch_sched_delay_s: i64, ticks_per_s: i64, tick_phase: i64, last_pass: Option<i64>) -> MainPassClock {
-        MainPassClock { batch_sched_delay_s, ticks_per_s, tick_phase, last_periodic: last_pass, requested: false, free_after: u32::MAX, queued_after: 0 }
+        MainPassClock { batch_sched_delay_s, ticks_per_s, tick_phase, last_periodic: last_pass, interval: None, requested: false, free_after: u32::MAX, queued_after: 0 }
+    }
+
+    /// The background loop's pass also every `interval_s` seconds while jobs wait (0: never).
+    pub(crate) fn with_interval(mut self, interval_s: i64) -> MainPassClock {
+        self.interval = (interval_s > 0).then(|| interval_s.saturating_mul(self.ticks_per_s));
+        self
     }
 
     /// Whether the main scheduler runs a pass now (asks the engine to wake it up for the
@@ -212,8 +229,18 @@ impl MainPassClock {
         }
         // the background loop: on a tick, once batch_sched_delay has passed since its last pass
         let mut run = nodes_back;
-        if self.requested && !ctx.queue().is_empty() {
-            let earliest = self.last_periodic.map_or(now, |t| t + self.batch_sched_delay_s * tick);
+        // asked for: batch_sched_delay after its last pass; not asked for: sched_interval after it
+        let asked = self.requested.then(|| self.last_periodic.map_or(now, |t| t + self.batch_sched_delay_s * tick));
+        // (with nothing running, only a --switches wait running out can let a waiting job
+        // start on the idle machine: without one, waking would only repeat the same pass,
+        // and a job no pass can start would keep the replay going for ever)
+        let may_change = !ctx.running().is_empty() || ctx.has_switch_limits();
+        let periodic = self.interval.filter(|_| may_change).map(|iv| self.last_periodic.map_or(now, |t| t.saturating_add(iv)));
+        let earliest = match (asked, periodic) {
+            (Some(a), Some(p)) => Some(a.min(p)),
+            (a, p) => a.or(p),
+        };
+        if let (Some(earliest), false) = (earliest, ctx.queue().is_empty()) {
             let t = earliest.max(now);
             let phase = self.tick_phase.rem_euclid(tick);
             let next_tick = (t - phase + tick - 1).div_euclid(tick) * tick + phase;
@@ -246,7 +273,8 @@ impl SlurmSched {
     pub fn new(opts: SlurmOptions) -> SlurmSched {
         let priority = Multifactor::new(opts.multifactor());
         let parts = partitions::parse(&opts.partitions, opts.ticks_per_s, "queue slurm: partitions").expect("options checked when built");
-        SlurmSched { clock: MainPassClock::new(opts.batch_sched_delay_s, opts.ticks_per_s, opts.tick_phase, opts.last_pass), priority, partitions: Partitions::new(parts, opts.ticks_per_s) }
+        let clock = MainPassClock::new(opts.batch_sched_delay_s, opts.ticks_per_s, opts.tick_phase, opts.last_pass).with_interval(opts.sched_interval_s);
+        SlurmSched { clock, priority, partitions: Partitions::new(parts, opts.ticks_per_s) }
     }
 }
 
