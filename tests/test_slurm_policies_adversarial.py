@@ -331,3 +331,13 @@ def test_invariants_and_determinism_on_random_workloads():
             assert all(s >= sub for s, sub in zip(t_["start_s"], t_["submit_s"]))
             assert r.jobs.num_rows + r.skipped.num_rows == len(rows)
             assert simulate(workload(rows), fab, cfg).jobs.equals(r.jobs)
+
+
+@pytest.mark.parametrize("queue, flag", [("slurm", "--partitions"), ("slurm-bf", "--sched-partitions")])
+def test_partitions_off_the_fabric_name_the_flag(queue, flag):
+    """It was a SimulationError naming no flag: "queue slurm: partition 0 names node 9,
+    the fabric has 8 nodes (ids 0-7)"."""
+    with pytest.raises(InputError) as e:
+        starts([(0, 1, 10, 10)], queue, policy_options={flag[2:].replace("-", "_"): "0=0-3;1=4-9"})
+    msg = str(e.value)
+    assert "partition 1 names node 9" in msg and f"set with {flag}" in msg and "\n" not in msg
