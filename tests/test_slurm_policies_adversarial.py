@@ -93,6 +93,25 @@ def test_job_size_factor_favours_large_or_small(queue, p, favor_small):
     assert (s[first], s[second]) == (1000, 1100)
 
 
+@pytest.mark.parametrize("queue, p", BOTH)
+@pytest.mark.parametrize("tree", ["", "0:1;1:1;0/0;1/1"])
+def test_fair_share_puts_the_user_who_used_less_first(queue, p, tree):
+    """PriorityWeightFairshare alone (Fair Tree): user 0 (account 0) ran the 8-node blocker
+    0..1000; at 1000 user 0's job (submitted first) and user 1's (account 1, no usage)
+    wait: user 1's starts first, with the accounts' shares implicit or given equal."""
+    rows = [(0, 8, 1000, 1000, 0, 0), (1, 8, 100, 100, 0, 0), (2, 8, 100, 100, 1, 1)]
+    opts = {p + "priority_weight_fairshare": 1000, p + "priority_calc_period_s": 60, p + "priority_fs_tree": tree}
+    assert starts(rows, queue, policy_options=opts) == {1: 0, 2: 1100, 3: 1000}
+
+
+@pytest.mark.parametrize("queue, p", BOTH)
+@pytest.mark.parametrize("qos, first", [("0:1;1:10", 3), ("0:10;1:1", 2)])
+def test_qos_factor_puts_the_higher_qos_priority_first(queue, p, qos, first):
+    rows = [(0, 8, 1000, 1000, 0, 0, 0), (1, 8, 100, 100, 0, 0, 0), (2, 8, 100, 100, 1, 1, 1)]
+    s = starts(rows, queue, policy_options={p + "priority_weight_qos": 1000, p + "priority_qos": qos})
+    assert s[first] == 1000 and s[5 - first] == 1100
+
+
 # --- partitions -----------------------------------------------------------------------
 
 
