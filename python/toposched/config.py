@@ -123,9 +123,21 @@ def policy_options(config: RunConfig) -> dict[str, Any]:
         else:
             value = getattr(config, o.name, None)
         if value is not None:
+            why = registry.check_type(o, value)
+            if why is not None:
+                raise InputError(o.flag, why)
             if o.type == "integer" and isinstance(value, int) and not isinstance(value, bool):
                 why = registry.check_integer(o, value)
                 if why is not None:  # else the engine refuses it naming no flag
                     raise InputError(o.flag, why)
+            elif o.type == "number" and isinstance(value, (int, float)) and not isinstance(value, bool):
+                why = registry.check_number(o, float(value))
+                if why is not None:  # the schema's range, as the flag and a sweep file check it
+                    raise InputError(o.flag, why)
             out[o.name] = value
+    weights = [o for o in registry.options_of((config.queue, alloc)) if "priority_weight_" in o.name and out.get(o.name)]
+    if config.queue_order is not None and weights:
+        # the two orders were mixed: the multifactor order won only in the passes at which
+        # a priority recalculation fell, the Python order in all the others
+        raise InputError("--queue-order", f"replaces the queue's priority order, so {weights[0].flag} {out[weights[0].name]} would apply only at some passes; give one or the other")
     return out

@@ -146,6 +146,24 @@ def check_number(o: PolicyOption, value: float) -> str | None:
     return None
 
 
+def check_type(o: PolicyOption, value: Any) -> str | None:
+    """Why ``value`` is not of the type of option ``o`` (its JSON type), else None: a
+    ``policy_options`` value of the wrong type (``priority_weight_age=1.5``,
+    ``bf_continue="no"``) was refused by the engine as "settings: slurm: invalid type:
+    floating point `1.5`, expected i64", naming neither the option nor its flag."""
+    if type(value).__module__ == "numpy" and hasattr(value, "item"):
+        value = value.item()  # np.int64(5) from np.arange: taken by the engine
+    want = {
+        "integer": ("a whole number", isinstance(value, int) and not isinstance(value, bool)),
+        "number": ("a number", isinstance(value, (int, float)) and not isinstance(value, bool)),
+        "boolean": ("true or false", isinstance(value, bool)),
+        "string": ("a string", isinstance(value, str)),
+    }.get(o.type)
+    if want is None or want[1]:
+        return None
+    return f"expected {want[0]}, got {value!r} ({type(value).__name__})"
+
+
 def maximum_text(maximum: int) -> str:
     """A largest value as messages write it: ``2^32 - 1`` for a type's limit, else the number."""
     bits = (maximum + 1).bit_length() - 1

@@ -151,6 +151,9 @@ def _step_error(workload: Workload, message: str) -> ToposchedError:
     log ("queue slurm: job row 0 asks for partition 1; the partitions option defines 2")
     is bad input: it names the log's file and line and the option's flag; anything else
     (a policy written in Python, a caught panic) stays a SimulationError."""
+    p = re.match(r"queue (slurm|slurm-bf): partition \d+ names node \d+, the fabric has", message)
+    if p:  # a partitions option naming nodes off the fabric: it named no flag
+        return InputError("settings", message, hint=f"set with --{'sched-' if p.group(1) == 'slurm-bf' else ''}partitions")
     m = re.match(r"queue ([\w-]+): job row (\d+) ", message)
     if not m or int(m.group(2)) >= len(workload):
         return SimulationError(message)
