@@ -304,3 +304,12 @@ def test_a_worker_runs_the_drivers_class_even_if_an_entry_point_has_the_name(mon
         _register_python_policies({"python_policies": {"shared": "test_registry:Lowest"}})  # again: nothing to do
     finally:
         registry.unregister("shared")
+
+
+def test_a_number_option_out_of_its_range_is_refused_from_python_naming_its_flag():
+    """The schema's range of number options (adaptive's slowdown_threshold >= 0) was checked
+    for the flags and sweep files but not in RunConfig.policy_options, where -1 reached the
+    engine."""
+    with pytest.raises(InputError, match=r"--slowdown-threshold: must be at least 0, got -1"):
+        policy_options(RunConfig(queue="easy", alloc="adaptive", policy_options={"slowdown_threshold": -1}))
+    assert policy_options(RunConfig(queue="easy", alloc="adaptive", policy_options={"slowdown_threshold": 0.5}))["slowdown_threshold"] == 0.5
