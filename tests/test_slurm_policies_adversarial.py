@@ -217,19 +217,16 @@ def test_switches_wait_then_take_any_allocation(queue, want):
     assert starts(SWITCH_ROWS, queue, alloc="slurm-tree", switches="2@100")[3] == 10
 
 
-SLURM_SWITCH_WAIT = (
-    "engine (Rust): `slurm` runs main-scheduler passes only when asked (submission, epilog), "
-    "never when a --switches wait runs out nor Slurm's periodic full pass every sched_interval "
-    "(60 s, sched_config.html), so the waiting job is never retried until another job ends or arrives"
-)
+# `slurm` retries a job whose --switches wait ran out at the background loop's periodic
+# pass (sched_interval, 60 s: sched_config.html; controller.c _slurmctld_background); it
+# ran passes only when asked (submission, epilog), so such a job waited for another job to
+# end or arrive (the three tests below were strict expected failures until it did)
 
 
-@pytest.mark.xfail(strict=True, reason=SLURM_SWITCH_WAIT + ": it starts at 1000, not by 110 + 60")
 def test_slurm_retries_a_job_whose_switch_wait_ran_out_at_the_next_periodic_pass():
     assert starts(SWITCH_ROWS, "slurm", alloc="slurm-tree", switches="1@100")[3] <= 110 + 60
 
 
-@pytest.mark.xfail(strict=True, reason=SLURM_SWITCH_WAIT + ": a lone 5-node job aborts the run ('a bug of the policies slurm + linear')")
 def test_slurm_starts_a_lone_job_whose_switch_wait_ran_out():
     """One 5-node job on 2 leaves of 4 with --switches 1@50 must span 2 leaves: it may
     once it has waited 50 s. `fcfs` starts it at 50, `slurm-bf` at its cycle of 60."""
@@ -238,7 +235,6 @@ def test_slurm_starts_a_lone_job_whose_switch_wait_ran_out():
     assert starts([(0, 5, 100, 100)], "slurm", switches="1@50")[1] <= 50 + 60
 
 
-@pytest.mark.xfail(strict=True, reason=SLURM_SWITCH_WAIT + ": with a priority weight the decay thread's wake-ups go on forever and the replay never ends")
 def test_slurm_with_a_priority_weight_ends_when_a_job_waits_for_switches():
     """As above, with PriorityWeightAge=1000: the replay did not end (the subprocess is
     given a few seconds; the one job must start by 50 + 60)."""
