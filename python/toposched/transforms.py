@@ -167,15 +167,15 @@ def _check_scaled_max(w: Workload, field: str, values: np.ndarray, f: Fraction, 
     scaled = -((-top * f.numerator) // f.denominator)
     if scaled < limit:
         return
-    job = w.columns["job_id"][i] if "job_id" in w.columns else i
-    line = int(w.columns["line"][i]) if "line" in w.columns else None
-    raise InputError(
-        w.source or "log",
-        f"scale:{_num_text(f)} makes job {job}'s {top:,} {field} {scaled:,}, not below {limit_text}",
-        line=line,
-        field=field,
-        hint="--transform: a smaller scale factor",
-    )
+    raise _too_large(w, i, f"scale:{_num_text(f)} makes job {{job}}'s {top:,} {field} {scaled:,}, not below {limit_text}", field, "a smaller scale factor")
+
+
+def _too_large(w: Workload, row: int, message: str, field: str, fix: str) -> InputError:
+    """A transform's refusal of the count it makes for job ``row`` (``{job}`` in
+    ``message``: its id), naming the log's line and --transform."""
+    job = w.columns["job_id"][row] if "job_id" in w.columns else row
+    line = int(w.columns["line"][row]) if "line" in w.columns else None
+    return InputError(w.source or "log", message.format(job=job), line=line, field=field, hint=f"--transform: {fix}")
 
 
 def time_window(w: Workload, days: float, start_days: float = 0) -> Workload:
@@ -216,15 +216,7 @@ def rescale_cores(w: Workload, cores_per_node: int) -> Workload:
         # else the engine's "big.swf:23: job row 0 (id 1): field 'nodes' out of range",
         # blaming the log for what the transform made
         i = int(np.argmax(new))
-        job = w.columns["job_id"][i] if "job_id" in w.columns else i
-        line = int(w.columns["line"][i]) if "line" in w.columns else None
-        raise InputError(
-            w.source or "log",
-            f"cores:{c} makes job {job}'s {int(procs[i]):,} procs {int(new[i]):,} nodes, not below 2^31",
-            line=line,
-            field="procs",
-            hint="--transform: a larger cores:C",
-        )
+        raise _too_large(w, i, f"cores:{c} makes job {{job}}'s {int(procs[i]):,} procs {int(new[i]):,} nodes, not below 2^31", "procs", "a larger cores:C")
     _count(out.repairs, "transform_rescaled_nodes", int(np.sum(new != nodes)))
     _count(out.repairs, "transform_cores_no_procs", int(np.sum(~known)))
     out.columns["nodes"] = new

@@ -154,16 +154,7 @@ def _in_range(o: PolicyOption) -> Any:
 
     if o.minimum is None and o.maximum is None:
         return int
-
-    def check(text: str) -> int:
-        v = int(text)
-        why = check_integer(o, v)
-        if why is not None:
-            raise argparse.ArgumentTypeError(why)
-        return v
-
-    check.__name__ = "int"  # argparse names the type in "invalid int value"
-    return check
+    return _checked(int, lambda v: check_integer(o, v))
 
 
 def _number_in_range(o: PolicyOption) -> Any:
@@ -172,14 +163,21 @@ def _number_in_range(o: PolicyOption) -> Any:
     compare or frontier, after they had started)."""
     from ..registry import check_number
 
-    def check(text: str) -> float:
-        v = float(text)
-        why = check_number(o, v)
+    return _checked(float, lambda v: check_number(o, v))
+
+
+def _checked(parse: Any, why_not: Any) -> Any:
+    """argparse ``type=``: ``parse(text)``, refused with ``why_not(value)`` when that is
+    not None; named as ``parse`` is (argparse says "invalid int value")."""
+
+    def check(text: str) -> Any:
+        v = parse(text)
+        why = why_not(v)
         if why is not None:
             raise argparse.ArgumentTypeError(why)
         return v
 
-    check.__name__ = "float"  # argparse names the type in "invalid float value"
+    check.__name__ = parse.__name__
     return check
 
 
