@@ -488,6 +488,27 @@ def test_write_outputs_files_figures_and_page(tmp_path):
     assert json.loads((tmp_path / "contention.json").read_text())["exposed_jobs"] == 2
 
 
+def test_the_report_puts_seed_001s_published_figures_beside_the_analysis(tmp_path):
+    """Issue 12 point 7: the per-affected-job distribution beside the paper's. The page
+    carries 001's own worst-case figures (its text: 550% / 350% maxima, an average under 50%,
+    about 5% system-wide at 2:1) next to this schedule's rows read at the same R."""
+    from toposched.reporting.contention import _beside_001, _pct, write_outputs
+
+    s = sched([(0, 100, [0, 1, 4, 5]), (50, 150, [2, 8])], np.arange(12) // 4, cores_per_node=1)
+    a, doc = C.run_contention(s, crossbar_sizes=[2, 4], cores=[1, 2], comm_fractions=[0.5])
+    write_outputs(a, doc, tmp_path)
+    page = (tmp_path / "report.html").read_text()
+    table = _beside_001(doc)
+    assert table in page
+    assert "550% (Atlas, 24-port crossbars), 350% (Jazz, Thunder, 16-port)" in table and "less than 50%" in table
+    sweep = {r["uplinks"]: r for r in doc["uplink_sweep"]}
+    # leaves of 4 nodes: the maximum is read at R = 1, the mean and the system-wide at R = 2
+    rows = table.split("<tr>")[2:]
+    assert "R = 1<" in rows[0] and _pct(sweep[1]["affected_job_slowdown"]["max"]) in rows[0]
+    assert "R = 2 of 4 (2:1)" in rows[1] and _pct(sweep[2]["affected_job_slowdown"]["mean"]) in rows[1]
+    assert _pct(sweep[2]["system_slowdown"]) in rows[2] and _pct(sweep[2]["added_wall_per_node_second"]) in rows[2]
+
+
 def test_cli_refuses_more_uplinks_than_a_leaf_has_and_a_damaged_run(tmp_path, capsys):
     """--uplinks above K gave a sweep row with 'removed: -1' and a taper above 1; a run
     directory holding a node past its fabric was an internal error (ValueError)."""

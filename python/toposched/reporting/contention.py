@@ -270,6 +270,7 @@ def _sweep_table(doc: dict[str, Any]) -> str:
         row += [_pct(a[k]) for k in ("mean", "median", "p95", "max")]
         rows.append(row)
     out = table_html(cols, rows, caption="Worst case (every job communicates all the time). Slowdowns are added wall time over run time (100% = twice as long).")
+    out += _beside_001(doc)
     Js = doc.get("comm_fractions", [])
     if Js:
         cols = ["R"] + [f"P(contention) J={J:g}" for J in Js] + [f"system J={J:g}" for J in Js] + [f"mean / affected J={J:g}" for J in Js]
@@ -283,6 +284,42 @@ def _sweep_table(doc: dict[str, Any]) -> str:
             )
         out += table_html(cols, rows, caption="Expected, jobs communicating a fraction J of the time (binomial model, docs/contention.md).")
     return out
+
+
+#: What seed 001 reports for its worst case (100 % communication), as its text says it
+#: (§IV: "slowdowns of 350% were encountered [Jazz, Thunder], while slowdowns of 550%
+#: occurred in the Atlas workload"; "the average slowdown being less than 50%"; "a 1:2
+#: oversubscription ratio results in only a 5% system-wide slowdown"): (what, 001's figure,
+#: the sweep row it is read at: one uplink, or half of them, the value of that row compared).
+SEED_001_FIGURES = (
+    ("max slowdown of a job, one uplink left", "550% (Atlas, 24-port crossbars), 350% (Jazz, Thunder, 16-port)", "one", "max"),
+    ("mean slowdown of the affected jobs", "less than 50%", "half", "mean"),
+    ("system-wide slowdown at 2:1", "about 5% (Jazz); under 5% on every workload", "half", "system"),
+)
+
+
+def _beside_001(doc: dict[str, Any]) -> str:
+    """Seed 001's published worst-case figures beside this analysis's rows (issue 12: the
+    per-affected-job distribution beside the paper's). docs/contention.md says why the
+    maxima are twice 001's and which normalisation gives its system-wide magnitudes."""
+    sweep = {r["uplinks"]: r for r in doc["uplink_sweep"]}
+    full = doc["schedule"]["full_uplinks"]
+    rows = []
+    for what, paper, at, key in SEED_001_FIGURES:
+        uplinks = 1 if at == "one" else max(1, full // 2)
+        r = sweep.get(uplinks)
+        if r is None:
+            ours = "-"
+        elif key == "system":
+            ours = f"{_pct(r['system_slowdown'])} (added / node-s: {_pct(r['added_wall_per_node_second'])})"
+        else:
+            ours = _pct(r["affected_job_slowdown"][key])
+        rows.append([what, paper, f"R = {uplinks}" + (f" of {full} (2:1)" if at == "half" else ""), ours])
+    return table_html(
+        ["seed 001 reports", "001's figure", "read here at", "this analysis"],
+        rows,
+        caption="Seed 001's published worst-case figures beside this schedule's (docs/contention.md: the maxima here are K - 1 = twice 001's, and 001's system-wide magnitudes match the per-node-second reading).",
+    )
 
 
 def _family_table(entries: list[dict[str, Any]], label: str) -> str:
