@@ -356,3 +356,15 @@ def test_partitions_off_the_fabric_name_the_flag(queue, flag):
         starts([(0, 1, 10, 10)], queue, policy_options={flag[2:].replace("-", "_"): "0=0-3;1=4-9"})
     msg = str(e.value)
     assert "partition 1 names node 9" in msg and f"set with {flag}" in msg and "\n" not in msg
+
+
+@pytest.mark.parametrize("flag, value, bound", [("--bf-max-job-test", "0", "at least 1"), ("--bf-window-s", "30", "at least 60"), ("--bf-interval-s", "20000", "at most 10800"), ("--sched-ticks-per-s", "0", "at least 1")])
+def test_slurm_bf_flags_say_slurms_own_range(capsys, flag, value, bound):
+    """The flags' ranges are Slurm's (slurm_bf.rs check): --bf-max-job-test 0 said "must be
+    at least 0" (the schema's u32), then the engine refused 0 naming no flag."""
+    from toposched.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["simulate", "--trace", "x.swf", "--queue", "slurm-bf", flag, value])
+    err = capsys.readouterr().err
+    assert f"argument {flag}: must be {bound}, got" in err, err

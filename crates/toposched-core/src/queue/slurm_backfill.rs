@@ -56,15 +56,19 @@ use crate::options::{parse_options, schema_of};
 #[serde(default, deny_unknown_fields)]
 pub struct SlurmOptions {
     /// `SchedulerParameters=batch_sched_delay=` (seconds).
+    #[schemars(range(min = 0))]
     pub batch_sched_delay_s: i64,
     /// Engine time units per second (1000 when the replay counts milliseconds).
+    #[schemars(range(min = 1))]
     pub ticks_per_s: i64,
     /// The background loop's phase: it wakes at `tick_phase + k * ticks_per_s`.
+    #[schemars(range(min = 0))]
     pub tick_phase: i64,
     /// When its last pass before the replay began ran (none: long ago).
     pub last_pass: Option<i64>,
     /// `SchedulerParameters=sched_interval=` (seconds): the background loop's pass at least
     /// this often while jobs wait (0: only passes asked for, as before this option).
+    #[schemars(range(min = 0))]
     pub sched_interval_s: i64,
     /// `PriorityWeightAge` (priority/multifactor; every weight 0: priority/basic's submit order).
     pub priority_weight_age: i64,

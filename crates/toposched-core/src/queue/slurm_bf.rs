@@ -83,17 +83,22 @@ use crate::state::NodeSet;
 #[serde(default, deny_unknown_fields)]
 pub struct SlurmBfOptions {
     /// `SchedulerParameters=bf_interval=` (seconds between backfill cycles).
+    #[schemars(range(min = 1, max = 10_800))]
     pub bf_interval_s: i64,
     /// `bf_window=` (Slurm takes minutes; here seconds): how far ahead reservations are made.
+    #[schemars(range(min = 60, max = 2_592_000))]
     pub bf_window_s: i64,
     /// `bf_resolution=` (seconds): the time grid of reservations.
+    #[schemars(range(min = 1, max = 3600))]
     pub bf_resolution_s: i64,
     /// `bf_max_job_test=`: jobs a cycle puts through the will-run test.
+    #[schemars(range(min = 1, max = 1_000_000))]
     pub bf_max_job_test: u32,
     /// `bf_continue`: no effect here (a cycle takes no simulated time, so never yields).
     pub bf_continue: bool,
     /// The select plugin's will-run grouping of ending jobs: 0 = one at a time
     /// (`select/linear`), 30 = `select/cons_tres`'s 30 s windows, doubled per group.
+    #[schemars(range(min = 0, max = 3600))]
     pub bf_will_run_window_s: i64,
     /// When the backfill agent's last cycle before the replay ran (none: due at time 0).
     pub bf_last_cycle: Option<i64>,
@@ -102,6 +107,7 @@ pub struct SlurmBfOptions {
     /// Main scheduler: `batch_sched_delay=` (seconds).
     pub sched_batch_delay_s: i64,
     /// Engine time units per second (1000 when the replay counts milliseconds).
+    #[schemars(range(min = 1, max = 1_000_000))]
     pub sched_ticks_per_s: i64,
     /// The controller's background loop wakes at `sched_tick_phase + k * sched_ticks_per_s`.
     pub sched_tick_phase: i64,
