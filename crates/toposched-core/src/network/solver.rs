@@ -109,6 +109,8 @@ pub struct Solver {
     backlogged: Vec<bool>,
     /// Per link: the round's use by the jobs of levels not backlogged there.
     used: Vec<f64>,
+    /// Per link: the weight of the levels backlogged there.
+    backlogged_weight: Vec<f64>,
     plain: Vec<f64>,
     /// Rounds the last solve took.
     pub rounds: usize,
@@ -287,6 +289,8 @@ impl Solver {
                     }
                 }
             }
+            self.backlogged_weight.clear();
+            self.backlogged_weight.extend((0..nl).map(|l| (0..ns).filter(|&t| self.backlogged[l * ns + t]).map(|t| p.weight_of(t as u32)).sum::<f64>()));
             let mut moved = false;
             for j in 0..nj {
                 if !self.live[j] {
@@ -298,8 +302,7 @@ impl Solver {
                 for e in p.off[j]..p.off[j + 1] {
                     let l = p.link[e] as usize;
                     if p.d[e] > 0.0 && self.backlogged[l * ns + s] {
-                        let w: f64 = (0..ns).filter(|&t| self.backlogged[l * ns + t]).map(|t| p.weight_of(t as u32)).sum();
-                        self.offer[e] = (omega / w) * (p.claim[e] / self.k[l * ns + s]) * (self.rem[l] - self.used[l]).max(0.0) / p.d[e];
+                        self.offer[e] = (omega / self.backlogged_weight[l]) * (p.claim[e] / self.k[l * ns + s]) * (self.rem[l] - self.used[l]).max(0.0) / p.d[e];
                     }
                     inc = inc.min(self.offer[e]);
                 }
